@@ -1,0 +1,40 @@
+#include "progress.h"
+
+#include "ops/inspect.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace ckpt::cli {
+
+ProgressPrinter::ProgressPrinter(bool quiet)
+    : m_quiet(quiet), m_tty(::isatty(2)), m_start(std::chrono::steady_clock::now()), m_last(m_start)
+{
+}
+
+ProgressPrinter::~ProgressPrinter()
+{
+    if (m_drawn && m_tty) std::fputc('\n', stderr);
+}
+
+void ProgressPrinter::operator()(const ops::Progress& p)
+{
+    if (m_quiet) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(now - m_last).count();
+    const bool final = p.permille >= 1000;
+    if (!final && since < (m_tty ? 0.1 : 2.0)) return;
+    m_last = now;
+    const double elapsed = std::chrono::duration<double>(now - m_start).count();
+    const double rate = elapsed > 0 ? double(p.doneBytes) / elapsed : 0;
+    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
+    char line[256];
+    std::snprintf(line, sizeof line, "%5.1f%%  %s / %s  %.2f GB/s  ETA %.0fs  %s", p.permille / 10.0,
+                  ops::humanBytes(p.doneBytes).c_str(), ops::humanBytes(p.totalBytes).c_str(), rate / 1e9, eta,
+                  p.stage.substr(0, 60).c_str());
+    if (m_tty) std::fprintf(stderr, "\r\033[K%s", line);
+    else std::fprintf(stderr, "%s\n", line);
+    m_drawn = true;
+}
+
+} // namespace ckpt::cli

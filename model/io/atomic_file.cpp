@@ -1,0 +1,61 @@
+#include "io/atomic_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace ckpt::io {
+
+AtomicFile::AtomicFile(std::string finalPath) : m_final(std::move(finalPath))
+{
+    const auto slash = m_final.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : m_final.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? m_final : m_final.substr(slash + 1);
+    m_temp = dir + "." + base + ".partial-" + std::to_string(::getpid());
+    m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (m_fd < 0) throw Error(std::string("cannot create output: ") + std::strerror(errno), m_final);
+}
+
+AtomicFile::~AtomicFile()
+{
+    if (m_fd >= 0) ::close(m_fd);
+    if (!m_committed) ::unlink(m_temp.c_str());
+}
+
+void AtomicFile::write(const void* data, uint64_t size)
+{
+    const auto* p = static_cast<const uint8_t*>(data);
+    while (size) {
+        const ssize_t n = ::write(m_fd, p, std::min<uint64_t>(size, 1u << 30));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw Error(std::string("write failed: ") + std::strerror(errno), m_final);
+        }
+        p += n;
+        size -= uint64_t(n);
+        m_written += uint64_t(n);
+    }
+}
+
+void AtomicFile::finish()
+{
+    if (m_fd < 0) return;
+    if (::fsync(m_fd) != 0) throw Error(std::string("fsync failed: ") + std::strerror(errno), m_final);
+    if (::close(m_fd) != 0) {
+        m_fd = -1;
+        throw Error(std::string("close failed: ") + std::strerror(errno), m_final);
+    }
+    m_fd = -1;
+}
+
+void AtomicFile::commit()
+{
+    finish();
+    if (std::rename(m_temp.c_str(), m_final.c_str()) != 0)
+        throw Error(std::string("cannot rename output into place: ") + std::strerror(errno), m_final);
+    m_committed = true;
+}
+
+} // namespace ckpt::io

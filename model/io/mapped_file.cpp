@@ -1,0 +1,47 @@
+#include "io/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ckpt::io {
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) {
+        const int e = errno;
+        ::close(fd);
+        throw Error(std::string("cannot stat: ") + std::strerror(e), path);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        throw Error("is a directory, expected a file", path);
+    }
+    std::shared_ptr<MappedFile> f(new MappedFile);
+    f->m_path = path;
+    f->m_size = uint64_t(st.st_size);
+    if (f->m_size > 0) {
+        void* p = ::mmap(nullptr, f->m_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            const int e = errno;
+            ::close(fd);
+            throw Error(std::string("cannot map: ") + std::strerror(e), path);
+        }
+        f->m_data = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+    return f;
+}
+
+MappedFile::~MappedFile()
+{
+    if (m_data) ::munmap(const_cast<uint8_t*>(m_data), m_size);
+}
+
+} // namespace ckpt::io

@@ -1,0 +1,186 @@
+#include "io/zip_reader.h"
+
+#include <algorithm>
+#include <zlib.h>
+
+namespace ckpt::io {
+
+namespace {
+constexpr uint32_t kLocalSig = 0x04034b50;
+constexpr uint32_t kCentralSig = 0x02014b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kEnd64Sig = 0x06064b50;
+constexpr uint32_t kEnd64LocatorSig = 0x07064b50;
+constexpr uint64_t kCentralHeaderSize = 46;
+constexpr uint64_t kLocalHeaderSize = 30;
+// Deflate cannot expand by more than ~1032:1, so a larger claim is a lie, not a zip bomb we inflate.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+} // namespace
+
+ZipReader::ZipReader(std::shared_ptr<const MappedFile> file) : m_file(std::move(file))
+{
+    try {
+        parse();
+    } catch (const Error& e) {
+        throw e.withFile(m_file->path());
+    }
+}
+
+bool ZipReader::looksLikeZip(ByteSpan b)
+{
+    return b.size() >= 4 && loadLE<uint32_t>(b.data()) == kLocalSig;
+}
+
+void ZipReader::fail(const std::string& why, uint64_t offset) const
+{
+    throw Error("zip: " + why, m_file->path(), offset);
+}
+
+void ZipReader::parse()
+{
+    const ByteSpan b = m_file->bytes();
+    const uint64_t n = b.size();
+    if (n < 22) fail("file too small for a zip archive (" + std::to_string(n) + " bytes)");
+
+    // The end record sits in the last 22 + 65535 (comment) bytes; search backwards.
+    uint64_t eocd = UINT64_MAX;
+    const uint64_t lowest = n >= 22 + 65535 ? n - 22 - 65535 : 0;
+    for (uint64_t p = n - 22 + 1; p-- > lowest;) {
+        if (loadLE<uint32_t>(b.data() + p) == kEndSig) {
+            eocd = p;
+            break;
+        }
+    }
+    if (eocd == UINT64_MAX) fail("no end-of-central-directory record (truncated file?)");
+
+    uint64_t count = loadLE<uint16_t>(b.data() + eocd + 10);
+    uint64_t cdSize = loadLE<uint32_t>(b.data() + eocd + 12);
+    uint64_t cdOffset = loadLE<uint32_t>(b.data() + eocd + 16);
+
+    // ZIP64: the locator is immediately before the classic end record.
+    if (eocd >= 20 && loadLE<uint32_t>(b.data() + eocd - 20) == kEnd64LocatorSig) {
+        const uint64_t rec = loadLE<uint64_t>(b.data() + eocd - 20 + 8);
+        if (!rangeFits(rec, 56, n) || loadLE<uint32_t>(b.data() + rec) != kEnd64Sig)
+            fail("ZIP64 end record missing or out of range", eocd - 20);
+        count = loadLE<uint64_t>(b.data() + rec + 32);
+        cdSize = loadLE<uint64_t>(b.data() + rec + 40);
+        cdOffset = loadLE<uint64_t>(b.data() + rec + 48);
+    }
+    if (!rangeFits(cdOffset, cdSize, n)) fail("central directory lies outside the file", eocd);
+    if (count > cdSize / kCentralHeaderSize) fail("central directory claims more entries than fit in it", eocd);
+    if (count == 0) fail("archive has no entries");
+
+    m_entries.reserve(count);
+    Cursor c(b.subspan(cdOffset, cdSize), "zip central directory");
+    for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t at = cdOffset + c.pos();
+        if (c.le<uint32_t>() != kCentralSig) fail("bad central directory entry signature", at);
+        c.take(6); // versions, flags
+        ZipEntry e;
+        e.method = c.le<uint16_t>();
+        c.take(4); // time, date
+        e.crc32 = c.le<uint32_t>();
+        e.compressedSize = c.le<uint32_t>();
+        e.size = c.le<uint32_t>();
+        const uint16_t nameLen = c.le<uint16_t>();
+        const uint16_t extraLen = c.le<uint16_t>();
+        const uint16_t commentLen = c.le<uint16_t>();
+        c.take(8); // disk, attributes
+        e.localHeaderOffset = c.le<uint32_t>();
+        e.name = std::string(asStringView(c.take(nameLen)));
+        Cursor extra(c.take(extraLen), "zip extra field");
+        while (extra.remaining() >= 4) {
+            const uint16_t id = extra.le<uint16_t>();
+            const uint16_t len = extra.le<uint16_t>();
+            Cursor x(extra.take(len), "zip64 extra field");
+            if (id != 0x0001) continue;
+            // Only the fields whose 32-bit slot is saturated are present, in this order.
+            if (e.size == 0xFFFFFFFF) e.size = x.le<uint64_t>();
+            if (e.compressedSize == 0xFFFFFFFF) e.compressedSize = x.le<uint64_t>();
+            if (e.localHeaderOffset == 0xFFFFFFFF) e.localHeaderOffset = x.le<uint64_t>();
+        }
+        c.take(commentLen);
+
+        if (e.method != 0 && e.method != 8)
+            fail("entry '" + e.name + "' uses unsupported compression method " + std::to_string(e.method), at);
+        if (e.method == 0 && e.compressedSize != e.size)
+            fail("stored entry '" + e.name + "' has different compressed and uncompressed sizes", at);
+        if (e.method == 8 && e.size / kMaxDeflateRatio > e.compressedSize + 1)
+            fail("deflated entry '" + e.name + "' claims an impossible size of " + std::to_string(e.size) +
+                     " bytes",
+                 at);
+        if (!rangeFits(e.localHeaderOffset, kLocalHeaderSize, n))
+            fail("entry '" + e.name + "' has its local header outside the file", at);
+        const uint8_t* lh = b.data() + e.localHeaderOffset;
+        if (loadLE<uint32_t>(lh) != kLocalSig) fail("entry '" + e.name + "' has a bad local header", e.localHeaderOffset);
+        e.dataOffset = e.localHeaderOffset + kLocalHeaderSize + loadLE<uint16_t>(lh + 26) + loadLE<uint16_t>(lh + 28);
+        if (!rangeFits(e.dataOffset, e.compressedSize, n))
+            fail("entry '" + e.name + "' (" + std::to_string(e.compressedSize) +
+                     " bytes) extends beyond the end of the file",
+                 e.localHeaderOffset);
+        m_entries.push_back(std::move(e));
+    }
+
+    // Overlapping entries are how zip bombs and polyglots are built; a real torch file never has them.
+    std::vector<const ZipEntry*> sorted;
+    for (const auto& e : m_entries) sorted.push_back(&e);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const ZipEntry* a, const ZipEntry* b2) { return a->localHeaderOffset < b2->localHeaderOffset; });
+    for (size_t i = 1; i < sorted.size(); ++i) {
+        const ZipEntry* prev = sorted[i - 1];
+        if (sorted[i]->localHeaderOffset < prev->dataOffset + prev->compressedSize)
+            fail("entries '" + prev->name + "' and '" + sorted[i]->name + "' overlap",
+                 sorted[i]->localHeaderOffset);
+    }
+    if (!sorted.empty() && sorted.back()->dataOffset + sorted.back()->compressedSize > cdOffset)
+        fail("entry '" + sorted.back()->name + "' overlaps the central directory", cdOffset);
+}
+
+const ZipEntry* ZipReader::find(std::string_view name) const
+{
+    for (const auto& e : m_entries)
+        if (e.name == name) return &e;
+    return nullptr;
+}
+
+Blob ZipReader::read(const ZipEntry& e) const
+{
+    const ByteSpan raw = m_file->bytes().subspan(e.dataOffset, e.compressedSize);
+    if (e.method == 0) return {raw, m_file};
+
+    auto out = std::make_shared<std::vector<uint8_t>>(e.size);
+    z_stream zs{};
+    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("cannot initialise zlib");
+    zs.next_in = const_cast<Bytef*>(raw.data());
+    zs.avail_in = 0;
+    zs.next_out = out->data();
+    zs.avail_out = 0;
+    uint64_t inLeft = raw.size(), outLeft = out->size();
+    int rc = Z_OK;
+    // zlib counts in uInt; feed in chunks so entries over 4 GiB work.
+    while (rc == Z_OK) {
+        if (zs.avail_in == 0 && inLeft) {
+            zs.avail_in = uInt(std::min<uint64_t>(inLeft, 1u << 30));
+            inLeft -= zs.avail_in;
+        }
+        if (zs.avail_out == 0 && outLeft) {
+            zs.avail_out = uInt(std::min<uint64_t>(outLeft, 1u << 30));
+            outLeft -= zs.avail_out;
+        }
+        rc = inflate(&zs, Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && zs.avail_out == 0 && outLeft == 0) break; // more data than declared
+        if (rc == Z_BUF_ERROR && zs.avail_in == 0 && inLeft == 0) break;   // ran out of input
+    }
+    const uint64_t produced = zs.total_out;
+    inflateEnd(&zs);
+    if (rc != Z_STREAM_END)
+        fail("entry '" + e.name + "' is not valid deflate data or its declared size is wrong", e.dataOffset);
+    if (produced != e.size)
+        fail("entry '" + e.name + "' inflates to " + std::to_string(produced) + " bytes, directory says " +
+                 std::to_string(e.size),
+             e.dataOffset);
+    ByteSpan span(out->data(), out->size());
+    return {span, std::shared_ptr<const void>(out, out.get())};
+}
+
+} // namespace ckpt::io

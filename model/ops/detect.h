@@ -1,0 +1,13 @@
+// Sniffs what a file is from its content, never from its name.
+#pragma once
+
+#include <string>
+
+namespace ckpt::ops {
+
+enum class FileKind { TorchZip, TorchLegacy, Safetensors, Pickle, Unknown };
+
+FileKind detect(const std::string& path); // throws Error if the file cannot be read
+const char* kindName(FileKind k);
+
+} // namespace ckpt::ops

@@ -1,0 +1,31 @@
+// Exports every tensor of a torch.save file as one safetensors file: contiguous, named by its
+// path, values exactly those torch.load gives. Written under a temporary name, re-read and
+// verified, then renamed.
+#pragma once
+
+#include "ops/job.h"
+
+#include <string>
+#include <vector>
+
+namespace ckpt::ops {
+
+struct ExportOptions
+{
+    // Tensors safetensors cannot hold (complex128, quantized, meta, ...) are an error unless
+    // this is set, in which case they are left out and listed as warnings.
+    bool skipUnsupported = false;
+};
+
+struct ExportResult
+{
+    std::string path;
+    size_t tensors = 0;
+    uint64_t bytes = 0;
+    std::vector<std::string> warnings;
+};
+
+ExportResult exportFileToSafetensors(const std::string& input, const std::string& output, const ExportOptions& options,
+                                     const ProgressSink& progress, const CancelToken& cancel);
+
+} // namespace ckpt::ops

@@ -1,0 +1,17 @@
+// Describes a single checkpoint file, as a JSON document (the `ckpt inspect --json` contract)
+// and as readable text. Reads no tensor bytes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+namespace ckpt::ops {
+
+// Opens `path` (torch zip, legacy torch or safetensors) and describes it.
+nlohmann::ordered_json inspectFile(const std::string& path);
+void printInspect(const nlohmann::ordered_json& doc, std::ostream& out);
+
+std::string humanBytes(uint64_t n);
+
+} // namespace ckpt::ops

@@ -1,0 +1,38 @@
+// What every long operation takes: a progress sink and a cancel token. The CLI draws progress on
+// stderr; the GUI forwards it to its job manager. Both are plain values, safe across threads.
+#pragma once
+
+#include "io/error.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ckpt::ops {
+
+struct Progress
+{
+    int permille = 0;     // 0..1000
+    std::string stage;
+    uint64_t doneBytes = 0;
+    uint64_t totalBytes = 0;
+};
+
+using ProgressSink = std::function<void(const Progress&)>;
+
+class CancelToken
+{
+public:
+    void cancel() { m_flag.store(true, std::memory_order_relaxed); }
+    bool cancelled() const { return m_flag.load(std::memory_order_relaxed); }
+    void throwIfCancelled() const
+    {
+        if (cancelled()) throw Cancelled();
+    }
+
+private:
+    std::atomic<bool> m_flag{false};
+};
+
+} // namespace ckpt::ops

@@ -1,0 +1,745 @@
+#include "torch/torch_file.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+namespace ckpt::torch {
+
+using pickle::Kind;
+using pickle::Value;
+
+namespace {
+
+constexpr uint8_t kLegacyMagic[] = {0x6C, 0xFC, 0x9C, 0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
+constexpr int kMaxDepth = 1000;
+
+const Value* item(const Value* tuple, size_t i)
+{
+    if (!tuple || (tuple->kind != Kind::Tuple && tuple->kind != Kind::List) || i >= tuple->items.size())
+        return nullptr;
+    return tuple->items[i];
+}
+
+std::string_view strOf(const Value* v)
+{
+    // Python-2 era files may carry bytes where str is expected (encoding='bytes').
+    if (v && (v->kind == Kind::Str || v->kind == Kind::Bytes)) return v->text;
+    return {};
+}
+
+std::optional<int64_t> intOf(const Value* v)
+{
+    if (v && v->kind == Kind::Int) return v->integer;
+    if (v && v->kind == Kind::Bool) return v->boolean ? 1 : 0;
+    return std::nullopt;
+}
+
+std::string globalName(const Value* g)
+{
+    if (!g) return "?";
+    if (g->kind == Kind::Global) return g->text + "." + g->name;
+    return "<" + pyRepr(g, 40) + ">";
+}
+
+} // namespace
+
+uint64_t Tensor::numel() const
+{
+    uint64_t n = 1;
+    for (int64_t s : shape) n *= uint64_t(s);
+    return n;
+}
+
+bool Tensor::isContiguous() const
+{
+    int64_t expected = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+        if (shape[i] == 1) continue;
+        if (stride[i] != expected) return false;
+        expected *= shape[i];
+    }
+    return true;
+}
+
+bool TorchFile::looksLikeTorch(io::ByteSpan head)
+{
+    if (io::ZipReader::looksLikeZip(head)) return true;
+    // Legacy: a pickle whose first object is the magic LONG; protocol 2 is the common spelling.
+    return head.size() >= 15 && head[0] == 0x80 && head[2] == 0x8A && head[3] == 0x0A &&
+           std::memcmp(head.data() + 4, kLegacyMagic, 10) == 0;
+}
+
+std::unique_ptr<TorchFile> TorchFile::open(const std::string& path, const pickle::Limits& limits)
+{
+    std::unique_ptr<TorchFile> f(new TorchFile);
+    f->m_file = io::MappedFile::open(path);
+    try {
+        if (f->m_file->size() == 0) throw Error("file is empty");
+        if (io::ZipReader::looksLikeZip(f->m_file->bytes())) f->openZip(limits);
+        else f->openLegacy(limits);
+        f->checkStorageRecords();
+        f->walk();
+    } catch (const Error& e) {
+        throw e.withFile(path);
+    }
+    return f;
+}
+
+int64_t TorchFile::persistentLoad(const Value* pid, bool legacy)
+{
+    const Value* tag = item(pid, 0);
+    if (strOf(tag) == "module") {
+        m_warnings.push_back("pickled module class " + globalName(item(pid, 1)) + " (its source is not run)");
+        return -1;
+    }
+    if (strOf(tag) != "storage" || (pid->items.size() != 5 && pid->items.size() != 6))
+        throw Error("pickle: persistent id is not a torch storage reference: " + pyRepr(pid));
+    const Value* type = item(pid, 1);
+    const std::string key(strOf(item(pid, 2)));
+    const std::string location(strOf(item(pid, 3)));
+    const auto numel = intOf(item(pid, 4));
+    if (!type || type->kind != Kind::Global || key.empty() || !numel || *numel < 0)
+        throw Error("pickle: malformed storage reference " + pyRepr(pid));
+
+    DType dtype = DType::UInt8;
+    if (type->name == "UntypedStorage" && (type->text == "torch.storage" || type->text == "torch")) {
+        dtype = DType::UInt8;
+    } else if (auto d = fromStorageClass(type->name); d && (type->text == "torch" || type->text == "torch.cuda")) {
+        dtype = *d;
+    } else {
+        throw Error("pickle: unknown storage type " + globalName(type));
+    }
+    const uint64_t es = elementSize(dtype);
+    if (uint64_t(*numel) > UINT64_MAX / es) throw Error("pickle: storage '" + key + "' size overflows");
+
+    auto findOrAdd = [&](const std::string& k, uint64_t nbytes) -> int {
+        for (size_t i = 0; i < m_storages.size(); ++i)
+            if (m_storages[i].key == k) return int(i); // first reference fixes dtype, as torch.load does
+        Storage s;
+        s.key = k;
+        s.dtype = dtype;
+        s.nbytes = nbytes;
+        s.location = location;
+        s.record = legacy ? std::string() : m_prefix + "data/" + k;
+        m_storages.push_back(std::move(s));
+        return int(m_storages.size() - 1);
+    };
+    const int root = findOrAdd(key, uint64_t(*numel) * es);
+
+    const Value* view = item(pid, 5);
+    if (!view || view->kind == Kind::None) return root;
+    // Old legacy writers: (view_key, offset, view_numel) into the root storage.
+    const std::string viewKey(strOf(item(view, 0)));
+    const auto off = intOf(item(view, 1));
+    const auto vn = intOf(item(view, 2));
+    if (viewKey.empty() || !off || !vn || *off < 0 || *vn < 0 ||
+        !io::rangeFits(uint64_t(*off) * es, uint64_t(*vn) * es, m_storages[size_t(root)].nbytes))
+        throw Error("pickle: storage view " + pyRepr(view) + " does not fit its root storage '" + key + "'");
+    const int v = findOrAdd(viewKey, uint64_t(*vn) * es);
+    m_storages[size_t(v)].viewOf = root;
+    m_storages[size_t(v)].viewOffset = uint64_t(*off) * es;
+    return v;
+}
+
+void TorchFile::openZip(const pickle::Limits& limits)
+{
+    m_format = Format::Zip;
+    m_zip = std::make_unique<io::ZipReader>(m_file);
+    // The archive's single top folder is found by its data.pkl, not assumed from the file name.
+    const io::ZipEntry* pkl = nullptr;
+    for (const auto& e : m_zip->entries()) {
+        const std::string_view n = e.name;
+        const bool top = n == "data.pkl";
+        const bool nested = n.size() > 9 && n.substr(n.size() - 9) == "/data.pkl" &&
+                            n.substr(0, n.size() - 9).find('/') == std::string_view::npos;
+        if (!top && !nested) continue;
+        if (pkl) throw Error("zip holds more than one data.pkl ('" + pkl->name + "', '" + e.name + "')");
+        pkl = &e;
+    }
+    if (!pkl) throw Error("zip archive has no data.pkl: not a torch.save checkpoint");
+    m_prefix = pkl->name.substr(0, pkl->name.size() - 8);
+    if (m_zip->find(m_prefix + "constants.pkl"))
+        throw Error("this is a TorchScript archive (torch.jit.save), not a torch.save checkpoint");
+    if (!m_zip->find(m_prefix + "version") && !m_zip->find(m_prefix + ".data/version"))
+        m_warnings.push_back("zip has no 'version' record; torch.load would refuse it");
+    if (const io::ZipEntry* bo = m_zip->find(m_prefix + "byteorder")) {
+        const io::Blob b = m_zip->read(*bo);
+        if (io::asStringView(b.bytes) != "little")
+            throw Error("storages are stored big-endian (byteorder record); only little-endian files are supported");
+    }
+    const io::Blob pklBytes = m_zip->read(*pkl);
+    try {
+        auto result = pickle::parse(pklBytes.bytes, m_arena,
+                                    [this](const Value* pid) { return persistentLoad(pid, false); }, limits);
+        m_root = result.root;
+        m_protocol = result.protocol;
+        m_globals = std::move(result.globals);
+        if (result.end != pklBytes.size())
+            m_warnings.push_back(std::to_string(pklBytes.size() - result.end) + " bytes after the pickle's STOP in " +
+                                 pkl->name);
+    } catch (const Error& e) {
+        throw Error(e.message() + " in " + pkl->name, {}, e.offset());
+    }
+}
+
+void TorchFile::openLegacy(const pickle::Limits& limits)
+{
+    m_format = Format::Legacy;
+    const io::ByteSpan all = m_file->bytes();
+    uint64_t pos = 0;
+    auto next = [&](const char* what, bool withStorages) {
+        try {
+            pickle::PersistentLoad pl;
+            if (withStorages) pl = [this](const Value* pid) { return persistentLoad(pid, true); };
+            auto r = pickle::parse(all.subspan(pos), m_arena, pl, limits);
+            for (auto& g : r.globals) {
+                g.offset += pos;
+                m_globals.push_back(std::move(g));
+            }
+            pos += r.end;
+            return r;
+        } catch (const Error& e) {
+            throw Error(e.message() + " (" + what + ")", {}, e.offset() == Error::kNoOffset ? pos : pos + e.offset());
+        }
+    };
+    const auto magic = next("magic number", false);
+    const Value* m = magic.root;
+    if (!m || m->kind != Kind::BigInt || m->text.size() != 10 || std::memcmp(m->text.data(), kLegacyMagic, 10) != 0)
+        throw Error("not a PyTorch checkpoint (neither a zip archive nor the legacy magic number)");
+    const auto version = next("protocol version", false);
+    if (!version.root || version.root->kind != Kind::Int || version.root->integer != 1001)
+        throw Error("legacy checkpoint has protocol version " + pyRepr(version.root) + ", expected 1001");
+    next("sys_info", false);
+    const auto obj = next("object", true);
+    m_root = obj.root;
+    m_protocol = obj.protocol;
+    const auto keys = next("storage keys", false);
+    if (!keys.root || keys.root->kind != Kind::List) throw Error("legacy checkpoint: storage key list is missing");
+
+    // Raw storages follow in key-list order: int64 element count, then the bytes.
+    for (const Value* k : keys.root->items) {
+        const std::string key(strOf(k));
+        int idx = -1;
+        for (size_t i = 0; i < m_storages.size(); ++i)
+            if (m_storages[i].key == key && m_storages[i].viewOf < 0) idx = int(i);
+        if (idx < 0) throw Error("legacy checkpoint lists storage '" + key + "' that no tensor references", {}, pos);
+        Storage& s = m_storages[size_t(idx)];
+        if (!io::rangeFits(pos, 8, all.size()))
+            throw Error("legacy checkpoint is truncated in the header of storage '" + key + "'", {}, pos);
+        const int64_t count = io::loadLE<int64_t>(all.data() + pos);
+        const uint64_t es = elementSize(s.dtype);
+        if (count < 0 || uint64_t(count) * es != s.nbytes)
+            throw Error("legacy storage '" + key + "' holds " + std::to_string(count) + " elements, the pickle declares " +
+                            std::to_string(s.nbytes / es),
+                        {}, pos);
+        pos += 8;
+        if (!io::rangeFits(pos, s.nbytes, all.size()))
+            throw Error("legacy checkpoint is truncated inside storage '" + key + "' (needs " +
+                            std::to_string(s.nbytes) + " bytes, " + std::to_string(all.size() - pos) + " left)",
+                        {}, pos);
+        s.fileOffset = pos;
+        s.record = "#" + std::to_string(pos);
+        pos += s.nbytes;
+    }
+    for (const Storage& s : m_storages)
+        if (s.viewOf < 0 && s.record.empty())
+            throw Error("legacy checkpoint never stores the bytes of storage '" + s.key + "'");
+    if (pos != all.size())
+        m_warnings.push_back(std::to_string(all.size() - pos) + " unexpected bytes after the last storage");
+}
+
+void TorchFile::checkStorageRecords()
+{
+    if (m_format != Format::Zip) return;
+    for (const Storage& s : m_storages) {
+        const io::ZipEntry* e = m_zip->find(s.record);
+        if (!e) throw Error("storage record '" + s.record + "' is missing from the archive");
+        if (e->size < s.nbytes)
+            throw Error("storage record '" + s.record + "' holds " + std::to_string(e->size) +
+                        " bytes but the pickle declares " + std::to_string(s.nbytes));
+    }
+}
+
+io::Blob TorchFile::storageBytes(int index) const
+{
+    const Storage& s = m_storages.at(size_t(index));
+    if (s.viewOf >= 0) {
+        io::Blob root = storageBytes(s.viewOf);
+        return {root.bytes.subspan(s.viewOffset, s.nbytes), root.owner};
+    }
+    if (m_format == Format::Legacy) return {m_file->bytes().subspan(s.fileOffset, s.nbytes), m_file};
+    io::Blob b = m_zip->read(*m_zip->find(s.record));
+    b.bytes = b.bytes.subspan(0, s.nbytes);
+    return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walking the value tree: recognise tensors and containers, give every node a path.
+
+class Walker
+{
+public:
+    explicit Walker(TorchFile& f) : m_f(f) {}
+
+    void run() { visit(m_f.m_root, "", "", 0); }
+
+private:
+    [[noreturn]] void fail(const std::string& path, const std::string& why)
+    {
+        throw Error("tensor '" + path + "': " + why);
+    }
+
+    std::optional<std::vector<int64_t>> ints(const Value* v)
+    {
+        if (v && v->calls("torch", "Size")) v = item(v->args, 0);
+        if (!v || (v->kind != Kind::Tuple && v->kind != Kind::List)) return std::nullopt;
+        std::vector<int64_t> out;
+        for (const Value* x : v->items) {
+            auto i = intOf(x);
+            if (!i) return std::nullopt;
+            out.push_back(*i);
+        }
+        return out;
+    }
+
+    // Builds a tensor from (storage, offset, size, stride) and checks it against its storage.
+    Tensor fromStorage(const std::string& path, const Value* args, size_t sizeAt, std::optional<DType> dtype)
+    {
+        const Value* ref = item(args, 0);
+        if (!ref || ref->kind != Kind::PersistentRef || ref->integer < 0 ||
+            size_t(ref->integer) >= m_f.m_storages.size())
+            fail(path, "first argument is not a storage");
+        const Storage& s = m_f.m_storages[size_t(ref->integer)];
+        Tensor t;
+        t.path = path;
+        t.storage = int(ref->integer);
+        t.dtype = dtype ? *dtype : s.dtype;
+        const auto off = intOf(item(args, 1));
+        auto shape = ints(item(args, sizeAt));
+        auto stride = ints(item(args, sizeAt + 1));
+        if (!off || !shape || !stride) fail(path, "malformed offset, size or stride");
+        if (shape->size() != stride->size()) fail(path, "size and stride have different lengths");
+        t.storageOffset = *off;
+        t.shape = std::move(*shape);
+        t.stride = std::move(*stride);
+        if (t.storageOffset < 0) fail(path, "negative storage offset");
+        // Bounds: the last element must lie inside the storage; all arithmetic checked.
+        uint64_t numel = 1, last = uint64_t(t.storageOffset);
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+            if (t.shape[i] < 0 || t.stride[i] < 0) fail(path, "negative size or stride");
+            if (t.shape[i] != 0 && numel > UINT64_MAX / uint64_t(t.shape[i])) fail(path, "element count overflows");
+            numel *= uint64_t(t.shape[i]);
+        }
+        if (numel > 0) {
+            for (size_t i = 0; i < t.shape.size(); ++i) {
+                const uint64_t span = uint64_t(t.shape[i] - 1);
+                if (span && uint64_t(t.stride[i]) > (UINT64_MAX / 2) / span) fail(path, "stride overflows");
+                last += span * uint64_t(t.stride[i]);
+                if (last > UINT64_MAX / 16) fail(path, "extent overflows");
+            }
+            const uint64_t es = elementSize(t.dtype);
+            if ((last + 1) * es > s.nbytes)
+                fail(path, "needs " + std::to_string((last + 1) * es) + " bytes of storage '" + s.key + "', which has " +
+                               std::to_string(s.nbytes));
+        }
+        return t;
+    }
+
+    std::optional<Tensor> recognise(const std::string& path, const Value* fn, const Value* args, bool isNew, int depth)
+    {
+        if (!fn || fn->kind != Kind::Global || depth > 8) return std::nullopt;
+        const std::string& mod = fn->text;
+        const std::string& nm = fn->name;
+        if (mod == "torch._utils") {
+            if (nm == "_rebuild_tensor_v2" || nm == "_rebuild_tensor") {
+                Tensor t = fromStorage(path, args, 2, std::nullopt);
+                if (nm == "_rebuild_tensor_v2") t.requiresGrad = intOf(item(args, 4)).value_or(0) != 0;
+                return t;
+            }
+            if (nm == "_rebuild_tensor_v3") {
+                const Value* d = item(args, 6);
+                std::optional<DType> dt;
+                if (d && d->kind == Kind::Global && d->text == "torch") dt = fromName(d->name);
+                if (!dt) fail(path, "_rebuild_tensor_v3 without a known dtype");
+                Tensor t = fromStorage(path, args, 2, dt);
+                t.requiresGrad = intOf(item(args, 4)).value_or(0) != 0;
+                return t;
+            }
+            if (nm == "_rebuild_qtensor") {
+                Tensor t = fromStorage(path, args, 2, std::nullopt);
+                t.requiresGrad = intOf(item(args, 5)).value_or(0) != 0;
+                t.note = "quantized " + pyRepr(item(args, 4), 60);
+                return t;
+            }
+            if (nm == "_rebuild_parameter" || nm == "_rebuild_parameter_with_state") {
+                const Value* inner = item(args, 0);
+                if (!inner || inner->kind != Kind::Call) return std::nullopt;
+                auto t = recognise(path, inner->callable, inner->args, inner->isNew, depth + 1);
+                if (!t) return std::nullopt;
+                t->requiresGrad = intOf(item(args, 1)).value_or(0) != 0;
+                t->isParameter = true;
+                return t;
+            }
+            if (nm == "_rebuild_device_tensor_from_cpu_tensor") {
+                const Value* inner = item(args, 0);
+                if (!inner || inner->kind != Kind::Call) return std::nullopt;
+                return recognise(path, inner->callable, inner->args, inner->isNew, depth + 1);
+            }
+            if (nm == "_rebuild_meta_tensor_no_storage" || nm == "_rebuild_wrapper_subclass") {
+                const bool meta = nm == "_rebuild_meta_tensor_no_storage";
+                const Value* d = item(args, meta ? 0 : 1);
+                auto shape = ints(item(args, meta ? 1 : 2));
+                auto stride = ints(item(args, meta ? 2 : 3));
+                std::optional<DType> dt;
+                if (d && d->kind == Kind::Global) dt = fromName(d->name);
+                if (!dt || !shape || !stride) return std::nullopt;
+                Tensor t;
+                t.path = path;
+                t.dtype = *dt;
+                t.shape = *shape;
+                t.stride = *stride;
+                t.note = meta ? "meta tensor (no data)" : "wrapper subclass (no data)";
+                return t;
+            }
+        }
+        if ((mod == "torch._tensor" && (nm == "_rebuild_from_type_v2" || nm == "_rebuild_from_type"))) {
+            auto t = recognise(path, item(args, 0), item(args, 2), false, depth + 1);
+            if (t) t->subclass = globalName(item(args, 1));
+            return t;
+        }
+        if (isNew && mod == "torch.nn.parameter" && nm == "Parameter") {
+            const Value* inner = item(args, 0);
+            if (!inner || inner->kind != Kind::Call) return std::nullopt;
+            auto t = recognise(path, inner->callable, inner->args, inner->isNew, depth + 1);
+            if (t) {
+                t->isParameter = true;
+                t->requiresGrad = intOf(item(args, 1)).value_or(1) != 0;
+            }
+            return t;
+        }
+        return std::nullopt;
+    }
+
+    static std::string keyString(const Value* k)
+    {
+        if (!k) return "None";
+        switch (k->kind) {
+        case Kind::Str: return k->text;
+        case Kind::Bytes: return pyRepr(k);
+        default: return pyRepr(k, 200);
+        }
+    }
+
+    int addEntry(const std::string& path, const std::string& name, int depth, EntryKind kind, std::string type,
+                 std::string summary)
+    {
+        Entry e;
+        e.path = path;
+        e.name = name;
+        e.depth = depth;
+        e.kind = kind;
+        e.type = std::move(type);
+        e.summary = std::move(summary);
+        m_f.m_entries.push_back(std::move(e));
+        return int(m_f.m_entries.size() - 1);
+    }
+
+    static std::string join(const std::string& path, const std::string& name)
+    {
+        return path.empty() ? name : path + "/" + name;
+    }
+
+    void visitChildren(const Value* v, const std::string& path, int depth)
+    {
+        size_t i = 0;
+        for (const Value* x : v->items) visit(x, join(path, std::to_string(i)), std::to_string(i), depth + 1), ++i;
+        for (const auto& [k, x] : v->entries) {
+            const std::string name = keyString(k);
+            visit(x, join(path, name), name, depth + 1);
+        }
+    }
+
+    void visit(const Value* v, const std::string& path, const std::string& name, int depth)
+    {
+        if (depth > kMaxDepth)
+            throw Error("object nesting deeper than " + std::to_string(kMaxDepth) + " levels at '" +
+                        path.substr(0, 200) + "...'");
+        if (!v) return;
+
+        auto seen = m_seen.find(v);
+        if (v->kind == Kind::Call) {
+            if (auto t = recognise(path, v->callable, v->args, v->isNew, 0)) {
+                if (seen != m_seen.end()) {
+                    const int first = m_f.m_entries[size_t(seen->second)].tensor;
+                    t->aliasOf = first;
+                }
+                m_f.m_tensors.push_back(std::move(*t));
+                const Tensor& tt = m_f.m_tensors.back();
+                const int e = addEntry(path, name, depth, EntryKind::Tensor, std::string(torch::name(tt.dtype)), {});
+                m_f.m_entries[size_t(e)].tensor = int(m_f.m_tensors.size() - 1);
+                if (seen == m_seen.end()) m_seen.emplace(v, e);
+                return;
+            }
+        }
+        const bool shareable = v->isContainer() || v->kind == Kind::Call;
+        if (shareable && seen != m_seen.end()) {
+            addEntry(path, name, depth, EntryKind::Alias, "alias",
+                     "same object as '" + m_f.m_entries[size_t(seen->second)].path + "'");
+            return;
+        }
+
+        switch (v->kind) {
+        case Kind::Dict: {
+            const int e = addEntry(path, name, depth, EntryKind::Dict, "dict", std::to_string(v->entries.size()) + " items");
+            m_seen.emplace(v, e);
+            visitChildren(v, path, depth);
+            return;
+        }
+        case Kind::List:
+        case Kind::Tuple:
+        case Kind::Set:
+        case Kind::FrozenSet: {
+            const bool list = v->kind == Kind::List, tuple = v->kind == Kind::Tuple;
+            const int e = addEntry(path, name, depth, list ? EntryKind::List : tuple ? EntryKind::Tuple : EntryKind::Set,
+                                   list ? "list" : tuple ? "tuple" : v->kind == Kind::Set ? "set" : "frozenset",
+                                   std::to_string(v->items.size()) + " items");
+            m_seen.emplace(v, e);
+            if (v->kind == Kind::Set || v->kind == Kind::FrozenSet) {
+                addSetSummary(e, v);
+                return;
+            }
+            visitChildren(v, path, depth);
+            return;
+        }
+        case Kind::Call: visitCall(v, path, name, depth); return;
+        default:
+            addEntry(path, name, depth, EntryKind::Value, valueType(v), pyRepr(v));
+            return;
+        }
+    }
+
+    void addSetSummary(int e, const Value* v) { m_f.m_entries[size_t(e)].summary = pyRepr(v); }
+
+    static std::string valueType(const Value* v)
+    {
+        switch (v->kind) {
+        case Kind::None: return "None";
+        case Kind::Bool: return "bool";
+        case Kind::Int:
+        case Kind::BigInt: return "int";
+        case Kind::Float: return "float";
+        case Kind::Str: return "str";
+        case Kind::Bytes: return "bytes";
+        case Kind::ByteArray: return "bytearray";
+        case Kind::Global: return "global";
+        case Kind::PersistentRef: return "storage";
+        case Kind::Ext: return "ext";
+        default: return "?";
+        }
+    }
+
+    void visitCall(const Value* v, const std::string& path, const std::string& name, int depth)
+    {
+        const std::string type = globalName(v->callable);
+        const Value* fn = v->callable;
+        const bool dictLike = fn && fn->kind == Kind::Global && fn->text == "collections" &&
+                              (fn->name == "OrderedDict" || fn->name == "Counter" || fn->name == "defaultdict");
+        if (dictLike) {
+            const int e = addEntry(path, name, depth, EntryKind::Dict, fn->name,
+                                   std::to_string(v->entries.size()) + " items");
+            m_seen.emplace(v, e);
+            // OrderedDict([(k, v), ...]) as protocol 0/1 writes it.
+            if (const Value* init = item(v->args, fn->name == "defaultdict" ? 1 : 0))
+                for (const Value* kv : init->items)
+                    if (kv->kind == Kind::Tuple && kv->items.size() == 2) {
+                        const std::string k = keyString(kv->items[0]);
+                        visit(kv->items[1], join(path, k), k, depth + 1);
+                    }
+            visitChildren(v, path, depth);
+            return;
+        }
+        // Small builtins whose value we can show without running them.
+        if (fn && fn->kind == Kind::Global) {
+            const std::string g = fn->text + "." + fn->name;
+            if (g == "torch.Size" || g == "torch.device" || g == "builtins.complex" || g == "_codecs.encode" ||
+                g == "builtins.bytes" || g == "builtins.bytearray" || g == "torch.serialization._get_layout" ||
+                g == "builtins.set" || g == "builtins.frozenset") {
+                const int e = addEntry(path, name, depth, EntryKind::Value, fn->name, pyRepr(v, 120));
+                m_seen.emplace(v, e);
+                return;
+            }
+        }
+        // Anything else is an opaque object: show its class and walk its state so tensors inside
+        // (a pickled nn.Module, an argparse.Namespace) are still found.
+        std::string cls = type;
+        if (v->calls("copyreg", "_reconstructor")) cls = globalName(item(v->args, 0));
+        const int e = addEntry(path, name, depth, EntryKind::Object, cls, v->isNew ? "object" : "reduce");
+        m_seen.emplace(v, e);
+        if (!v->isNew && !v->calls("copyreg", "_reconstructor") && v->args && !v->args->items.empty()) {
+            const std::string p = join(path, "__args__");
+            visit(v->args, p, "__args__", depth + 1);
+        }
+        if (const Value* st = v->state) {
+            if (st->kind == Kind::Dict) visitChildren(st, path, depth);
+            else if (st->kind == Kind::Tuple && st->items.size() == 2) {
+                for (const Value* part : st->items)
+                    if (part->kind == Kind::Dict) visitChildren(part, path, depth);
+            } else {
+                visit(st, join(path, "__state__"), "__state__", depth + 1);
+            }
+        }
+        visitChildren(v, path, depth); // items appended / set on the object itself
+    }
+
+    TorchFile& m_f;
+    std::unordered_map<const Value*, int> m_seen;
+};
+
+void TorchFile::walk()
+{
+    Walker(*this).run();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string bigIntToDecimal(std::string_view le)
+{
+    if (le.size() > 512) return "<int of " + std::to_string(le.size() * 8) + " bits>";
+    std::vector<uint8_t> mag(le.begin(), le.end());
+    const bool neg = !mag.empty() && (mag.back() & 0x80);
+    if (neg) { // magnitude of a two's-complement number: invert, add one
+        bool carry = true;
+        for (auto& b : mag) {
+            b = uint8_t(~b);
+            if (carry) {
+                carry = b == 0xFF;
+                b = uint8_t(b + 1);
+            }
+        }
+    }
+    std::string digits;
+    while (true) {
+        bool zero = true;
+        uint32_t rem = 0;
+        for (size_t i = mag.size(); i-- > 0;) {
+            const uint32_t cur = (rem << 8) | mag[i];
+            mag[i] = uint8_t(cur / 10);
+            rem = cur % 10;
+            if (mag[i]) zero = false;
+        }
+        digits += char('0' + rem);
+        if (zero) break;
+    }
+    if (neg) digits += '-';
+    return {digits.rbegin(), digits.rend()};
+}
+
+namespace {
+
+std::string floatRepr(double d)
+{
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    char buf[64];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
+    std::string s(buf, p);
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return s;
+}
+
+std::string quote(std::string_view s, char q)
+{
+    std::string out(1, q);
+    for (unsigned char c : s) {
+        if (c == '\\' || c == uint8_t(q)) out += '\\', out += char(c);
+        else if (c == '\n') out += "\\n";
+        else if (c < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\x%02x", c);
+            out += b;
+        } else out += char(c);
+    }
+    return out + q;
+}
+
+void repr(const Value* v, std::string& out, size_t maxLen, int depth)
+{
+    if (out.size() > maxLen) return;
+    if (!v) {
+        out += "None";
+        return;
+    }
+    auto seq = [&](const char* open, const char* close) {
+        out += open;
+        for (size_t i = 0; i < v->items.size() && out.size() <= maxLen; ++i) {
+            if (i) out += ", ";
+            repr(v->items[i], out, maxLen, depth + 1);
+        }
+        if (v->kind == Kind::Tuple && v->items.size() == 1) out += ",";
+        out += close;
+    };
+    if (depth > 6) {
+        out += "...";
+        return;
+    }
+    switch (v->kind) {
+    case Kind::None: out += "None"; break;
+    case Kind::Bool: out += v->boolean ? "True" : "False"; break;
+    case Kind::Int: out += std::to_string(v->integer); break;
+    case Kind::BigInt: out += bigIntToDecimal(v->text); break;
+    case Kind::Float: out += floatRepr(v->real); break;
+    case Kind::Str: out += quote(v->text.substr(0, maxLen), '\''); break;
+    case Kind::Bytes: out += "b" + quote(v->text.substr(0, maxLen), '\''); break;
+    case Kind::ByteArray: out += "bytearray(b" + quote(v->text.substr(0, maxLen), '\'') + ")"; break;
+    case Kind::List: seq("[", "]"); break;
+    case Kind::Tuple: seq("(", ")"); break;
+    case Kind::Set: v->items.empty() ? void(out += "set()") : seq("{", "}"); break;
+    case Kind::FrozenSet: seq("frozenset({", "})"); break;
+    case Kind::Dict:
+        out += "{";
+        for (size_t i = 0; i < v->entries.size() && out.size() <= maxLen; ++i) {
+            if (i) out += ", ";
+            repr(v->entries[i].first, out, maxLen, depth + 1);
+            out += ": ";
+            repr(v->entries[i].second, out, maxLen, depth + 1);
+        }
+        out += "}";
+        break;
+    case Kind::Global: out += v->text + "." + v->name; break;
+    case Kind::PersistentRef: out += "<storage>"; break;
+    case Kind::Ext: out += "<ext " + std::to_string(v->integer) + ">"; break;
+    case Kind::Call: {
+        const Value* fn = v->callable;
+        if (fn && fn->isGlobal("_codecs", "encode") && item(v->args, 0)) {
+            out += "b" + quote(item(v->args, 0)->text, '\'');
+            break;
+        }
+        if (fn && fn->kind == Kind::Global) out += (fn->text == "builtins" ? "" : fn->text + ".") + fn->name;
+        else out += "<call>";
+        if (v->args) {
+            const Value* a = v->args;
+            out += "(";
+            for (size_t i = 0; a->kind == Kind::Tuple && i < a->items.size() && out.size() <= maxLen; ++i) {
+                if (i) out += ", ";
+                repr(a->items[i], out, maxLen, depth + 1);
+            }
+            out += ")";
+        }
+        break;
+    }
+    }
+}
+
+} // namespace
+
+std::string pyRepr(const Value* v, size_t maxLen)
+{
+    std::string out;
+    repr(v, out, maxLen, 0);
+    if (out.size() > maxLen) out = out.substr(0, maxLen) + "...";
+    return out;
+}
+
+} // namespace ckpt::torch

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Checkpoint Studio builds and tests with. Idempotent: it asks apt
+# only for what is missing, so a second run costs a dpkg query and nothing else.
+set -euo pipefail
+need=(cmake ninja-build g++ clang pkg-config
+      qt6-base-dev qt6-base-dev-tools libqt6charts6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
+      nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
+      python3-torch python3-numpy)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
