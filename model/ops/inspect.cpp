@@ -152,8 +152,7 @@ ordered_json inspectFile(const std::string& path)
     case FileKind::TorchZip:
     case FileKind::TorchLegacy: return inspectTorch(path);
     case FileKind::Safetensors: return inspectSafetensors(path);
-    case FileKind::Pickle:
-        throw Error("a bare pickle, not a torch.save checkpoint (use 'ckpt scan' to see what it references)", path);
+    case FileKind::Pickle: return inspectTorch(path); // legacy, or says why it is not
     case FileKind::Unknown: break;
     }
     // Legacy files saved with an unusual pickle protocol do not start with the usual magic bytes.

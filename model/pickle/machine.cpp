@@ -351,7 +351,7 @@ Result Machine::run()
             const std::string_view t = m_in.line();
             Value* v = make(Kind::Float);
             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v->real);
-            if (ec != std::errc()) {
+            if (ec != std::errc() || p != t.data() + t.size()) {
                 if (t == "nan") v->real = std::numeric_limits<double>::quiet_NaN();
                 else if (t == "inf") v->real = std::numeric_limits<double>::infinity();
                 else if (t == "-inf") v->real = -std::numeric_limits<double>::infinity();

@@ -465,7 +465,7 @@ private:
     {
         if (depth > kMaxDepth)
             throw Error("object nesting deeper than " + std::to_string(kMaxDepth) + " levels at '" +
-                        path.substr(0, 200) + "...'");
+                        path.substr(0, 60) + "...'");
         if (!v) return;
 
         auto seen = m_seen.find(v);
@@ -696,7 +696,7 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
     case Kind::List: seq("[", "]"); break;
     case Kind::Tuple: seq("(", ")"); break;
     case Kind::Set: v->items.empty() ? void(out += "set()") : seq("{", "}"); break;
-    case Kind::FrozenSet: seq("frozenset({", "})"); break;
+    case Kind::FrozenSet: v->items.empty() ? void(out += "frozenset()") : seq("frozenset({", "})"); break;
     case Kind::Dict:
         out += "{";
         for (size_t i = 0; i < v->entries.size() && out.size() <= maxLen; ++i) {
@@ -714,6 +714,22 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
         const Value* fn = v->callable;
         if (fn && fn->isGlobal("_codecs", "encode") && item(v->args, 0)) {
             out += "b" + quote(item(v->args, 0)->text, '\'');
+            break;
+        }
+        // set([1]) and frozenset([2]) as Python prints them.
+        const bool set = fn && fn->isGlobal("builtins", "set"), frozen = fn && fn->isGlobal("builtins", "frozenset");
+        if ((set || frozen) && item(v->args, 0) && item(v->args, 0)->kind == Kind::List) {
+            const Value* l = item(v->args, 0);
+            if (l->items.empty()) {
+                out += set ? "set()" : "frozenset()";
+                break;
+            }
+            out += frozen ? "frozenset({" : "{";
+            for (size_t i = 0; i < l->items.size() && out.size() <= maxLen; ++i) {
+                if (i) out += ", ";
+                repr(l->items[i], out, maxLen, depth + 1);
+            }
+            out += frozen ? "})" : "}";
             break;
         }
         if (fn && fn->kind == Kind::Global) out += (fn->text == "builtins" ? "" : fn->text + ".") + fn->name;

@@ -1,0 +1,59 @@
+// Helpers shared by the test units: fixture paths, JSON, sha256 of a tensor's contiguous bytes.
+#pragma once
+
+#include "compute_backend.h"
+#include "torch/torch_file.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QString>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace testutil {
+
+inline std::string dataDir()
+{
+    return CKPT_TEST_DATA;
+}
+
+inline nlohmann::json readJson(const std::string& path)
+{
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+// Every expectation file the fixture generators wrote, as paths.
+inline std::vector<std::string> torchExpectations()
+{
+    std::vector<std::string> out;
+    QDir root(QString::fromStdString(dataDir() + "/torch"));
+    for (const QString& ver : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        QDir d(root.filePath(ver));
+        for (const QString& f : d.entryList({"*.expect.json"}, QDir::Files, QDir::Name))
+            out.push_back(d.filePath(f).toStdString());
+    }
+    return out;
+}
+
+inline std::string sha256Hex(const uint8_t* data, size_t n)
+{
+    return QCryptographicHash::hash(QByteArrayView(data, qsizetype(n)), QCryptographicHash::Sha256)
+        .toHex()
+        .toStdString();
+}
+
+inline std::vector<uint8_t> contiguousBytes(const ckpt::torch::TorchFile& f, const ckpt::torch::Tensor& t)
+{
+    std::vector<uint8_t> out(t.nbytes());
+    if (out.empty()) return out;
+    const auto blob = f.storageBytes(t.storage);
+    ckpt::gpu::StridedView v{blob.bytes.data(), ckpt::torch::elementSize(t.dtype), t.shape, t.stride,
+                             t.storageOffset};
+    ckpt::gpu::cpuBackend().gather(v, 0, t.numel(), out.data());
+    return out;
+}
+
+} // namespace testutil

@@ -1,0 +1,113 @@
+// Every damaged file ends in one clear Error naming the file and the problem, quickly and in
+// bounded memory; hostile-but-valid pickles (billion laughs, cycles) open with aliases.
+#include "ops/export.h"
+#include "ops/inspect.h"
+#include "ops/scan.h"
+#include "testutil.h"
+
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace ckpt;
+
+class TestBadInput : public QObject
+{
+    Q_OBJECT
+private slots:
+    void corrupt_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("error");
+        const auto exp = testutil::readJson(testutil::dataDir() + "/corrupt/expect.json");
+        QVERIFY(exp.size() >= 30);
+        for (auto it = exp.begin(); it != exp.end(); ++it)
+            QTest::newRow(it.key().c_str()) << QString::fromStdString(it.key()) << it.value()["exit"].get<int>()
+                                            << QString::fromStdString(it.value().value("error", ""));
+    }
+
+    void corrupt()
+    {
+        QFETCH(QString, name);
+        QFETCH(int, exitCode);
+        QFETCH(QString, error);
+        const std::string path = testutil::dataDir() + "/corrupt/" + name.toStdString();
+        if (exitCode == 0) {
+            const auto doc = ops::inspectFile(path);
+            QVERIFY(doc["entries"].size() < 10000); // aliases, not an expansion
+            bool alias = false;
+            for (const auto& e : doc["entries"]) alias |= e["kind"] == "alias";
+            QVERIFY(alias);
+            return;
+        }
+        try {
+            ops::inspectFile(path);
+            QFAIL("inspect accepted a damaged file");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            QVERIFY2(what.find(error.toStdString()) != std::string::npos, what.c_str());
+            QVERIFY2(what.find(name.toStdString()) != std::string::npos, ("message must name the file: " + what).c_str());
+            QVERIFY(what.find('\n') == std::string::npos);
+        }
+        // export refuses too and leaves nothing behind; scan never crashes.
+        QTemporaryDir dir;
+        ops::CancelToken cancel;
+        QVERIFY_THROWS_EXCEPTION(Error, ops::exportFileToSafetensors(path, dir.filePath("x.safetensors").toStdString(),
+                                                                    {}, {}, cancel));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+        try {
+            ops::scanFile(path);
+        } catch (const Error& e) {
+            QVERIFY(std::string(e.what()).find(name.toStdString()) != std::string::npos);
+        }
+    }
+
+    void truncatedAtEveryPoint()
+    {
+        // Every prefix of two real files (zip and legacy) fails cleanly or, at full length, opens.
+        QTemporaryDir dir;
+        for (const char* src : {"/torch/torch-2.x/views.pt", "/torch/torch-1.13/views_legacy.pt"}) {
+            QFile f(QString::fromStdString(testutil::dataDir() + src));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QByteArray all = f.readAll();
+            const std::string cut = dir.filePath("cut.pt").toStdString();
+            for (qsizetype n = 0; n < all.size(); n += 7) {
+                QFile out(QString::fromStdString(cut));
+                QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+                out.write(all.left(n));
+                out.close();
+                QVERIFY_THROWS_EXCEPTION(Error, ops::inspectFile(cut));
+            }
+        }
+    }
+
+    void flippedBytesNeverCrash()
+    {
+        // Deterministic single-byte corruptions of a real file: each either opens or throws Error.
+        QFile f(QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray all = f.readAll();
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("flip.pt").toStdString();
+        int opened = 0, refused = 0;
+        for (qsizetype i = 0; i < all.size(); i += 3) {
+            QByteArray b = all;
+            b[i] = char(b[i] ^ 0x5A);
+            QFile out(QString::fromStdString(path));
+            QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            out.write(b);
+            out.close();
+            try {
+                ops::inspectFile(path);
+                ++opened;
+            } catch (const Error&) {
+                ++refused;
+            }
+        }
+        QVERIFY(opened > 0 && refused > 0);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestBadInput)
+#include "tst_bad_input.moc"

@@ -1,0 +1,106 @@
+// The `ckpt` executable as a user runs it: exit codes, one-line errors, JSON on stdout,
+// scan's exit 3, and no output left behind by a failed export.
+#include "testutil.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+struct Run
+{
+    int code;
+    QByteArray out, err;
+};
+
+static Run ckptRun(const QStringList& args)
+{
+    QProcess p;
+    p.start(CKPT_BINARY, args);
+    p.waitForFinished(120000);
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+            p.readAllStandardError()};
+}
+
+static QString data(const char* rel)
+{
+    return QString::fromStdString(testutil::dataDir()) + rel;
+}
+
+class TestCli : public QObject
+{
+    Q_OBJECT
+private slots:
+    void inspectJson()
+    {
+        const Run r = ckptRun({"inspect", "--json", data("/torch/torch-2.x/state_dict.pt")});
+        QCOMPARE(r.code, 0);
+        const auto doc = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(doc["format"].toString(), QString("torch-zip"));
+        QCOMPARE(doc["tensors"].toArray().size(), 27);
+        QVERIFY(doc["warnings"].isArray());
+    }
+
+    void inspectText()
+    {
+        const Run r = ckptRun({"inspect", data("/torch/torch-1.13/views_legacy.pt")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("torch-legacy"));
+        QVERIFY(r.out.contains("transposed  tensor float32[6, 4]"));
+    }
+
+    void errorsAreOneLine()
+    {
+        const Run r = ckptRun({"inspect", data("/corrupt/short_storage.pt")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err.count('\n'), 1);
+        QVERIFY(r.err.startsWith("ckpt: error: "));
+        QVERIFY(r.err.contains("short_storage.pt"));
+        const Run missing = ckptRun({"inspect", "/nonexistent/file.pt"});
+        QCOMPARE(missing.code, 1);
+        QVERIFY(missing.err.contains("/nonexistent/file.pt: cannot open"));
+    }
+
+    void usageIsExit2()
+    {
+        QCOMPARE(ckptRun({"frobnicate"}).code, 2);
+        QCOMPARE(ckptRun({"inspect"}).code, 2);
+    }
+
+    void scanExitCodes()
+    {
+        const Run bad = ckptRun({"scan", data("/torch/torch-2.x/dangerous.pt")});
+        QCOMPARE(bad.code, 3);
+        QVERIFY(bad.out.contains("dangerous posix.system"));
+        const Run badLegacy = ckptRun({"scan", data("/torch/torch-1.13/dangerous.pt")});
+        QCOMPARE(badLegacy.code, 3);
+        QCOMPARE(ckptRun({"scan", data("/torch/torch-2.x/state_dict.pt")}).code, 0);
+        QCOMPARE(ckptRun({"scan", data("/torch/torch-2.x/state_dict_legacy.pt")}).code, 0);
+        // inspect of the dangerous file works and warns.
+        const Run ins = ckptRun({"inspect", data("/torch/torch-2.x/dangerous.pt")});
+        QCOMPARE(ins.code, 0);
+        QVERIFY(ins.err.contains("dangerous global posix.system"));
+    }
+
+    void exportWritesAndRefuses()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("m.safetensors");
+        const Run ok = ckptRun({"export", data("/torch/torch-2.x/state_dict.pt"), out});
+        QCOMPARE(ok.code, 0);
+        QVERIFY(QFile::exists(out));
+        const Run no = ckptRun({"export", data("/torch/torch-2.x/dtypes.pt"), dir.filePath("d.safetensors")});
+        QCOMPARE(no.code, 1);
+        QVERIFY(no.err.contains("complex128"));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList{"m.safetensors"});
+        const Run skip = ckptRun({"export", "--skip-unsupported", data("/torch/torch-2.x/dtypes.pt"),
+                                  dir.filePath("d.safetensors")});
+        QCOMPARE(skip.code, 0);
+        QVERIFY(skip.err.contains("left out 'complex128'"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestCli)
+#include "tst_cli.moc"

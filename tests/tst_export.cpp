@@ -1,0 +1,121 @@
+// ckpt export to safetensors: every exportable fixture, values equal to PyTorch's, aliases
+// recorded, unsupported dtypes refused, nothing left behind on failure or cancel.
+#include "ops/export.h"
+#include "safetensors/safetensors_file.h"
+#include "testutil.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+#include <map>
+#include <set>
+
+using namespace ckpt;
+
+class TestExport : public QObject
+{
+    Q_OBJECT
+private slots:
+    void fixtures_data()
+    {
+        QTest::addColumn<QString>("expect");
+        for (const auto& e : testutil::torchExpectations())
+            QTest::newRow(e.substr(testutil::dataDir().size()).c_str()) << QString::fromStdString(e);
+    }
+
+    void fixtures()
+    {
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        const std::string src = QFileInfo(expect).dir().filePath(QString::fromStdString(exp["file"])).toStdString();
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("out.safetensors").toStdString();
+        ops::CancelToken cancel;
+        ops::ExportOptions opt;
+        if (!exp["exportable"].get<bool>()) {
+            try {
+                ops::exportFileToSafetensors(src, out, opt, {}, cancel);
+                QFAIL("export of unsupported dtypes should fail");
+            } catch (const Error& e) {
+                QVERIFY(std::string(e.what()).find("--skip-unsupported") != std::string::npos);
+                QVERIFY(std::string(e.what()).find(src) != std::string::npos);
+            }
+            QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+            opt.skipUnsupported = true;
+        }
+        const auto r = ops::exportFileToSafetensors(src, out, opt, {}, cancel);
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList{"out.safetensors"});
+
+        const auto st = safetensors::SafetensorsFile::open(out);
+        QCOMPARE(st->metadata().at("format"), std::string("pt"));
+        std::map<std::string, const safetensors::TensorInfo*> byName;
+        for (const auto& t : st->tensors()) byName[t.name] = &t;
+        size_t checked = 0;
+        for (const auto& et : exp["tensors"]) {
+            std::string name = et["path"];
+            if (!byName.count(name) && st->metadata().count(name)) name = st->metadata().at(name); // alias
+            if (!byName.count(name)) {
+                QVERIFY2(!exp["exportable"].get<bool>(), ("missing " + name).c_str());
+                continue;
+            }
+            const auto* t = byName[name];
+            QCOMPARE(std::string(torch::name(t->dtype)), et["dtype"].get<std::string>());
+            QCOMPARE(t->shape, et["shape"].get<std::vector<int64_t>>());
+            const auto b = st->bytes(*t);
+            QCOMPARE(testutil::sha256Hex(b.data(), b.size()), et["sha256"].get<std::string>());
+            ++checked;
+        }
+        QVERIFY(checked > 0 || !exp["exportable"].get<bool>());
+        QCOMPARE(r.tensors, st->tensors().size());
+    }
+
+    void tiedWeightsAreEachWritten()
+    {
+        // Distinct tensors over one storage (tied embedding) are both written in full; the same
+        // Python object reached twice is written once with an alias in the metadata.
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("s.safetensors").toStdString();
+        ops::CancelToken cancel;
+        ops::exportFileToSafetensors(testutil::dataDir() + "/torch/torch-2.x/shared.pt", out, {}, {}, cancel);
+        const auto st = safetensors::SafetensorsFile::open(out);
+        std::set<std::string> names;
+        for (const auto& t : st->tensors()) names.insert(t.name);
+        QVERIFY(names.count("embed.weight") && names.count("lm_head.weight") && names.count("first_half"));
+        QVERIFY(names.count("same_object/0") && !names.count("same_object/1"));
+        QCOMPARE(st->metadata().at("same_object/1"), std::string("same_object/0"));
+    }
+
+    void cancelLeavesNothing()
+    {
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("c.safetensors").toStdString();
+        ops::CancelToken cancel;
+        int calls = 0;
+        // Cancel from the progress callback after the first chunk, as the GUI's button would.
+        auto progress = [&](const ops::Progress&) {
+            if (++calls == 1) cancel.cancel();
+        };
+        QVERIFY_THROWS_EXCEPTION(Cancelled, ops::exportFileToSafetensors(
+                                                testutil::dataDir() + "/torch/torch-2.x/state_dict.pt", out, {},
+                                                progress, cancel));
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+    }
+
+    void headerOrderMatchesReference()
+    {
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("o.safetensors").toStdString();
+        ops::CancelToken cancel;
+        ops::exportFileToSafetensors(testutil::dataDir() + "/torch/torch-2.x/nested.pt", out, {}, {}, cancel);
+        const auto st = safetensors::SafetensorsFile::open(out);
+        // Reference writer: dtype alignment descending, then name; data in that order.
+        uint64_t prevEnd = 0;
+        for (const auto& t : st->tensors()) {
+            QCOMPARE(t.begin, prevEnd);
+            prevEnd = t.end;
+        }
+        QCOMPARE(st->dataOffset() % 8, uint64_t(0));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestExport)
+#include "tst_export.moc"
