@@ -34,14 +34,25 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
             throw Error(std::string("cannot map: ") + std::strerror(e), path);
         }
         f->m_data = static_cast<const uint8_t*>(p);
+        f->m_mapped = true;
     }
     ::close(fd);
     return f;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::vector<uint8_t> bytes, const std::string& name)
+{
+    std::shared_ptr<MappedFile> f(new MappedFile);
+    f->m_path = name;
+    f->m_buffer = std::move(bytes);
+    f->m_data = f->m_buffer.data();
+    f->m_size = f->m_buffer.size();
+    return f;
+}
+
 MappedFile::~MappedFile()
 {
-    if (m_data) ::munmap(const_cast<uint8_t*>(m_data), m_size);
+    if (m_mapped) ::munmap(const_cast<uint8_t*>(m_data), m_size);
 }
 
 } // namespace ckpt::io

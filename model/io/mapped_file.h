@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ckpt::io {
 
@@ -14,6 +15,8 @@ class MappedFile
 public:
     // Throws Error naming the path when the file cannot be opened or mapped.
     static std::shared_ptr<const MappedFile> open(const std::string& path);
+    // Bytes already in memory, under a display name (fuzzers, tests, members of archives).
+    static std::shared_ptr<const MappedFile> fromBuffer(std::vector<uint8_t> bytes, const std::string& name);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -27,6 +30,8 @@ private:
     std::string m_path;
     const uint8_t* m_data = nullptr;
     uint64_t m_size = 0;
+    std::vector<uint8_t> m_buffer; // only for fromBuffer
+    bool m_mapped = false;
 };
 
 } // namespace ckpt::io

@@ -45,8 +45,14 @@ bool SafetensorsFile::looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize)
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
 {
+    return open(io::MappedFile::open(path));
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io::MappedFile> file)
+{
     auto f = std::make_unique<SafetensorsFile>();
-    f->m_file = io::MappedFile::open(path);
+    f->m_file = std::move(file);
+    const std::string path = f->m_file->path();
     const io::ByteSpan all = f->m_file->bytes();
     auto fail = [&](const std::string& why, uint64_t at = Error::kNoOffset) { throw Error("safetensors: " + why, path, at); };
 

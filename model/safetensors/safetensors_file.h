@@ -30,6 +30,7 @@ class SafetensorsFile
 public:
     static bool looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize);
     static std::unique_ptr<SafetensorsFile> open(const std::string& path);
+    static std::unique_ptr<SafetensorsFile> open(std::shared_ptr<const io::MappedFile> file);
 
     const std::string& path() const { return m_file->path(); }
     const std::vector<TensorInfo>& tensors() const { return m_tensors; } // in header order

@@ -73,8 +73,14 @@ bool TorchFile::looksLikeTorch(io::ByteSpan head)
 
 std::unique_ptr<TorchFile> TorchFile::open(const std::string& path, const pickle::Limits& limits)
 {
+    return open(io::MappedFile::open(path), limits);
+}
+
+std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile> file, const pickle::Limits& limits)
+{
     std::unique_ptr<TorchFile> f(new TorchFile);
-    f->m_file = io::MappedFile::open(path);
+    f->m_file = std::move(file);
+    const std::string path = f->m_file->path();
     try {
         if (f->m_file->size() == 0) throw Error("file is empty");
         if (io::ZipReader::looksLikeZip(f->m_file->bytes())) f->openZip(limits);

@@ -69,6 +69,7 @@ public:
     static bool looksLikeTorch(io::ByteSpan head);
     // Opens and parses; throws Error naming the file on anything malformed.
     static std::unique_ptr<TorchFile> open(const std::string& path, const pickle::Limits& limits = {});
+    static std::unique_ptr<TorchFile> open(std::shared_ptr<const io::MappedFile> file, const pickle::Limits& limits = {});
 
     const std::string& path() const { return m_file->path(); }
     Format format() const { return m_format; }
