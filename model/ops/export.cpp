@@ -6,6 +6,7 @@
 #include "torch/torch_file.h"
 
 #include <map>
+#include <memory>
 #include <set>
 #include <xxhash.h>
 
@@ -84,7 +85,8 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     std::vector<uint64_t> hashes;
     uint64_t done = 0;
     for (const auto& o : out) {
-        XXH3_state_t* st = XXH3_createState();
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+        XXH3_state_t* st = state.get();
         XXH3_64bits_reset(st);
         for (uint64_t off = 0; off < o.nbytes; off += buf.size()) {
             cancel.throwIfCancelled();
@@ -96,7 +98,6 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
             if (progress) progress({int(total ? done * 900 / total : 900), "writing " + o.name, done, total});
         }
         hashes.push_back(XXH3_64bits_digest(st));
-        XXH3_freeState(st);
     }
     file.finish();
 

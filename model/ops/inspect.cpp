@@ -93,6 +93,13 @@ ordered_json inspectTorch(const std::string& path)
         if (t.aliasOf >= 0) j["alias_of"] = f->tensors()[size_t(t.aliasOf)].path;
         tensors.push_back(std::move(j));
     }
+    std::vector<int> users(f->storages().size(), 0);
+    for (const auto& t : f->tensors())
+        if (t.storage >= 0 && t.aliasOf < 0) ++users[size_t(t.storage)];
+    for (size_t i = 0; i < f->tensors().size(); ++i) {
+        const auto& t = f->tensors()[i];
+        if (t.storage >= 0 && users[size_t(t.storage)] > 1) tensors[i]["storage_shared"] = true;
+    }
     ordered_json storages = ordered_json::array();
     for (const auto& s : f->storages())
         storages.push_back({{"key", s.key}, {"dtype", torch::name(s.dtype)}, {"nbytes", s.nbytes},
@@ -174,7 +181,7 @@ void printInspect(const ordered_json& doc, std::ostream& out)
         << humanBytes(doc["file_size"].get<uint64_t>()) << ")\n";
     for (const auto& e : doc["entries"]) {
         const int depth = e["depth"].get<int>();
-        std::string line(size_t(std::max(depth, 1) - 1) * 2 + 2, ' ');
+        std::string line(size_t(depth) * 2, ' ');
         const std::string path = e["path"].get<std::string>();
         const auto slash = path.rfind('/');
         line += path.empty() ? "<root>" : slash == std::string::npos ? path : path.substr(slash + 1);
@@ -188,6 +195,9 @@ void printInspect(const ordered_json& doc, std::ostream& out)
                 line += "  storage " + t["storage"].get<std::string>();
                 if (t["storage_offset"].get<int64_t>()) line += "+" + std::to_string(t["storage_offset"].get<int64_t>());
                 line += " stride(" + joinInts(t["stride"]) + ")";
+                if (t.value("storage_shared", false)) line += "  shared storage";
+                else if (t["storage_nbytes"].get<uint64_t>() > t["nbytes"].get<uint64_t>())
+                    line += "  view into " + humanBytes(t["storage_nbytes"].get<uint64_t>()) + " storage";
             }
             if (t.value("requires_grad", false)) line += "  requires_grad";
             if (t.contains("note")) line += "  [" + t["note"].get<std::string>() + "]";

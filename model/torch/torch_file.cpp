@@ -428,6 +428,8 @@ private:
         return std::nullopt;
     }
 
+    static std::string items(size_t n) { return std::to_string(n) + (n == 1 ? " item" : " items"); }
+
     static std::string keyString(const Value* k)
     {
         if (!k) return "None";
@@ -498,7 +500,7 @@ private:
 
         switch (v->kind) {
         case Kind::Dict: {
-            const int e = addEntry(path, name, depth, EntryKind::Dict, "dict", std::to_string(v->entries.size()) + " items");
+            const int e = addEntry(path, name, depth, EntryKind::Dict, "dict", items(v->entries.size()));
             m_seen.emplace(v, e);
             visitChildren(v, path, depth);
             return;
@@ -510,7 +512,7 @@ private:
             const bool list = v->kind == Kind::List, tuple = v->kind == Kind::Tuple;
             const int e = addEntry(path, name, depth, list ? EntryKind::List : tuple ? EntryKind::Tuple : EntryKind::Set,
                                    list ? "list" : tuple ? "tuple" : v->kind == Kind::Set ? "set" : "frozenset",
-                                   std::to_string(v->items.size()) + " items");
+                                   items(v->items.size()));
             m_seen.emplace(v, e);
             if (v->kind == Kind::Set || v->kind == Kind::FrozenSet) {
                 addSetSummary(e, v);
@@ -554,7 +556,7 @@ private:
                               (fn->name == "OrderedDict" || fn->name == "Counter" || fn->name == "defaultdict");
         if (dictLike) {
             const int e = addEntry(path, name, depth, EntryKind::Dict, fn->name,
-                                   std::to_string(v->entries.size()) + " items");
+                                   items(v->entries.size()));
             m_seen.emplace(v, e);
             // OrderedDict([(k, v), ...]) as protocol 0/1 writes it.
             if (const Value* init = item(v->args, fn->name == "defaultdict" ? 1 : 0))
