@@ -17,7 +17,8 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         ProgressPrinter printer(a.quiet);
         r = ops::exportFileToSafetensors(a.input, a.output, opt, printer.sink(), cancel);
     }
-    for (const auto& w : r.warnings) std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+    for (const auto& w : r.warnings)
+        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
     std::cout << "wrote " << r.path << ": " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << "\n";
     return 0;
 }

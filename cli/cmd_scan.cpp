@@ -11,24 +11,30 @@ int runScan(const ScanArgs& a)
 {
     const ops::ScanReport r = ops::scanFile(a.path);
     int dangerous = 0;
-    for (const auto& f : r.findings) dangerous += f.safety == pickle::Safety::Dangerous;
+    for (const auto& f : r.findings)
+        dangerous += f.safety == pickle::Safety::Dangerous;
     if (a.json) {
-        nlohmann::ordered_json doc{{"file", r.file}, {"format", r.format}, {"pickles", r.pickles},
-                                   {"dangerous", dangerous > 0}};
+        nlohmann::ordered_json doc{
+            {"file", r.file}, {"format", r.format}, {"pickles", r.pickles}, {"dangerous", dangerous > 0}};
         auto& g = doc["globals"] = nlohmann::ordered_json::array();
         for (const auto& f : r.findings)
-            g.push_back({{"module", f.module}, {"name", f.name}, {"safety", pickle::safetyName(f.safety)},
-                         {"count", f.count}, {"first_seen", f.where}});
+            g.push_back({{"module", f.module},
+                         {"name", f.name},
+                         {"safety", pickle::safetyName(f.safety)},
+                         {"count", f.count},
+                         {"first_seen", f.where}});
         doc["errors"] = r.errors;
         std::cout << doc.dump(2) << "\n";
     } else {
         std::cout << r.file << "  (" << r.format << ", " << r.pickles << " pickle(s), " << r.findings.size()
                   << " distinct globals, " << dangerous << " dangerous)\n";
         for (const auto& f : r.findings)
-            std::cout << "  " << pickle::safetyName(f.safety) << std::string(10 - std::string(pickle::safetyName(f.safety)).size(), ' ')
-                      << f.module << "." << f.name << "  (" << f.count << "x, first in " << f.where << ")\n";
+            std::cout << "  " << pickle::safetyName(f.safety)
+                      << std::string(10 - std::string(pickle::safetyName(f.safety)).size(), ' ') << f.module
+                      << "." << f.name << "  (" << f.count << "x, first in " << f.where << ")\n";
     }
-    for (const auto& e : r.errors) std::cerr << "ckpt: warning: " << a.path << ": " << e << "\n";
+    for (const auto& e : r.errors)
+        std::cerr << "ckpt: warning: " << a.path << ": " << e << "\n";
     if (dangerous) {
         std::cerr << "ckpt: " << a.path << ": " << dangerous
                   << " dangerous global(s): torch.load(weights_only=False) of this file would run code\n";

@@ -8,7 +8,10 @@
 
 namespace {
 ckpt::ops::CancelToken g_cancel;
-extern "C" void onSignal(int) { g_cancel.cancel(); }
+extern "C" void onSignal(int)
+{
+    g_cancel.cancel();
+}
 } // namespace
 
 int main(int argc, char** argv)
@@ -26,8 +29,9 @@ int main(int argc, char** argv)
     auto* exp = app.add_subcommand("export", "Write every tensor of a torch.save file to safetensors");
     exp->add_option("input", ea.input, "torch.save file")->required();
     exp->add_option("output", ea.output, "output .safetensors file")->required();
-    exp->add_flag("--skip-unsupported", ea.skipUnsupported,
-                  "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
+    exp->add_flag(
+        "--skip-unsupported", ea.skipUnsupported,
+        "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
     exp->add_flag("-q,--quiet", ea.quiet, "No progress on stderr");
 
     ckpt::cli::ScanArgs sa;

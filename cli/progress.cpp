@@ -30,10 +30,12 @@ void ProgressPrinter::operator()(const ops::Progress& p)
     const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
     char line[256];
     std::snprintf(line, sizeof line, "%5.1f%%  %s / %s  %.2f GB/s  ETA %.0fs  %s", p.permille / 10.0,
-                  ops::humanBytes(p.doneBytes).c_str(), ops::humanBytes(p.totalBytes).c_str(), rate / 1e9, eta,
-                  p.stage.substr(0, 60).c_str());
-    if (m_tty) std::fprintf(stderr, "\r\033[K%s", line);
-    else std::fprintf(stderr, "%s\n", line);
+                  ops::humanBytes(p.doneBytes).c_str(), ops::humanBytes(p.totalBytes).c_str(), rate / 1e9,
+                  eta, p.stage.substr(0, 60).c_str());
+    if (m_tty)
+        std::fprintf(stderr, "\r\033[K%s", line);
+    else
+        std::fprintf(stderr, "%s\n", line);
     m_drawn = true;
 }
 

@@ -8,6 +8,10 @@
 
 namespace ckpt::gpu {
 
+// Element count of a shape (1 for a 0-d tensor) and whether strides describe row-major order.
+uint64_t numelOf(const std::vector<int64_t>& shape);
+bool isContiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride);
+
 // A tensor as it lies in a storage: element size, shape, strides and offset in elements.
 struct StridedView
 {

@@ -23,7 +23,7 @@ import torch
 
 # Pickled modules in the fixtures were saved from the generator's __main__.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "fixtures"))
-from make_torch_fixtures import TinyNet  # noqa: E402
+from make_torch_fixtures import TinyNet, walk  # noqa: E402
 sys.modules["__main__"].TinyNet = TinyNet
 
 
@@ -53,24 +53,14 @@ def torch_bytes(t):
     return t.view(torch.uint8).numpy().tobytes()
 
 
-def walk(obj, path, out, seen):
-    if isinstance(obj, torch.Tensor):
-        out.setdefault(path, obj)
-        return
-    if isinstance(obj, (dict, list, tuple)) or hasattr(obj, "__dict__"):
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-    join = (lambda k: f"{path}/{k}" if path else str(k))
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            walk(v, join(k), out, seen)
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            walk(v, join(i), out, seen)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        for k, v in vars(obj).items():
-            walk(v, join(k), out, seen)
+def tensors_of(obj):
+    """path -> tensor, walked exactly as the expectations were (first occurrence wins)."""
+    found = []
+    walk(obj, "", found, set())
+    out = {}
+    for path, t in found:
+        out.setdefault(path, t)
+    return out
 
 
 def main():
@@ -94,8 +84,7 @@ def main():
             tensors, meta = read_safetensors(out)
             try:
                 loaded = torch.load(src)
-                reference = {}
-                walk(loaded, "", reference, set())
+                reference = tensors_of(loaded)
                 how = "torch.load"
             except Exception as e:  # newer dtypes or classes this PyTorch lacks
                 reference = None

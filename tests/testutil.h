@@ -7,6 +7,7 @@
 #include <QCryptographicHash>
 #include <QDir>
 #include <QString>
+#include <QTest>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,6 +37,14 @@ inline std::vector<std::string> torchExpectations()
             out.push_back(d.filePath(f).toStdString());
     }
     return out;
+}
+
+// One data row per expectation file, in the column "expect".
+inline void addExpectationRows()
+{
+    QTest::addColumn<QString>("expect");
+    for (const auto& e : torchExpectations())
+        QTest::newRow(e.substr(dataDir().size()).c_str()) << QString::fromStdString(e);
 }
 
 inline std::string sha256Hex(const uint8_t* data, size_t n)

@@ -23,8 +23,9 @@ private slots:
         const auto exp = testutil::readJson(testutil::dataDir() + "/corrupt/expect.json");
         QVERIFY(exp.size() >= 30);
         for (auto it = exp.begin(); it != exp.end(); ++it)
-            QTest::newRow(it.key().c_str()) << QString::fromStdString(it.key()) << it.value()["exit"].get<int>()
-                                            << QString::fromStdString(it.value().value("error", ""));
+            QTest::newRow(it.key().c_str())
+                << QString::fromStdString(it.key()) << it.value()["exit"].get<int>()
+                << QString::fromStdString(it.value().value("error", ""));
     }
 
     void corrupt()
@@ -37,7 +38,8 @@ private slots:
             const auto doc = ops::inspectFile(path);
             QVERIFY(doc["entries"].size() < 10000); // aliases, not an expansion
             bool alias = false;
-            for (const auto& e : doc["entries"]) alias |= e["kind"] == "alias";
+            for (const auto& e : doc["entries"])
+                alias |= e["kind"] == "alias";
             QVERIFY(alias);
             return;
         }
@@ -47,14 +49,16 @@ private slots:
         } catch (const Error& e) {
             const std::string what = e.what();
             QVERIFY2(what.find(error.toStdString()) != std::string::npos, what.c_str());
-            QVERIFY2(what.find(name.toStdString()) != std::string::npos, ("message must name the file: " + what).c_str());
+            QVERIFY2(what.find(name.toStdString()) != std::string::npos,
+                     ("message must name the file: " + what).c_str());
             QVERIFY(what.find('\n') == std::string::npos);
         }
         // export refuses too and leaves nothing behind; scan never crashes.
         QTemporaryDir dir;
         ops::CancelToken cancel;
-        QVERIFY_THROWS_EXCEPTION(Error, ops::exportFileToSafetensors(path, dir.filePath("x.safetensors").toStdString(),
-                                                                    {}, {}, cancel));
+        QVERIFY_THROWS_EXCEPTION(
+            Error,
+            ops::exportFileToSafetensors(path, dir.filePath("x.safetensors").toStdString(), {}, {}, cancel));
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
         try {
             ops::scanFile(path);

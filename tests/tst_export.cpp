@@ -15,18 +15,14 @@ class TestExport : public QObject
 {
     Q_OBJECT
 private slots:
-    void fixtures_data()
-    {
-        QTest::addColumn<QString>("expect");
-        for (const auto& e : testutil::torchExpectations())
-            QTest::newRow(e.substr(testutil::dataDir().size()).c_str()) << QString::fromStdString(e);
-    }
+    void fixtures_data() { testutil::addExpectationRows(); }
 
     void fixtures()
     {
         QFETCH(QString, expect);
         const auto exp = testutil::readJson(expect.toStdString());
-        const std::string src = QFileInfo(expect).dir().filePath(QString::fromStdString(exp["file"])).toStdString();
+        const std::string src =
+            QFileInfo(expect).dir().filePath(QString::fromStdString(exp["file"])).toStdString();
         QTemporaryDir dir;
         const std::string out = dir.filePath("out.safetensors").toStdString();
         ops::CancelToken cancel;
@@ -48,7 +44,8 @@ private slots:
         const auto st = safetensors::SafetensorsFile::open(out);
         QCOMPARE(st->metadata().at("format"), std::string("pt"));
         std::map<std::string, const safetensors::TensorInfo*> byName;
-        for (const auto& t : st->tensors()) byName[t.name] = &t;
+        for (const auto& t : st->tensors())
+            byName[t.name] = &t;
         size_t checked = 0;
         for (const auto& et : exp["tensors"]) {
             std::string name = et["path"];
@@ -78,7 +75,8 @@ private slots:
         ops::exportFileToSafetensors(testutil::dataDir() + "/torch/torch-2.x/shared.pt", out, {}, {}, cancel);
         const auto st = safetensors::SafetensorsFile::open(out);
         std::set<std::string> names;
-        for (const auto& t : st->tensors()) names.insert(t.name);
+        for (const auto& t : st->tensors())
+            names.insert(t.name);
         QVERIFY(names.count("embed.weight") && names.count("lm_head.weight") && names.count("first_half"));
         QVERIFY(names.count("same_object/0") && !names.count("same_object/1"));
         QCOMPARE(st->metadata().at("same_object/1"), std::string("same_object/0"));
@@ -94,9 +92,9 @@ private slots:
         auto progress = [&](const ops::Progress&) {
             if (++calls == 1) cancel.cancel();
         };
-        QVERIFY_THROWS_EXCEPTION(Cancelled, ops::exportFileToSafetensors(
-                                                testutil::dataDir() + "/torch/torch-2.x/state_dict.pt", out, {},
-                                                progress, cancel));
+        QVERIFY_THROWS_EXCEPTION(
+            Cancelled, ops::exportFileToSafetensors(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt",
+                                                    out, {}, progress, cancel));
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
     }
 

@@ -15,7 +15,8 @@ class TestSafetensors : public QObject
 private slots:
     void referenceHeaderExamples()
     {
-        // From the reference tests: one F32 tensor "attn.0" of shape [1,2,3] gives N = 64 (no padding needed).
+        // From the reference tests: one F32 tensor "attn.0" of shape [1,2,3] gives N = 64 (no padding
+        // needed).
         std::vector<safetensors::OutTensor> one(1);
         one[0].name = "attn.0";
         one[0].dtype = torch::DType::Float32;
@@ -23,7 +24,8 @@ private slots:
         one[0].nbytes = 24;
         const std::string h = safetensors::buildHeader(one, {});
         QCOMPARE(h.size(), size_t(64));
-        QCOMPARE(h, std::string("{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}"));
+        QCOMPARE(h,
+                 std::string("{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}"));
         std::vector<safetensors::OutTensor> none;
         QCOMPARE(safetensors::buildHeader(none, {}), std::string("{}      "));
     }

@@ -16,21 +16,21 @@ class TestTorchReader : public QObject
 private slots:
     void fixtures_data()
     {
-        QTest::addColumn<QString>("expect");
-        const auto all = testutil::torchExpectations();
-        QVERIFY2(all.size() >= 28, "fixture expectations are missing");
-        for (const auto& e : all) QTest::newRow(e.substr(testutil::dataDir().size()).c_str()) << QString::fromStdString(e);
+        QVERIFY2(testutil::torchExpectations().size() >= 28, "fixture expectations are missing");
+        testutil::addExpectationRows();
     }
 
     void fixtures()
     {
         QFETCH(QString, expect);
         const auto exp = testutil::readJson(expect.toStdString());
-        const std::string file = QFileInfo(expect).dir().filePath(QString::fromStdString(exp["file"])).toStdString();
+        const std::string file =
+            QFileInfo(expect).dir().filePath(QString::fromStdString(exp["file"])).toStdString();
         const auto f = torch::TorchFile::open(file);
 
         std::map<std::string, const torch::Tensor*> byPath;
-        for (const auto& t : f->tensors()) byPath[t.path] = &t;
+        for (const auto& t : f->tensors())
+            byPath[t.path] = &t;
         QCOMPARE(f->tensors().size(), exp["tensors"].size());
 
         std::map<int, std::string> groupToKey;
@@ -66,8 +66,10 @@ private slots:
             const auto it = std::find_if(exp["tensors"].begin(), exp["tensors"].end(),
                                          [&](const auto& e) { return e["path"] == j["path"]; });
             QVERIFY(it != exp["tensors"].end());
-            for (const char* field : {"dtype", "shape", "stride", "storage_offset", "storage_nbytes", "requires_grad"})
-                QVERIFY2(nlohmann::json(j[field]) == (*it)[field], (j["path"].get<std::string>() + " " + field).c_str());
+            for (const char* field :
+                 {"dtype", "shape", "stride", "storage_offset", "storage_nbytes", "requires_grad"})
+                QVERIFY2(nlohmann::json(j[field]) == (*it)[field],
+                         (j["path"].get<std::string>() + " " + field).c_str());
             QVERIFY(j["storage"].is_string());
         }
 
@@ -82,7 +84,8 @@ private slots:
     {
         const std::string d = testutil::dataDir() + "/torch/torch-2.x/";
         QCOMPARE(std::string(torch::TorchFile::open(d + "views.pt")->formatName()), std::string("torch-zip"));
-        QCOMPARE(std::string(torch::TorchFile::open(d + "views_legacy.pt")->formatName()), std::string("torch-legacy"));
+        QCOMPARE(std::string(torch::TorchFile::open(d + "views_legacy.pt")->formatName()),
+                 std::string("torch-legacy"));
         QCOMPARE(torch::TorchFile::open(d + "nested_protocol5.pt")->protocol(), 5);
     }
 
@@ -90,9 +93,10 @@ private slots:
     {
         const auto f = torch::TorchFile::open(testutil::dataDir() + "/torch/torch-2.x/dtypes.pt");
         std::set<std::string> names;
-        for (const auto& t : f->tensors()) names.insert(std::string(torch::name(t.dtype)));
-        for (const char* n : {"bfloat16", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64", "complex32",
-                              "complex128", "bool"})
+        for (const auto& t : f->tensors())
+            names.insert(std::string(torch::name(t.dtype)));
+        for (const char* n : {"bfloat16", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+                              "complex32", "complex128", "bool"})
             QVERIFY2(names.count(n), n);
     }
 
@@ -114,7 +118,8 @@ private slots:
         // zip directory. Check that a storage record we corrupt in memory is never validated
         // at open: the directory check uses sizes only.
         const auto f = torch::TorchFile::open(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt");
-        for (const auto& s : f->storages()) QVERIFY(!s.record.empty());
+        for (const auto& s : f->storages())
+            QVERIFY(!s.record.empty());
     }
 };
 

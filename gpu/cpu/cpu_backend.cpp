@@ -4,14 +4,15 @@
 
 namespace ckpt::gpu {
 
-uint64_t StridedView::numel() const
+uint64_t numelOf(const std::vector<int64_t>& shape)
 {
     uint64_t n = 1;
-    for (int64_t s : shape) n *= uint64_t(s);
+    for (int64_t s : shape)
+        n *= uint64_t(s);
     return n;
 }
 
-bool StridedView::contiguous() const
+bool isContiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride)
 {
     int64_t expected = 1;
     for (size_t i = shape.size(); i-- > 0;) {
@@ -20,6 +21,16 @@ bool StridedView::contiguous() const
         expected *= shape[i];
     }
     return true;
+}
+
+uint64_t StridedView::numel() const
+{
+    return numelOf(shape);
+}
+
+bool StridedView::contiguous() const
+{
+    return isContiguous(shape, stride);
 }
 
 namespace {
@@ -51,7 +62,8 @@ public:
         uint64_t done = 0;
         while (done < count) {
             int64_t off = v.offset;
-            for (size_t d = 0; d < nd; ++d) off += idx[d] * v.stride[d];
+            for (size_t d = 0; d < nd; ++d)
+                off += idx[d] * v.stride[d];
             const uint64_t run = std::min<uint64_t>(uint64_t(inner - idx[nd - 1]), count - done);
             const uint8_t* src = v.base + uint64_t(off) * es;
             if (innerStride == 1) {

@@ -24,8 +24,7 @@ inline bool rangeFits(uint64_t offset, uint64_t length, uint64_t size)
     return offset <= size && length <= size - offset;
 }
 
-template <typename T>
-inline T loadLE(const uint8_t* p)
+template <typename T> inline T loadLE(const uint8_t* p)
 {
     T v;
     std::memcpy(&v, p, sizeof(T)); // little-endian hosts only; see DESIGN.md "Portable code"
@@ -47,8 +46,7 @@ public:
         m_pos = p;
     }
 
-    template <typename T>
-    T le()
+    template <typename T> T le()
     {
         need(sizeof(T));
         T v = loadLE<T>(m_data.data() + m_pos);

@@ -13,7 +13,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
-    struct stat st{};
+    struct stat st
+    {
+    };
     if (::fstat(fd, &st) != 0) {
         const int e = errno;
         ::close(fd);

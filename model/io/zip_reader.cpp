@@ -67,7 +67,8 @@ void ZipReader::parse()
         cdOffset = loadLE<uint64_t>(b.data() + rec + 48);
     }
     if (!rangeFits(cdOffset, cdSize, n)) fail("central directory lies outside the file", eocd);
-    if (count > cdSize / kCentralHeaderSize) fail("central directory claims more entries than fit in it", eocd);
+    if (count > cdSize / kCentralHeaderSize)
+        fail("central directory claims more entries than fit in it", eocd);
     if (count == 0) fail("archive has no entries");
 
     m_entries.reserve(count);
@@ -102,7 +103,8 @@ void ZipReader::parse()
         c.take(commentLen);
 
         if (e.method != 0 && e.method != 8)
-            fail("entry '" + e.name + "' uses unsupported compression method " + std::to_string(e.method), at);
+            fail("entry '" + e.name + "' uses unsupported compression method " + std::to_string(e.method),
+                 at);
         if (e.method == 0 && e.compressedSize != e.size)
             fail("stored entry '" + e.name + "' has different compressed and uncompressed sizes", at);
         if (e.method == 8 && e.size / kMaxDeflateRatio > e.compressedSize + 1)
@@ -112,8 +114,10 @@ void ZipReader::parse()
         if (!rangeFits(e.localHeaderOffset, kLocalHeaderSize, n))
             fail("entry '" + e.name + "' has its local header outside the file", at);
         const uint8_t* lh = b.data() + e.localHeaderOffset;
-        if (loadLE<uint32_t>(lh) != kLocalSig) fail("entry '" + e.name + "' has a bad local header", e.localHeaderOffset);
-        e.dataOffset = e.localHeaderOffset + kLocalHeaderSize + loadLE<uint16_t>(lh + 26) + loadLE<uint16_t>(lh + 28);
+        if (loadLE<uint32_t>(lh) != kLocalSig)
+            fail("entry '" + e.name + "' has a bad local header", e.localHeaderOffset);
+        e.dataOffset =
+            e.localHeaderOffset + kLocalHeaderSize + loadLE<uint16_t>(lh + 26) + loadLE<uint16_t>(lh + 28);
         if (!rangeFits(e.dataOffset, e.compressedSize, n))
             fail("entry '" + e.name + "' (" + std::to_string(e.compressedSize) +
                      " bytes) extends beyond the end of the file",
@@ -123,9 +127,11 @@ void ZipReader::parse()
 
     // Overlapping entries are how zip bombs and polyglots are built; a real torch file never has them.
     std::vector<const ZipEntry*> sorted;
-    for (const auto& e : m_entries) sorted.push_back(&e);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const ZipEntry* a, const ZipEntry* b2) { return a->localHeaderOffset < b2->localHeaderOffset; });
+    for (const auto& e : m_entries)
+        sorted.push_back(&e);
+    std::sort(sorted.begin(), sorted.end(), [](const ZipEntry* a, const ZipEntry* b2) {
+        return a->localHeaderOffset < b2->localHeaderOffset;
+    });
     for (size_t i = 1; i < sorted.size(); ++i) {
         const ZipEntry* prev = sorted[i - 1];
         if (sorted[i]->localHeaderOffset < prev->dataOffset + prev->compressedSize)

@@ -22,11 +22,16 @@ FileKind detect(const std::string& path)
 const char* kindName(FileKind k)
 {
     switch (k) {
-    case FileKind::TorchZip: return "torch-zip";
-    case FileKind::TorchLegacy: return "torch-legacy";
-    case FileKind::Safetensors: return "safetensors";
-    case FileKind::Pickle: return "pickle";
-    case FileKind::Unknown: return "unknown";
+    case FileKind::TorchZip:
+        return "torch-zip";
+    case FileKind::TorchLegacy:
+        return "torch-legacy";
+    case FileKind::Safetensors:
+        return "safetensors";
+    case FileKind::Pickle:
+        return "pickle";
+    case FileKind::Unknown:
+        return "unknown";
     }
     return "?";
 }

@@ -16,8 +16,9 @@ namespace {
 constexpr uint64_t kChunk = 16u << 20; // bytes per write: bounds memory whatever the tensor size
 }
 
-ExportResult exportFileToSafetensors(const std::string& input, const std::string& output, const ExportOptions& options,
-                                     const ProgressSink& progress, const CancelToken& cancel)
+ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
+                                     const ExportOptions& options, const ProgressSink& progress,
+                                     const CancelToken& cancel)
 {
     const auto f = torch::TorchFile::open(input);
     ExportResult result;
@@ -37,14 +38,18 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
             continue;
         }
         std::string why;
-        if (t.storage < 0) why = t.note;
-        else if (!t.note.empty()) why = t.note;
-        else if (torch::info(t.dtype).safetensors.empty()) why = std::string(torch::name(t.dtype)) + " has no safetensors dtype";
+        if (t.storage < 0)
+            why = t.note;
+        else if (!t.note.empty())
+            why = t.note;
+        else if (torch::info(t.dtype).safetensors.empty())
+            why = std::string(torch::name(t.dtype)) + " has no safetensors dtype";
         if (!why.empty()) {
             unsupported.push_back("'" + t.path + "' (" + why + ")");
             continue;
         }
-        if (!names.insert(t.path).second) throw Error("two tensors would both be named '" + t.path + "'", input);
+        if (!names.insert(t.path).second)
+            throw Error("two tensors would both be named '" + t.path + "'", input);
         safetensors::OutTensor o;
         o.name = t.path;
         o.dtype = t.dtype;
@@ -56,7 +61,8 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
             // Stored zip entries are spans of the map; a deflated one is inflated once per tensor.
             if (cache->first != storage) *cache = {storage, f->storageBytes(storage)};
             const io::Blob& blob = cache->second;
-            gpu::StridedView v{blob.bytes.data(), torch::elementSize(t.dtype), t.shape, t.stride, t.storageOffset};
+            gpu::StridedView v{blob.bytes.data(), torch::elementSize(t.dtype), t.shape, t.stride,
+                               t.storageOffset};
             const uint32_t es = v.elementSize;
             gpu::cpuBackend().gather(v, offset / es, count / es, dst);
         };
@@ -65,17 +71,21 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     if (!unsupported.empty()) {
         if (!options.skipUnsupported) {
             std::string list;
-            for (size_t i = 0; i < unsupported.size() && i < 3; ++i) list += (i ? ", " : "") + unsupported[i];
+            for (size_t i = 0; i < unsupported.size() && i < 3; ++i)
+                list += (i ? ", " : "") + unsupported[i];
             if (unsupported.size() > 3) list += " and " + std::to_string(unsupported.size() - 3) + " more";
-            throw Error("cannot be exported to safetensors: " + list + " (use --skip-unsupported to leave them out)",
+            throw Error("cannot be exported to safetensors: " + list +
+                            " (use --skip-unsupported to leave them out)",
                         input);
         }
-        for (const auto& u : unsupported) result.warnings.push_back("left out " + u);
+        for (const auto& u : unsupported)
+            result.warnings.push_back("left out " + u);
     }
 
     const std::string header = safetensors::buildHeader(out, metadata);
     uint64_t total = 0;
-    for (const auto& o : out) total += o.nbytes;
+    for (const auto& o : out)
+        total += o.nbytes;
 
     io::AtomicFile file(output);
     const uint64_t n = header.size();
@@ -85,7 +95,8 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     std::vector<uint64_t> hashes;
     uint64_t done = 0;
     for (const auto& o : out) {
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                             &XXH3_freeState);
         XXH3_state_t* st = state.get();
         XXH3_64bits_reset(st);
         for (uint64_t off = 0; off < o.nbytes; off += buf.size()) {
@@ -104,9 +115,11 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     // Verify by re-reading what landed on disk before it takes the final name.
     if (progress) progress({900, "verifying", done, total});
     const auto check = safetensors::SafetensorsFile::open(file.tempPath());
-    if (check->tensors().size() != out.size()) throw Error("verification failed: tensor count differs", output);
+    if (check->tensors().size() != out.size())
+        throw Error("verification failed: tensor count differs", output);
     std::map<std::string, const safetensors::TensorInfo*> byName;
-    for (const auto& t : check->tensors()) byName[t.name] = &t;
+    for (const auto& t : check->tensors())
+        byName[t.name] = &t;
     for (size_t i = 0; i < out.size(); ++i) {
         cancel.throwIfCancelled();
         auto it = byName.find(out[i].name);

@@ -25,7 +25,8 @@ struct ExportResult
     std::vector<std::string> warnings;
 };
 
-ExportResult exportFileToSafetensors(const std::string& input, const std::string& output, const ExportOptions& options,
-                                     const ProgressSink& progress, const CancelToken& cancel);
+ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
+                                     const ExportOptions& options, const ProgressSink& progress,
+                                     const CancelToken& cancel);
 
 } // namespace ckpt::ops

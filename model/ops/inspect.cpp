@@ -16,7 +16,8 @@ std::string humanBytes(uint64_t n)
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = double(n);
     int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, ++u;
+    while (v >= 1024 && u < 4)
+        v /= 1024, ++u;
     char buf[32];
     std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
     return buf;
@@ -27,14 +28,22 @@ namespace {
 const char* entryKindName(torch::EntryKind k)
 {
     switch (k) {
-    case torch::EntryKind::Tensor: return "tensor";
-    case torch::EntryKind::Dict: return "dict";
-    case torch::EntryKind::List: return "list";
-    case torch::EntryKind::Tuple: return "tuple";
-    case torch::EntryKind::Set: return "set";
-    case torch::EntryKind::Object: return "object";
-    case torch::EntryKind::Value: return "value";
-    case torch::EntryKind::Alias: return "alias";
+    case torch::EntryKind::Tensor:
+        return "tensor";
+    case torch::EntryKind::Dict:
+        return "dict";
+    case torch::EntryKind::List:
+        return "list";
+    case torch::EntryKind::Tuple:
+        return "tuple";
+    case torch::EntryKind::Set:
+        return "set";
+    case torch::EntryKind::Object:
+        return "object";
+    case torch::EntryKind::Value:
+        return "value";
+    case torch::EntryKind::Alias:
+        return "alias";
     }
     return "?";
 }
@@ -50,11 +59,14 @@ ordered_json globalsJson(const std::vector<pickle::GlobalRef>& globals, ordered_
     ordered_json out = ordered_json::array();
     for (const auto& key : order) {
         const auto s = pickle::classifyGlobal(key.first, key.second);
-        out.push_back({{"module", key.first}, {"name", key.second}, {"safety", pickle::safetyName(s)},
+        out.push_back({{"module", key.first},
+                       {"name", key.second},
+                       {"safety", pickle::safetyName(s)},
                        {"count", counts[key]}});
         if (s == pickle::Safety::Dangerous)
-            warnings.push_back("dangerous global " + key.first + "." + key.second +
-                               " is referenced: loading this file with torch.load(weights_only=False) would run it");
+            warnings.push_back(
+                "dangerous global " + key.first + "." + key.second +
+                " is referenced: loading this file with torch.load(weights_only=False) would run it");
     }
     return out;
 }
@@ -68,7 +80,8 @@ ordered_json inspectTorch(const std::string& path)
     doc["protocol"] = f->protocol();
     doc["file_size"] = f->fileSize();
     ordered_json warnings = ordered_json::array();
-    for (const auto& w : f->warnings()) warnings.push_back(w);
+    for (const auto& w : f->warnings())
+        warnings.push_back(w);
     ordered_json tensors = ordered_json::array();
     for (const auto& t : f->tensors()) {
         ordered_json j;
@@ -102,11 +115,15 @@ ordered_json inspectTorch(const std::string& path)
     }
     ordered_json storages = ordered_json::array();
     for (const auto& s : f->storages())
-        storages.push_back({{"key", s.key}, {"dtype", torch::name(s.dtype)}, {"nbytes", s.nbytes},
-                            {"location", s.location}, {"record", s.record}});
+        storages.push_back({{"key", s.key},
+                            {"dtype", torch::name(s.dtype)},
+                            {"nbytes", s.nbytes},
+                            {"location", s.location},
+                            {"record", s.record}});
     ordered_json entries = ordered_json::array();
     for (const auto& e : f->entries()) {
-        ordered_json j{{"path", e.path}, {"depth", e.depth}, {"kind", entryKindName(e.kind)}, {"type", e.type}};
+        ordered_json j{
+            {"path", e.path}, {"depth", e.depth}, {"kind", entryKindName(e.kind)}, {"type", e.type}};
         if (!e.summary.empty()) j["summary"] = e.summary;
         if (e.tensor >= 0) j["tensor"] = e.tensor;
         entries.push_back(std::move(j));
@@ -131,12 +148,22 @@ ordered_json inspectSafetensors(const std::string& path)
     ordered_json entries = ordered_json::array();
     for (const auto& t : f->tensors()) {
         std::vector<int64_t> stride(t.shape.size(), 1);
-        for (size_t i = t.shape.size(); i-- > 1;) stride[i - 1] = stride[i] * std::max<int64_t>(t.shape[i], 1);
-        entries.push_back({{"path", t.name}, {"depth", 1}, {"kind", "tensor"}, {"type", torch::name(t.dtype)},
+        for (size_t i = t.shape.size(); i-- > 1;)
+            stride[i - 1] = stride[i] * std::max<int64_t>(t.shape[i], 1);
+        entries.push_back({{"path", t.name},
+                           {"depth", 1},
+                           {"kind", "tensor"},
+                           {"type", torch::name(t.dtype)},
                            {"tensor", tensors.size()}});
-        tensors.push_back({{"path", t.name}, {"dtype", torch::name(t.dtype)}, {"shape", t.shape}, {"stride", stride},
-                           {"storage_offset", 0}, {"storage", t.name}, {"storage_nbytes", t.end - t.begin},
-                           {"requires_grad", false}, {"nbytes", t.end - t.begin}});
+        tensors.push_back({{"path", t.name},
+                           {"dtype", torch::name(t.dtype)},
+                           {"shape", t.shape},
+                           {"stride", stride},
+                           {"storage_offset", 0},
+                           {"storage", t.name},
+                           {"storage_nbytes", t.end - t.begin},
+                           {"requires_grad", false},
+                           {"nbytes", t.end - t.begin}});
     }
     doc["tensors"] = std::move(tensors);
     doc["entries"] = std::move(entries);
@@ -147,7 +174,8 @@ ordered_json inspectSafetensors(const std::string& path)
 std::string joinInts(const ordered_json& a)
 {
     std::string s;
-    for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i].get<int64_t>());
+    for (size_t i = 0; i < a.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(a[i].get<int64_t>());
     return s;
 }
 
@@ -157,10 +185,14 @@ ordered_json inspectFile(const std::string& path)
 {
     switch (detect(path)) {
     case FileKind::TorchZip:
-    case FileKind::TorchLegacy: return inspectTorch(path);
-    case FileKind::Safetensors: return inspectSafetensors(path);
-    case FileKind::Pickle: return inspectTorch(path); // legacy, or says why it is not
-    case FileKind::Unknown: break;
+    case FileKind::TorchLegacy:
+        return inspectTorch(path);
+    case FileKind::Safetensors:
+        return inspectSafetensors(path);
+    case FileKind::Pickle:
+        return inspectTorch(path); // legacy, or says why it is not
+    case FileKind::Unknown:
+        break;
     }
     // Legacy files saved with an unusual pickle protocol do not start with the usual magic bytes.
     try {
@@ -174,7 +206,8 @@ void printInspect(const ordered_json& doc, std::ostream& out)
 {
     const auto& tensors = doc["tensors"];
     uint64_t total = 0;
-    for (const auto& t : tensors) total += t["nbytes"].get<uint64_t>();
+    for (const auto& t : tensors)
+        total += t["nbytes"].get<uint64_t>();
     out << doc["file"].get<std::string>() << "  (" << doc["format"].get<std::string>();
     if (doc.contains("protocol")) out << ", pickle protocol " << doc["protocol"].get<int>();
     out << ", " << tensors.size() << " tensors, " << humanBytes(total) << " of tensor data, file "
@@ -193,9 +226,11 @@ void printInspect(const ordered_json& doc, std::ostream& out)
             line += "  " + humanBytes(t["nbytes"].get<uint64_t>());
             if (!t["storage"].is_null() && doc["format"] != "safetensors") {
                 line += "  storage " + t["storage"].get<std::string>();
-                if (t["storage_offset"].get<int64_t>()) line += "+" + std::to_string(t["storage_offset"].get<int64_t>());
+                if (t["storage_offset"].get<int64_t>())
+                    line += "+" + std::to_string(t["storage_offset"].get<int64_t>());
                 line += " stride(" + joinInts(t["stride"]) + ")";
-                if (t.value("storage_shared", false)) line += "  shared storage";
+                if (t.value("storage_shared", false))
+                    line += "  shared storage";
                 else if (t["storage_nbytes"].get<uint64_t>() > t["nbytes"].get<uint64_t>())
                     line += "  view into " + humanBytes(t["storage_nbytes"].get<uint64_t>()) + " storage";
             }
@@ -208,7 +243,8 @@ void printInspect(const ordered_json& doc, std::ostream& out)
         }
         out << line << "\n";
     }
-    for (const auto& w : doc["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+    for (const auto& w : doc["warnings"])
+        out << "warning: " << w.get<std::string>() << "\n";
 }
 
 } // namespace ckpt::ops

@@ -13,7 +13,7 @@ namespace ckpt::ops {
 
 struct Progress
 {
-    int permille = 0;     // 0..1000
+    int permille = 0; // 0..1000
     std::string stage;
     uint64_t doneBytes = 0;
     uint64_t totalBytes = 0;

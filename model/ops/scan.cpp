@@ -14,11 +14,13 @@ bool ScanReport::dangerous() const
 
 namespace {
 
-void record(ScanReport& r, const std::vector<pickle::GlobalRef>& globals, const std::string& where, uint64_t base)
+void record(ScanReport& r, const std::vector<pickle::GlobalRef>& globals, const std::string& where,
+            uint64_t base)
 {
     for (const auto& g : globals) {
-        auto it = std::find_if(r.findings.begin(), r.findings.end(),
-                               [&](const ScanFinding& f) { return f.module == g.module && f.name == g.name; });
+        auto it = std::find_if(r.findings.begin(), r.findings.end(), [&](const ScanFinding& f) {
+            return f.module == g.module && f.name == g.name;
+        });
         if (it != r.findings.end()) {
             ++it->count;
             continue;
@@ -35,13 +37,15 @@ uint64_t scanPickle(ScanReport& r, io::ByteSpan data, const std::string& where, 
     std::vector<pickle::GlobalRef> seen;
     ++r.pickles;
     try {
-        const auto res = pickle::parse(data, arena, [](const pickle::Value*) { return int64_t(-1); }, {}, &seen);
+        const auto res = pickle::parse(
+            data, arena, [](const pickle::Value*) { return int64_t(-1); }, {}, &seen);
         record(r, seen, where, base);
         return res.end;
     } catch (const Error& e) {
         record(r, seen, where, base);
-        r.errors.push_back(where + ": " + e.message() +
-                           (e.offset() != Error::kNoOffset ? " (at byte " + std::to_string(base + e.offset()) + ")" : ""));
+        r.errors.push_back(
+            where + ": " + e.message() +
+            (e.offset() != Error::kNoOffset ? " (at byte " + std::to_string(base + e.offset()) + ")" : ""));
         return 0;
     }
 }
@@ -74,13 +78,15 @@ ScanReport scanFile(const std::string& path)
             uint64_t pos = 0;
             const int maxPickles = kind == FileKind::TorchLegacy ? 5 : 1;
             for (int i = 0; i < maxPickles && pos < file->size(); ++i) {
-                const uint64_t n = scanPickle(r, file->bytes().subspan(pos), "pickle " + std::to_string(i + 1), pos);
+                const uint64_t n =
+                    scanPickle(r, file->bytes().subspan(pos), "pickle " + std::to_string(i + 1), pos);
                 if (n == 0) break;
                 pos += n;
             }
             break;
         }
-        case FileKind::Safetensors: break; // no pickle, nothing can run
+        case FileKind::Safetensors:
+            break; // no pickle, nothing can run
         }
     } catch (const Error& e) {
         throw e.withFile(path);

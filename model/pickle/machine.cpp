@@ -1,8 +1,8 @@
 #include "pickle/machine.h"
 
-#include <limits>
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
 namespace ckpt::pickle {
@@ -37,11 +37,16 @@ bool validUtf8(std::string_view s)
     while (i < s.size()) {
         const auto c = uint8_t(s[i]);
         size_t n;
-        if (c < 0x80) n = 0;
-        else if ((c >> 5) == 6) n = 1;
-        else if ((c >> 4) == 14) n = 2;
-        else if ((c >> 3) == 30) n = 3;
-        else return false;
+        if (c < 0x80)
+            n = 0;
+        else if ((c >> 5) == 6)
+            n = 1;
+        else if ((c >> 4) == 14)
+            n = 2;
+        else if ((c >> 3) == 30)
+            n = 3;
+        else
+            return false;
         if (i + n >= s.size() && n > 0) return false;
         for (size_t k = 1; k <= n; ++k)
             if ((uint8_t(s[i + k]) >> 6) != 2) return false;
@@ -81,7 +86,8 @@ std::string decimalToTwosComplement(std::string_view digits, bool& ok)
     }
     std::string out;
     for (uint32_t l : limbs)
-        for (int k = 0; k < 4; ++k) out += char((l >> (8 * k)) & 0xFF);
+        for (int k = 0; k < 4; ++k)
+            out += char((l >> (8 * k)) & 0xFF);
     out += '\0'; // room for the sign bit
     if (neg) {   // two's complement: invert and add one
         bool carry = true;
@@ -103,7 +109,8 @@ class Machine
 public:
     Machine(ByteSpan data, Arena& arena, const PersistentLoad& pl, const Limits& limits,
             std::vector<GlobalRef>* globalsSeen)
-        : m_in(data, "pickle"), m_arena(arena), m_persistentLoad(pl), m_limits(limits), m_globalsSeen(globalsSeen)
+        : m_in(data, "pickle"), m_arena(arena), m_persistentLoad(pl), m_limits(limits),
+          m_globalsSeen(globalsSeen)
     {
     }
 
@@ -170,7 +177,8 @@ private:
             int64_t v = 0;
             if (!b.empty()) {
                 uint64_t u = 0;
-                for (size_t i = 0; i < b.size(); ++i) u |= uint64_t(b[i]) << (8 * i);
+                for (size_t i = 0; i < b.size(); ++i)
+                    u |= uint64_t(b[i]) << (8 * i);
                 if (b.size() < 8 && (b.back() & 0x80)) u |= ~uint64_t(0) << (8 * b.size());
                 v = int64_t(u);
             }
@@ -236,7 +244,8 @@ private:
         if (kv.size() % 2) fail("odd number of items for SETITEMS");
         if (target->kind != Kind::Dict && target->kind != Kind::Call)
             fail("SETITEM on a value that is not a dict");
-        for (size_t i = 0; i < kv.size(); i += 2) target->entries.emplace_back(kv[i], kv[i + 1]);
+        for (size_t i = 0; i < kv.size(); i += 2)
+            target->entries.emplace_back(kv[i], kv[i + 1]);
     }
     Value* makeCall(Value* callable, Value* args, bool isNew)
     {
@@ -274,13 +283,27 @@ std::string Machine::unquote(std::string_view t)
         }
         const char e = t[++i];
         switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
+        case 'n':
+            out += '\n';
+            break;
+        case 't':
+            out += '\t';
+            break;
+        case 'r':
+            out += '\r';
+            break;
+        case 'a':
+            out += '\a';
+            break;
+        case 'b':
+            out += '\b';
+            break;
+        case 'f':
+            out += '\f';
+            break;
+        case 'v':
+            out += '\v';
+            break;
         case 'x':
             if (i + 2 < t.size() + 0 && hexDigit(t[i + 1]) >= 0 && hexDigit(t[i + 2]) >= 0) {
                 out += char(hexDigit(t[i + 1]) * 16 + hexDigit(t[i + 2]));
@@ -342,20 +365,30 @@ Result Machine::run()
             return std::move(m_result);
         }
         case 0x30: // POP
-            if (m_stack.size() > base()) m_stack.pop_back();
-            else popMark();
+            if (m_stack.size() > base())
+                m_stack.pop_back();
+            else
+                popMark();
             break;
-        case 0x31: popMark(); break; // POP_MARK
-        case 0x32: push(top()); break; // DUP
+        case 0x31:
+            popMark();
+            break; // POP_MARK
+        case 0x32:
+            push(top());
+            break;   // DUP
         case 0x46: { // FLOAT
             const std::string_view t = m_in.line();
             Value* v = make(Kind::Float);
             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v->real);
             if (ec != std::errc() || p != t.data() + t.size()) {
-                if (t == "nan") v->real = std::numeric_limits<double>::quiet_NaN();
-                else if (t == "inf") v->real = std::numeric_limits<double>::infinity();
-                else if (t == "-inf") v->real = -std::numeric_limits<double>::infinity();
-                else fail("bad FLOAT literal");
+                if (t == "nan")
+                    v->real = std::numeric_limits<double>::quiet_NaN();
+                else if (t == "inf")
+                    v->real = std::numeric_limits<double>::infinity();
+                else if (t == "-inf")
+                    v->real = -std::numeric_limits<double>::infinity();
+                else
+                    fail("bad FLOAT literal");
             }
             push(v);
             break;
@@ -377,7 +410,9 @@ Result Machine::run()
             push(makeDecimal(t));
             break;
         }
-        case 0x4E: push(make(Kind::None)); break;
+        case 0x4E:
+            push(make(Kind::None));
+            break;
         case 0x50: { // PERSID
             Value* pid = makeText(Kind::Str, std::string(m_in.line()));
             Value* r = make(Kind::PersistentRef);
@@ -400,8 +435,12 @@ Result Machine::run()
             push(makeCall(f, args, false));
             break;
         }
-        case 0x53: push(makePy2String(unquote(m_in.line()))); break; // STRING
-        case 0x56: push(makeText(Kind::Str, rawUnicodeEscape(m_in.line()))); break; // UNICODE
+        case 0x53:
+            push(makePy2String(unquote(m_in.line())));
+            break; // STRING
+        case 0x56:
+            push(makeText(Kind::Str, rawUnicodeEscape(m_in.line())));
+            break;   // UNICODE
         case 0x61: { // APPEND
             Value* v = pop();
             appendTo(top(), {v});
@@ -425,7 +464,9 @@ Result Machine::run()
             push(d);
             break;
         }
-        case 0x67: push(memoGet(decimalIndex(m_in.line()))); break; // GET
+        case 0x67:
+            push(memoGet(decimalIndex(m_in.line())));
+            break;   // GET
         case 0x69: { // INST
             std::string module(m_in.line());
             std::string name(m_in.line());
@@ -434,15 +475,21 @@ Result Machine::run()
             push(makeCall(cls, makeSequence(Kind::Tuple, std::move(args)), true));
             break;
         }
-        case 0x6C: push(makeSequence(Kind::List, popMark())); break; // LIST
-        case 0x70: memoPut(decimalIndex(m_in.line()), top()); break;  // PUT
+        case 0x6C:
+            push(makeSequence(Kind::List, popMark()));
+            break; // LIST
+        case 0x70:
+            memoPut(decimalIndex(m_in.line()), top());
+            break;   // PUT
         case 0x73: { // SETITEM
             Value* v = pop();
             Value* k = pop();
             setItems(top(), {k, v});
             break;
         }
-        case 0x74: push(makeSequence(Kind::Tuple, popMark())); break; // TUPLE
+        case 0x74:
+            push(makeSequence(Kind::Tuple, popMark()));
+            break;   // TUPLE
         case 0x47: { // BINFLOAT (big-endian)
             const uint64_t bits = __builtin_bswap64(m_in.le<uint64_t>());
             Value* v = make(Kind::Float);
@@ -450,27 +497,47 @@ Result Machine::run()
             push(v);
             break;
         }
-        case 0x4A: push(makeInt(m_in.le<int32_t>())); break;  // BININT
-        case 0x4B: push(makeInt(m_in.u8())); break;           // BININT1
-        case 0x4D: push(makeInt(m_in.le<uint16_t>())); break; // BININT2
+        case 0x4A:
+            push(makeInt(m_in.le<int32_t>()));
+            break; // BININT
+        case 0x4B:
+            push(makeInt(m_in.u8()));
+            break; // BININT1
+        case 0x4D:
+            push(makeInt(m_in.le<uint16_t>()));
+            break;   // BININT2
         case 0x54: { // BINSTRING
             const int32_t n = m_in.le<int32_t>();
             if (n < 0) fail("negative BINSTRING length");
             push(makePy2String(std::string(io::asStringView(m_in.take(uint64_t(n))))));
             break;
         }
-        case 0x55: push(makePy2String(std::string(io::asStringView(m_in.take(m_in.u8()))))); break;
-        case 0x58: push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>()))))); break;
-        case 0x5D: push(make(Kind::List)); break;
-        case 0x7D: push(make(Kind::Dict)); break;
-        case 0x29: push(make(Kind::Tuple)); break;
+        case 0x55:
+            push(makePy2String(std::string(io::asStringView(m_in.take(m_in.u8())))));
+            break;
+        case 0x58:
+            push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>())))));
+            break;
+        case 0x5D:
+            push(make(Kind::List));
+            break;
+        case 0x7D:
+            push(make(Kind::Dict));
+            break;
+        case 0x29:
+            push(make(Kind::Tuple));
+            break;
         case 0x65: { // APPENDS
             auto items = popMark();
             appendTo(top(), items);
             break;
         }
-        case 0x68: push(memoGet(m_in.u8())); break;
-        case 0x6A: push(memoGet(m_in.le<uint32_t>())); break;
+        case 0x68:
+            push(memoGet(m_in.u8()));
+            break;
+        case 0x6A:
+            push(memoGet(m_in.le<uint32_t>()));
+            break;
         case 0x6F: { // OBJ
             auto items = popMark();
             if (items.empty()) fail("OBJ without a class");
@@ -479,8 +546,12 @@ Result Machine::run()
             push(makeCall(cls, makeSequence(Kind::Tuple, std::move(items)), true));
             break;
         }
-        case 0x71: memoPut(m_in.u8(), top()); break;
-        case 0x72: memoPut(m_in.le<uint32_t>(), top()); break;
+        case 0x71:
+            memoPut(m_in.u8(), top());
+            break;
+        case 0x72:
+            memoPut(m_in.le<uint32_t>(), top());
+            break;
         case 0x75: { // SETITEMS
             auto kv = popMark();
             setItems(top(), kv);
@@ -501,14 +572,18 @@ Result Machine::run()
         case 0x82:
         case 0x83:
         case 0x84: { // EXT1/2/4: the copyreg registry is empty in any real checkpoint
-            const int64_t code = op == 0x82 ? m_in.u8() : op == 0x83 ? m_in.le<uint16_t>() : m_in.le<int32_t>();
+            const int64_t code = op == 0x82   ? m_in.u8()
+                                 : op == 0x83 ? m_in.le<uint16_t>()
+                                              : m_in.le<int32_t>();
             if (code <= 0) fail("EXT code must be positive");
             Value* v = make(Kind::Ext);
             v->integer = code;
             push(v);
             break;
         }
-        case 0x85: push(makeSequence(Kind::Tuple, {pop()})); break;
+        case 0x85:
+            push(makeSequence(Kind::Tuple, {pop()}));
+            break;
         case 0x86: {
             Value* b = pop();
             Value* a = pop();
@@ -529,20 +604,36 @@ Result Machine::run()
             push(v);
             break;
         }
-        case 0x8A: push(makeLong(m_in.take(m_in.u8()))); break; // LONG1
+        case 0x8A:
+            push(makeLong(m_in.take(m_in.u8())));
+            break;   // LONG1
         case 0x8B: { // LONG4
             const int32_t n = m_in.le<int32_t>();
             if (n < 0) fail("negative LONG4 length");
             push(makeLong(m_in.take(uint64_t(n))));
             break;
         }
-        case 0x42: push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>()))))); break;
-        case 0x43: push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.u8()))))); break;
-        case 0x8C: push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.u8()))))); break;
-        case 0x8D: push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>()))))); break;
-        case 0x8E: push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>()))))); break;
-        case 0x96: push(makeText(Kind::ByteArray, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>()))))); break;
-        case 0x8F: push(make(Kind::Set)); break;
+        case 0x42:
+            push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>())))));
+            break;
+        case 0x43:
+            push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.u8())))));
+            break;
+        case 0x8C:
+            push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.u8())))));
+            break;
+        case 0x8D:
+            push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
+            break;
+        case 0x8E:
+            push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
+            break;
+        case 0x96:
+            push(makeText(Kind::ByteArray, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
+            break;
+        case 0x8F:
+            push(make(Kind::Set));
+            break;
         case 0x90: { // ADDITEMS
             auto items = popMark();
             Value* s = top();
@@ -550,7 +641,9 @@ Result Machine::run()
             s->items.insert(s->items.end(), items.begin(), items.end());
             break;
         }
-        case 0x91: push(makeSequence(Kind::FrozenSet, popMark())); break;
+        case 0x91:
+            push(makeSequence(Kind::FrozenSet, popMark()));
+            break;
         case 0x92: { // NEWOBJ_EX
             Value* kwargs = pop();
             Value* args = pop();
@@ -563,7 +656,8 @@ Result Machine::run()
         case 0x93: { // STACK_GLOBAL
             Value* name = pop();
             Value* module = pop();
-            if (module->kind != Kind::Str || name->kind != Kind::Str) fail("STACK_GLOBAL operands are not strings");
+            if (module->kind != Kind::Str || name->kind != Kind::Str)
+                fail("STACK_GLOBAL operands are not strings");
             push(makeGlobal(module->text, name->text));
             break;
         }
@@ -577,8 +671,10 @@ Result Machine::run()
             if (n > m_in.remaining()) fail("FRAME longer than the rest of the stream");
             break;
         }
-        case 0x97: fail("NEXT_BUFFER: out-of-band buffers are not part of a checkpoint file");
-        case 0x98: fail("READONLY_BUFFER: out-of-band buffers are not part of a checkpoint file");
+        case 0x97:
+            fail("NEXT_BUFFER: out-of-band buffers are not part of a checkpoint file");
+        case 0x98:
+            fail("READONLY_BUFFER: out-of-band buffers are not part of a checkpoint file");
         default: {
             char hex[8];
             std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -604,7 +700,7 @@ void normaliseGlobal(std::string& module, std::string& name)
         const char* fromModule;
         const char* fromName; // nullptr: any name
         const char* toModule;
-        const char* toName;   // nullptr: keep the name
+        const char* toName; // nullptr: keep the name
     };
     static constexpr Rename kRenames[] = {
         {"__builtin__", "xrange", "builtins", "range"},

@@ -14,7 +14,7 @@ namespace ckpt::pickle {
 
 struct Limits
 {
-    size_t maxNodes = 16u << 20;  // ~3 GiB worst case; real checkpoints use well under 1M
+    size_t maxNodes = 16u << 20; // ~3 GiB worst case; real checkpoints use well under 1M
     size_t maxMemo = 16u << 20;
     size_t maxStack = 16u << 20;
 };

@@ -14,38 +14,38 @@ namespace ckpt::pickle {
 enum class Kind : uint8_t {
     None,
     Bool,
-    Int,       // fits in int64
-    BigInt,    // text holds the little-endian two's-complement bytes
+    Int,    // fits in int64
+    BigInt, // text holds the little-endian two's-complement bytes
     Float,
-    Str,       // text holds UTF-8
-    Bytes,     // text holds the raw bytes (also Python-2 STRING opcodes)
+    Str,   // text holds UTF-8
+    Bytes, // text holds the raw bytes (also Python-2 STRING opcodes)
     ByteArray,
     List,
     Tuple,
     Dict,
     Set,
     FrozenSet,
-    Global,    // module + name, after Python-2 name normalisation
-    Call,      // REDUCE: callable(*args); NEWOBJ/NEWOBJ_EX/INST/OBJ: isNew = true
+    Global,        // module + name, after Python-2 name normalisation
+    Call,          // REDUCE: callable(*args); NEWOBJ/NEWOBJ_EX/INST/OBJ: isNew = true
     PersistentRef, // BINPERSID/PERSID: args = the persistent id; index = what the loader made of it
-    Ext,       // EXT1/2/4 code (copyreg registry; never resolved)
+    Ext,           // EXT1/2/4 code (copyreg registry; never resolved)
 };
 
 struct Value
 {
     Kind kind = Kind::None;
-    bool isNew = false;  // Call made by NEWOBJ/INST/OBJ (class instantiation) rather than REDUCE
+    bool isNew = false; // Call made by NEWOBJ/INST/OBJ (class instantiation) rather than REDUCE
     bool boolean = false;
     int64_t integer = 0; // Int, Ext code, PersistentRef loader index
     double real = 0;
-    std::string text;    // Str, Bytes, BigInt bytes, Global module
-    std::string name;    // Global name
-    std::vector<Value*> items;                     // List, Tuple, Set; appended items on opaque Calls
+    std::string text;                               // Str, Bytes, BigInt bytes, Global module
+    std::string name;                               // Global name
+    std::vector<Value*> items;                      // List, Tuple, Set; appended items on opaque Calls
     std::vector<std::pair<Value*, Value*>> entries; // Dict; SETITEM(S) applied to opaque Calls
-    Value* callable = nullptr; // Call: the Global (or whatever was on the stack)
-    Value* args = nullptr;     // Call: argument tuple; PersistentRef: the pid
-    Value* kwargs = nullptr;   // NEWOBJ_EX keyword arguments
-    Value* state = nullptr;    // BUILD state (last one wins, as in Python)
+    Value* callable = nullptr;                      // Call: the Global (or whatever was on the stack)
+    Value* args = nullptr;                          // Call: argument tuple; PersistentRef: the pid
+    Value* kwargs = nullptr;                        // NEWOBJ_EX keyword arguments
+    Value* state = nullptr;                         // BUILD state (last one wins, as in Python)
 
     bool isContainer() const
     {

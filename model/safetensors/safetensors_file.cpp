@@ -1,5 +1,7 @@
 #include "safetensors/safetensors_file.h"
 
+#include "compute_backend.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -11,10 +13,10 @@ namespace {
 // Reference enum order (alignment ascending); the writer sorts by it descending.
 int alignmentRank(std::string_view code)
 {
-    static constexpr std::string_view kOrder[] = {"BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2",
-                                                  "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16",
-                                                  "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64",
-                                                  "I64", "U64"};
+    static constexpr std::string_view kOrder[] = {
+        "BOOL",    "F4",          "F6_E2M3",     "F6_E3M2", "U8",  "I8",  "F8_E5M2", "F8_E4M3",
+        "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16",     "U16", "F16", "BF16",    "I32",
+        "U32",     "F32",         "C64",         "F64",     "I64", "U64"};
     for (size_t i = 0; i < std::size(kOrder); ++i)
         if (kOrder[i] == code) return int(i);
     return -1;
@@ -24,9 +26,7 @@ int alignmentRank(std::string_view code)
 
 uint64_t TensorInfo::numel() const
 {
-    uint64_t n = 1;
-    for (int64_t s : shape) n *= uint64_t(s);
-    return n;
+    return gpu::numelOf(shape);
 }
 
 bool SafetensorsFile::looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize)
@@ -54,7 +54,9 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
     f->m_file = std::move(file);
     const std::string path = f->m_file->path();
     const io::ByteSpan all = f->m_file->bytes();
-    auto fail = [&](const std::string& why, uint64_t at = Error::kNoOffset) { throw Error("safetensors: " + why, path, at); };
+    auto fail = [&](const std::string& why, uint64_t at = Error::kNoOffset) {
+        throw Error("safetensors: " + why, path, at);
+    };
 
     if (all.size() < 8) fail("file is shorter than the 8-byte header length");
     const uint64_t n = io::loadLE<uint64_t>(all.data());
@@ -110,7 +112,8 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
             t.shape.push_back(int64_t(d));
         }
         const auto& off = v["data_offsets"];
-        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+            !off[1].is_number_unsigned())
             fail("entry '" + name + "' has malformed data_offsets");
         t.begin = off[0].get<uint64_t>();
         t.end = off[1].get<uint64_t>();
@@ -119,28 +122,31 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
 
     // Reference validation: sorted by offsets, contiguous from 0, sizes match shapes, no trailing bytes.
     std::vector<const TensorInfo*> sorted;
-    for (const auto& t : f->m_tensors) sorted.push_back(&t);
+    for (const auto& t : f->m_tensors)
+        sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const TensorInfo* a, const TensorInfo* b) {
         return std::pair(a->begin, a->end) < std::pair(b->begin, b->end);
     });
     uint64_t expect = 0;
     for (const TensorInfo* t : sorted) {
         if (t->begin != expect || t->end < t->begin)
-            fail("tensor '" + t->name + "' has offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) +
-                 ") but the previous tensor ends at " + std::to_string(expect) + " (gap or overlap)");
+            fail("tensor '" + t->name + "' has offsets [" + std::to_string(t->begin) + ", " +
+                 std::to_string(t->end) + ") but the previous tensor ends at " + std::to_string(expect) +
+                 " (gap or overlap)");
         uint64_t numel = 1;
         for (int64_t d : t->shape) {
-            if (d != 0 && numel > UINT64_MAX / 64 / uint64_t(d)) fail("tensor '" + t->name + "' shape overflows");
+            if (d != 0 && numel > UINT64_MAX / 64 / uint64_t(d))
+                fail("tensor '" + t->name + "' shape overflows");
             numel *= uint64_t(d);
         }
         if (numel * torch::elementSize(t->dtype) != t->end - t->begin)
-            fail("tensor '" + t->name + "' has " + std::to_string(t->end - t->begin) + " bytes but its shape needs " +
-                 std::to_string(numel * torch::elementSize(t->dtype)));
+            fail("tensor '" + t->name + "' has " + std::to_string(t->end - t->begin) +
+                 " bytes but its shape needs " + std::to_string(numel * torch::elementSize(t->dtype)));
         expect = t->end;
     }
     if (f->m_dataOffset + expect != all.size())
-        fail("data section is " + std::to_string(all.size() - f->m_dataOffset) + " bytes but the tensors cover " +
-             std::to_string(expect));
+        fail("data section is " + std::to_string(all.size() - f->m_dataOffset) +
+             " bytes but the tensors cover " + std::to_string(expect));
     return f;
 }
 
@@ -168,8 +174,10 @@ std::string buildHeader(std::vector<OutTensor>& tensors, const std::map<std::str
     uint64_t offset = 0;
     for (const OutTensor& t : tensors) {
         if (h.size() > 1) h += ",";
-        h += str(t.name) + ":{\"dtype\":\"" + std::string(torch::info(t.dtype).safetensors) + "\",\"shape\":[";
-        for (size_t i = 0; i < t.shape.size(); ++i) h += (i ? "," : "") + std::to_string(t.shape[i]);
+        h +=
+            str(t.name) + ":{\"dtype\":\"" + std::string(torch::info(t.dtype).safetensors) + "\",\"shape\":[";
+        for (size_t i = 0; i < t.shape.size(); ++i)
+            h += (i ? "," : "") + std::to_string(t.shape[i]);
         h += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.nbytes) + "]}";
         offset += t.nbytes;
     }

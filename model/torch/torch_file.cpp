@@ -1,5 +1,7 @@
 #include "torch/torch_file.h"
 
+#include "compute_backend.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -47,20 +49,12 @@ std::string globalName(const Value* g)
 
 uint64_t Tensor::numel() const
 {
-    uint64_t n = 1;
-    for (int64_t s : shape) n *= uint64_t(s);
-    return n;
+    return gpu::numelOf(shape);
 }
 
 bool Tensor::isContiguous() const
 {
-    int64_t expected = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-        if (shape[i] == 1) continue;
-        if (stride[i] != expected) return false;
-        expected *= shape[i];
-    }
-    return true;
+    return gpu::isContiguous(shape, stride);
 }
 
 bool TorchFile::looksLikeTorch(io::ByteSpan head)
@@ -76,15 +70,18 @@ std::unique_ptr<TorchFile> TorchFile::open(const std::string& path, const pickle
     return open(io::MappedFile::open(path), limits);
 }
 
-std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile> file, const pickle::Limits& limits)
+std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile> file,
+                                           const pickle::Limits& limits)
 {
     std::unique_ptr<TorchFile> f(new TorchFile);
     f->m_file = std::move(file);
     const std::string path = f->m_file->path();
     try {
         if (f->m_file->size() == 0) throw Error("file is empty");
-        if (io::ZipReader::looksLikeZip(f->m_file->bytes())) f->openZip(limits);
-        else f->openLegacy(limits);
+        if (io::ZipReader::looksLikeZip(f->m_file->bytes()))
+            f->openZip(limits);
+        else
+            f->openLegacy(limits);
         f->checkStorageRecords();
         f->walk();
     } catch (const Error& e) {
@@ -112,7 +109,8 @@ int64_t TorchFile::persistentLoad(const Value* pid, bool legacy)
     DType dtype = DType::UInt8;
     if (type->name == "UntypedStorage" && (type->text == "torch.storage" || type->text == "torch")) {
         dtype = DType::UInt8;
-    } else if (auto d = fromStorageClass(type->name); d && (type->text == "torch" || type->text == "torch.cuda")) {
+    } else if (auto d = fromStorageClass(type->name);
+               d && (type->text == "torch" || type->text == "torch.cuda")) {
         dtype = *d;
     } else {
         throw Error("pickle: unknown storage type " + globalName(type));
@@ -173,18 +171,19 @@ void TorchFile::openZip(const pickle::Limits& limits)
     if (const io::ZipEntry* bo = m_zip->find(m_prefix + "byteorder")) {
         const io::Blob b = m_zip->read(*bo);
         if (io::asStringView(b.bytes) != "little")
-            throw Error("storages are stored big-endian (byteorder record); only little-endian files are supported");
+            throw Error(
+                "storages are stored big-endian (byteorder record); only little-endian files are supported");
     }
     const io::Blob pklBytes = m_zip->read(*pkl);
     try {
-        auto result = pickle::parse(pklBytes.bytes, m_arena,
-                                    [this](const Value* pid) { return persistentLoad(pid, false); }, limits);
+        auto result = pickle::parse(
+            pklBytes.bytes, m_arena, [this](const Value* pid) { return persistentLoad(pid, false); }, limits);
         m_root = result.root;
         m_protocol = result.protocol;
         m_globals = std::move(result.globals);
         if (result.end != pklBytes.size())
-            m_warnings.push_back(std::to_string(pklBytes.size() - result.end) + " bytes after the pickle's STOP in " +
-                                 pkl->name);
+            m_warnings.push_back(std::to_string(pklBytes.size() - result.end) +
+                                 " bytes after the pickle's STOP in " + pkl->name);
     } catch (const Error& e) {
         throw Error(e.message() + " in " + pkl->name, {}, e.offset());
     }
@@ -207,12 +206,14 @@ void TorchFile::openLegacy(const pickle::Limits& limits)
             pos += r.end;
             return r;
         } catch (const Error& e) {
-            throw Error(e.message() + " (" + what + ")", {}, e.offset() == Error::kNoOffset ? pos : pos + e.offset());
+            throw Error(e.message() + " (" + what + ")", {},
+                        e.offset() == Error::kNoOffset ? pos : pos + e.offset());
         }
     };
     const auto magic = next("magic number", false);
     const Value* m = magic.root;
-    if (!m || m->kind != Kind::BigInt || m->text.size() != 10 || std::memcmp(m->text.data(), kLegacyMagic, 10) != 0)
+    if (!m || m->kind != Kind::BigInt || m->text.size() != 10 ||
+        std::memcmp(m->text.data(), kLegacyMagic, 10) != 0)
         throw Error("not a PyTorch checkpoint (neither a zip archive nor the legacy magic number)");
     const auto version = next("protocol version", false);
     if (!version.root || version.root->kind != Kind::Int || version.root->integer != 1001)
@@ -222,7 +223,8 @@ void TorchFile::openLegacy(const pickle::Limits& limits)
     m_root = obj.root;
     m_protocol = obj.protocol;
     const auto keys = next("storage keys", false);
-    if (!keys.root || keys.root->kind != Kind::List) throw Error("legacy checkpoint: storage key list is missing");
+    if (!keys.root || keys.root->kind != Kind::List)
+        throw Error("legacy checkpoint: storage key list is missing");
 
     // Raw storages follow in key-list order: int64 element count, then the bytes.
     for (const Value* k : keys.root->items) {
@@ -230,20 +232,22 @@ void TorchFile::openLegacy(const pickle::Limits& limits)
         int idx = -1;
         for (size_t i = 0; i < m_storages.size(); ++i)
             if (m_storages[i].key == key && m_storages[i].viewOf < 0) idx = int(i);
-        if (idx < 0) throw Error("legacy checkpoint lists storage '" + key + "' that no tensor references", {}, pos);
+        if (idx < 0)
+            throw Error("legacy checkpoint lists storage '" + key + "' that no tensor references", {}, pos);
         Storage& s = m_storages[size_t(idx)];
         if (!io::rangeFits(pos, 8, all.size()))
             throw Error("legacy checkpoint is truncated in the header of storage '" + key + "'", {}, pos);
         const int64_t count = io::loadLE<int64_t>(all.data() + pos);
         const uint64_t es = elementSize(s.dtype);
         if (count < 0 || uint64_t(count) * es != s.nbytes)
-            throw Error("legacy storage '" + key + "' holds " + std::to_string(count) + " elements, the pickle declares " +
-                            std::to_string(s.nbytes / es),
+            throw Error("legacy storage '" + key + "' holds " + std::to_string(count) +
+                            " elements, the pickle declares " + std::to_string(s.nbytes / es),
                         {}, pos);
         pos += 8;
         if (!io::rangeFits(pos, s.nbytes, all.size()))
             throw Error("legacy checkpoint is truncated inside storage '" + key + "' (needs " +
-                            std::to_string(s.nbytes) + " bytes, " + std::to_string(all.size() - pos) + " left)",
+                            std::to_string(s.nbytes) + " bytes, " + std::to_string(all.size() - pos) +
+                            " left)",
                         {}, pos);
         s.fileOffset = pos;
         s.record = "#" + std::to_string(pos);
@@ -335,7 +339,8 @@ private:
         uint64_t numel = 1, last = uint64_t(t.storageOffset);
         for (size_t i = 0; i < t.shape.size(); ++i) {
             if (t.shape[i] < 0 || t.stride[i] < 0) fail(path, "negative size or stride");
-            if (t.shape[i] != 0 && numel > UINT64_MAX / uint64_t(t.shape[i])) fail(path, "element count overflows");
+            if (t.shape[i] != 0 && numel > UINT64_MAX / uint64_t(t.shape[i]))
+                fail(path, "element count overflows");
             numel *= uint64_t(t.shape[i]);
         }
         if (numel > 0) {
@@ -347,13 +352,14 @@ private:
             }
             const uint64_t es = elementSize(t.dtype);
             if ((last + 1) * es > s.nbytes)
-                fail(path, "needs " + std::to_string((last + 1) * es) + " bytes of storage '" + s.key + "', which has " +
-                               std::to_string(s.nbytes));
+                fail(path, "needs " + std::to_string((last + 1) * es) + " bytes of storage '" + s.key +
+                               "', which has " + std::to_string(s.nbytes));
         }
         return t;
     }
 
-    std::optional<Tensor> recognise(const std::string& path, const Value* fn, const Value* args, bool isNew, int depth)
+    std::optional<Tensor> recognise(const std::string& path, const Value* fn, const Value* args, bool isNew,
+                                    int depth)
     {
         if (!fn || fn->kind != Kind::Global || depth > 8) return std::nullopt;
         const std::string& mod = fn->text;
@@ -434,14 +440,17 @@ private:
     {
         if (!k) return "None";
         switch (k->kind) {
-        case Kind::Str: return k->text;
-        case Kind::Bytes: return pyRepr(k);
-        default: return pyRepr(k, 200);
+        case Kind::Str:
+            return k->text;
+        case Kind::Bytes:
+            return pyRepr(k);
+        default:
+            return pyRepr(k, 200);
         }
     }
 
-    int addEntry(const std::string& path, const std::string& name, int depth, EntryKind kind, std::string type,
-                 std::string summary)
+    int addEntry(const std::string& path, const std::string& name, int depth, EntryKind kind,
+                 std::string type, std::string summary)
     {
         Entry e;
         e.path = path;
@@ -462,7 +471,8 @@ private:
     void visitChildren(const Value* v, const std::string& path, int depth)
     {
         size_t i = 0;
-        for (const Value* x : v->items) visit(x, join(path, std::to_string(i)), std::to_string(i), depth + 1), ++i;
+        for (const Value* x : v->items)
+            visit(x, join(path, std::to_string(i)), std::to_string(i), depth + 1), ++i;
         for (const auto& [k, x] : v->entries) {
             const std::string name = keyString(k);
             visit(x, join(path, name), name, depth + 1);
@@ -485,7 +495,8 @@ private:
                 }
                 m_f.m_tensors.push_back(std::move(*t));
                 const Tensor& tt = m_f.m_tensors.back();
-                const int e = addEntry(path, name, depth, EntryKind::Tensor, std::string(torch::name(tt.dtype)), {});
+                const int e =
+                    addEntry(path, name, depth, EntryKind::Tensor, std::string(torch::name(tt.dtype)), {});
                 m_f.m_entries[size_t(e)].tensor = int(m_f.m_tensors.size() - 1);
                 if (seen == m_seen.end()) m_seen.emplace(v, e);
                 return;
@@ -510,8 +521,14 @@ private:
         case Kind::Set:
         case Kind::FrozenSet: {
             const bool list = v->kind == Kind::List, tuple = v->kind == Kind::Tuple;
-            const int e = addEntry(path, name, depth, list ? EntryKind::List : tuple ? EntryKind::Tuple : EntryKind::Set,
-                                   list ? "list" : tuple ? "tuple" : v->kind == Kind::Set ? "set" : "frozenset",
+            const int e = addEntry(path, name, depth,
+                                   list    ? EntryKind::List
+                                   : tuple ? EntryKind::Tuple
+                                           : EntryKind::Set,
+                                   list                   ? "list"
+                                   : tuple                ? "tuple"
+                                   : v->kind == Kind::Set ? "set"
+                                                          : "frozenset",
                                    items(v->items.size()));
             m_seen.emplace(v, e);
             if (v->kind == Kind::Set || v->kind == Kind::FrozenSet) {
@@ -521,7 +538,9 @@ private:
             visitChildren(v, path, depth);
             return;
         }
-        case Kind::Call: visitCall(v, path, name, depth); return;
+        case Kind::Call:
+            visitCall(v, path, name, depth);
+            return;
         default:
             addEntry(path, name, depth, EntryKind::Value, valueType(v), pyRepr(v));
             return;
@@ -533,18 +552,29 @@ private:
     static std::string valueType(const Value* v)
     {
         switch (v->kind) {
-        case Kind::None: return "None";
-        case Kind::Bool: return "bool";
+        case Kind::None:
+            return "None";
+        case Kind::Bool:
+            return "bool";
         case Kind::Int:
-        case Kind::BigInt: return "int";
-        case Kind::Float: return "float";
-        case Kind::Str: return "str";
-        case Kind::Bytes: return "bytes";
-        case Kind::ByteArray: return "bytearray";
-        case Kind::Global: return "global";
-        case Kind::PersistentRef: return "storage";
-        case Kind::Ext: return "ext";
-        default: return "?";
+        case Kind::BigInt:
+            return "int";
+        case Kind::Float:
+            return "float";
+        case Kind::Str:
+            return "str";
+        case Kind::Bytes:
+            return "bytes";
+        case Kind::ByteArray:
+            return "bytearray";
+        case Kind::Global:
+            return "global";
+        case Kind::PersistentRef:
+            return "storage";
+        case Kind::Ext:
+            return "ext";
+        default:
+            return "?";
         }
     }
 
@@ -552,11 +582,11 @@ private:
     {
         const std::string type = globalName(v->callable);
         const Value* fn = v->callable;
-        const bool dictLike = fn && fn->kind == Kind::Global && fn->text == "collections" &&
-                              (fn->name == "OrderedDict" || fn->name == "Counter" || fn->name == "defaultdict");
+        const bool dictLike =
+            fn && fn->kind == Kind::Global && fn->text == "collections" &&
+            (fn->name == "OrderedDict" || fn->name == "Counter" || fn->name == "defaultdict");
         if (dictLike) {
-            const int e = addEntry(path, name, depth, EntryKind::Dict, fn->name,
-                                   items(v->entries.size()));
+            const int e = addEntry(path, name, depth, EntryKind::Dict, fn->name, items(v->entries.size()));
             m_seen.emplace(v, e);
             // OrderedDict([(k, v), ...]) as protocol 0/1 writes it.
             if (const Value* init = item(v->args, fn->name == "defaultdict" ? 1 : 0))
@@ -571,9 +601,9 @@ private:
         // Small builtins whose value we can show without running them.
         if (fn && fn->kind == Kind::Global) {
             const std::string g = fn->text + "." + fn->name;
-            if (g == "torch.Size" || g == "torch.device" || g == "builtins.complex" || g == "_codecs.encode" ||
-                g == "builtins.bytes" || g == "builtins.bytearray" || g == "torch.serialization._get_layout" ||
-                g == "builtins.set" || g == "builtins.frozenset") {
+            if (g == "torch.Size" || g == "torch.device" || g == "builtins.complex" ||
+                g == "_codecs.encode" || g == "builtins.bytes" || g == "builtins.bytearray" ||
+                g == "torch.serialization._get_layout" || g == "builtins.set" || g == "builtins.frozenset") {
                 const int e = addEntry(path, name, depth, EntryKind::Value, fn->name, pyRepr(v, 120));
                 m_seen.emplace(v, e);
                 return;
@@ -590,7 +620,8 @@ private:
             visit(v->args, p, "__args__", depth + 1);
         }
         if (const Value* st = v->state) {
-            if (st->kind == Kind::Dict) visitChildren(st, path, depth);
+            if (st->kind == Kind::Dict)
+                visitChildren(st, path, depth);
             else if (st->kind == Kind::Tuple && st->items.size() == 2) {
                 for (const Value* part : st->items)
                     if (part->kind == Kind::Dict) visitChildren(part, path, depth);
@@ -661,13 +692,16 @@ std::string quote(std::string_view s, char q)
 {
     std::string out(1, q);
     for (unsigned char c : s) {
-        if (c == '\\' || c == uint8_t(q)) out += '\\', out += char(c);
-        else if (c == '\n') out += "\\n";
+        if (c == '\\' || c == uint8_t(q))
+            out += '\\', out += char(c);
+        else if (c == '\n')
+            out += "\\n";
         else if (c < 0x20) {
             char b[8];
             std::snprintf(b, sizeof b, "\\x%02x", c);
             out += b;
-        } else out += char(c);
+        } else
+            out += char(c);
     }
     return out + q;
 }
@@ -693,18 +727,42 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
         return;
     }
     switch (v->kind) {
-    case Kind::None: out += "None"; break;
-    case Kind::Bool: out += v->boolean ? "True" : "False"; break;
-    case Kind::Int: out += std::to_string(v->integer); break;
-    case Kind::BigInt: out += bigIntToDecimal(v->text); break;
-    case Kind::Float: out += floatRepr(v->real); break;
-    case Kind::Str: out += quote(v->text.substr(0, maxLen), '\''); break;
-    case Kind::Bytes: out += "b" + quote(v->text.substr(0, maxLen), '\''); break;
-    case Kind::ByteArray: out += "bytearray(b" + quote(v->text.substr(0, maxLen), '\'') + ")"; break;
-    case Kind::List: seq("[", "]"); break;
-    case Kind::Tuple: seq("(", ")"); break;
-    case Kind::Set: v->items.empty() ? void(out += "set()") : seq("{", "}"); break;
-    case Kind::FrozenSet: v->items.empty() ? void(out += "frozenset()") : seq("frozenset({", "})"); break;
+    case Kind::None:
+        out += "None";
+        break;
+    case Kind::Bool:
+        out += v->boolean ? "True" : "False";
+        break;
+    case Kind::Int:
+        out += std::to_string(v->integer);
+        break;
+    case Kind::BigInt:
+        out += bigIntToDecimal(v->text);
+        break;
+    case Kind::Float:
+        out += floatRepr(v->real);
+        break;
+    case Kind::Str:
+        out += quote(v->text.substr(0, maxLen), '\'');
+        break;
+    case Kind::Bytes:
+        out += "b" + quote(v->text.substr(0, maxLen), '\'');
+        break;
+    case Kind::ByteArray:
+        out += "bytearray(b" + quote(v->text.substr(0, maxLen), '\'') + ")";
+        break;
+    case Kind::List:
+        seq("[", "]");
+        break;
+    case Kind::Tuple:
+        seq("(", ")");
+        break;
+    case Kind::Set:
+        v->items.empty() ? void(out += "set()") : seq("{", "}");
+        break;
+    case Kind::FrozenSet:
+        v->items.empty() ? void(out += "frozenset()") : seq("frozenset({", "})");
+        break;
     case Kind::Dict:
         out += "{";
         for (size_t i = 0; i < v->entries.size() && out.size() <= maxLen; ++i) {
@@ -715,9 +773,15 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
         }
         out += "}";
         break;
-    case Kind::Global: out += v->text + "." + v->name; break;
-    case Kind::PersistentRef: out += "<storage>"; break;
-    case Kind::Ext: out += "<ext " + std::to_string(v->integer) + ">"; break;
+    case Kind::Global:
+        out += v->text + "." + v->name;
+        break;
+    case Kind::PersistentRef:
+        out += "<storage>";
+        break;
+    case Kind::Ext:
+        out += "<ext " + std::to_string(v->integer) + ">";
+        break;
     case Kind::Call: {
         const Value* fn = v->callable;
         if (fn && fn->isGlobal("_codecs", "encode") && item(v->args, 0)) {
@@ -725,7 +789,8 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
             break;
         }
         // set([1]) and frozenset([2]) as Python prints them.
-        const bool set = fn && fn->isGlobal("builtins", "set"), frozen = fn && fn->isGlobal("builtins", "frozenset");
+        const bool set = fn && fn->isGlobal("builtins", "set"),
+                   frozen = fn && fn->isGlobal("builtins", "frozenset");
         if ((set || frozen) && item(v->args, 0) && item(v->args, 0)->kind == Kind::List) {
             const Value* l = item(v->args, 0);
             if (l->items.empty()) {
@@ -740,8 +805,10 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
             out += frozen ? "})" : "}";
             break;
         }
-        if (fn && fn->kind == Kind::Global) out += (fn->text == "builtins" ? "" : fn->text + ".") + fn->name;
-        else out += "<call>";
+        if (fn && fn->kind == Kind::Global)
+            out += (fn->text == "builtins" ? "" : fn->text + ".") + fn->name;
+        else
+            out += "<call>";
         if (v->args) {
             const Value* a = v->args;
             out += "(";

@@ -38,9 +38,9 @@ struct Tensor
     int storage = -1;          // index into TorchFile::storages(); -1 for meta/storage-less tensors
     bool requiresGrad = false;
     bool isParameter = false;
-    std::string subclass;      // _rebuild_from_type_v2 class, "module.Name"
-    std::string note;          // "quantized", "meta", ... for tensors we describe but cannot export
-    int aliasOf = -1;          // same Python object as an earlier tensor (pickle memo)
+    std::string subclass; // _rebuild_from_type_v2 class, "module.Name"
+    std::string note;     // "quantized", "meta", ... for tensors we describe but cannot export
+    int aliasOf = -1;     // same Python object as an earlier tensor (pickle memo)
 
     uint64_t numel() const;
     uint64_t nbytes() const { return numel() * elementSize(dtype); }
@@ -69,7 +69,8 @@ public:
     static bool looksLikeTorch(io::ByteSpan head);
     // Opens and parses; throws Error naming the file on anything malformed.
     static std::unique_ptr<TorchFile> open(const std::string& path, const pickle::Limits& limits = {});
-    static std::unique_ptr<TorchFile> open(std::shared_ptr<const io::MappedFile> file, const pickle::Limits& limits = {});
+    static std::unique_ptr<TorchFile> open(std::shared_ptr<const io::MappedFile> file,
+                                           const pickle::Limits& limits = {});
 
     const std::string& path() const { return m_file->path(); }
     Format format() const { return m_format; }

@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     ckpt::pickle::Limits limits;
     limits.maxNodes = 1u << 20;
     try {
-        auto f = ckpt::torch::TorchFile::open(ckpt::io::MappedFile::fromBuffer({data, data + size}, "fuzz.pt"), limits);
+        auto f = ckpt::torch::TorchFile::open(
+            ckpt::io::MappedFile::fromBuffer({data, data + size}, "fuzz.pt"), limits);
         for (const auto& t : f->tensors()) {
             if (t.storage < 0 || t.nbytes() > (16u << 20)) continue;
             std::vector<uint8_t> out(t.nbytes());
