@@ -639,6 +639,78 @@ private:
 void TorchFile::walk()
 {
     Walker(*this).run();
+    for (size_t i = 0; i < m_tensors.size(); ++i) m_tensorByPath.emplace(m_tensors[i].path, int(i));
+}
+
+const Tensor* TorchFile::tensor(std::string_view path) const
+{
+    auto it = m_tensorByPath.find(std::string(path));
+    return it == m_tensorByPath.end() ? nullptr : &m_tensors[size_t(it->second)];
+}
+
+const Value* TorchFile::value(std::string_view path) const
+{
+    const Value* v = m_root;
+    while (v && !path.empty()) {
+        const auto slash = path.find('/');
+        const std::string_view part = path.substr(0, slash);
+        path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+        if (v->kind == Kind::List || v->kind == Kind::Tuple) {
+            size_t i = 0;
+            auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), i);
+            v = ec == std::errc() && p == part.data() + part.size() ? seqAt(v, i) : nullptr;
+        } else {
+            v = dictGet(v, part);
+        }
+    }
+    return v;
+}
+
+const Value* dictGet(const Value* d, std::string_view key)
+{
+    if (!d || (d->kind != Kind::Dict && d->kind != Kind::Call)) return nullptr;
+    for (const auto& [k, v] : d->entries) {
+        if (k && (k->kind == Kind::Str || k->kind == Kind::Bytes) && k->text == key) return v;
+        if (k && k->kind == Kind::Int && std::to_string(k->integer) == key) return v;
+    }
+    return nullptr;
+}
+
+const Value* seqAt(const Value* s, size_t i)
+{
+    return item(s, i);
+}
+
+std::optional<int64_t> asInt(const Value* v)
+{
+    if (v && v->kind == Kind::Call && v->args && v->args->items.size() == 1) v = v->args->items[0];
+    return intOf(v);
+}
+
+std::optional<double> asFloat(const Value* v)
+{
+    if (v && v->kind == Kind::Float) return v->real;
+    if (auto i = intOf(v)) return double(*i);
+    return std::nullopt;
+}
+
+std::optional<std::string> asString(const Value* v)
+{
+    if (v && (v->kind == Kind::Str || v->kind == Kind::Bytes)) return v->text;
+    return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> asInts(const Value* v)
+{
+    if (v && v->calls("torch", "Size")) v = item(v->args, 0);
+    if (!v || (v->kind != Kind::Tuple && v->kind != Kind::List)) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const Value* x : v->items) {
+        auto i = intOf(x);
+        if (!i) return std::nullopt;
+        out.push_back(*i);
+    }
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -786,6 +858,16 @@ void repr(const Value* v, std::string& out, size_t maxLen, int depth)
         const Value* fn = v->callable;
         if (fn && fn->isGlobal("_codecs", "encode") && item(v->args, 0)) {
             out += "b" + quote(item(v->args, 0)->text, '\'');
+            break;
+        }
+        if (fn && fn->isGlobal("torch", "Size") && item(v->args, 0)) {
+            out += "torch.Size([";
+            const Value* l = item(v->args, 0);
+            for (size_t i = 0; i < l->items.size() && out.size() <= maxLen; ++i) {
+                if (i) out += ", ";
+                repr(l->items[i], out, maxLen, depth + 1);
+            }
+            out += "])";
             break;
         }
         // set([1]) and frozenset([2]) as Python prints them.

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,10 @@ public:
     const std::vector<Storage>& storages() const { return m_storages; }
     const std::vector<Tensor>& tensors() const { return m_tensors; }
     const std::vector<Entry>& entries() const { return m_entries; }
+    // The tensor at a path ("optimizer_state_dict/fp32_flat_groups/0"), or nullptr.
+    const Tensor* tensor(std::string_view path) const;
+    // The value node at a path, following dict keys and list indices, or nullptr.
+    const pickle::Value* value(std::string_view path) const;
     const std::vector<pickle::GlobalRef>& globals() const { return m_globals; }
     const std::vector<std::string>& warnings() const { return m_warnings; }
     uint64_t fileSize() const { return m_file->size(); }
@@ -107,9 +112,19 @@ private:
     std::vector<Entry> m_entries;
     std::vector<pickle::GlobalRef> m_globals;
     std::vector<std::string> m_warnings;
+    std::unordered_map<std::string, int> m_tensorByPath;
 
     friend class Walker;
 };
+
+// Navigation in a value tree: dict (or OrderedDict) lookup by string key, sequence by index,
+// and scalar extraction that also sees through enum-like REDUCE calls (ZeroStageEnum(2)).
+const pickle::Value* dictGet(const pickle::Value* dict, std::string_view key);
+const pickle::Value* seqAt(const pickle::Value* seq, size_t i);
+std::optional<int64_t> asInt(const pickle::Value* v);
+std::optional<double> asFloat(const pickle::Value* v);
+std::optional<std::string> asString(const pickle::Value* v);
+std::optional<std::vector<int64_t>> asInts(const pickle::Value* v); // tuple, list or torch.Size
 
 // Short Python-like rendering of a value (used by inspect and the GUI).
 std::string pyRepr(const pickle::Value* v, size_t maxLen = 80);

@@ -1,0 +1,619 @@
+#include "layout/deepspeed.h"
+
+#include "compute_backend.h"
+#include "io/error.h"
+#include "torch/torch_file.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+
+namespace ckpt::layout {
+
+namespace fs = std::filesystem;
+using pickle::Kind;
+using pickle::Value;
+using torch::asInt;
+using torch::asInts;
+using torch::asString;
+using torch::dictGet;
+using torch::seqAt;
+
+const char* roleName(FileRole r)
+{
+    switch (r) {
+    case FileRole::ModelStates: return "model states";
+    case FileRole::OptimStates: return "optimizer states";
+    case FileRole::Layer: return "pipeline layer";
+    case FileRole::Expert: return "MoE expert";
+    case FileRole::ExpertOptim: return "MoE expert optimizer";
+    case FileRole::Other: return "other";
+    }
+    return "?";
+}
+
+uint64_t Parameter::numel() const
+{
+    return gpu::numelOf(shape);
+}
+
+const Tag* Checkpoint::latest() const
+{
+    for (const auto& t : tags)
+        if (t.latest) return &t;
+    return tags.empty() ? nullptr : &tags.back();
+}
+
+const Tag* Checkpoint::find(const std::string& name) const
+{
+    for (const auto& t : tags)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+namespace {
+
+// Natural order, as zero_to_fp32 sorts: digit runs compare as numbers.
+bool naturalLess(const std::string& a, const std::string& b)
+{
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (std::isdigit(uint8_t(a[i])) && std::isdigit(uint8_t(b[j]))) {
+            size_t ie = i, je = j;
+            while (ie < a.size() && std::isdigit(uint8_t(a[ie]))) ++ie;
+            while (je < b.size() && std::isdigit(uint8_t(b[je]))) ++je;
+            const auto na = std::stoull(a.substr(i, std::min<size_t>(ie - i, 18)));
+            const auto nb = std::stoull(b.substr(j, std::min<size_t>(je - j, 18)));
+            if (na != nb) return na < nb;
+            i = ie, j = je;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i, ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
+RankFile classify(const fs::path& p)
+{
+    static const std::regex modelMp(R"(mp_rank_(\d+)_model_states\.pt)");
+    static const std::regex modelZero(R"(zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt)");
+    static const std::regex optim(R"((bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_?optim_states\.pt)");
+    static const std::regex layer(R"(layer_(\d+)-model_(?:(\d+)-model_)?states\.pt)");
+    static const std::regex expert(R"((?:layer_\d+_)?expert_(\d+)_mp_rank_(\d+)_model_states\.pt)");
+    static const std::regex expOptim(R"(expp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt)");
+    RankFile f;
+    f.path = p.string();
+    f.name = p.filename().string();
+    std::error_code ec;
+    f.size = fs::file_size(p, ec);
+    std::smatch m;
+    if (std::regex_match(f.name, m, modelZero)) {
+        f.role = FileRole::ModelStates, f.dpRank = std::stoi(m[1]), f.mpRank = std::stoi(m[2]);
+    } else if (std::regex_match(f.name, m, modelMp)) {
+        f.role = FileRole::ModelStates, f.mpRank = std::stoi(m[1]);
+    } else if (std::regex_match(f.name, m, optim)) {
+        f.role = FileRole::OptimStates, f.prefix = m[1], f.dpRank = std::stoi(m[2]), f.mpRank = std::stoi(m[3]);
+    } else if (std::regex_match(f.name, m, layer)) {
+        f.role = FileRole::Layer, f.mpRank = m[2].matched ? std::stoi(m[2]) : 0;
+    } else if (std::regex_match(f.name, m, expert)) {
+        f.role = FileRole::Expert, f.mpRank = std::stoi(m[2]);
+    } else if (std::regex_match(f.name, m, expOptim)) {
+        f.role = FileRole::ExpertOptim, f.mpRank = std::stoi(m[2]);
+    }
+    return f;
+}
+
+bool hasRankFiles(const fs::path& dir)
+{
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
+            (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos))
+            return true;
+    }
+    return false;
+}
+
+std::string readLatest(const fs::path& root)
+{
+    std::ifstream in(root / "latest");
+    if (!in) return {};
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    while (!s.empty() && std::isspace(uint8_t(s.back()))) s.pop_back();
+    while (!s.empty() && std::isspace(uint8_t(s.front()))) s.erase(s.begin());
+    return s;
+}
+
+// Renders a pickled value as JSON for config/client-state views (never executes anything).
+nlohmann::ordered_json toJson(const Value* v, int depth = 0)
+{
+    using J = nlohmann::ordered_json;
+    if (!v || depth > 64) return nullptr;
+    switch (v->kind) {
+    case Kind::None: return nullptr;
+    case Kind::Bool: return v->boolean;
+    case Kind::Int: return v->integer;
+    case Kind::Float: return v->real;
+    case Kind::Str: return v->text;
+    case Kind::List:
+    case Kind::Tuple: {
+        J a = J::array();
+        for (const Value* x : v->items) a.push_back(toJson(x, depth + 1));
+        return a;
+    }
+    case Kind::Dict: {
+        J o = J::object();
+        for (const auto& [k, x] : v->entries) o[torch::pyRepr(k, 200) == "" ? "" : (k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200))] = toJson(x, depth + 1);
+        return o;
+    }
+    case Kind::Call:
+        if (v->entries.size() || v->calls("collections", "OrderedDict")) {
+            J o = J::object();
+            for (const auto& [k, x] : v->entries) o[k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200)] = toJson(x, depth + 1);
+            return o;
+        }
+        if (v->state && v->state->kind == Kind::Dict) {
+            J o = toJson(v->state, depth + 1);
+            o["__class__"] = v->callable ? torch::pyRepr(v->callable, 200) : "?";
+            return o;
+        }
+        return torch::pyRepr(v, 200);
+    default: return torch::pyRepr(v, 200);
+    }
+}
+
+struct OpenFile
+{
+    RankFile info;
+    std::unique_ptr<torch::TorchFile> file;
+};
+
+[[noreturn]] void fail(const std::string& what, const std::string& file)
+{
+    throw Error(what, file);
+}
+
+std::string dtypeOfConfig(const nlohmann::ordered_json& cfg)
+{
+    auto enabled = [&](const char* k) {
+        return cfg.is_object() && cfg.contains(k) && cfg[k].is_object() && cfg[k].value("enabled", false);
+    };
+    return enabled("bf16") ? "bf16" : enabled("fp16") ? "fp16" : "fp32";
+}
+
+// The element count of a tensor at a path, or throw naming the file.
+const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
+{
+    const torch::Tensor* t = f.file->tensor(path);
+    if (!t) fail("expected a tensor at '" + path + "'", f.info.path);
+    return *t;
+}
+
+Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
+{
+    return {f.info.path, path, offset, count};
+}
+
+} // namespace
+
+bool looksLikeDeepSpeed(const std::string& path)
+{
+    std::error_code ec;
+    const fs::path p(path);
+    if (!fs::is_directory(p, ec)) return false;
+    if (hasRankFiles(p)) return true;
+    if (fs::exists(p / "latest", ec)) return true;
+    for (const auto& e : fs::directory_iterator(p, ec))
+        if (e.is_directory(ec) && hasRankFiles(e.path())) return true;
+    return false;
+}
+
+Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest)
+{
+    Tag tag;
+    tag.name = tagName;
+    tag.dir = tagDir;
+    tag.latest = latest;
+
+    std::vector<RankFile> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(tagDir, ec))
+        if (e.is_regular_file(ec)) files.push_back(classify(e.path()));
+    if (ec) fail("cannot list the tag folder: " + ec.message(), tagDir);
+    std::sort(files.begin(), files.end(), [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
+    tag.files = files;
+
+    std::vector<OpenFile> models, optims;
+    for (const auto& f : files) {
+        if (f.role == FileRole::ModelStates) models.push_back({f, torch::TorchFile::open(f.path)});
+        else if (f.role == FileRole::OptimStates) optims.push_back({f, torch::TorchFile::open(f.path)});
+        else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
+            tag.warnings.push_back(f.name + ": " + roleName(f.role) + " file (pipeline/MoE layouts are shown but not consolidated yet)");
+        else if (f.name.size() < 3 || f.name.substr(f.name.size() - 3) != ".pt")
+            continue;
+        else
+            tag.warnings.push_back(f.name + ": not a file name DeepSpeed writes");
+    }
+    if (models.empty()) fail("no *_model_states.pt file in the tag folder", tagDir);
+
+    // --- model file facts (the first model file speaks for the tag, as in zero_to_fp32)
+    const OpenFile& m0 = models.front();
+    const Value* root = m0.file->root();
+    if (!root || root->kind != Kind::Dict) fail("model states file does not hold a dict", m0.info.path);
+    static const std::set<std::string> kDeepSpeedKeys = {
+        "module", "buffer_names", "optimizer", "param_shapes", "frozen_param_shapes", "shared_params",
+        "frozen_param_fragments", "lr_scheduler", "data_sampler", "random_ltd", "sparse_tensor_module_names",
+        "skipped_steps", "global_steps", "global_samples", "dp_world_size", "mp_world_size", "ds_config",
+        "ds_version", "checkpoint_parallel_dimensions", "num_experts", "universal_checkpoint_info"};
+    tag.clientState = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : root->entries)
+        if (k && k->kind == Kind::Str && !kDeepSpeedKeys.count(k->text)) tag.clientState[k->text] = toJson(v);
+    tag.config = toJson(dictGet(root, "ds_config"));
+    tag.lrScheduler = toJson(dictGet(root, "lr_scheduler"));
+    tag.dsVersion = asString(dictGet(root, "ds_version")).value_or("");
+    tag.globalSteps = asInt(dictGet(root, "global_steps")).value_or(-1);
+    tag.globalSamples = asInt(dictGet(root, "global_samples")).value_or(-1);
+    tag.skippedSteps = asInt(dictGet(root, "skipped_steps")).value_or(-1);
+    tag.mpWorldSize = int(asInt(dictGet(root, "mp_world_size")).value_or(1));
+    tag.dtype = dtypeOfConfig(tag.config);
+    if (tag.mpWorldSize > 1)
+        tag.warnings.push_back("model-parallel world size " + std::to_string(tag.mpWorldSize) +
+                               ": only mp rank 0 is consolidated");
+
+    const Value* module = dictGet(root, "module");
+    const Value* bufferNames = dictGet(root, "buffer_names");
+    const Value* paramShapes = dictGet(root, "param_shapes");
+    for (const auto& m : models)
+        if (asInt(dictGet(m.file->root(), "global_steps")).value_or(-2) != tag.globalSteps)
+            fail("model states file is from step " +
+                     std::to_string(asInt(dictGet(m.file->root(), "global_steps")).value_or(-1)) + ", " +
+                     m0.info.name + " from step " + std::to_string(tag.globalSteps) +
+                     ": the tag mixes files from different saves",
+                 m.info.path);
+
+    // --- optimizer files
+    if (optims.empty()) {
+        tag.optimizer = "none";
+        tag.zeroStage = 0;
+    } else {
+        const Value* osd0 = dictGet(optims.front().file->root(), "optimizer_state_dict");
+        if (!osd0) fail("optimizer states file has no 'optimizer_state_dict'", optims.front().info.path);
+        if (auto z = asInt(dictGet(osd0, "zero_stage"))) {
+            tag.optimizer = "zero";
+            tag.zeroStage = int(*z);
+        } else if (dictGet(osd0, "single_partition_of_fp32_groups")) {
+            tag.optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
+            tag.zeroStage = 1;
+        } else {
+            fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint", optims.front().info.path);
+        }
+        const Value* pc = dictGet(osd0, "partition_count");
+        if (auto n = asInt(pc)) tag.worldSize = int(*n);
+        else if (auto l = asInts(pc); l && !l->empty()) tag.worldSize = int(*std::max_element(l->begin(), l->end()));
+        else fail("optimizer states file has no partition_count", optims.front().info.path);
+        if (tag.worldSize <= 0 || tag.worldSize > 1 << 20)
+            fail("implausible partition_count " + std::to_string(tag.worldSize), optims.front().info.path);
+
+        // Exactly one optimizer file per rank 0..W-1 (mp rank 0).
+        std::vector<const OpenFile*> byRank(size_t(tag.worldSize), nullptr);
+        for (const auto& o : optims) {
+            if (o.info.mpRank != 0) continue;
+            if (o.info.dpRank < 0 || o.info.dpRank >= tag.worldSize)
+                fail("optimizer file for rank " + std::to_string(o.info.dpRank) + " but partition_count is " +
+                         std::to_string(tag.worldSize) + " (a stale file from an older save?)",
+                     o.info.path);
+            if (byRank[size_t(o.info.dpRank)])
+                fail("two optimizer files for rank " + std::to_string(o.info.dpRank), o.info.path);
+            byRank[size_t(o.info.dpRank)] = &o;
+        }
+        for (int r = 0; r < tag.worldSize; ++r)
+            if (!byRank[size_t(r)])
+                fail("optimizer states of rank " + std::to_string(r) + " are missing (partition_count is " +
+                         std::to_string(tag.worldSize) + "): the save did not complete on every rank",
+                     tagDir);
+        // Files of one save agree on the optimizer's step; a copied-in rank from another tag does not.
+        std::string firstStep;
+        for (int r = 0; r < tag.worldSize; ++r) {
+            const OpenFile& o = *byRank[size_t(r)];
+            const Value* inner = dictGet(o.file->root(), "optimizer_state_dict");
+            const Value* st = tag.zeroStage == 3 ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
+                                                 : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
+            std::string step;
+            if (const Value* s = dictGet(st, "step")) {
+                if (auto i = asInt(s)) step = std::to_string(*i);
+                else {
+                    const std::string p = tag.zeroStage == 3 ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
+                                                             : "optimizer_state_dict/base_optimizer_state/state/0/step";
+                    if (const torch::Tensor* t = o.file->tensor(p); t && t->numel() == 1 && t->storage >= 0) {
+                        const auto blob = o.file->storageBytes(t->storage);
+                        const uint32_t es = torch::elementSize(t->dtype);
+                        step.assign(reinterpret_cast<const char*>(blob.bytes.data()) + t->storageOffset * es, es);
+                    }
+                }
+            }
+            if (r == 0) firstStep = step;
+            else if (step != firstStep)
+                fail("optimizer step differs from rank 0's: the tag mixes files from different saves", o.info.path);
+        }
+
+        // --- parameters from param_shapes and the partition layout
+        if (!paramShapes || paramShapes->kind != Kind::List)
+            fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
+        const uint64_t W = uint64_t(tag.worldSize);
+        std::vector<Parameter> trainable;
+        if (tag.zeroStage <= 2) {
+            for (size_t g = 0; g < paramShapes->items.size(); ++g) {
+                const Value* shapes = paramShapes->items[g];
+                // Per-rank partition: saved length L_r (padding dropped, except BF16_Optimizer),
+                // stride P = the moments' length (always the full partition).
+                std::vector<uint64_t> saved(W), start(W);
+                uint64_t P = 0;
+                for (uint64_t r = 0; r < W; ++r) {
+                    const OpenFile& o = *byRank[r];
+                    saved[r] = tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + std::to_string(g)).numel();
+                    if (const torch::Tensor* m = o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
+                                                                std::to_string(g) + "/exp_avg"))
+                        P = std::max<uint64_t>(P, m->numel());
+                    P = std::max(P, saved[r]);
+                }
+                for (uint64_t r = 0; r < W; ++r) start[r] = r * P;
+                uint64_t offset = 0;
+                for (const auto& [k, v] : shapes->entries) {
+                    Parameter p;
+                    p.name = asString(k).value_or("?");
+                    auto shape = asInts(v);
+                    if (!shape) fail("param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
+                    p.shape = *shape;
+                    p.group = int(g);
+                    p.groupOffset = offset;
+                    const uint64_t n = p.numel();
+                    for (uint64_t r = 0; r < W; ++r) {
+                        const uint64_t lo = std::max(offset, start[r]), hi = std::min(offset + n, start[r] + saved[r]);
+                        if (lo >= hi) continue;
+                        RankSlice s;
+                        s.rank = int(r);
+                        s.paramOffset = lo - offset;
+                        s.length = hi - lo;
+                        const OpenFile& o = *byRank[r];
+                        const std::string gs = std::to_string(g);
+                        s.master = source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs, lo - start[r], hi - lo);
+                        for (const char* st : {"exp_avg", "exp_avg_sq"}) {
+                            const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
+                            if (o.file->tensor(sp)) {
+                                s.states.push_back(source(o, sp, lo - start[r], hi - lo));
+                                s.stateNames.push_back(st);
+                            }
+                        }
+                        p.slices.push_back(std::move(s));
+                    }
+                    uint64_t covered = 0;
+                    for (const auto& s : p.slices) covered += s.length;
+                    if (covered != n)
+                        fail("parameter '" + p.name + "' needs " + std::to_string(n) + " elements but the rank partitions hold " +
+                                 std::to_string(covered) + " (partition layout does not match param_shapes)",
+                             byRank[0]->info.path);
+                    offset += n;
+                    trainable.push_back(std::move(p));
+                }
+                uint64_t total = 0;
+                for (uint64_t r = 0; r < W; ++r) total += saved[r];
+                const uint64_t align = 2 * W;
+                if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
+                    fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
+                             " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
+                         byRank[0]->info.path);
+            }
+        } else if (tag.zeroStage == 3) {
+            // Each rank's virtual concatenation of its sub-group flats; param with n elements
+            // takes p = ceil(n/W) per rank at a running offset.
+            std::vector<std::vector<uint64_t>> flatStart(W);
+            for (uint64_t r = 0; r < W; ++r) {
+                const Value* flats = byRank[r]->file->value("optimizer_state_dict/fp32_flat_groups");
+                if (!flats || flats->kind != Kind::List) fail("no fp32_flat_groups in optimizer states", byRank[r]->info.path);
+                uint64_t acc = 0;
+                for (size_t s = 0; s < flats->items.size(); ++s) {
+                    flatStart[r].push_back(acc);
+                    acc += tensorAt(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + std::to_string(s)).numel();
+                }
+                flatStart[r].push_back(acc);
+            }
+            uint64_t O = 0;
+            for (size_t g = 0; g < paramShapes->items.size(); ++g) {
+                for (const auto& [k, v] : paramShapes->items[g]->entries) {
+                    Parameter p;
+                    p.name = asString(k).value_or("?");
+                    auto shape = asInts(v);
+                    if (!shape) fail("param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
+                    p.shape = *shape;
+                    p.group = int(g);
+                    p.groupOffset = O;
+                    const uint64_t n = p.numel(), per = (n + W - 1) / W;
+                    for (uint64_t r = 0; r < W; ++r) {
+                        const uint64_t lo = std::min(r * per, n), hi = std::min((r + 1) * per, n);
+                        RankSlice s;
+                        s.rank = int(r);
+                        s.paramOffset = lo;
+                        s.length = hi - lo;
+                        s.padding = per - (hi - lo);
+                        if (hi > lo) {
+                            // locate [O, O + len) in this rank's sub-group flats (may cross one boundary)
+                            uint64_t want = O, left = hi - lo;
+                            const auto& fsr = flatStart[r];
+                            size_t sg = 0;
+                            while (sg + 1 < fsr.size() && fsr[sg + 1] <= want) ++sg;
+                            while (left) {
+                                if (sg + 1 >= fsr.size())
+                                    fail("consumed more elements than rank " + std::to_string(r) + "'s fp32_flat_groups hold",
+                                         byRank[r]->info.path);
+                                const uint64_t take = std::min(left, fsr[sg + 1] - want);
+                                const std::string gs = std::to_string(sg);
+                                if (s.master.tensorPath.empty())
+                                    s.master = source(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take);
+                                else
+                                    s.states.push_back(source(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take)),
+                                        s.stateNames.push_back("master (continued)");
+                                want += take, left -= take, ++sg;
+                            }
+                        }
+                        p.slices.push_back(std::move(s));
+                    }
+                    O += per;
+                    trainable.push_back(std::move(p));
+                }
+            }
+            if (O != flatStart[0].back())
+                fail("consumed " + std::to_string(O * W) + " elements out of " + std::to_string(flatStart[0].back() * W) +
+                         ": partition layout does not match param_shapes",
+                     byRank[0]->info.path);
+        } else {
+            fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), optims.front().info.path);
+        }
+
+        // --- buffers, frozen parameters, trainable, tied aliases (zero_to_fp32's order)
+        if (bufferNames && bufferNames->kind == Kind::List && module) {
+            for (const Value* b : bufferNames->items) {
+                const std::string name = asString(b).value_or("");
+                const torch::Tensor* t = m0.file->tensor("module/" + name);
+                if (!t) continue;
+                Parameter p;
+                p.name = name;
+                p.kind = Parameter::Kind::Buffer;
+                p.shape = t->shape;
+                p.dtype = t->dtype;
+                RankSlice s;
+                s.length = t->numel();
+                s.master = source(m0, "module/" + name, 0, t->numel());
+                p.slices.push_back(std::move(s));
+                tag.params.push_back(std::move(p));
+            }
+        }
+        const Value* frozenShapes = dictGet(root, "frozen_param_shapes");
+        if (frozenShapes && frozenShapes->entries.size()) {
+            for (const auto& [k, v] : frozenShapes->entries) {
+                Parameter p;
+                p.name = asString(k).value_or("?");
+                p.kind = Parameter::Kind::Frozen;
+                p.shape = asInts(v).value_or(std::vector<int64_t>{});
+                const uint64_t n = p.numel();
+                const std::string path = "frozen_param_fragments/" + p.name;
+                if (tag.zeroStage == 3) {
+                    // each rank's model file holds a ceil(n/W) fragment
+                    uint64_t got = 0;
+                    for (const auto& m : models) {
+                        if (got >= n) break;
+                        const torch::Tensor& t = tensorAt(m, path);
+                        p.dtype = t.dtype;
+                        RankSlice s;
+                        s.rank = m.info.dpRank;
+                        s.paramOffset = got;
+                        s.length = std::min<uint64_t>(t.numel(), n - got);
+                        s.master = source(m, path, 0, s.length);
+                        got += s.length;
+                        p.slices.push_back(std::move(s));
+                    }
+                    if (got != n) fail("frozen parameter '" + p.name + "' fragments are incomplete", m0.info.path);
+                } else {
+                    const torch::Tensor& t = tensorAt(m0, path);
+                    p.dtype = t.dtype;
+                    RankSlice s;
+                    s.length = n;
+                    s.master = source(m0, path, 0, n);
+                    p.slices.push_back(std::move(s));
+                }
+                tag.params.push_back(std::move(p));
+            }
+        } else if (tag.zeroStage == 1 && module) {
+            // zero_to_fp32 silently drops stage-1 frozen parameters; they are whole in `module`.
+            std::set<std::string> known;
+            for (const auto& p : trainable) known.insert(p.name);
+            std::set<std::string> buffers;
+            if (bufferNames)
+                for (const Value* b : bufferNames->items) buffers.insert(asString(b).value_or(""));
+            const Value* shared = dictGet(root, "shared_params");
+            for (const auto& [k, v] : module->entries) {
+                const std::string name = asString(k).value_or("");
+                if (known.count(name) || buffers.count(name) || dictGet(shared, name)) continue;
+                const torch::Tensor* t = m0.file->tensor("module/" + name);
+                if (!t) continue;
+                Parameter p;
+                p.name = name;
+                p.kind = Parameter::Kind::Frozen;
+                p.shape = t->shape;
+                p.dtype = t->dtype;
+                RankSlice s;
+                s.length = t->numel();
+                s.master = source(m0, "module/" + name, 0, t->numel());
+                p.slices.push_back(std::move(s));
+                tag.params.push_back(std::move(p));
+                tag.warnings.push_back("frozen parameter '" + name +
+                                       "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");
+            }
+        }
+        for (auto& p : trainable) tag.params.push_back(std::move(p));
+        if (const Value* shared = dictGet(root, "shared_params")) {
+            for (const auto& [k, v] : shared->entries) {
+                const std::string alias = asString(k).value_or(""), target = asString(v).value_or("");
+                auto it = std::find_if(tag.params.begin(), tag.params.end(), [&](const Parameter& p) { return p.name == target; });
+                if (it == tag.params.end()) continue;
+                Parameter p;
+                p.name = alias;
+                p.kind = it->kind;
+                p.shape = it->shape;
+                p.dtype = it->dtype;
+                p.tiedTo = target;
+                tag.params.push_back(std::move(p));
+            }
+        } else {
+            tag.warnings.push_back("model states file has no shared_params (saved before DeepSpeed 0.9): tied weights are not known");
+        }
+    }
+    if (tag.optimizer == "none")
+        tag.warnings.push_back("no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
+    return tag;
+}
+
+Checkpoint openDeepSpeed(const std::string& path)
+{
+    Checkpoint c;
+    c.family = "deepspeed";
+    const fs::path p(path);
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) throw Error("not a folder", path);
+    std::vector<std::pair<std::string, fs::path>> tagDirs;
+    if (hasRankFiles(p)) {
+        // a tag folder itself
+        c.root = p.parent_path().string();
+        tagDirs.push_back({p.filename().string(), p});
+    } else {
+        c.root = p.string();
+        for (const auto& e : fs::directory_iterator(p, ec))
+            if (e.is_directory(ec) && hasRankFiles(e.path())) tagDirs.push_back({e.path().filename().string(), e.path()});
+    }
+    std::sort(tagDirs.begin(), tagDirs.end(), [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
+    const std::string latest = readLatest(c.root.empty() ? fs::path(".") : fs::path(c.root));
+    if (tagDirs.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
+    if (!latest.empty() && std::none_of(tagDirs.begin(), tagDirs.end(), [&](const auto& t) { return t.first == latest; }))
+        c.warnings.push_back("'latest' names tag '" + latest + "', which does not exist");
+    for (const auto& [name, dir] : tagDirs) {
+        try {
+            c.tags.push_back(openDeepSpeedTag(dir.string(), name, name == latest));
+        } catch (const Error& e) {
+            Tag t;
+            t.name = name;
+            t.dir = dir.string();
+            t.latest = name == latest;
+            t.warnings.push_back(std::string("cannot be read: ") + e.what());
+            c.warnings.push_back("tag " + name + ": " + e.what());
+            c.tags.push_back(std::move(t));
+        }
+    }
+    return c;
+}
+
+} // namespace ckpt::layout

@@ -1,0 +1,22 @@
+// Recognises DeepSpeed checkpoint folders (ZeRO 1/2/3, the bf16 optimizer, pipeline and MoE
+// files) and builds the domain model from their pickles. Specs: shared/specs/deepspeed-format.md.
+#pragma once
+
+#include "layout/checkpoint.h"
+
+#include <string>
+
+namespace ckpt::layout {
+
+// A checkpoint root (holding `latest` and tag folders) or a single tag folder.
+bool looksLikeDeepSpeed(const std::string& path);
+
+// Opens every tag; a tag that cannot be read is kept with its error as a warning, so one bad
+// save does not hide the others. Throws Error if nothing can be read.
+Checkpoint openDeepSpeed(const std::string& path);
+
+// Opens one tag fully, throwing Error (naming the file) on anything inconsistent: missing or
+// extra rank files, truncated files, files from different saves.
+Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest);
+
+} // namespace ckpt::layout
