@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include "layout/deepspeed.h"
+#include "ops/consolidate.h"
 #include "ops/export.h"
 #include "ops/inspect.h"
 #include "progress.h"
@@ -8,8 +10,44 @@
 
 namespace ckpt::cli {
 
+namespace {
+
+std::optional<torch::DType> parseDtype(const std::string& s)
+{
+    if (s.empty()) return std::nullopt;
+    if (s == "fp32" || s == "float32") return torch::DType::Float32;
+    if (s == "bf16" || s == "bfloat16") return torch::DType::BFloat16;
+    if (s == "fp16" || s == "float16") return torch::DType::Float16;
+    throw Error("--dtype must be fp32, bf16 or fp16, not '" + s + "'");
+}
+
+} // namespace
+
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
 {
+    if (layout::looksLikeDeepSpeed(a.input)) {
+        ops::ConsolidateOptions opt;
+        opt.tag = a.tag;
+        if (a.format != "safetensors" && a.format != "bin") throw Error("--format must be safetensors or bin");
+        opt.format = a.format == "bin" ? ops::ConsolidateOptions::Format::Bin : ops::ConsolidateOptions::Format::Safetensors;
+        opt.maxShardSize = ops::parseShardSize(a.maxShardSize);
+        opt.excludeFrozen = a.excludeFrozen;
+        opt.dtype = parseDtype(a.dtype);
+        ops::ConsolidateResult r;
+        {
+            ProgressPrinter printer(a.quiet);
+            r = ops::consolidate(a.input, a.output, opt, printer.sink(), cancel);
+        }
+        for (const auto& w : r.warnings) std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+        std::cout << "tag " << r.tag << ": wrote " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << " in "
+                  << r.files.size() << " file(s) to " << a.output << "\n";
+        for (const auto& f : r.files) std::cout << "  " << f << "\n";
+        return 0;
+    }
+    if (!a.tag.empty() || a.dtype != "fp32" || a.format != "safetensors" || a.excludeFrozen)
+        throw Error("--tag, --dtype, --format and --exclude-frozen apply to checkpoint folders; a single file is "
+                    "exported as one safetensors file",
+                    a.input);
     ops::ExportOptions opt;
     opt.skipUnsupported = a.skipUnsupported;
     ops::ExportResult r;
@@ -17,8 +55,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         ProgressPrinter printer(a.quiet);
         r = ops::exportFileToSafetensors(a.input, a.output, opt, printer.sink(), cancel);
     }
-    for (const auto& w : r.warnings)
-        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+    for (const auto& w : r.warnings) std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
     std::cout << "wrote " << r.path << ": " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << "\n";
     return 0;
 }

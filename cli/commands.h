@@ -11,12 +11,18 @@ namespace ckpt::cli {
 struct InspectArgs
 {
     std::string path;
+    std::string tag;
     bool json = false;
 };
 struct ExportArgs
 {
     std::string input;
     std::string output;
+    std::string tag;
+    std::string format = "safetensors";
+    std::string maxShardSize = "5GB";
+    std::string dtype = "fp32";
+    bool excludeFrozen = false;
     bool skipUnsupported = false;
     bool quiet = false;
 };

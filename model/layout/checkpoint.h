@@ -43,9 +43,10 @@ struct RankSlice
     uint64_t paramOffset = 0; // first element of the parameter this rank holds
     uint64_t length = 0;      // elements of the parameter held (padding excluded)
     uint64_t padding = 0;     // padding elements after it in this rank's partition
-    Source master;            // fp32 master copy
-    std::vector<Source> states; // optimizer moments (exp_avg, exp_avg_sq, ...) for the same range
-    std::vector<std::string> stateNames;
+    // fp32 master copy: usually one source; two when a ZeRO-3 slice crosses sub-groups
+    std::vector<Source> master;
+    // optimizer moments for the same range, by name ("exp_avg", "exp_avg_sq")
+    std::vector<std::pair<std::string, std::vector<Source>>> states;
 };
 
 struct Parameter

@@ -130,6 +130,11 @@ std::string readLatest(const fs::path& root)
     return s;
 }
 
+std::string keyText(const Value* k)
+{
+    return k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200);
+}
+
 // Renders a pickled value as JSON for config/client-state views (never executes anything).
 nlohmann::ordered_json toJson(const Value* v, int depth = 0)
 {
@@ -149,13 +154,13 @@ nlohmann::ordered_json toJson(const Value* v, int depth = 0)
     }
     case Kind::Dict: {
         J o = J::object();
-        for (const auto& [k, x] : v->entries) o[torch::pyRepr(k, 200) == "" ? "" : (k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200))] = toJson(x, depth + 1);
+        for (const auto& [k, x] : v->entries) o[keyText(k)] = toJson(x, depth + 1);
         return o;
     }
     case Kind::Call:
         if (v->entries.size() || v->calls("collections", "OrderedDict")) {
             J o = J::object();
-            for (const auto& [k, x] : v->entries) o[k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200)] = toJson(x, depth + 1);
+            for (const auto& [k, x] : v->entries) o[keyText(k)] = toJson(x, depth + 1);
             return o;
         }
         if (v->state && v->state->kind == Kind::Dict) {
@@ -382,13 +387,11 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                         s.length = hi - lo;
                         const OpenFile& o = *byRank[r];
                         const std::string gs = std::to_string(g);
-                        s.master = source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs, lo - start[r], hi - lo);
+                        s.master.push_back(
+                            source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs, lo - start[r], hi - lo));
                         for (const char* st : {"exp_avg", "exp_avg_sq"}) {
                             const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
-                            if (o.file->tensor(sp)) {
-                                s.states.push_back(source(o, sp, lo - start[r], hi - lo));
-                                s.stateNames.push_back(st);
-                            }
+                            if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
                         }
                         p.slices.push_back(std::move(s));
                     }
@@ -453,11 +456,15 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                                          byRank[r]->info.path);
                                 const uint64_t take = std::min(left, fsr[sg + 1] - want);
                                 const std::string gs = std::to_string(sg);
-                                if (s.master.tensorPath.empty())
-                                    s.master = source(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take);
-                                else
-                                    s.states.push_back(source(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take)),
-                                        s.stateNames.push_back("master (continued)");
+                                const OpenFile& o = *byRank[r];
+                                s.master.push_back(source(o, "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take));
+                                for (const char* st : {"exp_avg", "exp_avg_sq"}) {
+                                    const std::string sp = "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
+                                    if (!o.file->tensor(sp)) continue;
+                                    auto it = std::find_if(s.states.begin(), s.states.end(), [&](const auto& x) { return x.first == st; });
+                                    if (it == s.states.end()) it = s.states.insert(s.states.end(), {st, {}});
+                                    it->second.push_back(source(o, sp, want - fsr[sg], take));
+                                }
                                 want += take, left -= take, ++sg;
                             }
                         }
@@ -488,7 +495,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 p.dtype = t->dtype;
                 RankSlice s;
                 s.length = t->numel();
-                s.master = source(m0, "module/" + name, 0, t->numel());
+                s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
                 p.slices.push_back(std::move(s));
                 tag.params.push_back(std::move(p));
             }
@@ -513,7 +520,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                         s.rank = m.info.dpRank;
                         s.paramOffset = got;
                         s.length = std::min<uint64_t>(t.numel(), n - got);
-                        s.master = source(m, path, 0, s.length);
+                        s.master.push_back(source(m, path, 0, s.length));
                         got += s.length;
                         p.slices.push_back(std::move(s));
                     }
@@ -523,7 +530,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                     p.dtype = t.dtype;
                     RankSlice s;
                     s.length = n;
-                    s.master = source(m0, path, 0, n);
+                    s.master.push_back(source(m0, path, 0, n));
                     p.slices.push_back(std::move(s));
                 }
                 tag.params.push_back(std::move(p));
@@ -548,7 +555,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 p.dtype = t->dtype;
                 RankSlice s;
                 s.length = t->numel();
-                s.master = source(m0, "module/" + name, 0, t->numel());
+                s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
                 p.slices.push_back(std::move(s));
                 tag.params.push_back(std::move(p));
                 tag.warnings.push_back("frozen parameter '" + name +

@@ -2,19 +2,15 @@
 
 #include "compute_backend.h"
 #include "io/atomic_file.h"
+#include "ops/writers.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
 #include <map>
 #include <memory>
 #include <set>
-#include <xxhash.h>
 
 namespace ckpt::ops {
-
-namespace {
-constexpr uint64_t kChunk = 16u << 20; // bytes per write: bounds memory whatever the tensor size
-}
 
 ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
                                      const ExportOptions& options, const ProgressSink& progress,
@@ -82,55 +78,21 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
             result.warnings.push_back("left out " + u);
     }
 
-    const std::string header = safetensors::buildHeader(out, metadata);
     uint64_t total = 0;
-    for (const auto& o : out)
-        total += o.nbytes;
-
+    for (const auto& o : out) total += o.nbytes;
     io::AtomicFile file(output);
-    const uint64_t n = header.size();
-    file.write(&n, 8);
-    file.write(header.data(), header.size());
-    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(total, 1)));
-    std::vector<uint64_t> hashes;
     uint64_t done = 0;
-    for (const auto& o : out) {
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
-                                                                             &XXH3_freeState);
-        XXH3_state_t* st = state.get();
-        XXH3_64bits_reset(st);
-        for (uint64_t off = 0; off < o.nbytes; off += buf.size()) {
-            cancel.throwIfCancelled();
-            const uint64_t count = std::min<uint64_t>(buf.size(), o.nbytes - off);
-            o.fill(off, count, buf.data());
-            XXH3_64bits_update(st, buf.data(), count);
-            file.write(buf.data(), count);
-            done += count;
-            if (progress) progress({int(total ? done * 900 / total : 900), "writing " + o.name, done, total});
-        }
-        hashes.push_back(XXH3_64bits_digest(st));
-    }
-    file.finish();
-
-    // Verify by re-reading what landed on disk before it takes the final name.
+    auto onBytes = [&](uint64_t n) {
+        done += n;
+        if (progress) progress({int(total ? done * 900 / total : 900), "writing", done, total});
+    };
+    const auto hashes = writeSafetensors(file, out, metadata, onBytes, cancel);
     if (progress) progress({900, "verifying", done, total});
-    const auto check = safetensors::SafetensorsFile::open(file.tempPath());
-    if (check->tensors().size() != out.size())
-        throw Error("verification failed: tensor count differs", output);
-    std::map<std::string, const safetensors::TensorInfo*> byName;
-    for (const auto& t : check->tensors())
-        byName[t.name] = &t;
-    for (size_t i = 0; i < out.size(); ++i) {
-        cancel.throwIfCancelled();
-        auto it = byName.find(out[i].name);
-        if (it == byName.end() || it->second->shape != out[i].shape || it->second->dtype != out[i].dtype ||
-            XXH3_64bits(check->bytes(*it->second).data(), check->bytes(*it->second).size()) != hashes[i])
-            throw Error("verification failed: tensor '" + out[i].name + "' differs after writing", output);
-    }
+    verifySafetensors(file, out, hashes, cancel);
     file.commit();
     if (progress) progress({1000, "done", done, total});
     result.tensors = out.size();
-    result.bytes = 8 + header.size() + total;
+    result.bytes = file.written();
     return result;
 }
 

@@ -8,6 +8,11 @@
 
 namespace ckpt::ops {
 
+// A checkpoint folder (DeepSpeed): tags, rank files, parameters and partition maps. `tag`
+// empty: every tag.
+nlohmann::ordered_json inspectCheckpoint(const std::string& path, const std::string& tag = {});
+void printCheckpoint(const nlohmann::ordered_json& doc, std::ostream& out);
+
 // Opens `path` (torch zip, legacy torch or safetensors) and describes it.
 nlohmann::ordered_json inspectFile(const std::string& path);
 void printInspect(const nlohmann::ordered_json& doc, std::ostream& out);

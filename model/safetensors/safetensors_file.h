@@ -4,6 +4,7 @@
 
 #include "io/mapped_file.h"
 #include "torch/dtype.h"
+#include "torch/out_tensor.h"
 
 #include <functional>
 #include <map>
@@ -49,17 +50,7 @@ private:
     uint64_t m_dataOffset = 0;
 };
 
-// One tensor to write: its bytes are produced on demand, in chunks, so writing never needs the
-// whole tensor in memory.
-struct OutTensor
-{
-    std::string name;
-    torch::DType dtype;
-    std::vector<int64_t> shape;
-    uint64_t nbytes = 0;
-    // Fills dst with `count` bytes starting at byte `offset` of the tensor's contiguous layout.
-    std::function<void(uint64_t offset, uint64_t count, uint8_t* dst)> fill;
-};
+using torch::OutTensor;
 
 // Orders tensors as the reference writer does (dtype alignment descending, then name) and
 // returns the padded header. `metadata` is written first as "__metadata__".

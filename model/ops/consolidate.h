@@ -1,0 +1,42 @@
+// `ckpt export DIR OUT`: the consolidated model out of a DeepSpeed ZeRO checkpoint, with the
+// names, order, dtypes, values, shard names and index of DeepSpeed's zero_to_fp32. Streams the
+// fp32 partitions straight from the mapped rank files: memory is a constant plus the
+// 16 MiB chunk buffer, whatever the checkpoint size.
+#pragma once
+
+#include "ops/job.h"
+#include "torch/dtype.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt::ops {
+
+struct ConsolidateOptions
+{
+    std::string tag; // empty: the one `latest` names
+    enum class Format { Safetensors, Bin } format = Format::Safetensors;
+    uint64_t maxShardSize = 5'000'000'000; // decimal, as huggingface_hub parses "5GB"
+    bool excludeFrozen = false;
+    // Floating tensors are written in this dtype (zero_to_fp32 writes float32, frozen and
+    // buffers included); integer buffers keep theirs. nullopt: keep every source dtype.
+    std::optional<torch::DType> dtype = torch::DType::Float32;
+};
+
+struct ConsolidateResult
+{
+    std::string tag;
+    std::vector<std::string> files; // written, index last
+    size_t tensors = 0;
+    uint64_t bytes = 0;
+    std::vector<std::string> warnings;
+};
+
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir, const ConsolidateOptions& options,
+                              const ProgressSink& progress, const CancelToken& cancel);
+
+// huggingface_hub's parse_size_to_int: "5GB" = 5e9, "500MB", "1.5GB"; a plain number is bytes.
+uint64_t parseShardSize(const std::string& text);
+
+} // namespace ckpt::ops
