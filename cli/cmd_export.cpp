@@ -28,8 +28,10 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
     if (layout::looksLikeDeepSpeed(a.input)) {
         ops::ConsolidateOptions opt;
         opt.tag = a.tag;
-        if (a.format != "safetensors" && a.format != "bin") throw Error("--format must be safetensors or bin");
-        opt.format = a.format == "bin" ? ops::ConsolidateOptions::Format::Bin : ops::ConsolidateOptions::Format::Safetensors;
+        if (a.format != "safetensors" && a.format != "bin")
+            throw Error("--format must be safetensors or bin");
+        opt.format = a.format == "bin" ? ops::ConsolidateOptions::Format::Bin
+                                       : ops::ConsolidateOptions::Format::Safetensors;
         opt.maxShardSize = ops::parseShardSize(a.maxShardSize);
         opt.excludeFrozen = a.excludeFrozen;
         opt.dtype = parseDtype(a.dtype);
@@ -38,16 +40,19 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
             ProgressPrinter printer(a.quiet);
             r = ops::consolidate(a.input, a.output, opt, printer.sink(), cancel);
         }
-        for (const auto& w : r.warnings) std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
-        std::cout << "tag " << r.tag << ": wrote " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << " in "
-                  << r.files.size() << " file(s) to " << a.output << "\n";
-        for (const auto& f : r.files) std::cout << "  " << f << "\n";
+        for (const auto& w : r.warnings)
+            std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+        std::cout << "tag " << r.tag << ": wrote " << r.tensors << " tensors, " << ops::humanBytes(r.bytes)
+                  << " in " << r.files.size() << " file(s) to " << a.output << "\n";
+        for (const auto& f : r.files)
+            std::cout << "  " << f << "\n";
         return 0;
     }
     if (!a.tag.empty() || a.dtype != "fp32" || a.format != "safetensors" || a.excludeFrozen)
-        throw Error("--tag, --dtype, --format and --exclude-frozen apply to checkpoint folders; a single file is "
-                    "exported as one safetensors file",
-                    a.input);
+        throw Error(
+            "--tag, --dtype, --format and --exclude-frozen apply to checkpoint folders; a single file is "
+            "exported as one safetensors file",
+            a.input);
     ops::ExportOptions opt;
     opt.skipUnsupported = a.skipUnsupported;
     ops::ExportResult r;
@@ -55,7 +60,8 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         ProgressPrinter printer(a.quiet);
         r = ops::exportFileToSafetensors(a.input, a.output, opt, printer.sink(), cancel);
     }
-    for (const auto& w : r.warnings) std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+    for (const auto& w : r.warnings)
+        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
     std::cout << "wrote " << r.path << ": " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << "\n";
     return 0;
 }

@@ -22,20 +22,27 @@ int main(int argc, char** argv)
 
     ckpt::cli::InspectArgs ia;
     auto* inspect = app.add_subcommand("inspect", "Show what is inside a file; reads no tensor bytes");
-    inspect->add_option("path", ia.path, "checkpoint folder, torch.save file (.pt/.bin/.pth) or .safetensors")->required();
+    inspect->add_option("path", ia.path, "checkpoint folder, torch.save file (.pt/.bin/.pth) or .safetensors")
+        ->required();
     inspect->add_option("--tag", ia.tag, "Only this tag of a checkpoint folder");
     inspect->add_flag("--json", ia.json, "Print one JSON document");
 
     ckpt::cli::ExportArgs ea;
     auto* exp = app.add_subcommand(
-        "export", "Consolidate a DeepSpeed checkpoint folder into a model (as zero_to_fp32), or copy every tensor of "
-                  "a torch.save file into one safetensors file");
+        "export",
+        "Consolidate a DeepSpeed checkpoint folder into a model (as zero_to_fp32), or copy every tensor of "
+        "a torch.save file into one safetensors file");
     exp->add_option("input", ea.input, "checkpoint folder (or tag folder), or a torch.save file")->required();
-    exp->add_option("output", ea.output, "output folder for a checkpoint; output .safetensors file for a file")->required();
+    exp->add_option("output", ea.output,
+                    "output folder for a checkpoint; output .safetensors file for a file")
+        ->required();
     exp->add_option("--tag", ea.tag, "Tag to export (default: the one `latest` names)");
-    exp->add_option("--format", ea.format, "safetensors or bin")->check(CLI::IsMember({"safetensors", "bin"}));
-    exp->add_option("--max-shard-size", ea.maxShardSize, "Largest shard, decimal units as huggingface_hub: 5GB, 500MB");
-    exp->add_option("--dtype", ea.dtype, "Dtype of floating tensors: fp32 (default, as zero_to_fp32), bf16 or fp16")
+    exp->add_option("--format", ea.format, "safetensors or bin")
+        ->check(CLI::IsMember({"safetensors", "bin"}));
+    exp->add_option("--max-shard-size", ea.maxShardSize,
+                    "Largest shard, decimal units as huggingface_hub: 5GB, 500MB");
+    exp->add_option("--dtype", ea.dtype,
+                    "Dtype of floating tensors: fp32 (default, as zero_to_fp32), bf16 or fp16")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
     exp->add_flag(

@@ -21,16 +21,14 @@ float floatOf(uint32_t u)
     return f;
 }
 
-template <typename T>
-T load(const uint8_t* p)
+template <typename T> T load(const uint8_t* p)
 {
     T v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
 
-template <typename T>
-void store(uint8_t* p, T v)
+template <typename T> void store(uint8_t* p, T v)
 {
     std::memcpy(p, &v, sizeof v);
 }
@@ -38,10 +36,14 @@ void store(uint8_t* p, T v)
 float toFloat(Scalar s, const uint8_t* p)
 {
     switch (s) {
-    case Scalar::F64: return float(load<double>(p));
-    case Scalar::F32: return load<float>(p);
-    case Scalar::F16: return halfToFloat(load<uint16_t>(p));
-    case Scalar::BF16: return bfloat16ToFloat(load<uint16_t>(p));
+    case Scalar::F64:
+        return float(load<double>(p));
+    case Scalar::F32:
+        return load<float>(p);
+    case Scalar::F16:
+        return halfToFloat(load<uint16_t>(p));
+    case Scalar::BF16:
+        return bfloat16ToFloat(load<uint16_t>(p));
     }
     return 0;
 }
@@ -106,10 +108,17 @@ void castElements(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint
         }
         const float f = toFloat(from, src);
         switch (to) {
-        case Scalar::F32: store<float>(dst, f); break;
-        case Scalar::F16: store<uint16_t>(dst, floatToHalf(from == Scalar::F64 ? float(load<double>(src)) : f)); break;
-        case Scalar::BF16: store<uint16_t>(dst, floatToBFloat16(f)); break;
-        case Scalar::F64: break;
+        case Scalar::F32:
+            store<float>(dst, f);
+            break;
+        case Scalar::F16:
+            store<uint16_t>(dst, floatToHalf(from == Scalar::F64 ? float(load<double>(src)) : f));
+            break;
+        case Scalar::BF16:
+            store<uint16_t>(dst, floatToBFloat16(f));
+            break;
+        case Scalar::F64:
+            break;
         }
     }
 }

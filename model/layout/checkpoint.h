@@ -20,7 +20,7 @@ struct RankFile
     std::string path; // absolute or as given
     std::string name; // file name within the tag folder
     FileRole role = FileRole::Other;
-    int dpRank = -1;  // rank in the data-parallel (ZeRO) group, -1 when the name has none
+    int dpRank = -1; // rank in the data-parallel (ZeRO) group, -1 when the name has none
     int mpRank = 0;
     std::string prefix; // "bf16_" / "fp16_" on optimizer files
     uint64_t size = 0;
@@ -55,8 +55,8 @@ struct Parameter
     std::vector<int64_t> shape;
     torch::DType dtype = torch::DType::Float32; // of the consolidated tensor
     enum class Kind { Trainable, Frozen, Buffer } kind = Kind::Trainable;
-    std::string tiedTo;    // non-empty: an alias of that parameter, no data of its own
-    int group = -1;        // flat group (ZeRO-1/2) or sub-group (ZeRO-3)
+    std::string tiedTo; // non-empty: an alias of that parameter, no data of its own
+    int group = -1;     // flat group (ZeRO-1/2) or sub-group (ZeRO-3)
     uint64_t groupOffset = 0;
     std::vector<RankSlice> slices; // in rank order; concatenated they give the tensor
     uint64_t numel() const;
@@ -67,11 +67,11 @@ struct Tag
     std::string name;
     std::string dir;
     bool latest = false;
-    std::string optimizer;  // "zero", "bf16_optimizer", "none"
+    std::string optimizer; // "zero", "bf16_optimizer", "none"
     int zeroStage = -1;
-    int worldSize = 0;      // ZeRO partition count
+    int worldSize = 0; // ZeRO partition count
     int mpWorldSize = 1;
-    std::string dtype;      // "fp32", "bf16", "fp16"
+    std::string dtype; // "fp32", "bf16", "fp16"
     std::string dsVersion;
     int64_t globalSteps = -1, globalSamples = -1, skippedSteps = -1;
     nlohmann::ordered_json config;      // ds_config

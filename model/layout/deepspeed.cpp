@@ -26,12 +26,18 @@ using torch::seqAt;
 const char* roleName(FileRole r)
 {
     switch (r) {
-    case FileRole::ModelStates: return "model states";
-    case FileRole::OptimStates: return "optimizer states";
-    case FileRole::Layer: return "pipeline layer";
-    case FileRole::Expert: return "MoE expert";
-    case FileRole::ExpertOptim: return "MoE expert optimizer";
-    case FileRole::Other: return "other";
+    case FileRole::ModelStates:
+        return "model states";
+    case FileRole::OptimStates:
+        return "optimizer states";
+    case FileRole::Layer:
+        return "pipeline layer";
+    case FileRole::Expert:
+        return "MoE expert";
+    case FileRole::ExpertOptim:
+        return "MoE expert optimizer";
+    case FileRole::Other:
+        return "other";
     }
     return "?";
 }
@@ -64,8 +70,10 @@ bool naturalLess(const std::string& a, const std::string& b)
     while (i < a.size() && j < b.size()) {
         if (std::isdigit(uint8_t(a[i])) && std::isdigit(uint8_t(b[j]))) {
             size_t ie = i, je = j;
-            while (ie < a.size() && std::isdigit(uint8_t(a[ie]))) ++ie;
-            while (je < b.size() && std::isdigit(uint8_t(b[je]))) ++je;
+            while (ie < a.size() && std::isdigit(uint8_t(a[ie])))
+                ++ie;
+            while (je < b.size() && std::isdigit(uint8_t(b[je])))
+                ++je;
             const auto na = std::stoull(a.substr(i, std::min<size_t>(ie - i, 18)));
             const auto nb = std::stoull(b.substr(j, std::min<size_t>(je - j, 18)));
             if (na != nb) return na < nb;
@@ -97,7 +105,8 @@ RankFile classify(const fs::path& p)
     } else if (std::regex_match(f.name, m, modelMp)) {
         f.role = FileRole::ModelStates, f.mpRank = std::stoi(m[1]);
     } else if (std::regex_match(f.name, m, optim)) {
-        f.role = FileRole::OptimStates, f.prefix = m[1], f.dpRank = std::stoi(m[2]), f.mpRank = std::stoi(m[3]);
+        f.role = FileRole::OptimStates, f.prefix = m[1], f.dpRank = std::stoi(m[2]),
+        f.mpRank = std::stoi(m[3]);
     } else if (std::regex_match(f.name, m, layer)) {
         f.role = FileRole::Layer, f.mpRank = m[2].matched ? std::stoi(m[2]) : 0;
     } else if (std::regex_match(f.name, m, expert)) {
@@ -125,8 +134,10 @@ std::string readLatest(const fs::path& root)
     std::ifstream in(root / "latest");
     if (!in) return {};
     std::string s((std::istreambuf_iterator<char>(in)), {});
-    while (!s.empty() && std::isspace(uint8_t(s.back()))) s.pop_back();
-    while (!s.empty() && std::isspace(uint8_t(s.front()))) s.erase(s.begin());
+    while (!s.empty() && std::isspace(uint8_t(s.back())))
+        s.pop_back();
+    while (!s.empty() && std::isspace(uint8_t(s.front())))
+        s.erase(s.begin());
     return s;
 }
 
@@ -141,26 +152,34 @@ nlohmann::ordered_json toJson(const Value* v, int depth = 0)
     using J = nlohmann::ordered_json;
     if (!v || depth > 64) return nullptr;
     switch (v->kind) {
-    case Kind::None: return nullptr;
-    case Kind::Bool: return v->boolean;
-    case Kind::Int: return v->integer;
-    case Kind::Float: return v->real;
-    case Kind::Str: return v->text;
+    case Kind::None:
+        return nullptr;
+    case Kind::Bool:
+        return v->boolean;
+    case Kind::Int:
+        return v->integer;
+    case Kind::Float:
+        return v->real;
+    case Kind::Str:
+        return v->text;
     case Kind::List:
     case Kind::Tuple: {
         J a = J::array();
-        for (const Value* x : v->items) a.push_back(toJson(x, depth + 1));
+        for (const Value* x : v->items)
+            a.push_back(toJson(x, depth + 1));
         return a;
     }
     case Kind::Dict: {
         J o = J::object();
-        for (const auto& [k, x] : v->entries) o[keyText(k)] = toJson(x, depth + 1);
+        for (const auto& [k, x] : v->entries)
+            o[keyText(k)] = toJson(x, depth + 1);
         return o;
     }
     case Kind::Call:
         if (v->entries.size() || v->calls("collections", "OrderedDict")) {
             J o = J::object();
-            for (const auto& [k, x] : v->entries) o[keyText(k)] = toJson(x, depth + 1);
+            for (const auto& [k, x] : v->entries)
+                o[keyText(k)] = toJson(x, depth + 1);
             return o;
         }
         if (v->state && v->state->kind == Kind::Dict) {
@@ -169,7 +188,8 @@ nlohmann::ordered_json toJson(const Value* v, int depth = 0)
             return o;
         }
         return torch::pyRepr(v, 200);
-    default: return torch::pyRepr(v, 200);
+    default:
+        return torch::pyRepr(v, 200);
     }
 }
 
@@ -231,15 +251,19 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     for (const auto& e : fs::directory_iterator(tagDir, ec))
         if (e.is_regular_file(ec)) files.push_back(classify(e.path()));
     if (ec) fail("cannot list the tag folder: " + ec.message(), tagDir);
-    std::sort(files.begin(), files.end(), [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
+    std::sort(files.begin(), files.end(),
+              [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
     tag.files = files;
 
     std::vector<OpenFile> models, optims;
     for (const auto& f : files) {
-        if (f.role == FileRole::ModelStates) models.push_back({f, torch::TorchFile::open(f.path)});
-        else if (f.role == FileRole::OptimStates) optims.push_back({f, torch::TorchFile::open(f.path)});
+        if (f.role == FileRole::ModelStates)
+            models.push_back({f, torch::TorchFile::open(f.path)});
+        else if (f.role == FileRole::OptimStates)
+            optims.push_back({f, torch::TorchFile::open(f.path)});
         else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
-            tag.warnings.push_back(f.name + ": " + roleName(f.role) + " file (pipeline/MoE layouts are shown but not consolidated yet)");
+            tag.warnings.push_back(f.name + ": " + roleName(f.role) +
+                                   " file (pipeline/MoE layouts are shown but not consolidated yet)");
         else if (f.name.size() < 3 || f.name.substr(f.name.size() - 3) != ".pt")
             continue;
         else
@@ -251,11 +275,27 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     const OpenFile& m0 = models.front();
     const Value* root = m0.file->root();
     if (!root || root->kind != Kind::Dict) fail("model states file does not hold a dict", m0.info.path);
-    static const std::set<std::string> kDeepSpeedKeys = {
-        "module", "buffer_names", "optimizer", "param_shapes", "frozen_param_shapes", "shared_params",
-        "frozen_param_fragments", "lr_scheduler", "data_sampler", "random_ltd", "sparse_tensor_module_names",
-        "skipped_steps", "global_steps", "global_samples", "dp_world_size", "mp_world_size", "ds_config",
-        "ds_version", "checkpoint_parallel_dimensions", "num_experts", "universal_checkpoint_info"};
+    static const std::set<std::string> kDeepSpeedKeys = {"module",
+                                                         "buffer_names",
+                                                         "optimizer",
+                                                         "param_shapes",
+                                                         "frozen_param_shapes",
+                                                         "shared_params",
+                                                         "frozen_param_fragments",
+                                                         "lr_scheduler",
+                                                         "data_sampler",
+                                                         "random_ltd",
+                                                         "sparse_tensor_module_names",
+                                                         "skipped_steps",
+                                                         "global_steps",
+                                                         "global_samples",
+                                                         "dp_world_size",
+                                                         "mp_world_size",
+                                                         "ds_config",
+                                                         "ds_version",
+                                                         "checkpoint_parallel_dimensions",
+                                                         "num_experts",
+                                                         "universal_checkpoint_info"};
     tag.clientState = nlohmann::ordered_json::object();
     for (const auto& [k, v] : root->entries)
         if (k && k->kind == Kind::Str && !kDeepSpeedKeys.count(k->text)) tag.clientState[k->text] = toJson(v);
@@ -296,12 +336,16 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
             tag.optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
             tag.zeroStage = 1;
         } else {
-            fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint", optims.front().info.path);
+            fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint",
+                 optims.front().info.path);
         }
         const Value* pc = dictGet(osd0, "partition_count");
-        if (auto n = asInt(pc)) tag.worldSize = int(*n);
-        else if (auto l = asInts(pc); l && !l->empty()) tag.worldSize = int(*std::max_element(l->begin(), l->end()));
-        else fail("optimizer states file has no partition_count", optims.front().info.path);
+        if (auto n = asInt(pc))
+            tag.worldSize = int(*n);
+        else if (auto l = asInts(pc); l && !l->empty())
+            tag.worldSize = int(*std::max_element(l->begin(), l->end()));
+        else
+            fail("optimizer states file has no partition_count", optims.front().info.path);
         if (tag.worldSize <= 0 || tag.worldSize > 1 << 20)
             fail("implausible partition_count " + std::to_string(tag.worldSize), optims.front().info.path);
 
@@ -327,24 +371,30 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         for (int r = 0; r < tag.worldSize; ++r) {
             const OpenFile& o = *byRank[size_t(r)];
             const Value* inner = dictGet(o.file->root(), "optimizer_state_dict");
-            const Value* st = tag.zeroStage == 3 ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
-                                                 : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
+            const Value* st = tag.zeroStage == 3
+                                  ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
+                                  : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
             std::string step;
             if (const Value* s = dictGet(st, "step")) {
-                if (auto i = asInt(s)) step = std::to_string(*i);
+                if (auto i = asInt(s))
+                    step = std::to_string(*i);
                 else {
-                    const std::string p = tag.zeroStage == 3 ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
-                                                             : "optimizer_state_dict/base_optimizer_state/state/0/step";
+                    const std::string p = tag.zeroStage == 3
+                                              ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
+                                              : "optimizer_state_dict/base_optimizer_state/state/0/step";
                     if (const torch::Tensor* t = o.file->tensor(p); t && t->numel() == 1 && t->storage >= 0) {
                         const auto blob = o.file->storageBytes(t->storage);
                         const uint32_t es = torch::elementSize(t->dtype);
-                        step.assign(reinterpret_cast<const char*>(blob.bytes.data()) + t->storageOffset * es, es);
+                        step.assign(reinterpret_cast<const char*>(blob.bytes.data()) + t->storageOffset * es,
+                                    es);
                     }
                 }
             }
-            if (r == 0) firstStep = step;
+            if (r == 0)
+                firstStep = step;
             else if (step != firstStep)
-                fail("optimizer step differs from rank 0's: the tag mixes files from different saves", o.info.path);
+                fail("optimizer step differs from rank 0's: the tag mixes files from different saves",
+                     o.info.path);
         }
 
         // --- parameters from param_shapes and the partition layout
@@ -361,13 +411,17 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 uint64_t P = 0;
                 for (uint64_t r = 0; r < W; ++r) {
                     const OpenFile& o = *byRank[r];
-                    saved[r] = tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + std::to_string(g)).numel();
-                    if (const torch::Tensor* m = o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
-                                                                std::to_string(g) + "/exp_avg"))
+                    saved[r] = tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" +
+                                               std::to_string(g))
+                                   .numel();
+                    if (const torch::Tensor* m =
+                            o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
+                                           std::to_string(g) + "/exp_avg"))
                         P = std::max<uint64_t>(P, m->numel());
                     P = std::max(P, saved[r]);
                 }
-                for (uint64_t r = 0; r < W; ++r) start[r] = r * P;
+                for (uint64_t r = 0; r < W; ++r)
+                    start[r] = r * P;
                 uint64_t offset = 0;
                 for (const auto& [k, v] : shapes->entries) {
                     Parameter p;
@@ -379,7 +433,8 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                     p.groupOffset = offset;
                     const uint64_t n = p.numel();
                     for (uint64_t r = 0; r < W; ++r) {
-                        const uint64_t lo = std::max(offset, start[r]), hi = std::min(offset + n, start[r] + saved[r]);
+                        const uint64_t lo = std::max(offset, start[r]),
+                                       hi = std::min(offset + n, start[r] + saved[r]);
                         if (lo >= hi) continue;
                         RankSlice s;
                         s.rank = int(r);
@@ -388,28 +443,35 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                         const OpenFile& o = *byRank[r];
                         const std::string gs = std::to_string(g);
                         s.master.push_back(
-                            source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs, lo - start[r], hi - lo));
+                            source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs,
+                                   lo - start[r], hi - lo));
                         for (const char* st : {"exp_avg", "exp_avg_sq"}) {
-                            const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
-                            if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
+                            const std::string sp =
+                                "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
+                            if (o.file->tensor(sp))
+                                s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
                         }
                         p.slices.push_back(std::move(s));
                     }
                     uint64_t covered = 0;
-                    for (const auto& s : p.slices) covered += s.length;
+                    for (const auto& s : p.slices)
+                        covered += s.length;
                     if (covered != n)
-                        fail("parameter '" + p.name + "' needs " + std::to_string(n) + " elements but the rank partitions hold " +
-                                 std::to_string(covered) + " (partition layout does not match param_shapes)",
+                        fail("parameter '" + p.name + "' needs " + std::to_string(n) +
+                                 " elements but the rank partitions hold " + std::to_string(covered) +
+                                 " (partition layout does not match param_shapes)",
                              byRank[0]->info.path);
                     offset += n;
                     trainable.push_back(std::move(p));
                 }
                 uint64_t total = 0;
-                for (uint64_t r = 0; r < W; ++r) total += saved[r];
+                for (uint64_t r = 0; r < W; ++r)
+                    total += saved[r];
                 const uint64_t align = 2 * W;
                 if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
                     fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
-                             " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
+                             " in group " + std::to_string(g) +
+                             ": partition layout does not match param_shapes",
                          byRank[0]->info.path);
             }
         } else if (tag.zeroStage == 3) {
@@ -418,11 +480,13 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
             std::vector<std::vector<uint64_t>> flatStart(W);
             for (uint64_t r = 0; r < W; ++r) {
                 const Value* flats = byRank[r]->file->value("optimizer_state_dict/fp32_flat_groups");
-                if (!flats || flats->kind != Kind::List) fail("no fp32_flat_groups in optimizer states", byRank[r]->info.path);
+                if (!flats || flats->kind != Kind::List)
+                    fail("no fp32_flat_groups in optimizer states", byRank[r]->info.path);
                 uint64_t acc = 0;
                 for (size_t s = 0; s < flats->items.size(); ++s) {
                     flatStart[r].push_back(acc);
-                    acc += tensorAt(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + std::to_string(s)).numel();
+                    acc += tensorAt(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + std::to_string(s))
+                               .numel();
                 }
                 flatStart[r].push_back(acc);
             }
@@ -449,19 +513,24 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                             uint64_t want = O, left = hi - lo;
                             const auto& fsr = flatStart[r];
                             size_t sg = 0;
-                            while (sg + 1 < fsr.size() && fsr[sg + 1] <= want) ++sg;
+                            while (sg + 1 < fsr.size() && fsr[sg + 1] <= want)
+                                ++sg;
                             while (left) {
                                 if (sg + 1 >= fsr.size())
-                                    fail("consumed more elements than rank " + std::to_string(r) + "'s fp32_flat_groups hold",
+                                    fail("consumed more elements than rank " + std::to_string(r) +
+                                             "'s fp32_flat_groups hold",
                                          byRank[r]->info.path);
                                 const uint64_t take = std::min(left, fsr[sg + 1] - want);
                                 const std::string gs = std::to_string(sg);
                                 const OpenFile& o = *byRank[r];
-                                s.master.push_back(source(o, "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take));
+                                s.master.push_back(source(o, "optimizer_state_dict/fp32_flat_groups/" + gs,
+                                                          want - fsr[sg], take));
                                 for (const char* st : {"exp_avg", "exp_avg_sq"}) {
-                                    const std::string sp = "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
+                                    const std::string sp =
+                                        "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
                                     if (!o.file->tensor(sp)) continue;
-                                    auto it = std::find_if(s.states.begin(), s.states.end(), [&](const auto& x) { return x.first == st; });
+                                    auto it = std::find_if(s.states.begin(), s.states.end(),
+                                                           [&](const auto& x) { return x.first == st; });
                                     if (it == s.states.end()) it = s.states.insert(s.states.end(), {st, {}});
                                     it->second.push_back(source(o, sp, want - fsr[sg], take));
                                 }
@@ -475,7 +544,8 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 }
             }
             if (O != flatStart[0].back())
-                fail("consumed " + std::to_string(O * W) + " elements out of " + std::to_string(flatStart[0].back() * W) +
+                fail("consumed " + std::to_string(O * W) + " elements out of " +
+                         std::to_string(flatStart[0].back() * W) +
                          ": partition layout does not match param_shapes",
                      byRank[0]->info.path);
         } else {
@@ -524,7 +594,8 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                         got += s.length;
                         p.slices.push_back(std::move(s));
                     }
-                    if (got != n) fail("frozen parameter '" + p.name + "' fragments are incomplete", m0.info.path);
+                    if (got != n)
+                        fail("frozen parameter '" + p.name + "' fragments are incomplete", m0.info.path);
                 } else {
                     const torch::Tensor& t = tensorAt(m0, path);
                     p.dtype = t.dtype;
@@ -538,10 +609,12 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         } else if (tag.zeroStage == 1 && module) {
             // zero_to_fp32 silently drops stage-1 frozen parameters; they are whole in `module`.
             std::set<std::string> known;
-            for (const auto& p : trainable) known.insert(p.name);
+            for (const auto& p : trainable)
+                known.insert(p.name);
             std::set<std::string> buffers;
             if (bufferNames)
-                for (const Value* b : bufferNames->items) buffers.insert(asString(b).value_or(""));
+                for (const Value* b : bufferNames->items)
+                    buffers.insert(asString(b).value_or(""));
             const Value* shared = dictGet(root, "shared_params");
             for (const auto& [k, v] : module->entries) {
                 const std::string name = asString(k).value_or("");
@@ -558,15 +631,18 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
                 p.slices.push_back(std::move(s));
                 tag.params.push_back(std::move(p));
-                tag.warnings.push_back("frozen parameter '" + name +
-                                       "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");
+                tag.warnings.push_back(
+                    "frozen parameter '" + name +
+                    "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");
             }
         }
-        for (auto& p : trainable) tag.params.push_back(std::move(p));
+        for (auto& p : trainable)
+            tag.params.push_back(std::move(p));
         if (const Value* shared = dictGet(root, "shared_params")) {
             for (const auto& [k, v] : shared->entries) {
                 const std::string alias = asString(k).value_or(""), target = asString(v).value_or("");
-                auto it = std::find_if(tag.params.begin(), tag.params.end(), [&](const Parameter& p) { return p.name == target; });
+                auto it = std::find_if(tag.params.begin(), tag.params.end(),
+                                       [&](const Parameter& p) { return p.name == target; });
                 if (it == tag.params.end()) continue;
                 Parameter p;
                 p.name = alias;
@@ -577,11 +653,13 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                 tag.params.push_back(std::move(p));
             }
         } else {
-            tag.warnings.push_back("model states file has no shared_params (saved before DeepSpeed 0.9): tied weights are not known");
+            tag.warnings.push_back("model states file has no shared_params (saved before DeepSpeed 0.9): "
+                                   "tied weights are not known");
         }
     }
     if (tag.optimizer == "none")
-        tag.warnings.push_back("no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
+        tag.warnings.push_back(
+            "no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
     return tag;
 }
 
@@ -600,12 +678,15 @@ Checkpoint openDeepSpeed(const std::string& path)
     } else {
         c.root = p.string();
         for (const auto& e : fs::directory_iterator(p, ec))
-            if (e.is_directory(ec) && hasRankFiles(e.path())) tagDirs.push_back({e.path().filename().string(), e.path()});
+            if (e.is_directory(ec) && hasRankFiles(e.path()))
+                tagDirs.push_back({e.path().filename().string(), e.path()});
     }
-    std::sort(tagDirs.begin(), tagDirs.end(), [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
+    std::sort(tagDirs.begin(), tagDirs.end(),
+              [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
     const std::string latest = readLatest(c.root.empty() ? fs::path(".") : fs::path(c.root));
     if (tagDirs.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
-    if (!latest.empty() && std::none_of(tagDirs.begin(), tagDirs.end(), [&](const auto& t) { return t.first == latest; }))
+    if (!latest.empty() &&
+        std::none_of(tagDirs.begin(), tagDirs.end(), [&](const auto& t) { return t.first == latest; }))
         c.warnings.push_back("'latest' names tag '" + latest + "', which does not exist");
     for (const auto& [name, dir] : tagDirs) {
         try {

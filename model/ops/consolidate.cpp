@@ -21,12 +21,15 @@ namespace fs = std::filesystem;
 uint64_t parseShardSize(const std::string& text)
 {
     std::string s = text;
-    while (!s.empty() && std::isspace(uint8_t(s.back()))) s.pop_back();
-    while (!s.empty() && std::isspace(uint8_t(s.front()))) s.erase(s.begin());
+    while (!s.empty() && std::isspace(uint8_t(s.back())))
+        s.pop_back();
+    while (!s.empty() && std::isspace(uint8_t(s.front())))
+        s.erase(s.begin());
     double mult = 1;
     if (s.size() > 2) {
         std::string unit = s.substr(s.size() - 2);
-        for (auto& c : unit) c = char(std::toupper(uint8_t(c)));
+        for (auto& c : unit)
+            c = char(std::toupper(uint8_t(c)));
         const std::map<std::string, double> units{{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}};
         if (auto it = units.find(unit); it != units.end()) {
             mult = it->second;
@@ -45,11 +48,16 @@ namespace {
 std::optional<gpu::Scalar> scalarOf(torch::DType d)
 {
     switch (d) {
-    case torch::DType::Float64: return gpu::Scalar::F64;
-    case torch::DType::Float32: return gpu::Scalar::F32;
-    case torch::DType::Float16: return gpu::Scalar::F16;
-    case torch::DType::BFloat16: return gpu::Scalar::BF16;
-    default: return std::nullopt;
+    case torch::DType::Float64:
+        return gpu::Scalar::F64;
+    case torch::DType::Float32:
+        return gpu::Scalar::F32;
+    case torch::DType::Float16:
+        return gpu::Scalar::F16;
+    case torch::DType::BFloat16:
+        return gpu::Scalar::BF16;
+    default:
+        return std::nullopt;
     }
 }
 
@@ -93,7 +101,8 @@ struct Reader
             }
             const uint64_t n = std::min(count, p.count - first);
             const io::Blob blob = p.file->storageBytes(p.tensor->storage);
-            gpu::StridedView v{blob.bytes.data(), fs, p.tensor->shape, p.tensor->stride, p.tensor->storageOffset};
+            gpu::StridedView v{blob.bytes.data(), fs, p.tensor->shape, p.tensor->stride,
+                               p.tensor->storageOffset};
             if (from == to) {
                 gpu::cpuBackend().gather(v, p.offset + first, n, dst);
             } else {
@@ -126,8 +135,9 @@ std::string shardName(bool safetensors, size_t i, size_t n)
 
 } // namespace
 
-ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir, const ConsolidateOptions& options,
-                              const ProgressSink& progress, const CancelToken& cancel)
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel)
 {
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     const layout::Checkpoint ck = layout::openDeepSpeed(checkpoint);
@@ -139,7 +149,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         if (!l && ck.tags.size() == 1) l = &ck.tags.front();
         if (!l) {
             std::string names;
-            for (const auto& t : ck.tags) names += (names.empty() ? "" : ", ") + t.name;
+            for (const auto& t : ck.tags)
+                names += (names.empty() ? "" : ", ") + t.name;
             throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", checkpoint);
         }
         tagName = l->name;
@@ -149,8 +160,10 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     // Re-open the tag strictly: an unreadable tag is an error here, not a warning.
     const layout::Tag tag = layout::openDeepSpeedTag(found->dir, found->name, found->latest);
     if (tag.optimizer == "none")
-        throw Error("tag '" + tag.name + "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights "
-                    "are the 'module' of " + (tag.files.empty() ? std::string("the model file") : tag.files.front().name) +
+        throw Error("tag '" + tag.name +
+                        "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights "
+                        "are the 'module' of " +
+                        (tag.files.empty() ? std::string("the model file") : tag.files.front().name) +
                         "; export that file instead",
                     checkpoint);
 
@@ -187,7 +200,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         out.tensor.dtype = to;
         out.tensor.nbytes = p.numel() * torch::elementSize(to);
         uint64_t available = 0;
-        for (const auto& pc : reader->pieces) available += pc.count;
+        for (const auto& pc : reader->pieces)
+            available += pc.count;
         if (available != p.numel())
             throw Error("parameter '" + p.name + "' has " + std::to_string(available) + " of its " +
                             std::to_string(p.numel()) + " elements in the rank files",
@@ -222,7 +236,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     if (!current.empty() || shards.empty()) shards.push_back(current);
     std::map<std::string, size_t> shardOf;
     for (size_t s = 0; s < shards.size(); ++s)
-        for (size_t i : shards[s]) shardOf[plan[i].tensor.name] = s;
+        for (size_t i : shards[s])
+            shardOf[plan[i].tensor.name] = s;
 
     std::error_code ec;
     fs::create_directories(outDir, ec);
@@ -247,7 +262,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         std::map<std::string, std::string> metadata{{"format", "pt"}};
         for (const Planned& p : plan) {
             if (p.aliasOf.empty() || !shardOf.count(p.aliasOf) || shardOf[p.aliasOf] != s) continue;
-            if (st) metadata[p.tensor.name] = p.aliasOf; // one copy; the alias recorded as save_model does
+            if (st)
+                metadata[p.tensor.name] = p.aliasOf; // one copy; the alias recorded as save_model does
             else {
                 aliases.push_back({p.tensor.name, p.aliasOf});
                 weightMap[p.tensor.name] = name;
@@ -272,7 +288,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         idx["weight_map"] = weightMap;
         const std::string text = idx.dump(2, ' ', true) + "\n";
         auto file = std::make_unique<io::AtomicFile>(
-            (fs::path(outDir) / (st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json")).string());
+            (fs::path(outDir) / (st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json"))
+                .string());
         file->write(text.data(), text.size());
         file->finish();
         outputs.push_back(std::move(file));

@@ -33,8 +33,9 @@ struct ConsolidateResult
     std::vector<std::string> warnings;
 };
 
-ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir, const ConsolidateOptions& options,
-                              const ProgressSink& progress, const CancelToken& cancel);
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel);
 
 // huggingface_hub's parse_size_to_int: "5GB" = 5e9, "500MB", "1.5GB"; a plain number is bytes.
 uint64_t parseShardSize(const std::string& text);

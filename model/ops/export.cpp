@@ -79,7 +79,8 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     }
 
     uint64_t total = 0;
-    for (const auto& o : out) total += o.nbytes;
+    for (const auto& o : out)
+        total += o.nbytes;
     io::AtomicFile file(output);
     uint64_t done = 0;
     auto onBytes = [&](uint64_t n) {

@@ -255,14 +255,18 @@ ordered_json sourcesJson(const std::vector<layout::Source>& v)
 {
     ordered_json a = ordered_json::array();
     for (const auto& s : v)
-        a.push_back({{"file", std::filesystem::path(s.file).filename().string()}, {"tensor", s.tensorPath},
-                     {"offset", s.offset}, {"count", s.count}});
+        a.push_back({{"file", std::filesystem::path(s.file).filename().string()},
+                     {"tensor", s.tensorPath},
+                     {"offset", s.offset},
+                     {"count", s.count}});
     return a;
 }
 
 const char* paramKind(layout::Parameter::Kind k)
 {
-    return k == layout::Parameter::Kind::Buffer ? "buffer" : k == layout::Parameter::Kind::Frozen ? "frozen" : "trainable";
+    return k == layout::Parameter::Kind::Buffer   ? "buffer"
+           : k == layout::Parameter::Kind::Frozen ? "frozen"
+                                                  : "trainable";
 }
 
 } // namespace
@@ -291,20 +295,30 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
         j["skipped_steps"] = t.skippedSteps;
         ordered_json files = ordered_json::array();
         for (const auto& f : t.files)
-            files.push_back({{"name", f.name}, {"role", layout::roleName(f.role)}, {"dp_rank", f.dpRank},
-                             {"mp_rank", f.mpRank}, {"size", f.size}});
+            files.push_back({{"name", f.name},
+                             {"role", layout::roleName(f.role)},
+                             {"dp_rank", f.dpRank},
+                             {"mp_rank", f.mpRank},
+                             {"size", f.size}});
         j["files"] = std::move(files);
         ordered_json params = ordered_json::array();
         for (const auto& p : t.params) {
-            ordered_json pj{{"name", p.name}, {"kind", paramKind(p.kind)}, {"dtype", torch::name(p.dtype)},
-                            {"shape", p.shape}, {"numel", p.numel()}};
+            ordered_json pj{{"name", p.name},
+                            {"kind", paramKind(p.kind)},
+                            {"dtype", torch::name(p.dtype)},
+                            {"shape", p.shape},
+                            {"numel", p.numel()}};
             if (!p.tiedTo.empty()) pj["tied_to"] = p.tiedTo;
             if (p.group >= 0) pj["group"] = p.group, pj["group_offset"] = p.groupOffset;
             ordered_json parts = ordered_json::array();
             for (const auto& s : p.slices) {
-                ordered_json sj{{"rank", s.rank}, {"offset", s.paramOffset}, {"length", s.length},
-                                {"padding", s.padding}, {"master", sourcesJson(s.master)}};
-                for (const auto& [name, src] : s.states) sj["states"][name] = sourcesJson(src);
+                ordered_json sj{{"rank", s.rank},
+                                {"offset", s.paramOffset},
+                                {"length", s.length},
+                                {"padding", s.padding},
+                                {"master", sourcesJson(s.master)}};
+                for (const auto& [name, src] : s.states)
+                    sj["states"][name] = sourcesJson(src);
                 parts.push_back(std::move(sj));
             }
             pj["partitions"] = std::move(parts);
@@ -323,16 +337,20 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
 
 void printCheckpoint(const ordered_json& doc, std::ostream& out)
 {
-    out << doc["root"].get<std::string>() << "  (" << doc["family"].get<std::string>() << ", " << doc["tags"].size()
-        << " tag" << (doc["tags"].size() == 1 ? "" : "s") << ")\n";
+    out << doc["root"].get<std::string>() << "  (" << doc["family"].get<std::string>() << ", "
+        << doc["tags"].size() << " tag" << (doc["tags"].size() == 1 ? "" : "s") << ")\n";
     for (const auto& t : doc["tags"]) {
-        out << "tag " << t["name"].get<std::string>() << (t["latest"].get<bool>() ? "  [latest]" : "") << "\n";
+        out << "tag " << t["name"].get<std::string>() << (t["latest"].get<bool>() ? "  [latest]" : "")
+            << "\n";
         if (t["world_size"].get<int>() > 0 || t["optimizer"] == "none") {
-            out << "  " << (t["optimizer"] == "bf16_optimizer" ? std::string("BF16_Optimizer (ZeRO-1 layout)")
-                                                                : "ZeRO stage " + std::to_string(t["zero_stage"].get<int>()))
+            out << "  "
+                << (t["optimizer"] == "bf16_optimizer"
+                        ? std::string("BF16_Optimizer (ZeRO-1 layout)")
+                        : "ZeRO stage " + std::to_string(t["zero_stage"].get<int>()))
                 << ", world size " << t["world_size"].get<int>() << ", " << t["dtype"].get<std::string>()
-                << ", DeepSpeed " << t["ds_version"].get<std::string>() << ", step " << t["global_steps"].get<int64_t>()
-                << ", samples " << t["global_samples"].get<int64_t>() << "\n";
+                << ", DeepSpeed " << t["ds_version"].get<std::string>() << ", step "
+                << t["global_steps"].get<int64_t>() << ", samples " << t["global_samples"].get<int64_t>()
+                << "\n";
         }
         out << "  files:\n";
         for (const auto& f : t["files"])
@@ -341,7 +359,8 @@ void printCheckpoint(const ordered_json& doc, std::ostream& out)
         if (!t["parameters"].empty()) out << "  parameters:\n";
         for (const auto& p : t["parameters"]) {
             std::string shape;
-            for (const auto& d : p["shape"]) shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
+            for (const auto& d : p["shape"])
+                shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
             out << "    " << p["name"].get<std::string>() << "  " << p["kind"].get<std::string>() << " "
                 << p["dtype"].get<std::string>() << "[" << shape << "]";
             if (p.contains("tied_to")) out << "  tied to " << p["tied_to"].get<std::string>();
@@ -349,14 +368,19 @@ void printCheckpoint(const ordered_json& doc, std::ostream& out)
                 out << "  ranks:";
                 for (const auto& s : p["partitions"])
                     out << " " << s["rank"].get<int>() << ":" << s["offset"].get<uint64_t>() << "+"
-                        << s["length"].get<uint64_t>() << (s["padding"].get<uint64_t>() ? "(pad " + std::to_string(s["padding"].get<uint64_t>()) + ")" : "");
+                        << s["length"].get<uint64_t>()
+                        << (s["padding"].get<uint64_t>()
+                                ? "(pad " + std::to_string(s["padding"].get<uint64_t>()) + ")"
+                                : "");
             }
             out << "\n";
         }
         if (!t["client_state"].empty()) out << "  client state: " << t["client_state"].dump() << "\n";
-        for (const auto& w : t["warnings"]) out << "  warning: " << w.get<std::string>() << "\n";
+        for (const auto& w : t["warnings"])
+            out << "  warning: " << w.get<std::string>() << "\n";
     }
-    for (const auto& w : doc["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+    for (const auto& w : doc["warnings"])
+        out << "warning: " << w.get<std::string>() << "\n";
 }
 
 } // namespace ckpt::ops

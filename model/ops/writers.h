@@ -17,7 +17,8 @@ namespace ckpt::ops {
 // Sorts `tensors` into the reference writer's order, writes, returns per-tensor xxh3 (in the new order).
 std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::OutTensor>& tensors,
                                        const std::map<std::string, std::string>& metadata,
-                                       const std::function<void(uint64_t)>& onBytes, const CancelToken& cancel);
+                                       const std::function<void(uint64_t)>& onBytes,
+                                       const CancelToken& cancel);
 void verifySafetensors(const io::AtomicFile& out, const std::vector<torch::OutTensor>& tensors,
                        const std::vector<uint64_t>& hashes, const CancelToken& cancel);
 void verifyTorchZip(const io::AtomicFile& out, const std::vector<torch::OutTensor>& tensors,

@@ -639,7 +639,8 @@ private:
 void TorchFile::walk()
 {
     Walker(*this).run();
-    for (size_t i = 0; i < m_tensors.size(); ++i) m_tensorByPath.emplace(m_tensors[i].path, int(i));
+    for (size_t i = 0; i < m_tensors.size(); ++i)
+        m_tensorByPath.emplace(m_tensors[i].path, int(i));
 }
 
 const Tensor* TorchFile::tensor(std::string_view path) const

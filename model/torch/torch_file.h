@@ -11,8 +11,8 @@
 
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ckpt::torch {

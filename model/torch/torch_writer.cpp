@@ -71,7 +71,8 @@ public:
             return;
         }
         mark();
-        for (int64_t x : v) integer(x);
+        for (int64_t x : v)
+            integer(x);
         bytes += 't';
     }
 };
@@ -238,7 +239,8 @@ private:
 
 std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTensor>& tensors,
                                     const std::vector<Alias>& aliases, const std::string& archiveName,
-                                    const std::function<void(uint64_t)>& onBytes, const ops::CancelToken& cancel)
+                                    const std::function<void(uint64_t)>& onBytes,
+                                    const ops::CancelToken& cancel)
 {
     std::map<std::string, size_t> keyOf;
     Pickler p;
@@ -263,7 +265,8 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
         p.integer(0);
         p.ints(t.shape);
         std::vector<int64_t> stride(t.shape.size(), 1);
-        for (size_t i = t.shape.size(); i-- > 1;) stride[i - 1] = stride[i] * std::max<int64_t>(t.shape[i], 1);
+        for (size_t i = t.shape.size(); i-- > 1;)
+            stride[i - 1] = stride[i] * std::max<int64_t>(t.shape[i], 1);
         p.ints(stride);
         p.op('\x89'); // requires_grad False
         p.global("collections", "OrderedDict");
@@ -278,7 +281,8 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
     }
     for (const Alias& a : aliases) {
         auto it = keyOf.find(a.target);
-        if (it == keyOf.end()) throw Error("alias '" + a.name + "' names a missing tensor '" + a.target + "'");
+        if (it == keyOf.end())
+            throw Error("alias '" + a.name + "' names a missing tensor '" + a.target + "'");
         emit(a.name, tensors[it->second], it->second);
     }
     p.op('u');
@@ -292,7 +296,8 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
     for (size_t i = 0; i < tensors.size(); ++i) {
         const OutTensor& t = tensors[i];
         zip.begin("data/" + std::to_string(i), t.nbytes);
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(), &XXH3_freeState);
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(),
+                                                                          &XXH3_freeState);
         XXH3_64bits_reset(st.get());
         buf.resize(std::min<uint64_t>(kChunk, std::max<uint64_t>(t.nbytes, 1)));
         for (uint64_t off = 0; off < t.nbytes; off += buf.size()) {

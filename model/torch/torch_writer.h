@@ -24,6 +24,7 @@ struct Alias
 // tensor's bytes, for verification after re-reading.
 std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTensor>& tensors,
                                     const std::vector<Alias>& aliases, const std::string& archiveName,
-                                    const std::function<void(uint64_t)>& onBytes, const ops::CancelToken& cancel);
+                                    const std::function<void(uint64_t)>& onBytes,
+                                    const ops::CancelToken& cancel);
 
 } // namespace ckpt::torch
