@@ -1,6 +1,8 @@
 #include "ops/writers.h"
 
 #include "compute_backend.h"
+#include "ops/chunk_stream.h"
+#include "ops/tensor_hasher.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
@@ -10,8 +12,6 @@
 namespace ckpt::ops {
 
 namespace {
-constexpr uint64_t kChunk = 16u << 20; // bytes per write: bounds memory whatever the tensor size
-
 [[noreturn]] void mismatch(const io::AtomicFile& out, const std::string& what)
 {
     throw Error("verification after writing failed: " + what, out.finalPath());
@@ -27,27 +27,17 @@ std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::O
     const uint64_t n = header.size();
     out.write(&n, 8);
     out.write(header.data(), header.size());
-    uint64_t largest = 1;
-    for (const auto& t : tensors)
-        largest = std::max(largest, t.nbytes);
-    std::vector<uint8_t> buf(std::min(kChunk, largest));
-    std::vector<uint64_t> hashes;
-    for (const auto& t : tensors) {
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(),
-                                                                          &XXH3_freeState);
-        XXH3_64bits_reset(st.get());
-        for (uint64_t off = 0; off < t.nbytes; off += buf.size()) {
-            cancel.throwIfCancelled();
-            const uint64_t count = std::min<uint64_t>(buf.size(), t.nbytes - off);
-            t.fill(off, count, buf.data());
-            XXH3_64bits_update(st.get(), buf.data(), count);
-            out.write(buf.data(), count);
-            if (onBytes) onBytes(count);
-        }
-        hashes.push_back(XXH3_64bits_digest(st.get()));
-    }
+    TensorHasher hasher(tensors.size());
+    streamChunks(
+        tensors,
+        [&](size_t i, const uint8_t* data, uint64_t size) {
+            hasher.update(i, data, size);
+            out.write(data, size);
+            if (onBytes) onBytes(size);
+        },
+        cancel);
     out.finish();
-    return hashes;
+    return hasher.digests();
 }
 
 void verifySafetensors(const io::AtomicFile& out, const std::vector<torch::OutTensor>& tensors,

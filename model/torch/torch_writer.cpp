@@ -1,5 +1,8 @@
 #include "torch/torch_writer.h"
 
+#include "ops/chunk_stream.h"
+#include "ops/tensor_hasher.h"
+
 #include <map>
 #include <memory>
 #include <xxhash.h>
@@ -10,7 +13,6 @@ namespace ckpt::torch {
 namespace {
 
 constexpr uint64_t kAlign = 64;
-constexpr uint64_t kChunk = 16u << 20;
 
 void put16(std::string& s, uint16_t v)
 {
@@ -291,29 +293,31 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
     ZipStream zip(out, archiveName);
     zip.record("data.pkl", p.bytes);
     zip.record("byteorder", "little");
-    std::vector<uint64_t> hashes;
-    std::vector<uint8_t> buf;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-        const OutTensor& t = tensors[i];
-        zip.begin("data/" + std::to_string(i), t.nbytes);
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(),
-                                                                          &XXH3_freeState);
-        XXH3_64bits_reset(st.get());
-        buf.resize(std::min<uint64_t>(kChunk, std::max<uint64_t>(t.nbytes, 1)));
-        for (uint64_t off = 0; off < t.nbytes; off += buf.size()) {
-            cancel.throwIfCancelled();
-            const uint64_t n = std::min<uint64_t>(buf.size(), t.nbytes - off);
-            t.fill(off, n, buf.data());
-            XXH3_64bits_update(st.get(), buf.data(), n);
-            zip.data(buf.data(), n);
-            if (onBytes) onBytes(n);
+    // One record per tensor, opened when its first chunk arrives (empty tensors have none).
+    ops::TensorHasher hasher(tensors.size());
+    size_t begun = 0;
+    auto beginThrough = [&](size_t last) {
+        for (; begun <= last && begun < tensors.size(); ++begun) {
+            if (begun) zip.end();
+            zip.begin("data/" + std::to_string(begun), tensors[begun].nbytes);
         }
+    };
+    ops::streamChunks(
+        tensors,
+        [&](size_t i, const uint8_t* data, uint64_t size) {
+            beginThrough(i);
+            hasher.update(i, data, size);
+            zip.data(data, size);
+            if (onBytes) onBytes(size);
+        },
+        cancel);
+    if (!tensors.empty()) {
+        beginThrough(tensors.size() - 1);
         zip.end();
-        hashes.push_back(XXH3_64bits_digest(st.get()));
     }
     zip.record("version", "3\n");
     zip.finish();
-    return hashes;
+    return hasher.digests();
 }
 
 } // namespace ckpt::torch

@@ -1,0 +1,22 @@
+// Streams tensors' bytes in fixed-size chunks through a small ring of buffers: a producer
+// thread fills chunks (gather from mapped files, cast) while the caller's thread consumes the
+// previous ones (hash, write). Reads and writes overlap; memory is ring size x chunk size,
+// whatever the tensor sizes.
+#pragma once
+
+#include "ops/job.h"
+#include "torch/out_tensor.h"
+
+#include <functional>
+#include <vector>
+
+namespace ckpt::ops {
+
+// Calls consume(tensorIndex, data, size) for every chunk of every tensor, in order (a tensor of
+// zero bytes gets no call). Exceptions from either side propagate to the caller; cancel is
+// checked per chunk.
+void streamChunks(const std::vector<torch::OutTensor>& tensors,
+                  const std::function<void(size_t tensor, const uint8_t* data, uint64_t size)>& consume,
+                  const CancelToken& cancel, uint64_t chunkSize = 16u << 20, int ringSize = 3);
+
+} // namespace ckpt::ops
