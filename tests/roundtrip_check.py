@@ -115,6 +115,30 @@ def main():
             checked[how] += 1
             print(f"ok   {src}: {len(tensors)} tensors, checked against {how}"
                   + ("" if how == "torch.load" else f" (torch {torch.__version__} cannot load it: {reason})"))
+    # DeepSpeed consolidation to .bin: every shard must load with torch.load(weights_only=True)
+    # and hold exactly what zero_to_fp32 wrote.
+    ds = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "deepspeed")
+    shards_loaded = 0
+    for name in ("zero2_bf16_w2", "zero3_fp32_w4"):
+        exp = json.load(open(os.path.join(ds, name + ".expect.json")))
+        ref = {t["name"]: t for t in exp["tags"]["global_step4"]["bin_sharded"]["tensors"]}
+        out = os.path.join(tmp, name)
+        r = subprocess.run([ckpt, "export", "-q", "--format", "bin", "--max-shard-size", "2KB",
+                            os.path.join(ds, name), out], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL {name}: ckpt export exited {r.returncode}: {r.stderr.strip()}")
+            failures += 1
+            continue
+        got = {}
+        for f in sorted(os.listdir(out)):
+            if f.endswith(".bin"):
+                got.update(torch.load(os.path.join(out, f), weights_only=True))
+                shards_loaded += 1
+        for k, t in ref.items():
+            if k not in got or hashlib.sha256(torch_bytes(got[k])).hexdigest() != t["sha256"]:
+                print(f"FAIL {name}: {k} differs from zero_to_fp32's output after torch.load(weights_only=True)")
+                failures += 1
+    print(f"ok   {shards_loaded} consolidated .bin shards load with torch.load(weights_only=True)")
     print(f"roundtrip: {checked['torch.load']} files against torch.load {torch.__version__}, "
           f"{checked['sha256']} against recorded sha256, {failures} failures")
     return 1 if failures or not checked["torch.load"] else 0

@@ -52,6 +52,16 @@ std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::vector<uint8_t> by
     return f;
 }
 
+void MappedFile::release(const uint8_t* begin, uint64_t size) const
+{
+    if (!m_mapped || begin < m_data || begin + size > m_data + m_size) return;
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    // Only whole pages inside the range: a page shared with bytes still to come stays.
+    const uint64_t from = (uint64_t(begin - m_data) + page - 1) / page * page;
+    const uint64_t to = uint64_t(begin - m_data + size) / page * page;
+    if (to > from) ::madvise(const_cast<uint8_t*>(m_data) + from, to - from, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile()
 {
     if (m_mapped) ::munmap(const_cast<uint8_t*>(m_data), m_size);

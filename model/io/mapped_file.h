@@ -24,6 +24,10 @@ public:
     const std::string& path() const { return m_path; }
     ByteSpan bytes() const { return {m_data, m_size}; }
     uint64_t size() const { return m_size; }
+    // Tells the OS we are done with these bytes for now: their pages leave this process's
+    // resident set (the page cache keeps them). Streaming jobs call it behind their read
+    // position so memory stays bounded by the chunk size, not the file size.
+    void release(const uint8_t* begin, uint64_t size) const;
 
 private:
     MappedFile() = default;

@@ -110,6 +110,9 @@ struct Reader
                 gpu::cpuBackend().gather(v, p.offset + first, n, staging.data());
                 gpu::castElements(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
             }
+            // Sources are read once, front to back: let their pages go (bounded RSS).
+            if (p.tensor->isContiguous())
+                p.file->release(blob.bytes.data() + (uint64_t(p.tensor->storageOffset) + p.offset + first) * fs, n * fs);
             dst += n * ts;
             count -= n;
             first = 0;

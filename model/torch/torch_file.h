@@ -91,6 +91,8 @@ public:
 
     // The whole storage, zero-copy where the file allows it.
     io::Blob storageBytes(int storage) const;
+    // Drops pages of these bytes (from storageBytes) from the resident set; see MappedFile::release.
+    void release(const uint8_t* begin, uint64_t size) const { m_file->release(begin, size); }
 
 private:
     TorchFile() = default;
