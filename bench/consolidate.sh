@@ -21,7 +21,10 @@ $py bench/make_large_checkpoint.py --stage 3 --mimic 2>/dev/null | tail -n 1
 
 cmake --preset release -DCKPT_BUILD_TESTS=OFF >/dev/null
 cmake --build build/release --target ckpt >/dev/null
-z2f=$($py -c 'import deepspeed.utils.zero_to_fp32 as z; print(z.__file__)' 2>/dev/null)
+# Users run the copy DeepSpeed drops into every checkpoint folder; running it from inside the
+# package would shadow the stdlib's `types` with deepspeed/utils/types.py.
+cp "$($py -c 'import deepspeed.utils.zero_to_fp32 as z; print(z.__file__)' 2>/dev/null | tail -n 1)" "$work/zero_to_fp32.py"
+z2f="$work/zero_to_fp32.py"
 
 # peak RSS in MB and wall seconds from /usr/bin/time -v output
 rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
@@ -47,10 +50,12 @@ PY
     rm -rf "$out"; mkdir -p "$out"
     log="$work/time-$stage-$tool.txt"
     case $tool in
-      zero_to_fp32) /usr/bin/time -v $py "$z2f" "$ck" "$out" --safe_serialization >/dev/null 2>"$log" ;;
-      ckpt) /usr/bin/time -v build/release/cli/ckpt export -q "$ck" "$out" >/dev/null 2>"$log" ;;
-      copy) # lower bound: read the fp32 bytes from the cached rank files, write and fsync as many bytes
-        /usr/bin/time -v bash -c "cat $ck/global_step4/*optim_states.pt | head -c $fp32 > /dev/null; head -c $fp32 /dev/zero > $out/copy.bin; sync $out/copy.bin" 2>"$log" ;;
+      zero_to_fp32) /usr/bin/time -v $py "$z2f" "$ck" "$out" --safe_serialization >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
+      ckpt) /usr/bin/time -v build/release/cli/ckpt export -q "$ck" "$out" >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
+      copy) # lower bound: read as many bytes as the fp32 weights from the cached rank files, then
+            # write and fsync as many (ckpt fsyncs its output; zero_to_fp32 does not)
+        per=$(( fp32 / 4 ))
+        /usr/bin/time -v bash -c "for f in $ck/global_step4/*optim_states.pt; do dd if=\$f of=/dev/null bs=16M count=$per iflag=count_bytes status=none; done; dd if=/dev/zero of=$out/copy.bin bs=16M count=$fp32 iflag=count_bytes conv=fsync status=none" 2>"$log" ;;
     esac
     echo "   $tool: $(wall "$log") s, peak RSS $(rss "$log") MB"
     rows+=("$stage $tool $(wall "$log") $(rss "$log") $fp32")

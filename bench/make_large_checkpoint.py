@@ -40,9 +40,11 @@ class Values:
 
 
 def random_values(seed=0):
-    g = torch.Generator().manual_seed(seed)
+    import zlib
 
     def get(name, n):
+        # seeded by name: the same values whenever a rank asks again (ZeRO-3 is built rank by rank)
+        g = torch.Generator().manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
         master = torch.randn(n, generator=g, dtype=torch.float32) * 0.02
         return {"master": master, "exp_avg": master * 0.1, "exp_avg_sq": master * master, "lp": master.to(torch.bfloat16)}
     return get
@@ -131,28 +133,29 @@ def build_stage2(tpl_model, tpl_optims, groups, W, values, out_dir, shared):
 
 
 def build_stage3(tpl_models, tpl_optims, groups, W, values, out_dir, shared, param_order):
-    flats = [[] for _ in range(W)]
-    m1s = [[] for _ in range(W)]
-    m2s = [[] for _ in range(W)]
     ds_ids = []
     for shapes in groups:
-        pieces = [[] for _ in range(W)], [[] for _ in range(W)], [[] for _ in range(W)]
-        for name, shape in shapes.items():
-            n = math.prod(shape)
-            p = (n + W - 1) // W
-            v = values(name, n)
-            for key, dst in zip(("master", "exp_avg", "exp_avg_sq"), pieces):
-                padded = torch.zeros(p * W, dtype=torch.float32)
-                padded[:n] = v[key]
-                for r in range(W):
-                    dst[r].append(padded[r * p:(r + 1) * p])
-        for r in range(W):
-            flats[r].append(torch.cat(pieces[0][r]))
-            m1s[r].append(torch.cat(pieces[1][r]))
-            m2s[r].append(torch.cat(pieces[2][r]))
         ids = [param_order.index(n) for n in shapes]
         ds_ids.append(f"{ids[0]}_{ids[-1]}")
+    # Rank by rank, so memory holds one rank's partitions, not the whole model's.
     for r in range(W):
+        flats, m1s, m2s = [], [], []
+        for shapes in groups:
+            pieces = ([], [], [])
+            for name, shape in shapes.items():
+                n = math.prod(shape)
+                p = (n + W - 1) // W
+                v = values(name, n)
+                for key, dst in zip(("master", "exp_avg", "exp_avg_sq"), pieces):
+                    part = torch.zeros(p, dtype=torch.float32)  # DeepSpeed's padding is undefined; ours is 0
+                    lo, hi = min(r * p, n), min((r + 1) * p, n)
+                    part[:hi - lo] = v[key][lo:hi]
+                    dst.append(part)
+                del v
+            flats.append(torch.cat(pieces[0]))
+            m1s.append(torch.cat(pieces[1]))
+            m2s.append(torch.cat(pieces[2]))
+            del pieces
         tm = tpl_models[min(r, len(tpl_models) - 1)]
         m = copy.copy(tm)
         module = collections.OrderedDict()
@@ -177,20 +180,18 @@ def build_stage3(tpl_models, tpl_optims, groups, W, values, out_dir, shared, par
         state = {}
         for s in range(len(groups)):
             st = copy.copy(to["optimizer_state_dict"]["optimizer_state_dict"]["state"][s])
-            st["exp_avg"] = m1s[r][s]
-            st["exp_avg_sq"] = m2s[r][s]
+            st["exp_avg"] = m1s[s]
+            st["exp_avg_sq"] = m2s[s]
             state[s] = st
         inner["state"] = state
         osd["optimizer_state_dict"] = inner
-        fl = []
         for s in range(len(groups)):
-            t = flats[r][s].clone()
-            t.ds_id = ds_ids[s]
-            fl.append(t)
-        osd["fp32_flat_groups"] = fl
+            flats[s].ds_id = ds_ids[s]
+        osd["fp32_flat_groups"] = flats
         osd["partition_count"] = W
         o["optimizer_state_dict"] = osd
         torch.save(o, out_dir / f"bf16_zero_pp_rank_{r}_mp_rank_00_optim_states.pt")
+        del flats, m1s, m2s, o, osd, inner, state
 
 
 def template(stage):

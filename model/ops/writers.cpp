@@ -16,6 +16,19 @@ namespace {
 {
     throw Error("verification after writing failed: " + what, out.finalPath());
 }
+// Hashes bytes of a mapped file chunk by chunk, releasing pages behind, so verifying a
+// multi-gigabyte output does not pull all of it into our resident set.
+uint64_t hashReleasing(const io::MappedFile& file, const uint8_t* data, uint64_t size)
+{
+    constexpr uint64_t kChunk = 16u << 20;
+    TensorHasher h(1);
+    for (uint64_t off = 0; off < size; off += kChunk) {
+        const uint64_t n = std::min(kChunk, size - off);
+        h.update(0, data + off, n);
+        file.release(data + off, n);
+    }
+    return h.digests()[0];
+}
 } // namespace
 
 std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::OutTensor>& tensors,
@@ -55,7 +68,7 @@ void verifySafetensors(const io::AtomicFile& out, const std::vector<torch::OutTe
             it->second->dtype != tensors[i].dtype)
             mismatch(out, "tensor '" + tensors[i].name + "' is missing or has another shape or dtype");
         const auto b = check->bytes(*it->second);
-        if (XXH3_64bits(b.data(), b.size()) != hashes[i])
+        if (hashReleasing(*check->file(), b.data(), b.size()) != hashes[i])
             mismatch(out, "tensor '" + tensors[i].name + "' differs");
     }
 }
@@ -74,7 +87,7 @@ void verifyTorchZip(const io::AtomicFile& out, const std::vector<torch::OutTenso
         const auto blob = check->storageBytes(t->storage);
         if (blob.size() != t->nbytes())
             mismatch(out, "tensor '" + tensors[i].name + "' does not own compact storage");
-        if (XXH3_64bits(blob.bytes.data(), blob.size()) != hashes[i])
+        if (hashReleasing(check->mapped(), blob.bytes.data(), blob.size()) != hashes[i])
             mismatch(out, "tensor '" + tensors[i].name + "' differs");
     }
     for (const auto& a : aliases) {

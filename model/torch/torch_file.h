@@ -88,6 +88,7 @@ public:
     const std::vector<pickle::GlobalRef>& globals() const { return m_globals; }
     const std::vector<std::string>& warnings() const { return m_warnings; }
     uint64_t fileSize() const { return m_file->size(); }
+    const io::MappedFile& mapped() const { return *m_file; }
 
     // The whole storage, zero-copy where the file allows it.
     io::Blob storageBytes(int storage) const;
