@@ -45,35 +45,42 @@ PY
 )
   echo "== ZeRO-$stage: $(du -sh "$ck" | cut -f1) on disk, $((fp32 / 1000000)) MB of fp32 weights; warming the page cache"
   cat "$ck"/global_step4/* > /dev/null
+  # Output on disk (ckpt fsyncs, zero_to_fp32 does not) and on tmpfs (no disk in the way: the
+  # tools' own work).
+  for target in disk tmpfs; do
+  base=$work; [ $target = tmpfs ] && base=/dev/shm/ckpt-bench && mkdir -p $base
   for tool in zero_to_fp32 ckpt copy; do
-    out="$work/out-$stage-$tool"
+    out="$base/out-$stage-$tool"
     rm -rf "$out"; mkdir -p "$out"
-    log="$work/time-$stage-$tool.txt"
+    log="$work/time-$stage-$target-$tool.txt"
     case $tool in
       zero_to_fp32) /usr/bin/time -v $py "$z2f" "$ck" "$out" --safe_serialization >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
       ckpt) /usr/bin/time -v build/release/cli/ckpt export -q "$ck" "$out" >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
       copy) # lower bound: read as many bytes as the fp32 weights from the cached rank files, then
             # write and fsync as many (ckpt fsyncs its output; zero_to_fp32 does not)
         per=$(( fp32 / 4 ))
-        /usr/bin/time -v bash -c "for f in $ck/global_step4/*optim_states.pt; do dd if=\$f of=/dev/null bs=16M count=$per iflag=count_bytes status=none; done; dd if=/dev/zero of=$out/copy.bin bs=16M count=$fp32 iflag=count_bytes conv=fsync status=none" 2>"$log" ;;
+        sync_flag=conv=fsync; [ $target = tmpfs ] && sync_flag=""
+        /usr/bin/time -v bash -c "for f in $ck/global_step4/*optim_states.pt; do dd if=\$f of=/dev/null bs=16M count=$per iflag=count_bytes status=none; done; dd if=/dev/zero of=$out/copy.bin bs=16M count=$fp32 iflag=count_bytes $sync_flag status=none" 2>"$log" ;;
     esac
-    echo "   $tool: $(wall "$log") s, peak RSS $(rss "$log") MB"
-    rows+=("$stage $tool $(wall "$log") $(rss "$log") $fp32")
+    echo "   $target $tool: $(wall "$log") s, peak RSS $(rss "$log") MB"
+    rows+=("$stage/$target $tool $(wall "$log") $(rss "$log") $fp32")
   done
   echo "== checking outputs are identical"
-  for f in "$work/out-$stage-zero_to_fp32"/*; do
-    cmp "$f" "$work/out-$stage-ckpt/$(basename "$f")" && echo "   $(basename "$f"): identical bytes"
+  for f in "$base/out-$stage-zero_to_fp32"/*; do
+    cmp "$f" "$base/out-$stage-ckpt/$(basename "$f")" && echo "   $(basename "$f"): identical bytes"
   done
-  rm -rf "$work/out-$stage-"*
+  rm -rf "$base/out-$stage-"*
+  done
 done
+rm -rf /dev/shm/ckpt-bench
 
 {
   echo
   echo "### $(date -u +%Y-%m-%d) — $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, params=$params, W=4, bf16 model"
   echo
-  echo "| ZeRO | tool | wall s | GB/s (fp32 weights) | peak RSS MB | time vs zero_to_fp32 | RSS vs zero_to_fp32 | time vs copy bound |"
+  echo "| ZeRO / output | tool | wall s | GB/s (fp32 weights) | peak RSS MB | time vs zero_to_fp32 | RSS vs zero_to_fp32 | time vs copy bound |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|"
-  for stage in 2 3; do
+  for stage in 2/disk 2/tmpfs 3/disk 3/tmpfs; do
     base_t=""; base_r=""; copy_t=""
     for r in "${rows[@]}"; do set -- $r; [ "$1" = "$stage" ] || continue
       [ "$2" = zero_to_fp32 ] && base_t=$3 && base_r=$4; [ "$2" = copy ] && copy_t=$3; done

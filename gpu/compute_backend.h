@@ -1,8 +1,13 @@
 // The compute backend: operations over spans of mapped file bytes. The CPU implementation is
-// always built and is the oracle; a CUDA implementation plugs in behind the same interface.
+// always built and is the oracle; a CUDA implementation plugs in behind the same interface
+// when built (CKPT_CUDA) and a device answers. Results are plain values.
 #pragma once
 
+#include "scalar.h"
+
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,15 +30,82 @@ struct StridedView
     bool contiguous() const;
 };
 
+// Failures inside the backend (a CUDA call that failed, a device that vanished).
+class BackendError : public std::runtime_error
+{
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// count/zeros/nans/infs over all elements; min, max, mean, std (unbiased, as torch.std) over the
+// non-NaN ones, accumulated in fp64 with per-block shifts and Chan's merge, so large offsets do
+// not cancel; absmax and l2 likewise over non-NaN elements.
+struct Stats
+{
+    uint64_t count = 0, zeros = 0, nans = 0, infs = 0;
+    double min = 0, max = 0, mean = 0, m2 = 0, absmax = 0, sumsq = 0;
+
+    uint64_t valid() const { return count - nans; }
+    double std() const;
+    double l2() const;
+    void merge(const Stats& other);
+};
+
+// `bins` equal bins over [lo, hi] of x (or of log10|x| when log10 is set; zeros and
+// non-finite values are counted apart). lo/hi default to the data's own range.
+struct Histogram
+{
+    std::vector<uint64_t> bins;
+    double lo = 0, hi = 0;
+    bool log10 = false;
+    uint64_t zeros = 0, nonFinite = 0;
+};
+
+// Element-wise comparison of two tensors of one shape, over pairs where neither is NaN.
+struct DiffStats
+{
+    uint64_t count = 0, bitwiseEqual = 0, nanMismatch = 0;
+    double maxAbsDiff = 0, sumSqDiff = 0, sumSqA = 0, sumSqB = 0, dot = 0;
+
+    double l2Diff() const;
+    double relL2() const;  // ||a-b|| / ||a||
+    double cosine() const; // a.b / (||a|| ||b||)
+    void merge(const DiffStats& other);
+};
+
+// Content hash, the same on every backend: bytes are cut into 1 MiB chunks; a chunk's value is
+// the wrapping sum over its 8-byte little-endian words w_j (the last one zero-padded) of
+// mix(w_j + j * 0x9E3779B97F4A7C15), xor mix(chunk length); chunks are folded in order by
+// h = mix(h ^ chunk) + 1. mix is the splitmix64 finaliser. Order-sensitive, parallel-friendly.
+constexpr uint64_t kHashChunk = 1u << 20;
+uint64_t hashMix(uint64_t x);
+
+enum class Device { Auto, Cpu, Cuda };
+
 class ComputeBackend
 {
 public:
     virtual ~ComputeBackend() = default;
-    virtual std::string name() const = 0;
+    virtual std::string name() const = 0;   // "cpu" or "cuda"
+    virtual std::string device() const = 0; // "16 CPU threads", "NVIDIA H100 (sm_90)"
+
     // Copies logical elements [first, first + count) of `v`, in row-major order, to dst.
     virtual void gather(const StridedView& v, uint64_t first, uint64_t count, uint8_t* dst) = 0;
+    // F64/F32/F16/BF16 in both directions, bit-identical to torch's .to().
+    virtual void cast(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint64_t count) = 0;
+    virtual Stats stats(const StridedView& v, Scalar type) = 0;
+    virtual Histogram histogram(const StridedView& v, Scalar type, int bins, bool log10, double lo, double hi) = 0;
+    virtual DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) = 0;
+    virtual uint64_t hash(const uint8_t* data, uint64_t size) = 0;
 };
 
 ComputeBackend& cpuBackend();
+
+// The backend for a request: Auto takes CUDA when built with it and a device answers, else the
+// CPU. `reason` says what was chosen and why ("cuda: NVIDIA H100", "cpu: built without CUDA").
+// Cuda when unavailable throws BackendError. A CUDA backend that fails mid-job falls back to the
+// CPU for the rest of the job and says so through `warning`.
+std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason);
+bool cudaBuilt();
 
 } // namespace ckpt::gpu

@@ -1,14 +1,19 @@
+#include "cast.h"
 #include "compute_backend.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <thread>
 
 namespace ckpt::gpu {
 
 uint64_t numelOf(const std::vector<int64_t>& shape)
 {
     uint64_t n = 1;
-    for (int64_t s : shape)
-        n *= uint64_t(s);
+    for (int64_t s : shape) n *= uint64_t(s);
     return n;
 }
 
@@ -33,12 +38,213 @@ bool StridedView::contiguous() const
     return isContiguous(shape, stride);
 }
 
+double Stats::std() const
+{
+    const uint64_t n = valid();
+    return n > 1 ? std::sqrt(m2 / double(n - 1)) : std::numeric_limits<double>::quiet_NaN();
+}
+
+double Stats::l2() const
+{
+    return std::sqrt(sumsq);
+}
+
+void Stats::merge(const Stats& o)
+{
+    const uint64_t na = valid(), nb = o.valid();
+    if (nb) {
+        if (!na) {
+            min = o.min, max = o.max, mean = o.mean, m2 = o.m2;
+        } else {
+            // Chan et al.: combine two (mean, M2) pairs without cancellation.
+            const double n = double(na + nb), delta = o.mean - mean;
+            mean += delta * double(nb) / n;
+            m2 += o.m2 + delta * delta * double(na) * double(nb) / n;
+            min = std::min(min, o.min);
+            max = std::max(max, o.max);
+        }
+        absmax = std::max(absmax, o.absmax);
+    }
+    count += o.count, zeros += o.zeros, nans += o.nans, infs += o.infs;
+    sumsq += o.sumsq;
+}
+
+double DiffStats::l2Diff() const
+{
+    return std::sqrt(sumSqDiff);
+}
+
+double DiffStats::relL2() const
+{
+    return sumSqA > 0 ? std::sqrt(sumSqDiff / sumSqA) : (sumSqDiff > 0 ? INFINITY : 0.0);
+}
+
+double DiffStats::cosine() const
+{
+    return sumSqA > 0 && sumSqB > 0 ? dot / (std::sqrt(sumSqA) * std::sqrt(sumSqB))
+                                    : std::numeric_limits<double>::quiet_NaN();
+}
+
+void DiffStats::merge(const DiffStats& o)
+{
+    count += o.count, bitwiseEqual += o.bitwiseEqual, nanMismatch += o.nanMismatch;
+    maxAbsDiff = std::max(maxAbsDiff, o.maxAbsDiff);
+    sumSqDiff += o.sumSqDiff, sumSqA += o.sumSqA, sumSqB += o.sumSqB, dot += o.dot;
+}
+
+uint64_t hashMix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return x;
+}
+
 namespace {
+
+// float8 and e8m0 decoding tables, built once from the formats' definitions.
+struct Fp8Tables
+{
+    double e4m3fn[256], e5m2[256], e4m3fnuz[256], e5m2fnuz[256], e8m0[256];
+
+    static double decode(uint8_t v, int expBits, int mantBits, int bias, bool ieeeInf, bool fnuz)
+    {
+        const bool sign = v & 0x80;
+        const int e = (v >> mantBits) & ((1 << expBits) - 1);
+        const int m = v & ((1 << mantBits) - 1);
+        const int emax = (1 << expBits) - 1;
+        if (fnuz && v == 0x80) return std::numeric_limits<double>::quiet_NaN();
+        if (ieeeInf && e == emax) return m ? std::numeric_limits<double>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
+        if (!ieeeInf && !fnuz && e == emax && m == (1 << mantBits) - 1) return std::numeric_limits<double>::quiet_NaN();
+        double mag = e == 0 ? std::ldexp(double(m), 1 - bias - mantBits)
+                            : std::ldexp(double((1 << mantBits) | m), e - bias - mantBits);
+        return sign ? -mag : mag;
+    }
+
+    Fp8Tables()
+    {
+        for (int i = 0; i < 256; ++i) {
+            const auto v = uint8_t(i);
+            e4m3fn[i] = decode(v, 4, 3, 7, false, false);
+            e5m2[i] = decode(v, 5, 2, 15, true, false);
+            e4m3fnuz[i] = decode(v, 4, 3, 8, false, true);
+            e5m2fnuz[i] = decode(v, 5, 2, 16, false, true);
+            e8m0[i] = i == 255 ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, i - 127);
+        }
+    }
+};
+
+const Fp8Tables& fp8()
+{
+    static const Fp8Tables t;
+    return t;
+}
+
+template <typename T>
+T ld(const uint8_t* p)
+{
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+int threadCount()
+{
+    static const int n = std::max(1u, std::thread::hardware_concurrency());
+    return n;
+}
+
+// Runs fn(begin, end, part) over [0, n) split into up to threadCount() contiguous parts, in
+// parallel; results are merged by the caller in part order, so the outcome is deterministic.
+void parallelFor(uint64_t n, uint64_t minPerThread, const std::function<void(uint64_t, uint64_t, int)>& fn, int& parts)
+{
+    parts = int(std::clamp<uint64_t>(n / std::max<uint64_t>(minPerThread, 1), 1, uint64_t(threadCount())));
+    if (parts == 1) {
+        fn(0, n, 0);
+        return;
+    }
+    std::vector<std::thread> pool;
+    for (int p = 0; p < parts; ++p)
+        pool.emplace_back([&, p] { fn(n * uint64_t(p) / uint64_t(parts), n * uint64_t(p + 1) / uint64_t(parts), p); });
+    for (auto& t : pool) t.join();
+}
+
+// Stats of one block with a shift (the block's first non-NaN value) so sums stay small.
+template <typename Load>
+Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load)
+{
+    Stats s;
+    s.count = n;
+    double shift = 0, sum = 0, sumsq = 0, mn = INFINITY, mx = -INFINITY, amax = 0, sq = 0;
+    bool haveShift = false;
+    uint64_t valid = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        const double x = load(p + i * es);
+        if (std::isnan(x)) {
+            ++s.nans;
+            continue;
+        }
+        if (std::isinf(x)) ++s.infs;
+        if (x == 0) ++s.zeros;
+        if (!haveShift && std::isfinite(x)) shift = x, haveShift = true;
+        const double d = x - shift;
+        sum += d;
+        sumsq += d * d;
+        sq += x * x;
+        mn = std::min(mn, x);
+        mx = std::max(mx, x);
+        amax = std::max(amax, std::fabs(x));
+        ++valid;
+    }
+    if (valid) {
+        s.min = mn, s.max = mx, s.absmax = amax, s.sumsq = sq;
+        s.mean = shift + sum / double(valid);
+        s.m2 = std::max(0.0, sumsq - sum * sum / double(valid));
+        if (!std::isfinite(s.mean) || !std::isfinite(s.m2)) { // infinities: let them show
+            s.mean = shift + sum / double(valid);
+            s.m2 = std::numeric_limits<double>::quiet_NaN();
+        }
+    }
+    return s;
+}
+
+template <typename Fn>
+auto withLoader(Scalar t, Fn fn)
+{
+    const auto& f8 = fp8();
+    switch (t) {
+    case Scalar::F64: return fn([](const uint8_t* p) { return ld<double>(p); });
+    case Scalar::F32: return fn([](const uint8_t* p) { return double(ld<float>(p)); });
+    case Scalar::F16: return fn([](const uint8_t* p) { return double(halfToFloat(ld<uint16_t>(p))); });
+    case Scalar::BF16: return fn([](const uint8_t* p) { return double(bfloat16ToFloat(ld<uint16_t>(p))); });
+    case Scalar::F8E4M3FN: return fn([&f8](const uint8_t* p) { return f8.e4m3fn[*p]; });
+    case Scalar::F8E5M2: return fn([&f8](const uint8_t* p) { return f8.e5m2[*p]; });
+    case Scalar::F8E4M3FNUZ: return fn([&f8](const uint8_t* p) { return f8.e4m3fnuz[*p]; });
+    case Scalar::F8E5M2FNUZ: return fn([&f8](const uint8_t* p) { return f8.e5m2fnuz[*p]; });
+    case Scalar::F8E8M0: return fn([&f8](const uint8_t* p) { return f8.e8m0[*p]; });
+    case Scalar::I64: return fn([](const uint8_t* p) { return double(ld<int64_t>(p)); });
+    case Scalar::I32: return fn([](const uint8_t* p) { return double(ld<int32_t>(p)); });
+    case Scalar::I16: return fn([](const uint8_t* p) { return double(ld<int16_t>(p)); });
+    case Scalar::I8: return fn([](const uint8_t* p) { return double(ld<int8_t>(p)); });
+    case Scalar::U8: return fn([](const uint8_t* p) { return double(*p); });
+    case Scalar::U16: return fn([](const uint8_t* p) { return double(ld<uint16_t>(p)); });
+    case Scalar::U32: return fn([](const uint8_t* p) { return double(ld<uint32_t>(p)); });
+    case Scalar::U64: return fn([](const uint8_t* p) { return double(ld<uint64_t>(p)); });
+    case Scalar::Bool: return fn([](const uint8_t* p) { return *p ? 1.0 : 0.0; });
+    }
+    return fn([](const uint8_t*) { return 0.0; });
+}
+
+constexpr uint64_t kBlock = 4096;      // elements per stats block: the shift granularity
+constexpr uint64_t kStage = 1u << 22; // elements gathered at a time from strided inputs
 
 class CpuBackend final : public ComputeBackend
 {
 public:
     std::string name() const override { return "cpu"; }
+    std::string device() const override { return std::to_string(threadCount()) + " CPU threads"; }
 
     void gather(const StridedView& v, uint64_t first, uint64_t count, uint8_t* dst) override
     {
@@ -62,8 +268,7 @@ public:
         uint64_t done = 0;
         while (done < count) {
             int64_t off = v.offset;
-            for (size_t d = 0; d < nd; ++d)
-                off += idx[d] * v.stride[d];
+            for (size_t d = 0; d < nd; ++d) off += idx[d] * v.stride[d];
             const uint64_t run = std::min<uint64_t>(uint64_t(inner - idx[nd - 1]), count - done);
             const uint8_t* src = v.base + uint64_t(off) * es;
             if (innerStride == 1) {
@@ -80,9 +285,185 @@ public:
             }
         }
     }
+
+    void cast(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint64_t count) override
+    {
+        int parts = 0;
+        const uint32_t fs = scalarSize(from), ts = scalarSize(to);
+        parallelFor(count, 1 << 20, [&](uint64_t b, uint64_t e, int) { castElements(from, to, src + b * fs, dst + b * ts, e - b); },
+                    parts);
+    }
+
+    // Contiguous elements: blocks of kBlock, threads over block ranges, merged in order.
+    Stats contiguousStats(const uint8_t* p, uint64_t n, Scalar t)
+    {
+        const uint32_t es = scalarSize(t);
+        const uint64_t blocks = (n + kBlock - 1) / kBlock;
+        std::vector<Stats> partial(size_t(threadCount()));
+        int parts = 0;
+        parallelFor(blocks, 64, [&](uint64_t b, uint64_t e, int part) {
+            Stats acc;
+            withLoader(t, [&](auto load) {
+                for (uint64_t blk = b; blk < e; ++blk) {
+                    const uint64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+                    acc.merge(blockStats(p + first * es, len, es, load));
+                }
+                return 0;
+            });
+            partial[size_t(part)] = acc;
+        }, parts);
+        Stats s;
+        for (int i = 0; i < parts; ++i) s.merge(partial[size_t(i)]);
+        return s;
+    }
+
+    // Strided inputs are gathered a stage at a time, then treated as contiguous.
+    template <typename Fn>
+    void staged(const StridedView& v, Fn fn)
+    {
+        const uint64_t n = v.numel();
+        if (v.contiguous()) {
+            fn(v.base + uint64_t(v.offset) * v.elementSize, n);
+            return;
+        }
+        std::vector<uint8_t> buf(std::min(n, kStage) * v.elementSize);
+        for (uint64_t first = 0; first < n; first += kStage) {
+            const uint64_t len = std::min(kStage, n - first);
+            gather(v, first, len, buf.data());
+            fn(buf.data(), len);
+        }
+    }
+
+    Stats stats(const StridedView& v, Scalar t) override
+    {
+        Stats s;
+        staged(v, [&](const uint8_t* p, uint64_t n) { s.merge(contiguousStats(p, n, t)); });
+        return s;
+    }
+
+    Histogram histogram(const StridedView& v, Scalar t, int bins, bool log10, double lo, double hi) override
+    {
+        Histogram h;
+        h.log10 = log10;
+        h.bins.assign(size_t(std::max(bins, 1)), 0);
+        if (!(lo < hi)) { // the data's own range, of x or of log10|x|
+            double mn = INFINITY, mx = -INFINITY;
+            staged(v, [&](const uint8_t* p, uint64_t n) {
+                withLoader(t, [&](auto load) {
+                    for (uint64_t i = 0; i < n; ++i) {
+                        double x = load(p + i * v.elementSize);
+                        if (!std::isfinite(x) || (log10 && x == 0)) continue;
+                        if (log10) x = std::log10(std::fabs(x));
+                        mn = std::min(mn, x), mx = std::max(mx, x);
+                    }
+                    return 0;
+                });
+            });
+            lo = std::isfinite(mn) ? mn : 0;
+            hi = std::isfinite(mx) ? mx : 1;
+            if (!(lo < hi)) hi = lo + 1;
+        }
+        h.lo = lo, h.hi = hi;
+        const double scale = double(h.bins.size()) / (hi - lo);
+        staged(v, [&](const uint8_t* p, uint64_t n) {
+            withLoader(t, [&](auto load) {
+                for (uint64_t i = 0; i < n; ++i) {
+                    double x = load(p + i * v.elementSize);
+                    if (!std::isfinite(x)) {
+                        ++h.nonFinite;
+                        continue;
+                    }
+                    if (log10) {
+                        if (x == 0) {
+                            ++h.zeros;
+                            continue;
+                        }
+                        x = std::log10(std::fabs(x));
+                    }
+                    const double f = (x - lo) * scale;
+                    const size_t b = f <= 0 ? 0 : std::min(h.bins.size() - 1, size_t(f));
+                    if (x >= lo && x <= hi) ++h.bins[b];
+                }
+                return 0;
+            });
+        });
+        return h;
+    }
+
+    DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) override
+    {
+        DiffStats d;
+        const uint64_t n = a.numel();
+        if (b.numel() != n) throw BackendError("diff: tensors have different element counts");
+        const bool sameType = ta == tb;
+        const uint32_t ea = scalarSize(ta), eb = scalarSize(tb);
+        std::vector<uint8_t> bufA, bufB;
+        for (uint64_t first = 0; first < n; first += kStage) {
+            const uint64_t len = std::min(kStage, n - first);
+            const uint8_t* pa = a.base + (uint64_t(a.offset) + first) * ea;
+            const uint8_t* pb = b.base + (uint64_t(b.offset) + first) * eb;
+            if (!a.contiguous()) bufA.resize(len * ea), gather(a, first, len, bufA.data()), pa = bufA.data();
+            if (!b.contiguous()) bufB.resize(len * eb), gather(b, first, len, bufB.data()), pb = bufB.data();
+            std::vector<DiffStats> partial(size_t(threadCount()));
+            int parts = 0;
+            parallelFor(len, 1 << 16, [&](uint64_t s, uint64_t e, int part) {
+                DiffStats acc;
+                withLoader(ta, [&](auto la) {
+                    return withLoader(tb, [&](auto lb) {
+                        for (uint64_t i = s; i < e; ++i) {
+                            const double x = la(pa + i * ea), y = lb(pb + i * eb);
+                            ++acc.count;
+                            if (sameType && std::memcmp(pa + i * ea, pb + i * eb, ea) == 0) ++acc.bitwiseEqual;
+                            if (std::isnan(x) || std::isnan(y)) {
+                                if (std::isnan(x) != std::isnan(y)) ++acc.nanMismatch;
+                                continue;
+                            }
+                            const double dd = x - y;
+                            acc.maxAbsDiff = std::max(acc.maxAbsDiff, std::fabs(dd));
+                            acc.sumSqDiff += dd * dd, acc.sumSqA += x * x, acc.sumSqB += y * y, acc.dot += x * y;
+                        }
+                        return 0;
+                    });
+                });
+                partial[size_t(part)] = acc;
+            }, parts);
+            for (int i = 0; i < parts; ++i) d.merge(partial[size_t(i)]);
+        }
+        return d;
+    }
+
+    uint64_t hash(const uint8_t* data, uint64_t size) override
+    {
+        const uint64_t chunks = (size + kHashChunk - 1) / kHashChunk;
+        std::vector<uint64_t> values(chunks);
+        int parts = 0;
+        parallelFor(chunks, 4, [&](uint64_t b, uint64_t e, int) {
+            for (uint64_t c = b; c < e; ++c) {
+                const uint8_t* p = data + c * kHashChunk;
+                const uint64_t len = std::min(kHashChunk, size - c * kHashChunk);
+                uint64_t acc = 0;
+                const uint64_t words = len / 8;
+                for (uint64_t j = 0; j < words; ++j) acc += hashMix(ld<uint64_t>(p + j * 8) + j * 0x9E3779B97F4A7C15ull);
+                if (len % 8) {
+                    uint64_t w = 0;
+                    std::memcpy(&w, p + words * 8, len % 8);
+                    acc += hashMix(w + words * 0x9E3779B97F4A7C15ull);
+                }
+                values[c] = acc ^ hashMix(len);
+            }
+        }, parts);
+        uint64_t h = hashMix(size);
+        for (uint64_t v : values) h = hashMix(h ^ v) + 1;
+        return h;
+    }
 };
 
 } // namespace
+
+double toDouble(Scalar s, const uint8_t* p)
+{
+    return withLoader(s, [p](auto load) { return load(p); });
+}
 
 ComputeBackend& cpuBackend()
 {
