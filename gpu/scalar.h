@@ -4,6 +4,13 @@
 
 #include <cstdint>
 
+// Callable from CUDA kernels too.
+#ifdef __CUDACC__
+#define CKPT_HOST_DEVICE __host__ __device__
+#else
+#define CKPT_HOST_DEVICE
+#endif
+
 namespace ckpt::gpu {
 
 enum class Scalar : uint8_t {
@@ -12,7 +19,7 @@ enum class Scalar : uint8_t {
     I64, I32, I16, I8, U8, U16, U32, U64, Bool,
 };
 
-inline uint32_t scalarSize(Scalar s)
+CKPT_HOST_DEVICE inline uint32_t scalarSize(Scalar s)
 {
     switch (s) {
     case Scalar::F64: case Scalar::I64: case Scalar::U64: return 8;
@@ -22,7 +29,7 @@ inline uint32_t scalarSize(Scalar s)
     }
 }
 
-inline bool isFloating(Scalar s)
+CKPT_HOST_DEVICE inline bool isFloating(Scalar s)
 {
     return s <= Scalar::F8E8M0;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace ckpt::gpu {
 
@@ -44,8 +45,9 @@ float toFloat(Scalar s, const uint8_t* p)
         return halfToFloat(load<uint16_t>(p));
     case Scalar::BF16:
         return bfloat16ToFloat(load<uint16_t>(p));
+    default:
+        return float(toDouble(s, p));
     }
-    return 0;
 }
 
 } // namespace
@@ -117,8 +119,8 @@ void castElements(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint
         case Scalar::BF16:
             store<uint16_t>(dst, floatToBFloat16(f));
             break;
-        case Scalar::F64:
-            break;
+        default:
+            throw std::invalid_argument("castElements: only F64, F32, F16 and BF16 outputs");
         }
     }
 }

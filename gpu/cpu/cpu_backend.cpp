@@ -299,7 +299,7 @@ public:
     {
         const uint32_t es = scalarSize(t);
         const uint64_t blocks = (n + kBlock - 1) / kBlock;
-        std::vector<Stats> partial(size_t(threadCount()));
+        std::vector<Stats> partial(static_cast<size_t>(threadCount()));
         int parts = 0;
         parallelFor(blocks, 64, [&](uint64_t b, uint64_t e, int part) {
             Stats acc;
@@ -404,7 +404,7 @@ public:
             const uint8_t* pb = b.base + (uint64_t(b.offset) + first) * eb;
             if (!a.contiguous()) bufA.resize(len * ea), gather(a, first, len, bufA.data()), pa = bufA.data();
             if (!b.contiguous()) bufB.resize(len * eb), gather(b, first, len, bufB.data()), pb = bufB.data();
-            std::vector<DiffStats> partial(size_t(threadCount()));
+            std::vector<DiffStats> partial(static_cast<size_t>(threadCount()));
             int parts = 0;
             parallelFor(len, 1 << 16, [&](uint64_t s, uint64_t e, int part) {
                 DiffStats acc;

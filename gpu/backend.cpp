@@ -1,0 +1,121 @@
+#include "compute_backend.h"
+
+#ifdef CKPT_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+#include <cstdio>
+#include <atomic>
+#include <mutex>
+
+namespace ckpt::gpu {
+
+bool cudaBuilt()
+{
+#ifdef CKPT_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+namespace {
+
+// Runs on CUDA until the device fails, then on the CPU for the rest of the process, saying so
+// once on stderr: a vanished device costs speed, not the job.
+class FallbackBackend final : public ComputeBackend
+{
+public:
+    explicit FallbackBackend(std::shared_ptr<ComputeBackend> cuda) : m_cuda(std::move(cuda)) {}
+
+    std::string name() const override { return active().name(); }
+    std::string device() const override { return active().device(); }
+    void gather(const StridedView& v, uint64_t f, uint64_t n, uint8_t* d) override
+    {
+        run([&](ComputeBackend& b) { b.gather(v, f, n, d); });
+    }
+    void cast(Scalar a, Scalar b, const uint8_t* s, uint8_t* d, uint64_t n) override
+    {
+        run([&](ComputeBackend& x) { x.cast(a, b, s, d, n); });
+    }
+    Stats stats(const StridedView& v, Scalar t) override
+    {
+        Stats s;
+        run([&](ComputeBackend& b) { s = b.stats(v, t); });
+        return s;
+    }
+    Histogram histogram(const StridedView& v, Scalar t, int bins, bool lg, double lo, double hi) override
+    {
+        Histogram h;
+        run([&](ComputeBackend& b) { h = b.histogram(v, t, bins, lg, lo, hi); });
+        return h;
+    }
+    DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) override
+    {
+        DiffStats d;
+        run([&](ComputeBackend& x) { d = x.diff(a, ta, b, tb); });
+        return d;
+    }
+    uint64_t hash(const uint8_t* p, uint64_t n) override
+    {
+        uint64_t h = 0;
+        run([&](ComputeBackend& b) { h = b.hash(p, n); });
+        return h;
+    }
+
+private:
+    ComputeBackend& active() const { return m_failed ? cpuBackend() : *m_cuda; }
+
+    template <typename Fn>
+    void run(Fn fn)
+    {
+        if (!m_failed) {
+            try {
+                fn(*m_cuda);
+                return;
+            } catch (const BackendError& e) {
+                std::lock_guard<std::mutex> lock(m_mutex);
+                if (!m_failed) std::fprintf(stderr, "ckpt: warning: %s; continuing on the CPU\n", e.what());
+                m_failed = true;
+            }
+        }
+        fn(cpuBackend());
+    }
+
+    std::shared_ptr<ComputeBackend> m_cuda;
+    std::atomic<bool> m_failed{false};
+    std::mutex m_mutex;
+};
+
+} // namespace
+
+std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
+{
+    std::shared_ptr<ComputeBackend> cpu(&cpuBackend(), [](ComputeBackend*) {});
+    if (want == Device::Cpu) {
+        if (reason) *reason = "cpu: " + cpuBackend().device() + " (requested)";
+        return cpu;
+    }
+#ifdef CKPT_WITH_CUDA
+    std::string why;
+    std::shared_ptr<ComputeBackend> cuda;
+    try {
+        cuda = makeCudaBackend(&why);
+    } catch (const BackendError& e) {
+        why = e.what();
+    }
+    if (cuda) {
+        if (reason) *reason = why;
+        return std::make_shared<FallbackBackend>(cuda);
+    }
+    if (want == Device::Cuda) throw BackendError("--device cuda: " + why);
+    if (reason) *reason = "cpu: " + cpuBackend().device() + " (" + why + ")";
+    return cpu;
+#else
+    if (want == Device::Cuda) throw BackendError("--device cuda: this build has no CUDA backend (CKPT_CUDA=OFF or no toolkit)");
+    if (reason) *reason = "cpu: " + cpuBackend().device() + " (built without CUDA)";
+    return cpu;
+#endif
+}
+
+} // namespace ckpt::gpu
