@@ -4,6 +4,7 @@
 #include "compute_backend.h"
 #include "io/atomic_file.h"
 #include "layout/deepspeed.h"
+#include "ops/tensor_source.h"
 #include "ops/writers.h"
 #include "torch/torch_file.h"
 
@@ -45,87 +46,6 @@ uint64_t parseShardSize(const std::string& text)
 
 namespace {
 
-std::optional<gpu::Scalar> scalarOf(torch::DType d)
-{
-    switch (d) {
-    case torch::DType::Float64:
-        return gpu::Scalar::F64;
-    case torch::DType::Float32:
-        return gpu::Scalar::F32;
-    case torch::DType::Float16:
-        return gpu::Scalar::F16;
-    case torch::DType::BFloat16:
-        return gpu::Scalar::BF16;
-    default:
-        return std::nullopt;
-    }
-}
-
-// Keeps the rank files open (mapped) for the whole export; a file is parsed once.
-class FileCache
-{
-public:
-    const torch::TorchFile& get(const std::string& path)
-    {
-        auto& f = m_files[path];
-        if (!f) f = torch::TorchFile::open(path);
-        return *f;
-    }
-
-private:
-    std::map<std::string, std::unique_ptr<torch::TorchFile>> m_files;
-};
-
-// Element sources concatenated; reads any element range of the result, casting on the way.
-struct Reader
-{
-    struct Piece
-    {
-        const torch::TorchFile* file;
-        const torch::Tensor* tensor;
-        uint64_t offset, count;
-    };
-    std::vector<Piece> pieces;
-    torch::DType from, to;
-
-    void fill(uint64_t byteOffset, uint64_t byteCount, uint8_t* dst) const
-    {
-        const uint32_t ts = torch::elementSize(to), fs = torch::elementSize(from);
-        uint64_t first = byteOffset / ts, count = byteCount / ts;
-        std::vector<uint8_t> staging;
-        for (const Piece& p : pieces) {
-            if (!count) break;
-            if (first >= p.count) {
-                first -= p.count;
-                continue;
-            }
-            const uint64_t n = std::min(count, p.count - first);
-            const io::Blob blob = p.file->storageBytes(p.tensor->storage);
-            gpu::StridedView v{blob.bytes.data(), fs, p.tensor->shape, p.tensor->stride,
-                               p.tensor->storageOffset};
-            if (from == to) {
-                gpu::cpuBackend().gather(v, p.offset + first, n, dst);
-            } else {
-                staging.resize(n * fs);
-                gpu::cpuBackend().gather(v, p.offset + first, n, staging.data());
-                gpu::castElements(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
-            }
-            // Sources are read once, front to back: let their pages go (bounded RSS).
-            if (p.tensor->isContiguous())
-                p.file->release(blob.bytes.data() + (uint64_t(p.tensor->storageOffset) + p.offset + first) * fs, n * fs);
-            dst += n * ts;
-            count -= n;
-            first = 0;
-        }
-    }
-};
-
-struct Planned
-{
-    torch::OutTensor tensor;
-    std::string aliasOf;
-};
-
 std::string shardName(bool safetensors, size_t i, size_t n)
 {
     const std::string stem = safetensors ? "model" : "pytorch_model";
@@ -143,76 +63,16 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
                               const CancelToken& cancel)
 {
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
-    const layout::Checkpoint ck = layout::openDeepSpeed(checkpoint);
-    std::string tagName = options.tag;
-    if (tagName.empty()) {
-        const layout::Tag* l = nullptr;
-        for (const auto& t : ck.tags)
-            if (t.latest) l = &t;
-        if (!l && ck.tags.size() == 1) l = &ck.tags.front();
-        if (!l) {
-            std::string names;
-            for (const auto& t : ck.tags)
-                names += (names.empty() ? "" : ", ") + t.name;
-            throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", checkpoint);
-        }
-        tagName = l->name;
-    }
-    const layout::Tag* found = ck.find(tagName);
-    if (!found) throw Error("no tag '" + tagName + "'", checkpoint);
-    // Re-open the tag strictly: an unreadable tag is an error here, not a warning.
-    const layout::Tag tag = layout::openDeepSpeedTag(found->dir, found->name, found->latest);
-    if (tag.optimizer == "none")
-        throw Error("tag '" + tag.name +
-                        "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights "
-                        "are the 'module' of " +
-                        (tag.files.empty() ? std::string("the model file") : tag.files.front().name) +
-                        "; export that file instead",
-                    checkpoint);
-
+    SourceOptions so;
+    so.tag = options.tag;
+    so.dtype = options.dtype;
+    so.excludeFrozen = options.excludeFrozen;
+    so.backend = options.backend;
+    const TensorSet set = checkpointTensors(checkpoint, so);
+    const std::vector<SourceTensor>& plan = set.tensors;
     ConsolidateResult result;
-    result.tag = tag.name;
-    result.warnings = tag.warnings;
-    FileCache files;
-    std::vector<Planned> plan;
-    std::map<std::string, size_t> index;
-    for (const layout::Parameter& p : tag.params) {
-        if (options.excludeFrozen && p.kind == layout::Parameter::Kind::Frozen) continue;
-        Planned out;
-        out.tensor.name = p.name;
-        out.tensor.shape = p.shape;
-        if (!p.tiedTo.empty()) {
-            if (options.excludeFrozen && !index.count(p.tiedTo)) continue;
-            out.aliasOf = p.tiedTo;
-            plan.push_back(std::move(out));
-            continue;
-        }
-        auto reader = std::make_shared<Reader>();
-        for (const auto& s : p.slices)
-            for (const auto& src : s.master) {
-                const auto& f = files.get(src.file);
-                const torch::Tensor* t = f.tensor(src.tensorPath);
-                if (!t) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
-                reader->pieces.push_back({&f, t, src.offset, src.count});
-                reader->from = t->dtype;
-            }
-        if (reader->pieces.empty()) reader->from = p.dtype;
-        torch::DType to = reader->from;
-        if (options.dtype && scalarOf(to)) to = *options.dtype;
-        reader->to = to;
-        out.tensor.dtype = to;
-        out.tensor.nbytes = p.numel() * torch::elementSize(to);
-        uint64_t available = 0;
-        for (const auto& pc : reader->pieces)
-            available += pc.count;
-        if (available != p.numel())
-            throw Error("parameter '" + p.name + "' has " + std::to_string(available) + " of its " +
-                            std::to_string(p.numel()) + " elements in the rank files",
-                        tag.dir);
-        out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
-        index[p.name] = plan.size();
-        plan.push_back(std::move(out));
-    }
+    result.tag = set.label.substr(4);
+    result.warnings = set.warnings;
 
     // huggingface_hub's splitter, in state-dict order; an alias goes where its target went.
     const bool st = options.format == ConsolidateOptions::Format::Safetensors;
@@ -220,7 +80,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     std::vector<size_t> current;
     uint64_t currentSize = 0, totalSize = 0;
     for (size_t i = 0; i < plan.size(); ++i) {
-        const Planned& p = plan[i];
+        const SourceTensor& p = plan[i];
         if (!p.aliasOf.empty()) continue;
         const uint64_t size = p.tensor.nbytes;
         totalSize += size;
@@ -263,7 +123,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         }
         std::vector<torch::Alias> aliases;
         std::map<std::string, std::string> metadata{{"format", "pt"}};
-        for (const Planned& p : plan) {
+        for (const SourceTensor& p : plan) {
             if (p.aliasOf.empty() || !shardOf.count(p.aliasOf) || shardOf[p.aliasOf] != s) continue;
             if (st)
                 metadata[p.tensor.name] = p.aliasOf; // one copy; the alias recorded as save_model does

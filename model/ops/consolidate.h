@@ -4,9 +4,11 @@
 // 16 MiB chunk buffer, whatever the checkpoint size.
 #pragma once
 
+#include "compute_backend.h"
 #include "ops/job.h"
 #include "torch/dtype.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@ struct ConsolidateOptions
     // Floating tensors are written in this dtype (zero_to_fp32 writes float32, frozen and
     // buffers included); integer buffers keep theirs. nullopt: keep every source dtype.
     std::optional<torch::DType> dtype = torch::DType::Float32;
+    std::shared_ptr<gpu::ComputeBackend> backend; // casts run here; nullptr = CPU
 };
 
 struct ConsolidateResult
