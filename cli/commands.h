@@ -2,7 +2,10 @@
 // 3 scan found danger). Errors escape as ckpt::Error and main() prints them as one line.
 #pragma once
 
+#include "compute_backend.h"
 #include "ops/job.h"
+
+#include <memory>
 
 #include <string>
 
@@ -22,8 +25,19 @@ struct ExportArgs
     std::string format = "safetensors";
     std::string maxShardSize = "5GB";
     std::string dtype = "fp32";
+    std::string device = "auto";
     bool excludeFrozen = false;
     bool skipUnsupported = false;
+    bool quiet = false;
+};
+struct AnalyzeArgs
+{
+    std::string a, b; // b only for diff
+    std::string tag;
+    std::string device = "auto";
+    int bins = 0;
+    bool log10 = false;
+    bool json = false;
     bool quiet = false;
 };
 struct ScanArgs
@@ -35,5 +49,9 @@ struct ScanArgs
 int runInspect(const InspectArgs& a);
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel);
 int runScan(const ScanArgs& a);
+int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel);
+int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel);
+// The backend for --device auto|cpu|cuda; the choice and its reason go to stderr unless quiet.
+std::shared_ptr<gpu::ComputeBackend> backendFor(const std::string& device, bool quiet);
 
 } // namespace ckpt::cli

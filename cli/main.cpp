@@ -17,7 +17,15 @@ extern "C" void onSignal(int)
 int main(int argc, char** argv)
 {
     CLI::App app{"ckpt: inspect, export and check deep-learning checkpoints without Python"};
-    app.set_version_flag("--version", std::string("ckpt 0.1.0 (compute: cpu)"));
+    app.set_version_flag("--version", [] {
+        std::string reason;
+        try {
+            ckpt::gpu::makeBackend(ckpt::gpu::Device::Auto, &reason);
+        } catch (const std::exception& e) {
+            reason = e.what();
+        }
+        return std::string("ckpt 0.1.0\ncompute: ") + reason + (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
+    });
     app.require_subcommand(1);
 
     ckpt::cli::InspectArgs ia;
@@ -45,10 +53,29 @@ int main(int argc, char** argv)
                     "Dtype of floating tensors: fp32 (default, as zero_to_fp32), bf16 or fp16")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
+    exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     exp->add_flag(
         "--skip-unsupported", ea.skipUnsupported,
         "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
     exp->add_flag("-q,--quiet", ea.quiet, "No progress on stderr");
+
+    ckpt::cli::AnalyzeArgs st;
+    auto* stats = app.add_subcommand("stats", "Per-tensor statistics (min, max, mean, std, zeros, NaN, Inf), streamed");
+    stats->add_option("path", st.a, "checkpoint folder, tag folder, torch.save or safetensors file")->required();
+    stats->add_option("--tag", st.tag, "Tag of a checkpoint folder (default: latest)");
+    stats->add_option("--histogram", st.bins, "Add a histogram with this many bins");
+    stats->add_flag("--log10", st.log10, "Histogram of log10|x| instead of x");
+    stats->add_option("--device", st.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    stats->add_flag("--json", st.json, "Print one JSON document");
+    stats->add_flag("-q,--quiet", st.quiet, "No progress on stderr");
+
+    ckpt::cli::AnalyzeArgs df;
+    auto* diff = app.add_subcommand("diff", "Compare two files, or two tags (tag folders) of a checkpoint, tensor by tensor");
+    diff->add_option("a", df.a, "first file or checkpoint/tag folder")->required();
+    diff->add_option("b", df.b, "second file or checkpoint/tag folder")->required();
+    diff->add_option("--device", df.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    diff->add_flag("--json", df.json, "Print one JSON document");
+    diff->add_flag("-q,--quiet", df.quiet, "No progress on stderr");
 
     ckpt::cli::ScanArgs sa;
     auto* scan = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
@@ -68,6 +95,8 @@ int main(int argc, char** argv)
         if (*inspect) return ckpt::cli::runInspect(ia);
         if (*exp) return ckpt::cli::runExport(ea, g_cancel);
         if (*scan) return ckpt::cli::runScan(sa);
+        if (*stats) return ckpt::cli::runStats(st, g_cancel);
+        if (*diff) return ckpt::cli::runDiff(df, g_cancel);
     } catch (const ckpt::Cancelled&) {
         std::cerr << "ckpt: cancelled; partial output removed\n";
         return 1;

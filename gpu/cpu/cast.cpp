@@ -52,10 +52,12 @@ float toFloat(Scalar s, const uint8_t* p)
 
 } // namespace
 
-// c10::BFloat16's round_to_nearest_even: every NaN becomes 0x7FC0.
+// Round to nearest even. NaN: PyTorch's vectorised CPU conversion (what .to() runs on real
+// tensors) writes 0xFFFF for every NaN; its scalar c10::BFloat16 would write 0x7FC0. We follow
+// the vectorised path, verified against recorded .to() output.
 uint16_t floatToBFloat16(float f)
 {
-    if (std::isnan(f)) return 0x7FC0;
+    if (std::isnan(f)) return 0xFFFF;
     const uint32_t u = bitsOf(f);
     return uint16_t((u + ((u >> 16) & 1) + 0x7FFF) >> 16);
 }
@@ -69,6 +71,11 @@ float bfloat16ToFloat(uint16_t h)
 // through float arithmetic performs the round-to-nearest-even, including subnormals.
 uint16_t floatToHalf(float f)
 {
+    // NaN as x86 F16C does (and so PyTorch's vectorised .to()): quiet bit set, payload truncated.
+    if (std::isnan(f)) {
+        const uint32_t u = bitsOf(f);
+        return uint16_t(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+    }
     const float scaleToInf = floatOf(0x77800000u);  // 2^112
     const float scaleToZero = floatOf(0x08800000u); // 2^-110
     float base = (std::fabs(f) * scaleToInf) * scaleToZero;

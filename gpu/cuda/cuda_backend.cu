@@ -166,7 +166,7 @@ __global__ void hashKernel(const uint8_t* data, uint64_t size, uint64_t* out)
 
 __device__ unsigned short f2bf(float f)
 {
-    if (isnan(f)) return 0x7FC0;
+    if (isnan(f)) return 0xFFFF; // as the CPU oracle (PyTorch's vectorised conversion)
     unsigned u;
     memcpy(&u, &f, 4);
     return static_cast<unsigned short>((u + ((u >> 16) & 1) + 0x7FFF) >> 16);
@@ -182,7 +182,15 @@ __global__ void castKernel(Scalar from, Scalar to, const uint8_t* src, uint8_t* 
         switch (to) {
         case Scalar::F64: memcpy(dst + i * 8, &d, 8); break;
         case Scalar::F32: memcpy(dst + i * 4, &f, 4); break;
-        case Scalar::F16: { __half h = __float2half_rn(f); memcpy(dst + i * 2, &h, 2); break; }
+        case Scalar::F16: {
+            unsigned u;
+            memcpy(&u, &f, 4);
+            unsigned short h;
+            if (isnan(f)) h = static_cast<unsigned short>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+            else { __half hh = __float2half_rn(f); memcpy(&h, &hh, 2); }
+            memcpy(dst + i * 2, &h, 2);
+            break;
+        }
         case Scalar::BF16: { unsigned short b = f2bf(f); memcpy(dst + i * 2, &b, 2); break; }
         default: break;
         }

@@ -71,7 +71,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     const TensorSet set = checkpointTensors(checkpoint, so);
     const std::vector<SourceTensor>& plan = set.tensors;
     ConsolidateResult result;
-    result.tag = set.label.substr(4);
+    result.tag = set.tag;
     result.warnings = set.warnings;
 
     // huggingface_hub's splitter, in state-dict order; an alias goes where its target went.

@@ -145,7 +145,8 @@ TensorSet checkpointTensors(const std::string& path, const SourceOptions& option
                     path);
 
     TensorSet set;
-    set.label = "tag " + tag.name;
+    set.label = path + " (tag " + tag.name + ")";
+    set.tag = tag.name;
     set.warnings = tag.warnings;
     auto filesOwner = std::make_shared<FileCache>();
     FileCache& files = *filesOwner;

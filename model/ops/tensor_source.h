@@ -24,7 +24,8 @@ struct SourceTensor
 
 struct TensorSet
 {
-    std::string label;  // "tag global_step4" or the file
+    std::string label;  // "CHECKPOINT (tag global_step4)" or the file
+    std::string tag;    // checkpoints: the tag read
     std::vector<SourceTensor> tensors;
     std::vector<std::string> skipped; // "'name' (why)"
     std::vector<std::string> warnings;
