@@ -35,7 +35,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.maxShardSize = ops::parseShardSize(a.maxShardSize);
         opt.excludeFrozen = a.excludeFrozen;
         opt.dtype = parseDtype(a.dtype);
-        opt.backend = backendFor(a.device, a.quiet);
+        opt.backend = backendFor(a.device, a.quiet || a.device == "auto");
         ops::ConsolidateResult r;
         {
             ProgressPrinter printer(a.quiet);
