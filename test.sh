@@ -2,7 +2,8 @@
 # Sets up everything on a fresh Debian 12 machine and runs every test:
 #   1. Debian packages (tools/install-deps.sh)
 #   2. optimised build with warnings as errors, Qt Test suite under ctest
-#   3. round trip of every fixture through real PyTorch (Debian's python3-torch)
+#   3. round trip of every fixture through real PyTorch (Debian's python3-torch), and
+#      ckpt stats / ckpt diff against PyTorch's own numbers
 #   4. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   5. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
 set -euo pipefail
@@ -23,6 +24,11 @@ echo "== round trip through PyTorch"
 /usr/bin/python3 -W ignore tests/roundtrip_check.py build/ci/cli/ckpt tests/data/torch/torch-1.13 tests/data/torch/torch-2.x \
   | tail -n 1
 passed=$((passed + 1))
+echo "== ckpt stats / ckpt diff against PyTorch"
+/usr/bin/python3 -W ignore tests/analyze_check.py build/ci/cli/ckpt | tail -n 1
+passed=$((passed + 1))
+echo "== GPU parity (skips, saying why, without a CUDA device)"
+build/ci/tests/gpu_parity
 
 echo "== sanitizers (asan preset: ASan + UBSan)"
 cmake --preset asan >/dev/null
