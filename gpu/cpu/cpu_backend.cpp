@@ -8,8 +8,11 @@
 #include <limits>
 #include <thread>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
+// Hot loops get an AVX2 clone on x86-64 (picked at load time); other CPUs run the baseline.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CKPT_WIDE_SIMD __attribute__((target_clones("default", "avx2")))
+#else
+#define CKPT_WIDE_SIMD
 #endif
 
 namespace ckpt::gpu {
@@ -107,6 +110,25 @@ uint64_t hashMix(uint64_t x)
 }
 
 namespace {
+
+// The wrapping sum of one chunk's mixed words: integer lanes, so it vectorises in any order.
+CKPT_WIDE_SIMD uint64_t hashWords(const uint8_t* p, uint64_t words)
+{
+    uint64_t acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (uint64_t j = 0; j < words; ++j) {
+        uint64_t x;
+        std::memcpy(&x, p + j * 8, 8);
+        x += j * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 30;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27;
+        x *= 0x94D049BB133111EBull;
+        x ^= x >> 31;
+        acc += x;
+    }
+    return acc;
+}
 
 // float8 and e8m0 decoding tables, built once from the formats' definitions.
 struct Fp8Tables
@@ -216,18 +238,19 @@ Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load)
 
 // float32 blocks, the common case made fast. Pass 1 (float lanes, vectorisable): NaN/Inf/zero
 // counts and min/max/absmax. Pass 2, only when the block has no NaN or Inf: the shifted fp64
-// sums with two independent SSE2 double-pair accumulators. Blocks with NaN/Inf take the general
+// sums as an fp64 SIMD reduction. Blocks with NaN/Inf take the general
 // path. Same definition as blockStats: shift = the block's first value, sums in fp64.
 template <typename Load>
 Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load);
 
-Stats blockStatsF32(const float* p, uint64_t n)
+CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
 {
     // On the bits, so every step is an integer lane operation the compiler vectorises: a float's
     // order is its sign-magnitude bits mapped to two's complement.
     const auto* u = reinterpret_cast<const uint32_t*>(p);
     uint32_t nans = 0, infs = 0, zeros = 0, amaxBits = 0;
     int32_t kmin = INT32_MAX, kmax = INT32_MIN;
+#pragma omp simd reduction(+ : nans, infs, zeros) reduction(min : kmin) reduction(max : kmax, amaxBits)
     for (uint64_t i = 0; i < n; ++i) {
         const uint32_t b = u[i], a = b & 0x7FFFFFFFu;
         nans += a > 0x7F800000u;
@@ -255,30 +278,13 @@ Stats blockStatsF32(const float* p, uint64_t n)
     if (!n) return s;
     const double shift = p[0];
     double sum = 0, sumsq = 0, sq = 0;
-    uint64_t i = 0;
-#ifdef __SSE2__
-    __m128d vs0 = _mm_setzero_pd(), vs1 = _mm_setzero_pd(), vq0 = _mm_setzero_pd(), vq1 = _mm_setzero_pd();
-    __m128d vx0 = _mm_setzero_pd(), vx1 = _mm_setzero_pd();
-    const __m128d vshift = _mm_set1_pd(shift);
-    for (; i + 4 <= n; i += 4) {
-        const __m128 f = _mm_loadu_ps(p + i);
-        const __m128d lo = _mm_cvtps_pd(f), hi = _mm_cvtps_pd(_mm_movehl_ps(f, f));
-        const __m128d dlo = _mm_sub_pd(lo, vshift), dhi = _mm_sub_pd(hi, vshift);
-        vs0 = _mm_add_pd(vs0, dlo), vs1 = _mm_add_pd(vs1, dhi);
-        vq0 = _mm_add_pd(vq0, _mm_mul_pd(dlo, dlo)), vq1 = _mm_add_pd(vq1, _mm_mul_pd(dhi, dhi));
-        vx0 = _mm_add_pd(vx0, _mm_mul_pd(lo, lo)), vx1 = _mm_add_pd(vx1, _mm_mul_pd(hi, hi));
-    }
-    double t[2];
-    _mm_storeu_pd(t, _mm_add_pd(vs0, vs1));
-    sum = t[0] + t[1];
-    _mm_storeu_pd(t, _mm_add_pd(vq0, vq1));
-    sumsq = t[0] + t[1];
-    _mm_storeu_pd(t, _mm_add_pd(vx0, vx1));
-    sq = t[0] + t[1];
-#endif
-    for (; i < n; ++i) {
+    // An explicit SIMD reduction: vector lanes accumulate in fp64 and are added at the end.
+#pragma omp simd reduction(+ : sum, sumsq, sq)
+    for (uint64_t i = 0; i < n; ++i) {
         const double x = p[i], d = x - shift;
-        sum += d, sumsq += d * d, sq += x * x;
+        sum += d;
+        sumsq += d * d;
+        sq += x * x;
     }
     s.min = mn, s.max = mx, s.absmax = amax, s.sumsq = sq;
     s.mean = shift + sum / double(n);
@@ -524,9 +530,8 @@ public:
             for (uint64_t c = b; c < e; ++c) {
                 const uint8_t* p = data + c * kHashChunk;
                 const uint64_t len = std::min(kHashChunk, size - c * kHashChunk);
-                uint64_t acc = 0;
                 const uint64_t words = len / 8;
-                for (uint64_t j = 0; j < words; ++j) acc += hashMix(ld<uint64_t>(p + j * 8) + j * 0x9E3779B97F4A7C15ull);
+                uint64_t acc = hashWords(p, words);
                 if (len % 8) {
                     uint64_t w = 0;
                     std::memcpy(&w, p + words * 8, len % 8);
