@@ -225,6 +225,23 @@ Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint6
     return {f.info.path, path, offset, count};
 }
 
+// A whole tensor of the model file's `module` (a buffer, or a frozen parameter at stage 1).
+std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name, Parameter::Kind kind)
+{
+    const torch::Tensor* t = m0.file->tensor("module/" + name);
+    if (!t) return std::nullopt;
+    Parameter p;
+    p.name = name;
+    p.kind = kind;
+    p.shape = t->shape;
+    p.dtype = t->dtype;
+    RankSlice s;
+    s.length = t->numel();
+    s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
+    p.slices.push_back(std::move(s));
+    return p;
+}
+
 } // namespace
 
 bool looksLikeDeepSpeed(const std::string& path)
@@ -556,18 +573,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         if (bufferNames && bufferNames->kind == Kind::List && module) {
             for (const Value* b : bufferNames->items) {
                 const std::string name = asString(b).value_or("");
-                const torch::Tensor* t = m0.file->tensor("module/" + name);
-                if (!t) continue;
-                Parameter p;
-                p.name = name;
-                p.kind = Parameter::Kind::Buffer;
-                p.shape = t->shape;
-                p.dtype = t->dtype;
-                RankSlice s;
-                s.length = t->numel();
-                s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
-                p.slices.push_back(std::move(s));
-                tag.params.push_back(std::move(p));
+                if (auto p = fromModule(m0, name, Parameter::Kind::Buffer)) tag.params.push_back(std::move(*p));
             }
         }
         const Value* frozenShapes = dictGet(root, "frozen_param_shapes");
@@ -619,18 +625,9 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
             for (const auto& [k, v] : module->entries) {
                 const std::string name = asString(k).value_or("");
                 if (known.count(name) || buffers.count(name) || dictGet(shared, name)) continue;
-                const torch::Tensor* t = m0.file->tensor("module/" + name);
-                if (!t) continue;
-                Parameter p;
-                p.name = name;
-                p.kind = Parameter::Kind::Frozen;
-                p.shape = t->shape;
-                p.dtype = t->dtype;
-                RankSlice s;
-                s.length = t->numel();
-                s.master.push_back(source(m0, "module/" + name, 0, t->numel()));
-                p.slices.push_back(std::move(s));
-                tag.params.push_back(std::move(p));
+                auto p = fromModule(m0, name, Parameter::Kind::Frozen);
+                if (!p) continue;
+                tag.params.push_back(std::move(*p));
                 tag.warnings.push_back(
                     "frozen parameter '" + name +
                     "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");

@@ -301,18 +301,7 @@ private:
         throw Error("tensor '" + path + "': " + why);
     }
 
-    std::optional<std::vector<int64_t>> ints(const Value* v)
-    {
-        if (v && v->calls("torch", "Size")) v = item(v->args, 0);
-        if (!v || (v->kind != Kind::Tuple && v->kind != Kind::List)) return std::nullopt;
-        std::vector<int64_t> out;
-        for (const Value* x : v->items) {
-            auto i = intOf(x);
-            if (!i) return std::nullopt;
-            out.push_back(*i);
-        }
-        return out;
-    }
+    static std::optional<std::vector<int64_t>> ints(const Value* v) { return asInts(v); }
 
     // Builds a tensor from (storage, offset, size, stride) and checks it against its storage.
     Tensor fromStorage(const std::string& path, const Value* args, size_t sizeAt, std::optional<DType> dtype)
