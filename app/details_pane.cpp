@@ -1,0 +1,220 @@
+#include "details_pane.h"
+
+#include "cast.h"
+#include "ops/tensor_source.h"
+#include "partition_bar.h"
+#include "tree_model.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <filesystem>
+
+namespace ckpt::app {
+
+namespace {
+
+QString esc(const std::string& s)
+{
+    return QString::fromStdString(s).toHtmlEscaped();
+}
+
+QString row(const QString& k, const QString& v)
+{
+    return QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(k, v);
+}
+
+QString ints(const std::vector<int64_t>& v)
+{
+    QStringList l;
+    for (auto x : v) l << QString::number(x);
+    return QLatin1Char('[') + l.join(QLatin1String(", ")) + QLatin1Char(']');
+}
+
+// Runs on a worker: the first values and the statistics of one named tensor of a source.
+QString tensorReport(std::string source, std::string tag, std::string name)
+{
+    try {
+        ops::SourceOptions so;
+        so.tag = tag;
+        const ops::TensorSet set = tag.empty() ? ops::fileTensors(source) : ops::checkpointTensors(source, so);
+        const ops::SourceTensor* t = nullptr;
+        for (const auto& s : set.tensors)
+            if (s.tensor.name == name && s.aliasOf.empty()) t = &s;
+        if (!t) return DetailsPane::tr("No data to read for this tensor.");
+        const auto type = ops::scalarOf(t->tensor.dtype);
+        if (!type) return DetailsPane::tr("This dtype has no statistics.");
+        const uint32_t es = torch::elementSize(t->tensor.dtype);
+        const uint64_t n = t->tensor.nbytes / es;
+        std::vector<uint8_t> first(std::min<uint64_t>(n, 12) * es);
+        if (!first.empty()) t->tensor.fill(0, first.size(), first.data());
+        QStringList values;
+        for (size_t i = 0; i < first.size() / es; ++i) values << QString::number(gpu::toDouble(*type, first.data() + i * es), 'g', 7);
+        gpu::Stats st;
+        std::vector<uint8_t> buf;
+        const uint64_t per = (16u << 20) / es;
+        for (uint64_t off = 0; off < n; off += per) {
+            const uint64_t len = std::min(per, n - off);
+            buf.resize(len * es);
+            t->tensor.fill(off * es, len * es, buf.data());
+            st.merge(gpu::cpuBackend().stats(gpu::StridedView{buf.data(), es, {int64_t(len)}, {1}, 0}, *type));
+        }
+        return DetailsPane::tr("First values: %1\nmin %2  max %3  mean %4  std %5\nzeros %6  NaN %7  Inf %8")
+            .arg(values.join(QLatin1String(", ")))
+            .arg(st.min, 0, 'g', 7)
+            .arg(st.max, 0, 'g', 7)
+            .arg(st.mean, 0, 'g', 7)
+            .arg(st.std(), 0, 'g', 7)
+            .arg(st.zeros)
+            .arg(st.nans)
+            .arg(st.infs);
+    } catch (const std::exception& e) {
+        return DetailsPane::tr("Could not compute: %1").arg(QString::fromUtf8(e.what()));
+    }
+}
+
+} // namespace
+
+DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    m_summary = new QTextBrowser(this);
+    m_summary->setMaximumHeight(220);
+    m_bar = new PartitionBar(this);
+    m_partitions = new QTableWidget(0, 5, this);
+    m_partitions->setHorizontalHeaderLabels({tr("Rank"), tr("File"), tr("Offset"), tr("Length"), tr("Padding")});
+    m_partitions->horizontalHeader()->setStretchLastSection(true);
+    m_partitions->verticalHeader()->hide();
+    m_partitions->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_search = new QLineEdit(this);
+    m_search->setPlaceholderText(tr("Search the configuration"));
+    m_json = new QPlainTextEdit(this);
+    m_json->setReadOnly(true);
+    m_statsButton = new QPushButton(tr("Show values and statistics"), this);
+    m_stats = new QLabel(this);
+    m_stats->setWordWrap(true);
+    m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summary);
+    layout->addWidget(m_bar);
+    layout->addWidget(m_partitions, 1);
+    layout->addWidget(m_search);
+    layout->addWidget(m_json, 1);
+    layout->addWidget(m_statsButton);
+    layout->addWidget(m_stats);
+    connect(m_statsButton, &QPushButton::clicked, this, &DetailsPane::computeStatistics);
+    connect(m_search, &QLineEdit::returnPressed, this, [this] {
+        if (!m_json->find(m_search->text())) {
+            m_json->moveCursor(QTextCursor::Start); // wrap around
+            m_json->find(m_search->text());
+        }
+    });
+    connect(&m_watcher, &QFutureWatcher<QString>::finished, this, [this] {
+        m_stats->setText(m_watcher.result());
+        m_statsButton->setEnabled(true);
+        emit statisticsReady();
+    });
+    show(nullptr, nullptr);
+}
+
+QString DetailsPane::statisticsText() const
+{
+    return m_stats->text();
+}
+
+void DetailsPane::show(const Snapshot* snapshot, const Node* node)
+{
+    m_snapshot = snapshot;
+    m_node = node;
+    m_stats->clear();
+    m_partitions->setRowCount(0);
+    const bool tensorLike = node && (node->kind == NodeKind::Tensor || node->kind == NodeKind::Parameter);
+    m_statsButton->setVisible(tensorLike && !(node->kind == NodeKind::Parameter && snapshot && node->param >= 0 &&
+                                              !snapshot->tags[size_t(node->tag)].params[size_t(node->param)].tiedTo.empty()));
+    m_statsButton->setEnabled(true);
+    m_bar->setVisible(false);
+    m_partitions->setVisible(false);
+    m_search->setVisible(false);
+    m_json->setVisible(false);
+    if (!node) {
+        m_summary->setHtml(tr("<p>Select an item to see its details.</p>"));
+        return;
+    }
+    QString html = QStringLiteral("<h3>%1</h3><table>").arg(esc(node->name));
+    html += row(tr("Kind"), tr(node->kindText.c_str()));
+    if (!node->dtype.empty()) html += row(tr("dtype"), esc(node->dtype)) + row(tr("Shape"), ints(node->shape));
+    if (node->elements) html += row(tr("Elements"), QLocale().toString(qulonglong(node->elements)));
+    if (node->bytes) html += row(tr("Bytes"), humanBytes(node->bytes));
+    if (node->kind == NodeKind::Tensor) {
+        const auto& i = node->info;
+        html += row(tr("Stride"), ints(i.value("stride", std::vector<int64_t>{})));
+        html += row(tr("Storage"), i["storage"].is_string()
+                                       ? tr("record %1, offset %2, %3")
+                                             .arg(esc(i["storage"].get<std::string>()))
+                                             .arg(i.value("storage_offset", 0))
+                                             .arg(humanBytes(i.value("storage_nbytes", uint64_t(0))))
+                                       : tr("none"));
+        html += row(tr("File"), esc(i.value("file", std::string())));
+        if (i.value("storage_shared", false)) html += row(tr("Shared"), tr("other tensors use the same storage"));
+    }
+    if (node->kind == NodeKind::Parameter && snapshot && node->param >= 0) {
+        const layout::Tag& tag = snapshot->tags[size_t(node->tag)];
+        const layout::Parameter& p = tag.params[size_t(node->param)];
+        if (!p.tiedTo.empty()) html += row(tr("Tied to"), esc(p.tiedTo));
+        if (p.group >= 0) html += row(tr("Flat group"), QString::number(p.group));
+        std::vector<PartitionBar::Slice> slices;
+        QStringList states;
+        m_partitions->setRowCount(int(p.slices.size()));
+        for (size_t r = 0; r < p.slices.size(); ++r) {
+            const auto& s = p.slices[r];
+            slices.push_back({s.rank, s.paramOffset, s.length, s.padding});
+            const QString file = s.master.empty() ? QString()
+                                                  : QString::fromStdString(std::filesystem::path(s.master.front().file).filename().string());
+            const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset), QString::number(s.length),
+                                       QString::number(s.padding)};
+            for (int c = 0; c < cells.size(); ++c) m_partitions->setItem(int(r), c, new QTableWidgetItem(cells[c]));
+            for (const auto& st : s.states)
+                if (!states.contains(QString::fromStdString(st.first))) states << QString::fromStdString(st.first);
+        }
+        if (!states.isEmpty()) html += row(tr("Optimizer state"), states.join(QLatin1String(", ")));
+        m_bar->setSlices(std::move(slices), p.numel());
+        m_bar->setVisible(p.tiedTo.empty());
+        m_partitions->setVisible(p.tiedTo.empty());
+    }
+    if (node->kind == NodeKind::Tag)
+        for (auto it = node->info.begin(); it != node->info.end(); ++it)
+            html += row(esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+    if (node->kind == NodeKind::Config) {
+        m_json->setPlainText(QString::fromStdString(node->info.dump(2)));
+        m_json->setVisible(true);
+        m_search->setVisible(true);
+    }
+    if (node->kind == NodeKind::Entry && node->info.contains("value"))
+        html += row(tr("Value"), esc(node->info["value"].get<std::string>()));
+    if (node->info.contains("error")) html += row(tr("Error"), esc(node->info["error"].get<std::string>()));
+    m_summary->setHtml(html + QStringLiteral("</table>"));
+}
+
+void DetailsPane::computeStatistics()
+{
+    if (!m_node || !m_snapshot) return;
+    std::string source, tag, name;
+    if (m_node->kind == NodeKind::Parameter) {
+        source = m_snapshot->path;
+        tag = m_snapshot->tags[size_t(m_node->tag)].name;
+        name = m_node->name;
+    } else {
+        source = m_node->info.value("file", m_snapshot->path);
+        name = m_node->info.value("path", std::string());
+    }
+    m_statsButton->setEnabled(false);
+    m_stats->setText(tr("Computing..."));
+    m_watcher.setFuture(QtConcurrent::run(tensorReport, source, tag, name));
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,276 @@
+#include "main_window.h"
+
+#include "compute_backend.h"
+#include "details_pane.h"
+#include "export_dialog.h"
+#include "layout/deepspeed.h"
+#include "tree_model.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCoreApplication>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace ckpt::app {
+
+QString MainWindow::exampleCheckpoint()
+{
+    // Installed next to the binary's source tree in a build; override with CKPT_EXAMPLE.
+    const QString env = qEnvironmentVariable("CKPT_EXAMPLE");
+    if (!env.isEmpty()) return env;
+    return QStringLiteral(CKPT_EXAMPLE_DIR);
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
+{
+    setWindowTitle(tr("Checkpoint Studio"));
+    setAcceptDrops(true);
+    resize(1280, 800);
+    m_model = new TreeModel(this);
+    m_proxy = new FilterProxy(this);
+    m_proxy->setSourceModel(m_model);
+
+    auto* fileMenu = menuBar()->addMenu(tr("&File"));
+    auto* openFolder = fileMenu->addAction(tr("Open &Folder..."), this, [this] {
+        const QString d = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"));
+        if (!d.isEmpty()) open(d);
+    });
+    auto* openFile = fileMenu->addAction(tr("&Open File..."), this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Open checkpoint file"), QString(),
+                                                       tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+        if (!f.isEmpty()) open(f);
+    });
+    m_exportAction = fileMenu->addAction(tr("&Export Model..."), this, &MainWindow::exportModel);
+    m_exportAction->setEnabled(false);
+    fileMenu->addSeparator();
+    fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
+    fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
+    auto* tb = addToolBar(tr("Main"));
+    tb->addAction(openFolder);
+    tb->addAction(openFile);
+    tb->addAction(m_exportAction);
+
+    m_stack = new QStackedWidget(this);
+    // start page
+    auto* start = new QWidget(this);
+    auto* sl = new QVBoxLayout(start);
+    auto* title = new QLabel(tr("<h2>Checkpoint Studio</h2><p>Open a checkpoint folder or file, drop one here, or pick "
+                                "a recent item.</p>"),
+                             start);
+    m_recent = new QListWidget(start);
+    auto* example = new QPushButton(tr("Open the bundled example"), start);
+    sl->addWidget(title);
+    sl->addWidget(m_recent, 1);
+    sl->addWidget(example);
+    connect(example, &QPushButton::clicked, this, [this] { open(exampleCheckpoint()); });
+    connect(m_recent, &QListWidget::itemActivated, this, [this](QListWidgetItem* i) { open(i->text()); });
+    // browser
+    auto* browser = new QWidget(this);
+    auto* bl = new QVBoxLayout(browser);
+    m_banner = new QLabel(browser);
+    m_banner->setWordWrap(true);
+    m_banner->setStyleSheet(QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; }"));
+    m_banner->hide();
+    auto* filterRow = new QHBoxLayout;
+    m_filter = new QLineEdit(browser);
+    m_filter->setPlaceholderText(tr("Filter by name (wildcards, or a regular expression)"));
+    m_regex = new QCheckBox(tr("Regular expression"), browser);
+    filterRow->addWidget(m_filter, 1);
+    filterRow->addWidget(m_regex);
+    m_tree = new QTreeView(browser);
+    m_tree->setModel(m_proxy);
+    m_tree->setSortingEnabled(true);
+    m_tree->sortByColumn(-1, Qt::AscendingOrder);
+    m_tree->setUniformRowHeights(true);
+    m_tree->header()->setStretchLastSection(false);
+    m_details = new DetailsPane(browser);
+    auto* split = new QSplitter(browser);
+    auto* left = new QWidget(split);
+    auto* ll = new QVBoxLayout(left);
+    ll->setContentsMargins(0, 0, 0, 0);
+    ll->addLayout(filterRow);
+    ll->addWidget(m_tree);
+    split->addWidget(left);
+    split->addWidget(m_details);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    bl->addWidget(m_banner);
+    bl->addWidget(split, 1);
+    m_stack->addWidget(start);
+    m_stack->addWidget(browser);
+    setCentralWidget(m_stack);
+
+    auto applyFilter = [this] {
+        m_proxy->setPattern(m_filter->text(), m_regex->isChecked());
+        if (!m_filter->text().isEmpty()) m_tree->expandAll();
+    };
+    connect(m_filter, &QLineEdit::textChanged, this, applyFilter);
+    connect(m_regex, &QCheckBox::toggled, this, applyFilter);
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& cur) {
+        m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
+    });
+
+    m_busy = new QProgressBar(this);
+    m_busy->setRange(0, 0); // no progress numbers while opening: a busy indicator
+    m_busy->setMaximumWidth(160);
+    m_busy->hide();
+    m_cancelOpen = new QPushButton(tr("Cancel"), this);
+    m_cancelOpen->hide();
+    connect(m_cancelOpen, &QPushButton::clicked, this, [this] {
+        ++m_generation; // the worker finishes, its result is dropped
+        m_busy->hide();
+        m_cancelOpen->hide();
+        statusBar()->showMessage(tr("Opening cancelled"), 4000);
+    });
+    statusBar()->addPermanentWidget(m_busy);
+    statusBar()->addPermanentWidget(m_cancelOpen);
+    std::string reason;
+    try {
+        gpu::makeBackend(gpu::Device::Auto, &reason);
+    } catch (const std::exception& e) {
+        reason = e.what();
+    }
+    statusBar()->addPermanentWidget(new QLabel(tr("Compute: %1").arg(QString::fromStdString(reason)), this));
+    connect(&m_watcher, &QFutureWatcher<LoadResult>::finished, this, &MainWindow::onLoaded);
+    refreshRecent();
+    showStartPage();
+}
+
+void MainWindow::showStartPage()
+{
+    refreshRecent();
+    m_stack->setCurrentIndex(0);
+}
+
+void MainWindow::open(const QString& path)
+{
+    m_pending = QFileInfo(path).absoluteFilePath();
+    const int gen = ++m_generation;
+    m_busy->show();
+    m_cancelOpen->show();
+    statusBar()->showMessage(tr("Opening %1...").arg(m_pending));
+    const std::string p = m_pending.toStdString();
+    // Reading pickles and zip directories happens here, never on the GUI thread.
+    m_watcher.setFuture(QtConcurrent::run([p, gen] {
+        LoadResult r;
+        try {
+            r.snapshot = loadSnapshot(p);
+        } catch (const std::exception& e) {
+            r.error = QString::fromUtf8(e.what());
+        }
+        (void)gen;
+        return r;
+    }));
+    m_watcher.setProperty("generation", gen);
+}
+
+void MainWindow::onLoaded()
+{
+    if (m_watcher.property("generation").toInt() != m_generation) return; // cancelled or superseded
+    m_busy->hide();
+    m_cancelOpen->hide();
+    const LoadResult r = m_watcher.result();
+    if (!r.snapshot) {
+        m_lastError = r.error;
+        statusBar()->showMessage(tr("Cannot open: %1").arg(r.error));
+        m_banner->setText(r.error);
+        emit loaded(false);
+        return;
+    }
+    m_lastError.clear();
+    m_model->setSnapshot(r.snapshot);
+    m_tree->expandToDepth(1);
+    for (int c = 0; c < TreeModel::ColumnCount; ++c) m_tree->resizeColumnToContents(c);
+    m_tree->setColumnWidth(0, std::max(m_tree->columnWidth(0), 300));
+    m_details->show(r.snapshot.get(), nullptr);
+    if (r.snapshot->warnings.empty()) {
+        m_banner->hide();
+    } else {
+        QStringList lines;
+        for (const auto& w : r.snapshot->warnings) lines << QString::fromStdString(w).toHtmlEscaped();
+        m_banner->setText(tr("<b>%n warning(s)</b><br>", nullptr, int(lines.size())) + lines.join(QLatin1String("<br>")));
+        m_banner->show();
+    }
+    m_exportAction->setEnabled(r.snapshot->family == "deepspeed");
+    setWindowTitle(tr("%1 - Checkpoint Studio").arg(QString::fromStdString(r.snapshot->path)));
+    statusBar()->showMessage(tr("Opened %1").arg(QString::fromStdString(r.snapshot->path)), 5000);
+    addRecent(QString::fromStdString(r.snapshot->path));
+    m_stack->setCurrentIndex(1);
+    emit loaded(true);
+}
+
+bool MainWindow::select(const QString& treePath)
+{
+    const QModelIndex src = m_model->indexOfPath(treePath);
+    if (!src.isValid()) return false;
+    const QModelIndex idx = m_proxy->mapFromSource(src);
+    m_tree->expand(idx.parent());
+    m_tree->scrollTo(idx);
+    m_tree->setCurrentIndex(idx);
+    return true;
+}
+
+void MainWindow::addRecent(const QString& path)
+{
+    QSettings s;
+    QStringList r = s.value(QStringLiteral("recent")).toStringList();
+    r.removeAll(path);
+    r.prepend(path);
+    while (r.size() > 10) r.removeLast();
+    s.setValue(QStringLiteral("recent"), r);
+}
+
+void MainWindow::refreshRecent()
+{
+    m_recent->clear();
+    m_recent->addItems(QSettings().value(QStringLiteral("recent")).toStringList());
+}
+
+void MainWindow::exportModel()
+{
+    const Snapshot* s = m_model->snapshot();
+    if (!s || s->family != "deepspeed") return;
+    QStringList tags;
+    QString latest;
+    for (const auto& t : s->tags) {
+        tags << QString::fromStdString(t.name);
+        if (t.latest) latest = QString::fromStdString(t.name);
+    }
+    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, latest, this);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    d->show();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e)
+{
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e)
+{
+    const auto urls = e->mimeData()->urls();
+    if (!urls.isEmpty() && urls.first().isLocalFile()) open(urls.first().toLocalFile());
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,140 @@
+#include "snapshot.h"
+
+#include "io/error.h"
+#include "layout/deepspeed.h"
+#include "ops/inspect.h"
+
+#include <filesystem>
+
+namespace ckpt::app {
+
+namespace {
+
+Node* add(Node* parent, std::string name, NodeKind kind, std::string kindText)
+{
+    auto n = std::make_unique<Node>();
+    n->name = std::move(name);
+    n->kind = kind;
+    n->kindText = std::move(kindText);
+    n->parent = parent;
+    n->path = parent && !parent->path.empty() ? parent->path + "/" + n->name : n->name;
+    Node* raw = n.get();
+    if (parent) parent->children.push_back(std::move(n));
+    return raw;
+}
+
+void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
+{
+    // Rebuild the entry tree from the flat, depth-annotated list inspect produces.
+    std::vector<Node*> stack{fileNode};
+    const auto& tensors = doc["tensors"];
+    for (const auto& e : doc["entries"]) {
+        const int depth = e["depth"].get<int>();
+        if (depth == 0) continue;
+        while (int(stack.size()) > depth) stack.pop_back();
+        const std::string path = e["path"].get<std::string>();
+        const auto slash = path.rfind('/');
+        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+        const std::string kind = e["kind"].get<std::string>();
+        Node* n = add(stack.back(), name, kind == "tensor" ? NodeKind::Tensor : NodeKind::Entry,
+                      kind == "tensor" ? "tensor" : e["type"].get<std::string>());
+        n->path = fileNode->path.empty() ? path : fileNode->path + "/" + path;
+        if (kind == "tensor") {
+            const auto& t = tensors[e["tensor"].get<size_t>()];
+            n->dtype = t["dtype"];
+            n->shape = t["shape"].get<std::vector<int64_t>>();
+            n->bytes = t["nbytes"];
+            n->elements = 1;
+            for (auto d : n->shape) n->elements *= uint64_t(d);
+            n->info = t;
+            n->info["file"] = doc["file"];
+        } else {
+            n->info = {{"type", e["type"]}};
+            if (e.contains("summary")) n->info["value"] = e["summary"];
+        }
+        stack.push_back(n);
+    }
+}
+
+} // namespace
+
+std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
+{
+    auto s = std::make_shared<Snapshot>();
+    s->path = path;
+    s->root = std::make_unique<Node>();
+    s->root->kind = NodeKind::Checkpoint;
+    s->root->name = std::filesystem::path(path).filename().string();
+    Node* root = s->root.get();
+
+    if (layout::looksLikeDeepSpeed(path)) {
+        const layout::Checkpoint ck = layout::openDeepSpeed(path);
+        s->family = ck.family;
+        s->warnings = ck.warnings;
+        root->kindText = "DeepSpeed checkpoint";
+        for (size_t ti = 0; ti < ck.tags.size(); ++ti) {
+            const layout::Tag& t = ck.tags[ti];
+            s->tags.push_back(t);
+            for (const auto& w : t.warnings) s->warnings.push_back(t.name + ": " + w);
+            Node* tn = add(root, t.name, NodeKind::Tag, t.latest ? "tag (latest)" : "tag");
+            tn->tag = int(ti);
+            tn->ranks = t.worldSize;
+            tn->info = {{"zero_stage", t.zeroStage}, {"world_size", t.worldSize}, {"dtype", t.dtype},
+                        {"ds_version", t.dsVersion}, {"global_steps", t.globalSteps}, {"global_samples", t.globalSamples},
+                        {"optimizer", t.optimizer}};
+            Node* cfg = add(tn, "configuration", NodeKind::Config, "ds_config");
+            cfg->info = {{"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
+            Node* files = add(tn, "rank files", NodeKind::Group, "files");
+            for (const auto& f : t.files) {
+                Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
+                fn->bytes = f.size;
+                fn->info = {{"file", f.path}, {"role", layout::roleName(f.role)}, {"dp_rank", f.dpRank}, {"mp_rank", f.mpRank}};
+                try {
+                    addFileEntries(fn, ops::inspectFile(f.path));
+                } catch (const ckpt::Error& e) {
+                    fn->info["error"] = e.what();
+                }
+                files->bytes += f.size;
+            }
+            Node* params = add(tn, "parameters", NodeKind::Group, "parameters");
+            for (size_t pi = 0; pi < t.params.size(); ++pi) {
+                const auto& p = t.params[pi];
+                const char* kind = p.kind == layout::Parameter::Kind::Buffer   ? "buffer"
+                                   : p.kind == layout::Parameter::Kind::Frozen ? "parameter (frozen)"
+                                                                               : "parameter";
+                Node* pn = add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
+                pn->tag = int(ti);
+                pn->param = int(pi);
+                pn->dtype = torch::name(p.dtype);
+                pn->shape = p.shape;
+                pn->elements = p.numel();
+                pn->bytes = p.numel() * torch::elementSize(p.dtype);
+                pn->ranks = int(p.slices.size());
+                for (const auto& sl : p.slices)
+                    for (const auto& [name, src] : sl.states) {
+                        (void)src;
+                        bool have = false;
+                        for (const auto& c : pn->children) have |= c->name == name;
+                        if (!have) {
+                            Node* st = add(pn, name, NodeKind::Entry, "optimizer state");
+                            st->dtype = "float32";
+                            st->shape = p.shape;
+                            st->elements = p.numel();
+                            st->bytes = p.numel() * 4;
+                        }
+                    }
+                params->elements += pn->elements;
+            }
+        }
+        return s;
+    }
+    const auto doc = ops::inspectFile(path);
+    s->family = doc["format"];
+    for (const auto& w : doc["warnings"]) s->warnings.push_back(w.get<std::string>());
+    root->kindText = doc["format"].get<std::string>() + " file";
+    root->bytes = doc["file_size"];
+    addFileEntries(root, doc);
+    return s;
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,48 @@
+// What the window shows, built on a worker thread from the model library and handed to the
+// GUI thread whole: a tree of plain values plus the details each node needs. No Qt objects,
+// no file handles — it crosses threads by value.
+#pragma once
+
+#include "layout/checkpoint.h"
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ckpt::app {
+
+enum class NodeKind { Checkpoint, Tag, Config, RankFile, Entry, Tensor, Parameter, Group };
+
+struct Node
+{
+    std::string name;
+    NodeKind kind = NodeKind::Entry;
+    std::string kindText; // "tag (latest)", "model states", "parameter (frozen)", ...
+    std::string dtype;
+    std::vector<int64_t> shape;
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+    int ranks = 0;
+    std::string path;          // names from the root joined by '/', for --select and tests
+    int tag = -1;              // index into Snapshot::tags
+    int param = -1;            // index into that tag's params
+    nlohmann::ordered_json info; // details for the pane (tensor fields, config JSON, ...)
+    Node* parent = nullptr;
+    std::vector<std::unique_ptr<Node>> children;
+};
+
+struct Snapshot
+{
+    std::string path;
+    std::string family; // "deepspeed", "torch-zip", "safetensors", ...
+    std::vector<layout::Tag> tags;
+    std::vector<std::string> warnings;
+    std::unique_ptr<Node> root;
+};
+
+// Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error.
+std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path);
+
+} // namespace ckpt::app

@@ -1,0 +1,161 @@
+#include "tree_model.h"
+
+#include <QLocale>
+#include <QRegularExpression>
+
+namespace ckpt::app {
+
+QString humanBytes(uint64_t n)
+{
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = double(n);
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, ++u;
+    return u ? QString::number(v, 'f', 1) + QLatin1Char(' ') + QLatin1String(units[u])
+             : QString::number(n) + QLatin1String(" B");
+}
+
+TreeModel::TreeModel(QObject* parent) : QAbstractItemModel(parent) {}
+
+void TreeModel::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
+{
+    beginResetModel();
+    m_snapshot = std::move(snapshot);
+    endResetModel();
+}
+
+const Node* TreeModel::node(const QModelIndex& index)
+{
+    return index.isValid() ? static_cast<const Node*>(index.internalPointer()) : nullptr;
+}
+
+QModelIndex TreeModel::indexOf(const Node* n, int column) const
+{
+    if (!n || !n->parent) return createIndex(0, column, const_cast<Node*>(n));
+    const auto& siblings = n->parent->children;
+    for (size_t i = 0; i < siblings.size(); ++i)
+        if (siblings[i].get() == n) return createIndex(int(i), column, const_cast<Node*>(n));
+    return {};
+}
+
+QModelIndex TreeModel::indexOfPath(const QString& path) const
+{
+    if (!m_snapshot) return {};
+    const Node* n = m_snapshot->root.get();
+    if (path.isEmpty()) return indexOf(n);
+    // Paths may contain '/' inside names (file entries): match whole prefixes greedily.
+    const std::string want = path.toStdString();
+    while (n) {
+        const Node* next = nullptr;
+        for (const auto& c : n->children) {
+            if (c->path == want) return indexOf(c.get());
+            if (want.rfind(c->path + "/", 0) == 0) next = c.get();
+        }
+        n = next;
+    }
+    return {};
+}
+
+QModelIndex TreeModel::index(int row, int column, const QModelIndex& parent) const
+{
+    if (!m_snapshot || row < 0 || column < 0 || column >= ColumnCount) return {};
+    if (!parent.isValid()) return row == 0 ? createIndex(0, column, m_snapshot->root.get()) : QModelIndex();
+    const Node* p = node(parent);
+    if (size_t(row) >= p->children.size()) return {};
+    return createIndex(row, column, p->children[size_t(row)].get());
+}
+
+QModelIndex TreeModel::parent(const QModelIndex& child) const
+{
+    const Node* n = node(child);
+    if (!n || !n->parent) return {};
+    return indexOf(n->parent);
+}
+
+int TreeModel::rowCount(const QModelIndex& parent) const
+{
+    if (!m_snapshot) return 0;
+    if (!parent.isValid()) return 1;
+    if (parent.column() != 0) return 0;
+    return int(node(parent)->children.size());
+}
+
+int TreeModel::columnCount(const QModelIndex&) const
+{
+    return ColumnCount;
+}
+
+QVariant TreeModel::data(const QModelIndex& index, int role) const
+{
+    const Node* n = node(index);
+    if (!n) return {};
+    if (role == PathRole) return QString::fromStdString(n->path);
+    if (role == NodeRole) return QVariant::fromValue(static_cast<const void*>(n));
+    const bool sort = role == SortRole;
+    if (role != Qt::DisplayRole && !sort) {
+        if (role == Qt::TextAlignmentRole && index.column() >= Elements)
+            return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+        if (role == Qt::ToolTipRole && index.column() == Name) return QString::fromStdString(n->path);
+        return {};
+    }
+    switch (index.column()) {
+    case Name: return QString::fromStdString(n->name);
+    case Kind: return tr(n->kindText.c_str());
+    case DType: return QString::fromStdString(n->dtype);
+    case Shape: {
+        if (n->shape.empty() && n->dtype.empty()) return QString();
+        QStringList dims;
+        for (auto d : n->shape) dims << QString::number(d);
+        return QLatin1Char('[') + dims.join(QLatin1String(", ")) + QLatin1Char(']');
+    }
+    case Elements:
+        if (sort) return qulonglong(n->elements);
+        return n->elements ? QLocale().toString(qulonglong(n->elements)) : QString();
+    case Bytes:
+        if (sort) return qulonglong(n->bytes);
+        return n->bytes ? humanBytes(n->bytes) : QString();
+    case Ranks:
+        if (sort) return n->ranks;
+        return n->ranks ? QString::number(n->ranks) : QString();
+    }
+    return {};
+}
+
+QVariant TreeModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    switch (section) {
+    case Name: return tr("Name");
+    case Kind: return tr("Kind");
+    case DType: return tr("dtype");
+    case Shape: return tr("Shape");
+    case Elements: return tr("Elements");
+    case Bytes: return tr("Bytes");
+    case Ranks: return tr("Ranks");
+    }
+    return {};
+}
+
+FilterProxy::FilterProxy(QObject* parent) : QSortFilterProxyModel(parent)
+{
+    setRecursiveFilteringEnabled(true);
+    setSortRole(TreeModel::SortRole);
+    setFilterKeyColumn(TreeModel::Name);
+    setFilterCaseSensitivity(Qt::CaseInsensitive);
+}
+
+void FilterProxy::setPattern(const QString& text, bool regex)
+{
+    if (text.isEmpty()) {
+        setFilterRegularExpression(QRegularExpression());
+        return;
+    }
+    QRegularExpression re = regex ? QRegularExpression(text, QRegularExpression::CaseInsensitiveOption)
+                                  : QRegularExpression(QRegularExpression::wildcardToRegularExpression(
+                                                           QLatin1Char('*') + text + QLatin1Char('*'),
+                                                           QRegularExpression::UnanchoredWildcardConversion),
+                                                       QRegularExpression::CaseInsensitiveOption);
+    if (re.isValid()) setFilterRegularExpression(re);
+}
+
+} // namespace ckpt::app
