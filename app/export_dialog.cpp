@@ -161,12 +161,15 @@ void ExportDialog::start()
     const std::string in = m_checkpoint.toStdString(), out = m_output->text().toStdString();
     auto token = m_token;
     QPointer<ExportDialog> self(this);
+    auto reports = std::make_shared<int>(0);
+    const int cancelAfter = m_cancelAfter;
     // The worker only posts plain values back; the GUI thread updates widgets.
-    m_watcher.setFuture(QtConcurrent::run([in, out, opt, token, self] {
+    m_watcher.setFuture(QtConcurrent::run([in, out, opt, token, self, reports, cancelAfter] {
         ExportOutcome r;
         try {
             auto res = ops::consolidate(in, out, opt,
-                                        [self](const ops::Progress& p) {
+                                        [self, token, reports, cancelAfter](const ops::Progress& p) {
+                                            if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
                                             QMetaObject::invokeMethod(
                                                 self, [self, p] {
                                                     if (self) self->onProgress(p);

@@ -40,6 +40,9 @@ public:
     void start();
     void cancel();
     bool running() const { return m_watcher.isRunning(); }
+    // Tests: cancel from the worker itself after this many progress reports (deterministic
+    // "cancel midway", whatever the machine's speed). 0 disables.
+    void setCancelAfterProgress(int reports) { m_cancelAfter = reports; }
     const ExportOutcome& outcome() const { return m_outcome; }
 
 signals:
@@ -65,6 +68,7 @@ private:
     QFutureWatcher<ExportOutcome> m_watcher;
     ExportOutcome m_outcome;
     QElapsedTimer m_clock;
+    int m_cancelAfter = 0;
 };
 
 } // namespace ckpt::app

@@ -5,6 +5,8 @@
 namespace {
 [[maybe_unused]] const char* const kKindTexts[] = {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "DeepSpeed checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "configuration"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "rank files"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag (latest)"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "ds_config"),

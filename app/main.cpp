@@ -20,7 +20,8 @@ int main(int argc, char** argv)
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
     // Language: the settings override ("language" = "zh_CN", "en"), else the system locale.
-    const QString lang = QSettings().value(QStringLiteral("language"), QLocale::system().name()).toString();
+    QString lang = QSettings().value(QStringLiteral("language"), QLocale::system().name()).toString();
+    if (qEnvironmentVariableIsSet("CKPT_LANG")) lang = qEnvironmentVariable("CKPT_LANG");
     QTranslator translator;
     if (translator.load(QLocale(lang), QStringLiteral("checkpoint-studio"), QStringLiteral("_"), QStringLiteral(":/i18n")))
         QApplication::installTranslator(&translator);

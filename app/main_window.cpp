@@ -45,6 +45,7 @@ QString MainWindow::exampleCheckpoint()
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
     setWindowTitle(tr("Checkpoint Studio"));
+    setGuiThread(thread());
     setAcceptDrops(true);
     resize(1280, 800);
     m_model = new TreeModel(this);

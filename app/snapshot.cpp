@@ -4,6 +4,8 @@
 #include "layout/deepspeed.h"
 #include "ops/inspect.h"
 
+#include <QThread>
+#include <atomic>
 #include <filesystem>
 
 namespace ckpt::app {
@@ -58,8 +60,24 @@ void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
 
 } // namespace
 
+namespace {
+std::atomic<const void*> g_guiThread{nullptr};
+std::atomic<int> g_guiLoads{0};
+} // namespace
+
+void setGuiThread(const void* thread)
+{
+    g_guiThread = thread;
+}
+
+int loadsOnGuiThread()
+{
+    return g_guiLoads;
+}
+
 std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
 {
+    if (g_guiThread && QThread::currentThread() == g_guiThread) ++g_guiLoads;
     auto s = std::make_shared<Snapshot>();
     s->path = path;
     s->root = std::make_unique<Node>();

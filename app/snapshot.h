@@ -45,4 +45,9 @@ struct Snapshot
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error.
 std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path);
 
+// How many snapshots were built on the GUI thread (a test asserts 0: file reading belongs on
+// workers). Set by the window at start-up.
+void setGuiThread(const void* thread);
+int loadsOnGuiThread();
+
 } // namespace ckpt::app

@@ -99,7 +99,9 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         return {};
     }
     switch (index.column()) {
-    case Name: return QString::fromStdString(n->name);
+    case Name: // structural labels are ours and translated; everything else is data
+        if (n->kind == NodeKind::Group || n->kind == NodeKind::Config) return tr(n->name.c_str());
+        return QString::fromStdString(n->name);
     case Kind: return tr(n->kindText.c_str());
     case DType: return QString::fromStdString(n->dtype);
     case Shape: {

@@ -1,0 +1,194 @@
+// The window, offscreen: models under QAbstractItemModelTester; open a real DeepSpeed fixture,
+// expand, filter, select a parameter and check its partition table; export through the dialog
+// and compare with what zero_to_fp32 wrote; cancel midway and find nothing left; measure the
+// longest event-loop stall while loading and exporting; the zh_CN translation is complete.
+#include "details_pane.h"
+#include "export_dialog.h"
+#include "layout/deepspeed.h"
+#include "main_window.h"
+#include "testutil.h"
+#include "tree_model.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QTreeView>
+#include <QXmlStreamReader>
+#include <filesystem>
+
+using namespace ckpt;
+
+namespace {
+
+// Records the longest gap between 2 ms timer ticks: how long the GUI thread was unavailable.
+class StallMeter : public QObject
+{
+public:
+    StallMeter()
+    {
+        m_timer.setInterval(2);
+        connect(&m_timer, &QTimer::timeout, this, [this] {
+            m_longest = std::max(m_longest, m_clock.restart());
+        });
+        m_clock.start();
+        m_timer.start();
+    }
+    qint64 longest() const { return m_longest; }
+
+private:
+    QTimer m_timer;
+    QElapsedTimer m_clock;
+    qint64 m_longest = 0;
+};
+
+std::string fixture(const char* name)
+{
+    return testutil::dataDir() + "/deepspeed/" + name;
+}
+
+} // namespace
+
+class TestGui : public QObject
+{
+    Q_OBJECT
+private slots:
+    void modelsPassTheTester()
+    {
+        app::TreeModel model;
+        QAbstractItemModelTester t1(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        app::FilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QAbstractItemModelTester t2(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(app::loadSnapshot(fixture("zero3_bf16_w4_subgroups")));
+        proxy.setPattern(QStringLiteral("weight"), false);
+        proxy.sort(app::TreeModel::Bytes, Qt::DescendingOrder);
+        proxy.setPattern(QStringLiteral("^fc[12]\\.bias$"), true);
+        QVERIFY(proxy.rowCount() == 1);
+        model.setSnapshot(app::loadSnapshot(testutil::dataDir() + "/torch/torch-2.x/nested.pt"));
+        proxy.setPattern(QString(), false);
+        QVERIFY(model.rowCount(model.index(0, 0)) > 5);
+    }
+
+    void openFilterSelect()
+    {
+        app::MainWindow w;
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        StallMeter stall;
+        w.open(QString::fromStdString(fixture("zero2_bf16_w4")));
+        QVERIFY(loaded.wait(30000));
+        QCOMPARE(loaded.first().first().toBool(), true);
+        qInfo("longest event-loop stall while opening: %lld ms", stall.longest());
+        QCOMPARE(app::loadsOnGuiThread(), 0);
+
+        w.tree()->expandAll();
+        w.filterBox()->setText(QStringLiteral("fc2*"));
+        const QModelIndex tag = w.proxy()->index(0, 0, w.proxy()->index(0, 0));
+        QVERIFY(tag.isValid());
+        // every visible leaf under a tag's parameters matches the filter
+        QVERIFY(w.select(QStringLiteral("global_step4/parameters/fc2.bias")));
+        QTableWidget* table = w.details()->partitionTable();
+        const auto ck = layout::openDeepSpeed(fixture("zero2_bf16_w4"));
+        const layout::Parameter* p = nullptr;
+        for (const auto& q : ck.latest()->params)
+            if (q.name == "fc2.bias") p = &q;
+        QVERIFY(p);
+        QCOMPARE(table->rowCount(), int(p->slices.size()));
+        for (int r = 0; r < table->rowCount(); ++r) {
+            QCOMPARE(table->item(r, 0)->text().toInt(), p->slices[size_t(r)].rank);
+            QCOMPARE(table->item(r, 2)->text().toULongLong(), p->slices[size_t(r)].paramOffset);
+            QCOMPARE(table->item(r, 3)->text().toULongLong(), p->slices[size_t(r)].length);
+        }
+        // values and statistics come from a worker
+        QSignalSpy stats(w.details(), &app::DetailsPane::statisticsReady);
+        QMetaObject::invokeMethod(w.details(), [&] {
+            for (auto* b : w.details()->findChildren<QPushButton*>()) b->click();
+        });
+        QVERIFY(stats.wait(30000));
+        QVERIFY(w.details()->statisticsText().contains(QStringLiteral("mean")));
+
+        w.open(QStringLiteral("/nonexistent/checkpoint"));
+        QVERIFY(loaded.wait(30000));
+        QCOMPARE(loaded.last().first().toBool(), false);
+        QVERIFY(!w.lastError().isEmpty());
+    }
+
+    void exportThroughTheDialog()
+    {
+        QTemporaryDir out;
+        app::ExportDialog d(QString::fromStdString(fixture("zero3_fp32_w2")), {"global_step2", "global_step4"},
+                            QStringLiteral("global_step4"));
+        d.setOutputFolder(out.path());
+        d.setFormat(QStringLiteral("bin"));
+        d.setMaxShardSize(QStringLiteral("2KB"));
+        QSignalSpy done(&d, &app::ExportDialog::finished);
+        StallMeter stall;
+        d.start();
+        QVERIFY(done.wait(60000));
+        qInfo("longest event-loop stall while exporting: %lld ms", stall.longest());
+        QVERIFY2(d.outcome().ok, qPrintable(d.outcome().message));
+        const auto exp = testutil::readJson(fixture("zero3_fp32_w2") + ".expect.json");
+        const auto& ref = exp["tags"]["global_step4"]["bin_sharded"];
+        std::vector<std::string> files;
+        for (const auto& e : std::filesystem::directory_iterator(out.path().toStdString())) files.push_back(e.path().filename().string());
+        std::sort(files.begin(), files.end());
+        QCOMPARE(files, ref["files"].get<std::vector<std::string>>());
+        for (const auto& t : ref["tensors"]) {
+            const auto f = torch::TorchFile::open(out.filePath(QString::fromStdString(t["file"].get<std::string>())).toStdString());
+            const torch::Tensor* tt = f->tensor(t["name"].get<std::string>());
+            QVERIFY(tt);
+            const auto b = testutil::contiguousBytes(*f, *tt);
+            QCOMPARE(testutil::sha256Hex(b.data(), b.size()), t["sha256"].get<std::string>());
+        }
+    }
+
+    void cancelMidwayLeavesNothing()
+    {
+        QTemporaryDir out;
+        app::ExportDialog d(QString::fromStdString(fixture("zero3_bf16_w4_subgroups")), {"global_step4"},
+                            QStringLiteral("global_step4"));
+        d.setOutputFolder(out.path());
+        d.setMaxShardSize(QStringLiteral("1KB"));
+        d.setCancelAfterProgress(2);
+        QSignalSpy done(&d, &app::ExportDialog::finished);
+        d.start();
+        QVERIFY(done.wait(60000));
+        QVERIFY(d.outcome().cancelled);
+        QCOMPARE(QDir(out.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+    }
+
+    void chineseTranslationIsComplete()
+    {
+        QFile ts(QStringLiteral(CKPT_SOURCE_DIR "/translations/checkpoint-studio_zh_CN.ts"));
+        QVERIFY(ts.open(QIODevice::ReadOnly));
+        QXmlStreamReader xml(&ts);
+        int messages = 0;
+        QStringList unfinished;
+        QString source;
+        while (!xml.atEnd()) {
+            xml.readNext();
+            if (!xml.isStartElement()) continue;
+            if (xml.name() == QLatin1String("source")) source = xml.readElementText();
+            if (xml.name() == QLatin1String("translation")) {
+                ++messages;
+                const bool bad = xml.attributes().value(QLatin1String("type")) == QLatin1String("unfinished");
+                const QString text = xml.readElementText(QXmlStreamReader::IncludeChildElements);
+                if (bad || text.trimmed().isEmpty()) unfinished << source;
+            }
+        }
+        QVERIFY(!xml.hasError());
+        QVERIFY(messages > 100);
+        QVERIFY2(unfinished.isEmpty(), qPrintable(unfinished.join(QLatin1String(" | "))));
+    }
+};
+
+QTEST_MAIN(TestGui)
+#include "tst_gui.moc"
