@@ -1,6 +1,7 @@
 // checkpoint-studio: the desktop application. Thin: translations, the window, and the
 // --screenshot mode used by tests, docs and the README.
 #include "main_window.h"
+#include "export_dialog.h"
 #include "tree_model.h"
 
 #include <QApplication>
@@ -8,6 +9,7 @@
 #include <QLibraryInfo>
 #include <QLocale>
 #include <QSettings>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <QTranslator>
 #include <cstdio>
@@ -34,7 +36,11 @@ int main(int argc, char** argv)
                             QStringLiteral("OUT.png"));
     QCommandLineOption select(QStringLiteral("select"), QApplication::translate("main", "Select this item of the tree first."),
                               QStringLiteral("PATH_IN_TREE"));
+    QCommandLineOption shotExport(QStringLiteral("screenshot-export"),
+                                  QApplication::translate("main", "Save a screenshot of the export dialog while it runs, then exit."),
+                                  QStringLiteral("OUT.png"));
     cli.addOption(shot);
+    cli.addOption(shotExport);
     cli.addOption(select);
     cli.addPositionalArgument(QStringLiteral("path"), QApplication::translate("main", "Checkpoint folder or file to open."));
     cli.process(app);
@@ -42,11 +48,9 @@ int main(int argc, char** argv)
     ckpt::app::MainWindow window;
     window.show();
     const QStringList args = cli.positionalArguments();
-    if (cli.isSet(shot)) {
-        if (args.isEmpty()) {
-            std::fprintf(stderr, "checkpoint-studio: --screenshot needs a PATH to open\n");
-            return 2;
-        }
+    if (cli.isSet(shot) && args.isEmpty()) { // the start page
+        QTimer::singleShot(300, &window, [&] { QApplication::exit(window.grab().save(cli.value(shot)) ? 0 : 1); });
+    } else if (cli.isSet(shot)) {
         QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&](bool ok) {
             if (!ok) {
                 std::fprintf(stderr, "checkpoint-studio: %s\n", qPrintable(window.lastError()));
@@ -63,6 +67,26 @@ int main(int argc, char** argv)
                 if (!saved) std::fprintf(stderr, "checkpoint-studio: cannot write %s\n", qPrintable(cli.value(shot)));
                 QApplication::exit(saved ? 0 : 1);
             });
+        });
+    }
+    QTemporaryDir exportDir;
+    if (cli.isSet(shotExport) && !args.isEmpty()) {
+        QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&](bool ok) {
+            if (!ok) return QApplication::exit(1);
+            auto* d = window.openExportDialog();
+            if (!d) return QApplication::exit(1);
+            d->setOutputFolder(exportDir.path());
+            d->setMaxShardSize(QStringLiteral("1KB"));
+            QObject::connect(d, &ckpt::app::ExportDialog::progressed, d, [&, d](int permille) {
+                if (permille < 200) return;
+                static bool saved = false;
+                if (saved) return;
+                saved = true;
+                d->grab().save(cli.value(shotExport));
+                d->cancel();
+                QTimer::singleShot(500, qApp, [] { QApplication::exit(0); });
+            });
+            d->start();
         });
     }
     if (!args.isEmpty()) window.open(args.first());

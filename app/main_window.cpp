@@ -250,8 +250,13 @@ void MainWindow::refreshRecent()
 
 void MainWindow::exportModel()
 {
+    openExportDialog();
+}
+
+ExportDialog* MainWindow::openExportDialog()
+{
     const Snapshot* s = m_model->snapshot();
-    if (!s || s->family != "deepspeed") return;
+    if (!s || s->family != "deepspeed") return nullptr;
     QStringList tags;
     QString latest;
     for (const auto& t : s->tags) {
@@ -261,6 +266,7 @@ void MainWindow::exportModel()
     auto* d = new ExportDialog(QString::fromStdString(s->path), tags, latest, this);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
+    return d;
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e)

@@ -21,6 +21,7 @@ class QTreeView;
 namespace ckpt::app {
 
 class DetailsPane;
+class ExportDialog;
 class FilterProxy;
 class TreeModel;
 
@@ -46,6 +47,7 @@ public:
     QLineEdit* filterBox() const { return m_filter; }
     QString lastError() const { return m_lastError; }
     static QString exampleCheckpoint();
+    ExportDialog* openExportDialog(); // nullptr unless a DeepSpeed checkpoint is open
 
 signals:
     void loaded(bool ok);

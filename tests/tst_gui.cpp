@@ -16,6 +16,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -60,6 +61,8 @@ class TestGui : public QObject
 {
     Q_OBJECT
 private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); } // keep the user's recent list alone
+
     void modelsPassTheTester()
     {
         app::TreeModel model;
@@ -119,6 +122,28 @@ private slots:
         QVERIFY(loaded.wait(30000));
         QCOMPARE(loaded.last().first().toBool(), false);
         QVERIFY(!w.lastError().isEmpty());
+    }
+
+    void everyFixtureOpensAndRenders_data()
+    {
+        QTest::addColumn<QString>("path");
+        for (const auto& e : std::filesystem::directory_iterator(testutil::dataDir() + "/deepspeed"))
+            if (e.is_directory()) QTest::newRow(e.path().filename().c_str()) << QString::fromStdString(e.path().string());
+        for (const auto& e : testutil::torchExpectations()) {
+            const std::string pt = e.substr(0, e.size() - 12) + ".pt";
+            QTest::newRow(pt.substr(testutil::dataDir().size()).c_str()) << QString::fromStdString(pt);
+        }
+    }
+    void everyFixtureOpensAndRenders()
+    {
+        QFETCH(QString, path);
+        app::MainWindow w;
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(path);
+        QVERIFY(loaded.wait(30000));
+        QVERIFY2(loaded.first().first().toBool(), qPrintable(w.lastError()));
+        QVERIFY(!w.grab().isNull());
     }
 
     void exportThroughTheDialog()

@@ -577,22 +577,27 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="30" />
+        <location filename="../app/main.cpp" line="32" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="33" />
+        <location filename="../app/main.cpp" line="35" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="35" />
+        <location filename="../app/main.cpp" line="37" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="39" />
+        <location filename="../app/main.cpp" line="40" />
+        <source>Save a screenshot of the export dialog while it runs, then exit.</source>
+        <translation>导出运行时保存导出对话框的截图并退出。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="45" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

@@ -106,6 +106,7 @@ ZH = {
     "Inspect, consolidate and convert training checkpoints": "查看、合并和转换训练检查点",
     "Save a screenshot of the window once PATH is open, then exit.": "打开 PATH 后保存窗口截图并退出。",
     "Select this item of the tree first.": "先在树中选中此项目。",
+    "Save a screenshot of the export dialog while it runs, then exit.": "导出运行时保存导出对话框的截图并退出。",
     "Checkpoint folder or file to open.": "要打开的检查点文件夹或文件。",
 }
 
