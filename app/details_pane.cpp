@@ -33,7 +33,8 @@ QString row(const QString& k, const QString& v)
 QString ints(const std::vector<int64_t>& v)
 {
     QStringList l;
-    for (auto x : v) l << QString::number(x);
+    for (auto x : v)
+        l << QString::number(x);
     return QLatin1Char('[') + l.join(QLatin1String(", ")) + QLatin1Char(']');
 }
 
@@ -43,7 +44,8 @@ QString tensorReport(std::string source, std::string tag, std::string name)
     try {
         ops::SourceOptions so;
         so.tag = tag;
-        const ops::TensorSet set = tag.empty() ? ops::fileTensors(source) : ops::checkpointTensors(source, so);
+        const ops::TensorSet set =
+            tag.empty() ? ops::fileTensors(source) : ops::checkpointTensors(source, so);
         const ops::SourceTensor* t = nullptr;
         for (const auto& s : set.tensors)
             if (s.tensor.name == name && s.aliasOf.empty()) t = &s;
@@ -55,7 +57,8 @@ QString tensorReport(std::string source, std::string tag, std::string name)
         std::vector<uint8_t> first(std::min<uint64_t>(n, 12) * es);
         if (!first.empty()) t->tensor.fill(0, first.size(), first.data());
         QStringList values;
-        for (size_t i = 0; i < first.size() / es; ++i) values << QString::number(gpu::toDouble(*type, first.data() + i * es), 'g', 7);
+        for (size_t i = 0; i < first.size() / es; ++i)
+            values << QString::number(gpu::toDouble(*type, first.data() + i * es), 'g', 7);
         gpu::Stats st;
         std::vector<uint8_t> buf;
         const uint64_t per = (16u << 20) / es;
@@ -63,7 +66,8 @@ QString tensorReport(std::string source, std::string tag, std::string name)
             const uint64_t len = std::min(per, n - off);
             buf.resize(len * es);
             t->tensor.fill(off * es, len * es, buf.data());
-            st.merge(gpu::cpuBackend().stats(gpu::StridedView{buf.data(), es, {int64_t(len)}, {1}, 0}, *type));
+            st.merge(
+                gpu::cpuBackend().stats(gpu::StridedView{buf.data(), es, {int64_t(len)}, {1}, 0}, *type));
         }
         return DetailsPane::tr("First values: %1\nmin %2  max %3  mean %4  std %5\nzeros %6  NaN %7  Inf %8")
             .arg(values.join(QLatin1String(", ")))
@@ -88,7 +92,8 @@ DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
     m_summary->setMaximumHeight(220);
     m_bar = new PartitionBar(this);
     m_partitions = new QTableWidget(0, 5, this);
-    m_partitions->setHorizontalHeaderLabels({tr("Rank"), tr("File"), tr("Offset"), tr("Length"), tr("Padding")});
+    m_partitions->setHorizontalHeaderLabels(
+        {tr("Rank"), tr("File"), tr("Offset"), tr("Length"), tr("Padding")});
     m_partitions->horizontalHeader()->setStretchLastSection(true);
     m_partitions->verticalHeader()->hide();
     m_partitions->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -134,8 +139,9 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     m_stats->clear();
     m_partitions->setRowCount(0);
     const bool tensorLike = node && (node->kind == NodeKind::Tensor || node->kind == NodeKind::Parameter);
-    m_statsButton->setVisible(tensorLike && !(node->kind == NodeKind::Parameter && snapshot && node->param >= 0 &&
-                                              !snapshot->tags[size_t(node->tag)].params[size_t(node->param)].tiedTo.empty()));
+    m_statsButton->setVisible(
+        tensorLike && !(node->kind == NodeKind::Parameter && snapshot && node->param >= 0 &&
+                        !snapshot->tags[size_t(node->tag)].params[size_t(node->param)].tiedTo.empty()));
     m_statsButton->setEnabled(true);
     m_bar->setVisible(false);
     m_partitions->setVisible(false);
@@ -147,7 +153,8 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     }
     QString html = QStringLiteral("<h3>%1</h3><table>").arg(esc(node->name));
     html += row(tr("Kind"), tr(node->kindText.c_str()));
-    if (!node->dtype.empty()) html += row(tr("dtype"), esc(node->dtype)) + row(tr("Shape"), ints(node->shape));
+    if (!node->dtype.empty())
+        html += row(tr("dtype"), esc(node->dtype)) + row(tr("Shape"), ints(node->shape));
     if (node->elements) html += row(tr("Elements"), QLocale().toString(qulonglong(node->elements)));
     if (node->bytes) html += row(tr("Bytes"), humanBytes(node->bytes));
     if (node->kind == NodeKind::Tensor) {
@@ -160,7 +167,12 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
                                              .arg(humanBytes(i.value("storage_nbytes", uint64_t(0))))
                                        : tr("none"));
         html += row(tr("File"), esc(i.value("file", std::string())));
-        if (i.value("storage_shared", false)) html += row(tr("Shared"), tr("other tensors use the same storage"));
+        if (i.contains("shared_with")) {
+            QStringList others;
+            for (const auto& o : i["shared_with"])
+                others << esc(o.get<std::string>());
+            html += row(tr("Shares storage with"), others.join(QLatin1String("<br>")));
+        }
     }
     if (node->kind == NodeKind::Parameter && snapshot && node->param >= 0) {
         const layout::Tag& tag = snapshot->tags[size_t(node->tag)];
@@ -173,13 +185,17 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         for (size_t r = 0; r < p.slices.size(); ++r) {
             const auto& s = p.slices[r];
             slices.push_back({s.rank, s.paramOffset, s.length, s.padding});
-            const QString file = s.master.empty() ? QString()
-                                                  : QString::fromStdString(std::filesystem::path(s.master.front().file).filename().string());
-            const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset), QString::number(s.length),
-                                       QString::number(s.padding)};
-            for (int c = 0; c < cells.size(); ++c) m_partitions->setItem(int(r), c, new QTableWidgetItem(cells[c]));
+            const QString file = s.master.empty()
+                                     ? QString()
+                                     : QString::fromStdString(
+                                           std::filesystem::path(s.master.front().file).filename().string());
+            const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
+                                       QString::number(s.length), QString::number(s.padding)};
+            for (int c = 0; c < cells.size(); ++c)
+                m_partitions->setItem(int(r), c, new QTableWidgetItem(cells[c]));
             for (const auto& st : s.states)
-                if (!states.contains(QString::fromStdString(st.first))) states << QString::fromStdString(st.first);
+                if (!states.contains(QString::fromStdString(st.first)))
+                    states << QString::fromStdString(st.first);
         }
         if (!states.isEmpty()) html += row(tr("Optimizer state"), states.join(QLatin1String(", ")));
         m_bar->setSlices(std::move(slices), p.numel());
@@ -188,7 +204,8 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     }
     if (node->kind == NodeKind::Tag)
         for (auto it = node->info.begin(); it != node->info.end(); ++it)
-            html += row(esc(it.key()), esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+            html += row(esc(it.key()),
+                        esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
     if (node->kind == NodeKind::Config) {
         m_json->setPlainText(QString::fromStdString(node->info.dump(2)));
         m_json->setVisible(true);

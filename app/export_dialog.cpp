@@ -22,7 +22,8 @@
 
 namespace ckpt::app {
 
-ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest, QWidget* parent)
+ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest,
+                           QWidget* parent)
     : QDialog(parent), m_checkpoint(checkpoint)
 {
     setWindowTitle(tr("Export consolidated model"));
@@ -72,8 +73,10 @@ ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, c
     });
     connect(m_start, &QPushButton::clicked, this, &ExportDialog::start);
     connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (running()) cancel();
-        else reject();
+        if (running())
+            cancel();
+        else
+            reject();
     });
     connect(m_openFolder, &QPushButton::clicked, this,
             [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_output->text())); });
@@ -125,10 +128,11 @@ void ExportDialog::onProgress(const ops::Progress& p)
     const double secs = m_clock.elapsed() / 1000.0;
     const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
     const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
-    m_status->setText(tr("%1: %2 of %3, %4 GB/s, %5 s left")
-                          .arg(QString::fromStdString(p.stage), humanBytes(p.doneBytes), humanBytes(p.totalBytes))
-                          .arg(rate / 1e9, 0, 'f', 2)
-                          .arg(eta, 0, 'f', 0));
+    m_status->setText(
+        tr("%1: %2 of %3, %4 GB/s, %5 s left")
+            .arg(QString::fromStdString(p.stage), humanBytes(p.doneBytes), humanBytes(p.totalBytes))
+            .arg(rate / 1e9, 0, 'f', 2)
+            .arg(eta, 0, 'f', 0));
     emit progressed(p.permille);
 }
 
@@ -141,8 +145,9 @@ void ExportDialog::start()
     }
     ops::ConsolidateOptions opt;
     opt.tag = m_tag->currentText().toStdString();
-    opt.format = m_format->currentText() == QLatin1String("bin") ? ops::ConsolidateOptions::Format::Bin
-                                                                 : ops::ConsolidateOptions::Format::Safetensors;
+    opt.format = m_format->currentText() == QLatin1String("bin")
+                     ? ops::ConsolidateOptions::Format::Bin
+                     : ops::ConsolidateOptions::Format::Safetensors;
     opt.excludeFrozen = m_excludeFrozen->isChecked();
     opt.dtype = m_dtype->currentText() == QLatin1String("bf16")   ? torch::DType::BFloat16
                 : m_dtype->currentText() == QLatin1String("fp16") ? torch::DType::Float16
@@ -167,18 +172,21 @@ void ExportDialog::start()
     m_watcher.setFuture(QtConcurrent::run([in, out, opt, token, self, reports, cancelAfter] {
         ExportOutcome r;
         try {
-            auto res = ops::consolidate(in, out, opt,
-                                        [self, token, reports, cancelAfter](const ops::Progress& p) {
-                                            if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
-                                            QMetaObject::invokeMethod(
-                                                self, [self, p] {
-                                                    if (self) self->onProgress(p);
-                                                },
-                                                Qt::QueuedConnection);
-                                        },
-                                        *token);
+            auto res = ops::consolidate(
+                in, out, opt,
+                [self, token, reports, cancelAfter](const ops::Progress& p) {
+                    if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
+                    QMetaObject::invokeMethod(
+                        self,
+                        [self, p] {
+                            if (self) self->onProgress(p);
+                        },
+                        Qt::QueuedConnection);
+                },
+                *token);
             r.ok = true;
-            for (const auto& f : res.files) r.files << QString::fromStdString(f);
+            for (const auto& f : res.files)
+                r.files << QString::fromStdString(f);
         } catch (const Cancelled&) {
             r.cancelled = true;
         } catch (const std::exception& e) {

@@ -31,7 +31,8 @@ class ExportDialog : public QDialog
 {
     Q_OBJECT
 public:
-    ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest, QWidget* parent = nullptr);
+    ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest,
+                 QWidget* parent = nullptr);
 
     // For tests and scripted use.
     void setOutputFolder(const QString& dir);

@@ -1,7 +1,7 @@
 // checkpoint-studio: the desktop application. Thin: translations, the window, and the
 // --screenshot mode used by tests, docs and the README.
-#include "main_window.h"
 #include "export_dialog.h"
+#include "main_window.h"
 #include "tree_model.h"
 
 #include <QApplication>
@@ -25,31 +25,39 @@ int main(int argc, char** argv)
     QString lang = QSettings().value(QStringLiteral("language"), QLocale::system().name()).toString();
     if (qEnvironmentVariableIsSet("CKPT_LANG")) lang = qEnvironmentVariable("CKPT_LANG");
     QTranslator translator;
-    if (translator.load(QLocale(lang), QStringLiteral("checkpoint-studio"), QStringLiteral("_"), QStringLiteral(":/i18n")))
+    if (translator.load(QLocale(lang), QStringLiteral("checkpoint-studio"), QStringLiteral("_"),
+                        QStringLiteral(":/i18n")))
         QApplication::installTranslator(&translator);
 
     QCommandLineParser cli;
-    cli.setApplicationDescription(QApplication::translate("main", "Inspect, consolidate and convert training checkpoints"));
+    cli.setApplicationDescription(
+        QApplication::translate("main", "Inspect, consolidate and convert training checkpoints"));
     cli.addHelpOption();
     cli.addVersionOption();
-    QCommandLineOption shot(QStringLiteral("screenshot"), QApplication::translate("main", "Save a screenshot of the window once PATH is open, then exit."),
-                            QStringLiteral("OUT.png"));
-    QCommandLineOption select(QStringLiteral("select"), QApplication::translate("main", "Select this item of the tree first."),
+    QCommandLineOption shot(
+        QStringLiteral("screenshot"),
+        QApplication::translate("main", "Save a screenshot of the window once PATH is open, then exit."),
+        QStringLiteral("OUT.png"));
+    QCommandLineOption select(QStringLiteral("select"),
+                              QApplication::translate("main", "Select this item of the tree first."),
                               QStringLiteral("PATH_IN_TREE"));
-    QCommandLineOption shotExport(QStringLiteral("screenshot-export"),
-                                  QApplication::translate("main", "Save a screenshot of the export dialog while it runs, then exit."),
-                                  QStringLiteral("OUT.png"));
+    QCommandLineOption shotExport(
+        QStringLiteral("screenshot-export"),
+        QApplication::translate("main", "Save a screenshot of the export dialog while it runs, then exit."),
+        QStringLiteral("OUT.png"));
     cli.addOption(shot);
     cli.addOption(shotExport);
     cli.addOption(select);
-    cli.addPositionalArgument(QStringLiteral("path"), QApplication::translate("main", "Checkpoint folder or file to open."));
+    cli.addPositionalArgument(QStringLiteral("path"),
+                              QApplication::translate("main", "Checkpoint folder or file to open."));
     cli.process(app);
 
     ckpt::app::MainWindow window;
     window.show();
     const QStringList args = cli.positionalArguments();
     if (cli.isSet(shot) && args.isEmpty()) { // the start page
-        QTimer::singleShot(300, &window, [&] { QApplication::exit(window.grab().save(cli.value(shot)) ? 0 : 1); });
+        QTimer::singleShot(300, &window,
+                           [&] { QApplication::exit(window.grab().save(cli.value(shot)) ? 0 : 1); });
     } else if (cli.isSet(shot)) {
         QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&](bool ok) {
             if (!ok) {
@@ -58,13 +66,15 @@ int main(int argc, char** argv)
                 return;
             }
             if (cli.isSet(select) && !window.select(cli.value(select))) {
-                std::fprintf(stderr, "checkpoint-studio: no item '%s' in the tree\n", qPrintable(cli.value(select)));
+                std::fprintf(stderr, "checkpoint-studio: no item '%s' in the tree\n",
+                             qPrintable(cli.value(select)));
                 QApplication::exit(1);
                 return;
             }
             QTimer::singleShot(300, &window, [&] {
                 const bool saved = window.grab().save(cli.value(shot));
-                if (!saved) std::fprintf(stderr, "checkpoint-studio: cannot write %s\n", qPrintable(cli.value(shot)));
+                if (!saved)
+                    std::fprintf(stderr, "checkpoint-studio: cannot write %s\n", qPrintable(cli.value(shot)));
                 QApplication::exit(saved ? 0 : 1);
             });
         });

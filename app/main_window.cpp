@@ -58,8 +58,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         if (!d.isEmpty()) open(d);
     });
     auto* openFile = fileMenu->addAction(tr("&Open File..."), this, [this] {
-        const QString f = QFileDialog::getOpenFileName(this, tr("Open checkpoint file"), QString(),
-                                                       tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+        const QString f = QFileDialog::getOpenFileName(
+            this, tr("Open checkpoint file"), QString(),
+            tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
         if (!f.isEmpty()) open(f);
     });
     m_exportAction = fileMenu->addAction(tr("&Export Model..."), this, &MainWindow::exportModel);
@@ -76,9 +77,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     // start page
     auto* start = new QWidget(this);
     auto* sl = new QVBoxLayout(start);
-    auto* title = new QLabel(tr("<h2>Checkpoint Studio</h2><p>Open a checkpoint folder or file, drop one here, or pick "
-                                "a recent item.</p>"),
-                             start);
+    auto* title =
+        new QLabel(tr("<h2>Checkpoint Studio</h2><p>Open a checkpoint folder or file, drop one here, or pick "
+                      "a recent item.</p>"),
+                   start);
     m_recent = new QListWidget(start);
     auto* example = new QPushButton(tr("Open the bundled example"), start);
     sl->addWidget(title);
@@ -128,9 +130,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     };
     connect(m_filter, &QLineEdit::textChanged, this, applyFilter);
     connect(m_regex, &QCheckBox::toggled, this, applyFilter);
-    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& cur) {
-        m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
-    });
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& cur) {
+                m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
+            });
 
     m_busy = new QProgressBar(this);
     m_busy->setRange(0, 0); // no progress numbers while opening: a busy indicator
@@ -202,15 +205,18 @@ void MainWindow::onLoaded()
     m_lastError.clear();
     m_model->setSnapshot(r.snapshot);
     m_tree->expandToDepth(1);
-    for (int c = 0; c < TreeModel::ColumnCount; ++c) m_tree->resizeColumnToContents(c);
+    for (int c = 0; c < TreeModel::ColumnCount; ++c)
+        m_tree->resizeColumnToContents(c);
     m_tree->setColumnWidth(0, std::max(m_tree->columnWidth(0), 300));
     m_details->show(r.snapshot.get(), nullptr);
     if (r.snapshot->warnings.empty()) {
         m_banner->hide();
     } else {
         QStringList lines;
-        for (const auto& w : r.snapshot->warnings) lines << QString::fromStdString(w).toHtmlEscaped();
-        m_banner->setText(tr("<b>%n warning(s)</b><br>", nullptr, int(lines.size())) + lines.join(QLatin1String("<br>")));
+        for (const auto& w : r.snapshot->warnings)
+            lines << QString::fromStdString(w).toHtmlEscaped();
+        m_banner->setText(tr("<b>%n warning(s)</b><br>", nullptr, int(lines.size())) +
+                          lines.join(QLatin1String("<br>")));
         m_banner->show();
     }
     m_exportAction->setEnabled(r.snapshot->family == "deepspeed");
@@ -238,7 +244,8 @@ void MainWindow::addRecent(const QString& path)
     QStringList r = s.value(QStringLiteral("recent")).toStringList();
     r.removeAll(path);
     r.prepend(path);
-    while (r.size() > 10) r.removeLast();
+    while (r.size() > 10)
+        r.removeLast();
     s.setValue(QStringLiteral("recent"), r);
 }
 

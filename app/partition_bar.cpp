@@ -23,7 +23,8 @@ void PartitionBar::paintEvent(QPaintEvent*)
     const QRect r = rect().adjusted(1, 4, -2, -4);
     p.fillRect(r, palette().base());
     quint64 span = 0;
-    for (const auto& s : m_slices) span += s.length + s.padding;
+    for (const auto& s : m_slices)
+        span += s.length + s.padding;
     span = std::max(span, m_total);
     if (!span) return;
     double x = r.left();
@@ -35,7 +36,8 @@ void PartitionBar::paintEvent(QPaintEvent*)
         p.fillRect(seg, c);
         p.setPen(palette().text().color());
         if (w > 24) p.drawText(seg, Qt::AlignCenter, QString::number(s.rank));
-        if (pw > 0) p.fillRect(QRectF(x + w, r.top(), pw, r.height()), QBrush(c.darker(130), Qt::BDiagPattern));
+        if (pw > 0)
+            p.fillRect(QRectF(x + w, r.top(), pw, r.height()), QBrush(c.darker(130), Qt::BDiagPattern));
         x += w + pw;
         p.setPen(palette().mid().color());
         p.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()));

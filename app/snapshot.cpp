@@ -7,6 +7,7 @@
 #include <QThread>
 #include <atomic>
 #include <filesystem>
+#include <map>
 
 namespace ckpt::app {
 
@@ -30,10 +31,15 @@ void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
     // Rebuild the entry tree from the flat, depth-annotated list inspect produces.
     std::vector<Node*> stack{fileNode};
     const auto& tensors = doc["tensors"];
+    std::map<std::string, std::vector<std::string>> byStorage; // which tensors share a storage
+    for (const auto& t : tensors)
+        if (t["storage"].is_string())
+            byStorage[t["storage"].get<std::string>()].push_back(t["path"].get<std::string>());
     for (const auto& e : doc["entries"]) {
         const int depth = e["depth"].get<int>();
         if (depth == 0) continue;
-        while (int(stack.size()) > depth) stack.pop_back();
+        while (int(stack.size()) > depth)
+            stack.pop_back();
         const std::string path = e["path"].get<std::string>();
         const auto slash = path.rfind('/');
         const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -47,9 +53,16 @@ void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
             n->shape = t["shape"].get<std::vector<int64_t>>();
             n->bytes = t["nbytes"];
             n->elements = 1;
-            for (auto d : n->shape) n->elements *= uint64_t(d);
+            for (auto d : n->shape)
+                n->elements *= uint64_t(d);
             n->info = t;
             n->info["file"] = doc["file"];
+            if (t["storage"].is_string()) {
+                std::vector<std::string> others;
+                for (const auto& o : byStorage[t["storage"].get<std::string>()])
+                    if (o != t["path"].get<std::string>()) others.push_back(o);
+                if (!others.empty()) n->info["shared_with"] = others;
+            }
         } else {
             n->info = {{"type", e["type"]}};
             if (e.contains("summary")) n->info["value"] = e["summary"];
@@ -93,20 +106,29 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
         for (size_t ti = 0; ti < ck.tags.size(); ++ti) {
             const layout::Tag& t = ck.tags[ti];
             s->tags.push_back(t);
-            for (const auto& w : t.warnings) s->warnings.push_back(t.name + ": " + w);
+            for (const auto& w : t.warnings)
+                s->warnings.push_back(t.name + ": " + w);
             Node* tn = add(root, t.name, NodeKind::Tag, t.latest ? "tag (latest)" : "tag");
             tn->tag = int(ti);
             tn->ranks = t.worldSize;
-            tn->info = {{"zero_stage", t.zeroStage}, {"world_size", t.worldSize}, {"dtype", t.dtype},
-                        {"ds_version", t.dsVersion}, {"global_steps", t.globalSteps}, {"global_samples", t.globalSamples},
+            tn->info = {{"zero_stage", t.zeroStage},
+                        {"world_size", t.worldSize},
+                        {"dtype", t.dtype},
+                        {"ds_version", t.dsVersion},
+                        {"global_steps", t.globalSteps},
+                        {"global_samples", t.globalSamples},
                         {"optimizer", t.optimizer}};
             Node* cfg = add(tn, "configuration", NodeKind::Config, "ds_config");
-            cfg->info = {{"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
+            cfg->info = {
+                {"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
             Node* files = add(tn, "rank files", NodeKind::Group, "files");
             for (const auto& f : t.files) {
                 Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
                 fn->bytes = f.size;
-                fn->info = {{"file", f.path}, {"role", layout::roleName(f.role)}, {"dp_rank", f.dpRank}, {"mp_rank", f.mpRank}};
+                fn->info = {{"file", f.path},
+                            {"role", layout::roleName(f.role)},
+                            {"dp_rank", f.dpRank},
+                            {"mp_rank", f.mpRank}};
                 try {
                     addFileEntries(fn, ops::inspectFile(f.path));
                 } catch (const ckpt::Error& e) {
@@ -120,7 +142,8 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
                 const char* kind = p.kind == layout::Parameter::Kind::Buffer   ? "buffer"
                                    : p.kind == layout::Parameter::Kind::Frozen ? "parameter (frozen)"
                                                                                : "parameter";
-                Node* pn = add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
+                Node* pn =
+                    add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
                 pn->tag = int(ti);
                 pn->param = int(pi);
                 pn->dtype = torch::name(p.dtype);
@@ -132,7 +155,8 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
                     for (const auto& [name, src] : sl.states) {
                         (void)src;
                         bool have = false;
-                        for (const auto& c : pn->children) have |= c->name == name;
+                        for (const auto& c : pn->children)
+                            have |= c->name == name;
                         if (!have) {
                             Node* st = add(pn, name, NodeKind::Entry, "optimizer state");
                             st->dtype = "float32";
@@ -148,7 +172,8 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
     }
     const auto doc = ops::inspectFile(path);
     s->family = doc["format"];
-    for (const auto& w : doc["warnings"]) s->warnings.push_back(w.get<std::string>());
+    for (const auto& w : doc["warnings"])
+        s->warnings.push_back(w.get<std::string>());
     root->kindText = doc["format"].get<std::string>() + " file";
     root->bytes = doc["file_size"];
     addFileEntries(root, doc);

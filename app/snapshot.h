@@ -25,9 +25,9 @@ struct Node
     uint64_t elements = 0;
     uint64_t bytes = 0;
     int ranks = 0;
-    std::string path;          // names from the root joined by '/', for --select and tests
-    int tag = -1;              // index into Snapshot::tags
-    int param = -1;            // index into that tag's params
+    std::string path;            // names from the root joined by '/', for --select and tests
+    int tag = -1;                // index into Snapshot::tags
+    int param = -1;              // index into that tag's params
     nlohmann::ordered_json info; // details for the pane (tensor fields, config JSON, ...)
     Node* parent = nullptr;
     std::vector<std::unique_ptr<Node>> children;

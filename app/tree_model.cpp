@@ -10,7 +10,8 @@ QString humanBytes(uint64_t n)
     static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = double(n);
     int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, ++u;
+    while (v >= 1024 && u < 4)
+        v /= 1024, ++u;
     return u ? QString::number(v, 'f', 1) + QLatin1Char(' ') + QLatin1String(units[u])
              : QString::number(n) + QLatin1String(" B");
 }
@@ -102,12 +103,15 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
     case Name: // structural labels are ours and translated; everything else is data
         if (n->kind == NodeKind::Group || n->kind == NodeKind::Config) return tr(n->name.c_str());
         return QString::fromStdString(n->name);
-    case Kind: return tr(n->kindText.c_str());
-    case DType: return QString::fromStdString(n->dtype);
+    case Kind:
+        return tr(n->kindText.c_str());
+    case DType:
+        return QString::fromStdString(n->dtype);
     case Shape: {
         if (n->shape.empty() && n->dtype.empty()) return QString();
         QStringList dims;
-        for (auto d : n->shape) dims << QString::number(d);
+        for (auto d : n->shape)
+            dims << QString::number(d);
         return QLatin1Char('[') + dims.join(QLatin1String(", ")) + QLatin1Char(']');
     }
     case Elements:
@@ -127,13 +131,20 @@ QVariant TreeModel::headerData(int section, Qt::Orientation orientation, int rol
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-    case Name: return tr("Name");
-    case Kind: return tr("Kind");
-    case DType: return tr("dtype");
-    case Shape: return tr("Shape");
-    case Elements: return tr("Elements");
-    case Bytes: return tr("Bytes");
-    case Ranks: return tr("Ranks");
+    case Name:
+        return tr("Name");
+    case Kind:
+        return tr("Kind");
+    case DType:
+        return tr("dtype");
+    case Shape:
+        return tr("Shape");
+    case Elements:
+        return tr("Elements");
+    case Bytes:
+        return tr("Bytes");
+    case Ranks:
+        return tr("Ranks");
     }
     return {};
 }

@@ -113,42 +113,37 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="163" />
-        <source>Shared</source>
-        <translation>共享</translation>
+        <location filename="../app/details_pane.cpp" line="166" />
+        <source>Shares storage with</source>
+        <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="163" />
-        <source>other tensors use the same storage</source>
-        <translation>其他张量使用同一存储</translation>
-    </message>
-    <message>
-        <location filename="../app/details_pane.cpp" line="168" />
+        <location filename="../app/details_pane.cpp" line="172" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="169" />
+        <location filename="../app/details_pane.cpp" line="173" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="184" />
+        <location filename="../app/details_pane.cpp" line="188" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="198" />
+        <location filename="../app/details_pane.cpp" line="202" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="199" />
+        <location filename="../app/details_pane.cpp" line="203" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="216" />
+        <location filename="../app/details_pane.cpp" line="220" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
