@@ -21,44 +21,48 @@ std::shared_ptr<gpu::ComputeBackend> backendFor(const std::string& device, bool 
 }
 
 namespace {
-ops::AnalyzeOptions optionsFor(const AnalyzeArgs& a)
+
+// stats and diff differ only in the operation and the printer: backend, options, progress and
+// output are the same.
+template <typename Compute, typename Print>
+int runAnalysis(const AnalyzeArgs& a, const ops::CancelToken& cancel, Compute compute, Print print)
 {
+    auto backend = backendFor(a.device, a.quiet || a.json);
     ops::AnalyzeOptions o;
     o.source.tag = a.tag;
+    o.source.backend = backend;
     o.histogramBins = a.bins;
     o.histogramLog10 = a.log10;
-    return o;
+    nlohmann::ordered_json doc;
+    {
+        ProgressPrinter printer(a.quiet);
+        doc = compute(o, *backend, printer.sink());
+    }
+    if (a.json) std::cout << doc.dump(2) << "\n";
+    else print(doc, std::cout);
+    return 0;
 }
+
 } // namespace
 
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
-    auto backend = backendFor(a.device, a.quiet || a.json);
-    auto o = optionsFor(a);
-    o.source.backend = backend;
-    nlohmann::ordered_json doc;
-    {
-        ProgressPrinter printer(a.quiet);
-        doc = ops::computeStats(a.a, o, *backend, printer.sink(), cancel);
-    }
-    if (a.json) std::cout << doc.dump(2) << "\n";
-    else ops::printStats(doc, std::cout);
-    return 0;
+    return runAnalysis(
+        a, cancel,
+        [&](const ops::AnalyzeOptions& o, gpu::ComputeBackend& b, const ops::ProgressSink& p) {
+            return ops::computeStats(a.a, o, b, p, cancel);
+        },
+        ops::printStats);
 }
 
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
-    auto backend = backendFor(a.device, a.quiet || a.json);
-    auto o = optionsFor(a);
-    o.source.backend = backend;
-    nlohmann::ordered_json doc;
-    {
-        ProgressPrinter printer(a.quiet);
-        doc = ops::computeDiff(a.a, a.b, o, *backend, printer.sink(), cancel);
-    }
-    if (a.json) std::cout << doc.dump(2) << "\n";
-    else ops::printDiff(doc, std::cout);
-    return 0;
+    return runAnalysis(
+        a, cancel,
+        [&](const ops::AnalyzeOptions& o, gpu::ComputeBackend& b, const ops::ProgressSink& p) {
+            return ops::computeDiff(a.a, a.b, o, b, p, cancel);
+        },
+        ops::printDiff);
 }
 
 } // namespace ckpt::cli
