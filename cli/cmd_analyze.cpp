@@ -25,7 +25,7 @@ namespace {
 // stats and diff differ only in the operation and the printer: backend, options, progress and
 // output are the same.
 template <typename Compute, typename Print>
-int runAnalysis(const AnalyzeArgs& a, const ops::CancelToken& cancel, Compute compute, Print print)
+int runAnalysis(const AnalyzeArgs& a, Compute compute, Print print)
 {
     auto backend = backendFor(a.device, a.quiet || a.json);
     ops::AnalyzeOptions o;
@@ -48,7 +48,7 @@ int runAnalysis(const AnalyzeArgs& a, const ops::CancelToken& cancel, Compute co
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
     return runAnalysis(
-        a, cancel,
+        a,
         [&](const ops::AnalyzeOptions& o, gpu::ComputeBackend& b, const ops::ProgressSink& p) {
             return ops::computeStats(a.a, o, b, p, cancel);
         },
@@ -58,7 +58,7 @@ int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
     return runAnalysis(
-        a, cancel,
+        a,
         [&](const ops::AnalyzeOptions& o, gpu::ComputeBackend& b, const ops::ProgressSink& p) {
             return ops::computeDiff(a.a, a.b, o, b, p, cancel);
         },
