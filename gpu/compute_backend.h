@@ -78,7 +78,15 @@ struct DiffStats
 // mix(w_j + j * 0x9E3779B97F4A7C15), xor mix(chunk length); chunks are folded in order by
 // h = mix(h ^ chunk) + 1. mix is the splitmix64 finaliser. Order-sensitive, parallel-friendly.
 constexpr uint64_t kHashChunk = 1u << 20;
-uint64_t hashMix(uint64_t x);
+CKPT_HOST_DEVICE inline uint64_t hashMix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return x;
+}
 
 enum class Device { Auto, Cpu, Cuda };
 
@@ -94,7 +102,8 @@ public:
     // F64/F32/F16/BF16 in both directions, bit-identical to torch's .to().
     virtual void cast(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint64_t count) = 0;
     virtual Stats stats(const StridedView& v, Scalar type) = 0;
-    virtual Histogram histogram(const StridedView& v, Scalar type, int bins, bool log10, double lo, double hi) = 0;
+    virtual Histogram histogram(const StridedView& v, Scalar type, int bins, bool log10, double lo,
+                                double hi) = 0;
     virtual DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) = 0;
     virtual uint64_t hash(const uint8_t* data, uint64_t size) = 0;
 };

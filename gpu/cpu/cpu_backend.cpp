@@ -20,7 +20,8 @@ namespace ckpt::gpu {
 uint64_t numelOf(const std::vector<int64_t>& shape)
 {
     uint64_t n = 1;
-    for (int64_t s : shape) n *= uint64_t(s);
+    for (int64_t s : shape)
+        n *= uint64_t(s);
     return n;
 }
 
@@ -99,16 +100,6 @@ void DiffStats::merge(const DiffStats& o)
     sumSqDiff += o.sumSqDiff, sumSqA += o.sumSqA, sumSqB += o.sumSqB, dot += o.dot;
 }
 
-uint64_t hashMix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
-
 namespace {
 
 // The wrapping sum of one chunk's mixed words: integer lanes, so it vectorises in any order.
@@ -119,13 +110,7 @@ CKPT_WIDE_SIMD uint64_t hashWords(const uint8_t* p, uint64_t words)
     for (uint64_t j = 0; j < words; ++j) {
         uint64_t x;
         std::memcpy(&x, p + j * 8, 8);
-        x += j * 0x9E3779B97F4A7C15ull;
-        x ^= x >> 30;
-        x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27;
-        x *= 0x94D049BB133111EBull;
-        x ^= x >> 31;
-        acc += x;
+        acc += hashMix(x + j * 0x9E3779B97F4A7C15ull);
     }
     return acc;
 }
@@ -142,8 +127,10 @@ struct Fp8Tables
         const int m = v & ((1 << mantBits) - 1);
         const int emax = (1 << expBits) - 1;
         if (fnuz && v == 0x80) return std::numeric_limits<double>::quiet_NaN();
-        if (ieeeInf && e == emax) return m ? std::numeric_limits<double>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
-        if (!ieeeInf && !fnuz && e == emax && m == (1 << mantBits) - 1) return std::numeric_limits<double>::quiet_NaN();
+        if (ieeeInf && e == emax)
+            return m ? std::numeric_limits<double>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
+        if (!ieeeInf && !fnuz && e == emax && m == (1 << mantBits) - 1)
+            return std::numeric_limits<double>::quiet_NaN();
         double mag = e == 0 ? std::ldexp(double(m), 1 - bias - mantBits)
                             : std::ldexp(double((1 << mantBits) | m), e - bias - mantBits);
         return sign ? -mag : mag;
@@ -168,8 +155,7 @@ const Fp8Tables& fp8()
     return t;
 }
 
-template <typename T>
-T ld(const uint8_t* p)
+template <typename T> T ld(const uint8_t* p)
 {
     T v;
     std::memcpy(&v, p, sizeof v);
@@ -184,7 +170,8 @@ int threadCount()
 
 // Runs fn(begin, end, part) over [0, n) split into up to threadCount() contiguous parts, in
 // parallel; results are merged by the caller in part order, so the outcome is deterministic.
-void parallelFor(uint64_t n, uint64_t minPerThread, const std::function<void(uint64_t, uint64_t, int)>& fn, int& parts)
+void parallelFor(uint64_t n, uint64_t minPerThread, const std::function<void(uint64_t, uint64_t, int)>& fn,
+                 int& parts)
 {
     parts = int(std::clamp<uint64_t>(n / std::max<uint64_t>(minPerThread, 1), 1, uint64_t(threadCount())));
     if (parts == 1) {
@@ -193,13 +180,14 @@ void parallelFor(uint64_t n, uint64_t minPerThread, const std::function<void(uin
     }
     std::vector<std::thread> pool;
     for (int p = 0; p < parts; ++p)
-        pool.emplace_back([&, p] { fn(n * uint64_t(p) / uint64_t(parts), n * uint64_t(p + 1) / uint64_t(parts), p); });
-    for (auto& t : pool) t.join();
+        pool.emplace_back(
+            [&, p] { fn(n * uint64_t(p) / uint64_t(parts), n * uint64_t(p + 1) / uint64_t(parts), p); });
+    for (auto& t : pool)
+        t.join();
 }
 
 // Stats of one block with a shift (the block's first non-NaN value) so sums stay small.
-template <typename Load>
-Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load)
+template <typename Load> Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load)
 {
     Stats s;
     s.count = n;
@@ -240,8 +228,7 @@ Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load)
 // counts and min/max/absmax. Pass 2, only when the block has no NaN or Inf: the shifted fp64
 // sums as an fp64 SIMD reduction. Blocks with NaN/Inf take the general
 // path. Same definition as blockStats: shift = the block's first value, sums in fp64.
-template <typename Load>
-Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load);
+template <typename Load> Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load);
 
 CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
 {
@@ -271,7 +258,8 @@ CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
     std::memcpy(&amax, &amaxBits, 4);
     const float mn = fromKey(kmin), mx = fromKey(kmax);
     if (nans || infs)
-        return blockStats(reinterpret_cast<const uint8_t*>(p), n, 4, [](const uint8_t* q) { return double(ld<float>(q)); });
+        return blockStats(reinterpret_cast<const uint8_t*>(p), n, 4,
+                          [](const uint8_t* q) { return double(ld<float>(q)); });
     Stats s;
     s.count = n;
     s.zeros = zeros;
@@ -292,34 +280,51 @@ CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
     return s;
 }
 
-template <typename Fn>
-auto withLoader(Scalar t, Fn fn)
+template <typename Fn> auto withLoader(Scalar t, Fn fn)
 {
     const auto& f8 = fp8();
     switch (t) {
-    case Scalar::F64: return fn([](const uint8_t* p) { return ld<double>(p); });
-    case Scalar::F32: return fn([](const uint8_t* p) { return double(ld<float>(p)); });
-    case Scalar::F16: return fn([](const uint8_t* p) { return double(halfToFloat(ld<uint16_t>(p))); });
-    case Scalar::BF16: return fn([](const uint8_t* p) { return double(bfloat16ToFloat(ld<uint16_t>(p))); });
-    case Scalar::F8E4M3FN: return fn([&f8](const uint8_t* p) { return f8.e4m3fn[*p]; });
-    case Scalar::F8E5M2: return fn([&f8](const uint8_t* p) { return f8.e5m2[*p]; });
-    case Scalar::F8E4M3FNUZ: return fn([&f8](const uint8_t* p) { return f8.e4m3fnuz[*p]; });
-    case Scalar::F8E5M2FNUZ: return fn([&f8](const uint8_t* p) { return f8.e5m2fnuz[*p]; });
-    case Scalar::F8E8M0: return fn([&f8](const uint8_t* p) { return f8.e8m0[*p]; });
-    case Scalar::I64: return fn([](const uint8_t* p) { return double(ld<int64_t>(p)); });
-    case Scalar::I32: return fn([](const uint8_t* p) { return double(ld<int32_t>(p)); });
-    case Scalar::I16: return fn([](const uint8_t* p) { return double(ld<int16_t>(p)); });
-    case Scalar::I8: return fn([](const uint8_t* p) { return double(ld<int8_t>(p)); });
-    case Scalar::U8: return fn([](const uint8_t* p) { return double(*p); });
-    case Scalar::U16: return fn([](const uint8_t* p) { return double(ld<uint16_t>(p)); });
-    case Scalar::U32: return fn([](const uint8_t* p) { return double(ld<uint32_t>(p)); });
-    case Scalar::U64: return fn([](const uint8_t* p) { return double(ld<uint64_t>(p)); });
-    case Scalar::Bool: return fn([](const uint8_t* p) { return *p ? 1.0 : 0.0; });
+    case Scalar::F64:
+        return fn([](const uint8_t* p) { return ld<double>(p); });
+    case Scalar::F32:
+        return fn([](const uint8_t* p) { return double(ld<float>(p)); });
+    case Scalar::F16:
+        return fn([](const uint8_t* p) { return double(halfToFloat(ld<uint16_t>(p))); });
+    case Scalar::BF16:
+        return fn([](const uint8_t* p) { return double(bfloat16ToFloat(ld<uint16_t>(p))); });
+    case Scalar::F8E4M3FN:
+        return fn([&f8](const uint8_t* p) { return f8.e4m3fn[*p]; });
+    case Scalar::F8E5M2:
+        return fn([&f8](const uint8_t* p) { return f8.e5m2[*p]; });
+    case Scalar::F8E4M3FNUZ:
+        return fn([&f8](const uint8_t* p) { return f8.e4m3fnuz[*p]; });
+    case Scalar::F8E5M2FNUZ:
+        return fn([&f8](const uint8_t* p) { return f8.e5m2fnuz[*p]; });
+    case Scalar::F8E8M0:
+        return fn([&f8](const uint8_t* p) { return f8.e8m0[*p]; });
+    case Scalar::I64:
+        return fn([](const uint8_t* p) { return double(ld<int64_t>(p)); });
+    case Scalar::I32:
+        return fn([](const uint8_t* p) { return double(ld<int32_t>(p)); });
+    case Scalar::I16:
+        return fn([](const uint8_t* p) { return double(ld<int16_t>(p)); });
+    case Scalar::I8:
+        return fn([](const uint8_t* p) { return double(ld<int8_t>(p)); });
+    case Scalar::U8:
+        return fn([](const uint8_t* p) { return double(*p); });
+    case Scalar::U16:
+        return fn([](const uint8_t* p) { return double(ld<uint16_t>(p)); });
+    case Scalar::U32:
+        return fn([](const uint8_t* p) { return double(ld<uint32_t>(p)); });
+    case Scalar::U64:
+        return fn([](const uint8_t* p) { return double(ld<uint64_t>(p)); });
+    case Scalar::Bool:
+        return fn([](const uint8_t* p) { return *p ? 1.0 : 0.0; });
     }
     return fn([](const uint8_t*) { return 0.0; });
 }
 
-constexpr uint64_t kBlock = 4096;      // elements per stats block: the shift granularity
+constexpr uint64_t kBlock = 4096;     // elements per stats block: the shift granularity
 constexpr uint64_t kStage = 1u << 22; // elements gathered at a time from strided inputs
 
 class CpuBackend final : public ComputeBackend
@@ -350,7 +355,8 @@ public:
         uint64_t done = 0;
         while (done < count) {
             int64_t off = v.offset;
-            for (size_t d = 0; d < nd; ++d) off += idx[d] * v.stride[d];
+            for (size_t d = 0; d < nd; ++d)
+                off += idx[d] * v.stride[d];
             const uint64_t run = std::min<uint64_t>(uint64_t(inner - idx[nd - 1]), count - done);
             const uint8_t* src = v.base + uint64_t(off) * es;
             if (innerStride == 1) {
@@ -372,8 +378,10 @@ public:
     {
         int parts = 0;
         const uint32_t fs = scalarSize(from), ts = scalarSize(to);
-        parallelFor(count, 1 << 20, [&](uint64_t b, uint64_t e, int) { castElements(from, to, src + b * fs, dst + b * ts, e - b); },
-                    parts);
+        parallelFor(
+            count, 1 << 20,
+            [&](uint64_t b, uint64_t e, int) { castElements(from, to, src + b * fs, dst + b * ts, e - b); },
+            parts);
     }
 
     // Contiguous elements: blocks of kBlock, threads over block ranges, merged in order.
@@ -383,32 +391,35 @@ public:
         const uint64_t blocks = (n + kBlock - 1) / kBlock;
         std::vector<Stats> partial(static_cast<size_t>(threadCount()));
         int parts = 0;
-        parallelFor(blocks, 64, [&](uint64_t b, uint64_t e, int part) {
-            Stats acc;
-            if (t == Scalar::F32 && reinterpret_cast<uintptr_t>(p) % alignof(float) == 0) {
-                for (uint64_t blk = b; blk < e; ++blk) {
-                    const uint64_t first = blk * kBlock, len = std::min(kBlock, n - first);
-                    acc.merge(blockStatsF32(reinterpret_cast<const float*>(p) + first, len));
-                }
-            } else {
-                withLoader(t, [&](auto load) {
+        parallelFor(
+            blocks, 64,
+            [&](uint64_t b, uint64_t e, int part) {
+                Stats acc;
+                if (t == Scalar::F32 && reinterpret_cast<uintptr_t>(p) % alignof(float) == 0) {
                     for (uint64_t blk = b; blk < e; ++blk) {
                         const uint64_t first = blk * kBlock, len = std::min(kBlock, n - first);
-                        acc.merge(blockStats(p + first * es, len, es, load));
+                        acc.merge(blockStatsF32(reinterpret_cast<const float*>(p) + first, len));
                     }
-                    return 0;
-                });
-            }
-            partial[size_t(part)] = acc;
-        }, parts);
+                } else {
+                    withLoader(t, [&](auto load) {
+                        for (uint64_t blk = b; blk < e; ++blk) {
+                            const uint64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+                            acc.merge(blockStats(p + first * es, len, es, load));
+                        }
+                        return 0;
+                    });
+                }
+                partial[size_t(part)] = acc;
+            },
+            parts);
         Stats s;
-        for (int i = 0; i < parts; ++i) s.merge(partial[size_t(i)]);
+        for (int i = 0; i < parts; ++i)
+            s.merge(partial[size_t(i)]);
         return s;
     }
 
     // Strided inputs are gathered a stage at a time, then treated as contiguous.
-    template <typename Fn>
-    void staged(const StridedView& v, Fn fn)
+    template <typename Fn> void staged(const StridedView& v, Fn fn)
     {
         const uint64_t n = v.numel();
         if (v.contiguous()) {
@@ -495,28 +506,34 @@ public:
             if (!b.contiguous()) bufB.resize(len * eb), gather(b, first, len, bufB.data()), pb = bufB.data();
             std::vector<DiffStats> partial(static_cast<size_t>(threadCount()));
             int parts = 0;
-            parallelFor(len, 1 << 16, [&](uint64_t s, uint64_t e, int part) {
-                DiffStats acc;
-                withLoader(ta, [&](auto la) {
-                    return withLoader(tb, [&](auto lb) {
-                        for (uint64_t i = s; i < e; ++i) {
-                            const double x = la(pa + i * ea), y = lb(pb + i * eb);
-                            ++acc.count;
-                            if (sameType && std::memcmp(pa + i * ea, pb + i * eb, ea) == 0) ++acc.bitwiseEqual;
-                            if (std::isnan(x) || std::isnan(y)) {
-                                if (std::isnan(x) != std::isnan(y)) ++acc.nanMismatch;
-                                continue;
+            parallelFor(
+                len, 1 << 16,
+                [&](uint64_t s, uint64_t e, int part) {
+                    DiffStats acc;
+                    withLoader(ta, [&](auto la) {
+                        return withLoader(tb, [&](auto lb) {
+                            for (uint64_t i = s; i < e; ++i) {
+                                const double x = la(pa + i * ea), y = lb(pb + i * eb);
+                                ++acc.count;
+                                if (sameType && std::memcmp(pa + i * ea, pb + i * eb, ea) == 0)
+                                    ++acc.bitwiseEqual;
+                                if (std::isnan(x) || std::isnan(y)) {
+                                    if (std::isnan(x) != std::isnan(y)) ++acc.nanMismatch;
+                                    continue;
+                                }
+                                const double dd = x - y;
+                                acc.maxAbsDiff = std::max(acc.maxAbsDiff, std::fabs(dd));
+                                acc.sumSqDiff += dd * dd, acc.sumSqA += x * x, acc.sumSqB += y * y,
+                                    acc.dot += x * y;
                             }
-                            const double dd = x - y;
-                            acc.maxAbsDiff = std::max(acc.maxAbsDiff, std::fabs(dd));
-                            acc.sumSqDiff += dd * dd, acc.sumSqA += x * x, acc.sumSqB += y * y, acc.dot += x * y;
-                        }
-                        return 0;
+                            return 0;
+                        });
                     });
-                });
-                partial[size_t(part)] = acc;
-            }, parts);
-            for (int i = 0; i < parts; ++i) d.merge(partial[size_t(i)]);
+                    partial[size_t(part)] = acc;
+                },
+                parts);
+            for (int i = 0; i < parts; ++i)
+                d.merge(partial[size_t(i)]);
         }
         return d;
     }
@@ -526,22 +543,26 @@ public:
         const uint64_t chunks = (size + kHashChunk - 1) / kHashChunk;
         std::vector<uint64_t> values(chunks);
         int parts = 0;
-        parallelFor(chunks, 4, [&](uint64_t b, uint64_t e, int) {
-            for (uint64_t c = b; c < e; ++c) {
-                const uint8_t* p = data + c * kHashChunk;
-                const uint64_t len = std::min(kHashChunk, size - c * kHashChunk);
-                const uint64_t words = len / 8;
-                uint64_t acc = hashWords(p, words);
-                if (len % 8) {
-                    uint64_t w = 0;
-                    std::memcpy(&w, p + words * 8, len % 8);
-                    acc += hashMix(w + words * 0x9E3779B97F4A7C15ull);
+        parallelFor(
+            chunks, 4,
+            [&](uint64_t b, uint64_t e, int) {
+                for (uint64_t c = b; c < e; ++c) {
+                    const uint8_t* p = data + c * kHashChunk;
+                    const uint64_t len = std::min(kHashChunk, size - c * kHashChunk);
+                    const uint64_t words = len / 8;
+                    uint64_t acc = hashWords(p, words);
+                    if (len % 8) {
+                        uint64_t w = 0;
+                        std::memcpy(&w, p + words * 8, len % 8);
+                        acc += hashMix(w + words * 0x9E3779B97F4A7C15ull);
+                    }
+                    values[c] = acc ^ hashMix(len);
                 }
-                values[c] = acc ^ hashMix(len);
-            }
-        }, parts);
+            },
+            parts);
         uint64_t h = hashMix(size);
-        for (uint64_t v : values) h = hashMix(h ^ v) + 1;
+        for (uint64_t v : values)
+            h = hashMix(h ^ v) + 1;
         return h;
     }
 };

@@ -126,16 +126,6 @@ __global__ void diffKernel(const uint8_t* a, Scalar ta, uint32_t ea, const uint8
     if (threadIdx.x == 0) out[blockIdx.x] = part[0];
 }
 
-__device__ uint64_t mixDev(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
-
 // One block per 1 MiB hash chunk: a wrapping sum, so any summation order gives the CPU's value.
 __global__ void hashKernel(const uint8_t* data, uint64_t size, uint64_t* out)
 {
@@ -148,12 +138,12 @@ __global__ void hashKernel(const uint8_t* data, uint64_t size, uint64_t* out)
     for (uint64_t j = threadIdx.x; j < words; j += blockDim.x) {
         uint64_t w;
         memcpy(&w, p + j * 8, 8);
-        acc += mixDev(w + j * 0x9E3779B97F4A7C15ull);
+        acc += hashMix(w + j * 0x9E3779B97F4A7C15ull);
     }
     if (threadIdx.x == 0 && len % 8) {
         uint64_t w = 0;
         memcpy(&w, p + words * 8, len % 8);
-        acc += mixDev(w + words * 0x9E3779B97F4A7C15ull);
+        acc += hashMix(w + words * 0x9E3779B97F4A7C15ull);
     }
     part[threadIdx.x] = acc;
     __syncthreads();
@@ -161,7 +151,7 @@ __global__ void hashKernel(const uint8_t* data, uint64_t size, uint64_t* out)
         if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
         __syncthreads();
     }
-    if (threadIdx.x == 0) out[c] = part[0] ^ mixDev(len);
+    if (threadIdx.x == 0) out[c] = part[0] ^ hashMix(len);
 }
 
 __device__ unsigned short f2bf(float f)

@@ -225,6 +225,20 @@ Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint6
     return {f.info.path, path, offset, count};
 }
 
+// A trainable parameter as param_shapes names it (name -> torch.Size), in flat group `group`.
+Parameter shapedParameter(const Value* key, const Value* shape, int group, uint64_t offset,
+                          const OpenFile& m0)
+{
+    Parameter p;
+    p.name = asString(key).value_or("?");
+    auto dims = asInts(shape);
+    if (!dims) fail("param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
+    p.shape = *dims;
+    p.group = group;
+    p.groupOffset = offset;
+    return p;
+}
+
 // A whole tensor of the model file's `module` (a buffer, or a frozen parameter at stage 1).
 std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name, Parameter::Kind kind)
 {
@@ -441,13 +455,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
                     start[r] = r * P;
                 uint64_t offset = 0;
                 for (const auto& [k, v] : shapes->entries) {
-                    Parameter p;
-                    p.name = asString(k).value_or("?");
-                    auto shape = asInts(v);
-                    if (!shape) fail("param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
-                    p.shape = *shape;
-                    p.group = int(g);
-                    p.groupOffset = offset;
+                    Parameter p = shapedParameter(k, v, int(g), offset, m0);
                     const uint64_t n = p.numel();
                     for (uint64_t r = 0; r < W; ++r) {
                         const uint64_t lo = std::max(offset, start[r]),
@@ -510,13 +518,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
             uint64_t O = 0;
             for (size_t g = 0; g < paramShapes->items.size(); ++g) {
                 for (const auto& [k, v] : paramShapes->items[g]->entries) {
-                    Parameter p;
-                    p.name = asString(k).value_or("?");
-                    auto shape = asInts(v);
-                    if (!shape) fail("param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
-                    p.shape = *shape;
-                    p.group = int(g);
-                    p.groupOffset = O;
+                    Parameter p = shapedParameter(k, v, int(g), O, m0);
                     const uint64_t n = p.numel(), per = (n + W - 1) / W;
                     for (uint64_t r = 0; r < W; ++r) {
                         const uint64_t lo = std::min(r * per, n), hi = std::min((r + 1) * per, n);
@@ -573,7 +575,8 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         if (bufferNames && bufferNames->kind == Kind::List && module) {
             for (const Value* b : bufferNames->items) {
                 const std::string name = asString(b).value_or("");
-                if (auto p = fromModule(m0, name, Parameter::Kind::Buffer)) tag.params.push_back(std::move(*p));
+                if (auto p = fromModule(m0, name, Parameter::Kind::Buffer))
+                    tag.params.push_back(std::move(*p));
             }
         }
         const Value* frozenShapes = dictGet(root, "frozen_param_shapes");
