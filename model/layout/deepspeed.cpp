@@ -663,38 +663,46 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     return tag;
 }
 
+TagFolders findDeepSpeedTags(const std::string& path)
+{
+    TagFolders f;
+    const fs::path p(path);
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) throw Error("not a folder", path);
+    if (hasRankFiles(p)) { // a tag folder itself
+        f.root = p.parent_path().string();
+        f.tags.push_back({p.filename().string(), p.string()});
+    } else {
+        f.root = p.string();
+        for (const auto& e : fs::directory_iterator(p, ec))
+            if (e.is_directory(ec) && hasRankFiles(e.path()))
+                f.tags.push_back({e.path().filename().string(), e.path().string()});
+    }
+    std::sort(f.tags.begin(), f.tags.end(),
+              [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
+    if (f.tags.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
+    f.latest = readLatest(f.root.empty() ? fs::path(".") : fs::path(f.root));
+    return f;
+}
+
 Checkpoint openDeepSpeed(const std::string& path)
 {
     Checkpoint c;
     c.family = "deepspeed";
-    const fs::path p(path);
-    std::error_code ec;
-    if (!fs::is_directory(p, ec)) throw Error("not a folder", path);
-    std::vector<std::pair<std::string, fs::path>> tagDirs;
-    if (hasRankFiles(p)) {
-        // a tag folder itself
-        c.root = p.parent_path().string();
-        tagDirs.push_back({p.filename().string(), p});
-    } else {
-        c.root = p.string();
-        for (const auto& e : fs::directory_iterator(p, ec))
-            if (e.is_directory(ec) && hasRankFiles(e.path()))
-                tagDirs.push_back({e.path().filename().string(), e.path()});
-    }
-    std::sort(tagDirs.begin(), tagDirs.end(),
-              [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
-    const std::string latest = readLatest(c.root.empty() ? fs::path(".") : fs::path(c.root));
-    if (tagDirs.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
+    const TagFolders found = findDeepSpeedTags(path);
+    c.root = found.root;
+    const std::string& latest = found.latest;
+    const auto& tagDirs = found.tags;
     if (!latest.empty() &&
         std::none_of(tagDirs.begin(), tagDirs.end(), [&](const auto& t) { return t.first == latest; }))
         c.warnings.push_back("'latest' names tag '" + latest + "', which does not exist");
     for (const auto& [name, dir] : tagDirs) {
         try {
-            c.tags.push_back(openDeepSpeedTag(dir.string(), name, name == latest));
+            c.tags.push_back(openDeepSpeedTag(dir, name, name == latest));
         } catch (const Error& e) {
             Tag t;
             t.name = name;
-            t.dir = dir.string();
+            t.dir = dir;
             t.latest = name == latest;
             t.warnings.push_back(std::string("cannot be read: ") + e.what());
             c.warnings.push_back("tag " + name + ": " + e.what());

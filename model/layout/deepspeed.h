@@ -11,6 +11,16 @@ namespace ckpt::layout {
 // A checkpoint root (holding `latest` and tag folders) or a single tag folder.
 bool looksLikeDeepSpeed(const std::string& path);
 
+// The tag folders of a checkpoint root (or the one tag folder given), in natural order, found
+// from file names and `latest` only: nothing is parsed. Throws Error if there are none.
+struct TagFolders
+{
+    std::string root;
+    std::string latest; // what `latest` names, possibly a tag that does not exist
+    std::vector<std::pair<std::string, std::string>> tags; // name, folder
+};
+TagFolders findDeepSpeedTags(const std::string& path);
+
 // Opens every tag; a tag that cannot be read is kept with its error as a warning, so one bad
 // save does not hide the others. Throws Error if nothing can be read.
 Checkpoint openDeepSpeed(const std::string& path);

@@ -7,6 +7,7 @@
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -16,20 +17,34 @@ std::optional<gpu::Scalar> scalarOf(torch::DType d)
 {
     using D = torch::DType;
     switch (d) {
-    case D::Float8_e4m3fn: return gpu::Scalar::F8E4M3FN;
-    case D::Float8_e5m2: return gpu::Scalar::F8E5M2;
-    case D::Float8_e4m3fnuz: return gpu::Scalar::F8E4M3FNUZ;
-    case D::Float8_e5m2fnuz: return gpu::Scalar::F8E5M2FNUZ;
-    case D::Float8_e8m0fnu: return gpu::Scalar::F8E8M0;
-    case D::Int64: return gpu::Scalar::I64;
-    case D::Int32: return gpu::Scalar::I32;
-    case D::Int16: return gpu::Scalar::I16;
-    case D::Int8: return gpu::Scalar::I8;
-    case D::UInt8: return gpu::Scalar::U8;
-    case D::UInt16: return gpu::Scalar::U16;
-    case D::UInt32: return gpu::Scalar::U32;
-    case D::UInt64: return gpu::Scalar::U64;
-    case D::Bool: return gpu::Scalar::Bool;
+    case D::Float8_e4m3fn:
+        return gpu::Scalar::F8E4M3FN;
+    case D::Float8_e5m2:
+        return gpu::Scalar::F8E5M2;
+    case D::Float8_e4m3fnuz:
+        return gpu::Scalar::F8E4M3FNUZ;
+    case D::Float8_e5m2fnuz:
+        return gpu::Scalar::F8E5M2FNUZ;
+    case D::Float8_e8m0fnu:
+        return gpu::Scalar::F8E8M0;
+    case D::Int64:
+        return gpu::Scalar::I64;
+    case D::Int32:
+        return gpu::Scalar::I32;
+    case D::Int16:
+        return gpu::Scalar::I16;
+    case D::Int8:
+        return gpu::Scalar::I8;
+    case D::UInt8:
+        return gpu::Scalar::U8;
+    case D::UInt16:
+        return gpu::Scalar::U16;
+    case D::UInt32:
+        return gpu::Scalar::U32;
+    case D::UInt64:
+        return gpu::Scalar::U64;
+    case D::Bool:
+        return gpu::Scalar::Bool;
     case torch::DType::Float64:
         return gpu::Scalar::F64;
     case torch::DType::Float32:
@@ -42,7 +57,6 @@ std::optional<gpu::Scalar> scalarOf(torch::DType d)
         return std::nullopt;
     }
 }
-
 
 namespace {
 
@@ -105,7 +119,8 @@ struct Reader
             }
             // Sources are read once, front to back: let their pages go (bounded RSS).
             if (p.tensor->isContiguous())
-                p.file->release(blob.bytes.data() + (uint64_t(p.tensor->storageOffset) + p.offset + first) * fs, n * fs);
+                p.file->release(
+                    blob.bytes.data() + (uint64_t(p.tensor->storageOffset) + p.offset + first) * fs, n * fs);
             dst += n * ts;
             count -= n;
             first = 0;
@@ -117,25 +132,29 @@ struct Reader
 
 TensorSet checkpointTensors(const std::string& path, const SourceOptions& options)
 {
-    const layout::Checkpoint ck = layout::openDeepSpeed(path);
+    // Only the chosen tag is parsed, and strictly: an unreadable tag is an error here.
+    const layout::TagFolders folders = layout::findDeepSpeedTags(path);
+    auto named = [&](const std::string& n) {
+        return std::find_if(folders.tags.begin(), folders.tags.end(),
+                            [&](const auto& t) { return t.first == n; });
+    };
     std::string tagName = options.tag;
     if (tagName.empty()) {
-        const layout::Tag* l = nullptr;
-        for (const auto& t : ck.tags)
-            if (t.latest) l = &t;
-        if (!l && ck.tags.size() == 1) l = &ck.tags.front();
-        if (!l) {
+        if (named(folders.latest) != folders.tags.end())
+            tagName = folders.latest;
+        else if (folders.tags.size() == 1)
+            tagName = folders.tags.front().first;
+        else {
             std::string names;
-            for (const auto& t : ck.tags)
-                names += (names.empty() ? "" : ", ") + t.name;
+            for (const auto& t : folders.tags)
+                names += (names.empty() ? "" : ", ") + t.first;
             throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", path);
         }
-        tagName = l->name;
     }
-    const layout::Tag* found = ck.find(tagName);
-    if (!found) throw Error("no tag '" + tagName + "'", path);
-    // Re-open the tag strictly: an unreadable tag is an error here, not a warning.
-    const layout::Tag tag = layout::openDeepSpeedTag(found->dir, found->name, found->latest);
+    const auto found = named(tagName);
+    if (found == folders.tags.end()) throw Error("no tag '" + tagName + "'", path);
+    const layout::Tag tag =
+        layout::openDeepSpeedTag(found->second, found->first, found->first == folders.latest);
     if (tag.optimizer == "none")
         throw Error("tag '" + tag.name +
                         "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights "
