@@ -1,5 +1,6 @@
 #include "export_dialog.h"
 
+#include "io/output.h"
 #include "ops/consolidate.h"
 #include "tree_model.h"
 
@@ -124,6 +125,11 @@ void ExportDialog::cancel()
 
 void ExportDialog::onProgress(const ops::Progress& p)
 {
+    if (!p.note.empty()) { // e.g. stale partial output removed: worth a line of its own
+        m_notes << QString::fromStdString(p.note);
+        m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
+        return;
+    }
     m_progress->setValue(p.permille);
     const double secs = m_clock.elapsed() / 1000.0;
     const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
@@ -141,6 +147,16 @@ void ExportDialog::start()
     if (running()) return;
     if (m_output->text().isEmpty()) {
         m_status->setText(tr("Choose an output folder first."));
+        return;
+    }
+    // The same check the export makes, before anything runs: an output on or inside the
+    // checkpoint is refused here with the reason, not after a worker has started.
+    try {
+        io::checkOutputOutsideInputs({m_checkpoint.toStdString()}, m_output->text().toStdString());
+    } catch (const std::exception& e) {
+        m_outcome = {false, false, QString::fromUtf8(e.what()), {}};
+        m_status->setText(m_outcome.message);
+        emit finished(false);
         return;
     }
     ops::ConsolidateOptions opt;

@@ -68,6 +68,7 @@ private:
     std::shared_ptr<ops::CancelToken> m_token;
     QFutureWatcher<ExportOutcome> m_watcher;
     ExportOutcome m_outcome;
+    QStringList m_notes;
     QElapsedTimer m_clock;
     int m_cancelAfter = 0;
 };

@@ -2,6 +2,7 @@
 
 #include "io/error.h"
 #include "layout/deepspeed.h"
+#include "layout/recognize.h"
 #include "ops/inspect.h"
 
 #include <QThread>
@@ -98,7 +99,7 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
     s->root->name = std::filesystem::path(path).filename().string();
     Node* root = s->root.get();
 
-    if (layout::looksLikeDeepSpeed(path)) {
+    if (layout::recognize(path) == layout::Family::DeepSpeed) {
         const layout::Checkpoint ck = layout::openDeepSpeed(path);
         s->family = ck.family;
         s->warnings = ck.warnings;

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "layout/deepspeed.h"
+#include "layout/recognize.h"
 #include "ops/consolidate.h"
 #include "ops/export.h"
 #include "ops/inspect.h"
@@ -25,7 +26,7 @@ std::optional<torch::DType> parseDtype(const std::string& s)
 
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
 {
-    if (layout::looksLikeDeepSpeed(a.input)) {
+    if (layout::recognize(a.input) == layout::Family::DeepSpeed) {
         ops::ConsolidateOptions opt;
         opt.tag = a.tag;
         if (a.format != "safetensors" && a.format != "bin")

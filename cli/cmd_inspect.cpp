@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "layout/deepspeed.h"
+#include "layout/recognize.h"
 #include "ops/inspect.h"
 
 #include <iostream>
@@ -10,7 +11,7 @@ namespace ckpt::cli {
 int runInspect(const InspectArgs& a)
 {
     // A folder is a checkpoint (tags, ranks, parameters); a file is one torch/safetensors file.
-    if (layout::looksLikeDeepSpeed(a.path)) {
+    if (layout::recognize(a.path) == layout::Family::DeepSpeed) {
         const auto doc = ops::inspectCheckpoint(a.path, a.tag);
         if (a.json)
             std::cout << doc.dump(2) << "\n";

@@ -2,16 +2,28 @@
 // turn errors into one line on stderr. Exit codes: 0 ok, 1 error, 2 usage, 3 scan found danger.
 #include "commands.h"
 
+#include "io/interrupt.h"
+
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <iostream>
+#include <optional>
 
 namespace {
+
 ckpt::ops::CancelToken g_cancel;
-extern "C" void onSignal(int)
+
+int run(CLI::App* inspect, CLI::App* exp, CLI::App* scan, CLI::App* stats, CLI::App* diff,
+        const ckpt::cli::InspectArgs& ia, const ckpt::cli::ExportArgs& ea, const ckpt::cli::ScanArgs& sa,
+        const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df)
 {
-    g_cancel.cancel();
+    if (*inspect) return ckpt::cli::runInspect(ia);
+    if (*exp) return ckpt::cli::runExport(ea, g_cancel);
+    if (*scan) return ckpt::cli::runScan(sa);
+    if (*stats) return ckpt::cli::runStats(st, g_cancel);
+    if (*diff) return ckpt::cli::runDiff(df, g_cancel);
+    return 2;
 }
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -24,7 +36,8 @@ int main(int argc, char** argv)
         } catch (const std::exception& e) {
             reason = e.what();
         }
-        return std::string("ckpt 0.1.0\ncompute: ") + reason + (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
+        return std::string("ckpt 0.1.0\ncompute: ") + reason +
+               (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
     });
     app.require_subcommand(1);
 
@@ -53,27 +66,33 @@ int main(int argc, char** argv)
                     "Dtype of floating tensors: fp32 (default, as zero_to_fp32), bf16 or fp16")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
-    exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     exp->add_flag(
         "--skip-unsupported", ea.skipUnsupported,
         "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
     exp->add_flag("-q,--quiet", ea.quiet, "No progress on stderr");
 
     ckpt::cli::AnalyzeArgs st;
-    auto* stats = app.add_subcommand("stats", "Per-tensor statistics (min, max, mean, std, zeros, NaN, Inf), streamed");
-    stats->add_option("path", st.a, "checkpoint folder, tag folder, torch.save or safetensors file")->required();
+    auto* stats =
+        app.add_subcommand("stats", "Per-tensor statistics (min, max, mean, std, zeros, NaN, Inf), streamed");
+    stats->add_option("path", st.a, "checkpoint folder, tag folder, torch.save or safetensors file")
+        ->required();
     stats->add_option("--tag", st.tag, "Tag of a checkpoint folder (default: latest)");
     stats->add_option("--histogram", st.bins, "Add a histogram with this many bins");
     stats->add_flag("--log10", st.log10, "Histogram of log10|x| instead of x");
-    stats->add_option("--device", st.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    stats->add_option("--device", st.device, "auto, cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     stats->add_flag("--json", st.json, "Print one JSON document");
     stats->add_flag("-q,--quiet", st.quiet, "No progress on stderr");
 
     ckpt::cli::AnalyzeArgs df;
-    auto* diff = app.add_subcommand("diff", "Compare two files, or two tags (tag folders) of a checkpoint, tensor by tensor");
+    auto* diff = app.add_subcommand(
+        "diff", "Compare two files, or two tags (tag folders) of a checkpoint, tensor by tensor");
     diff->add_option("a", df.a, "first file or checkpoint/tag folder")->required();
     diff->add_option("b", df.b, "second file or checkpoint/tag folder")->required();
-    diff->add_option("--device", df.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    diff->add_option("--device", df.device, "auto, cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     diff->add_flag("--json", df.json, "Print one JSON document");
     diff->add_flag("-q,--quiet", df.quiet, "No progress on stderr");
 
@@ -89,26 +108,30 @@ int main(int argc, char** argv)
         return rc == 0 ? 0 : 2;
     }
 
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
+    // SIGINT/SIGTERM/SIGHUP cancel the job; its temporaries go with it (see io/interrupt.h).
+    // Created before any worker thread so that every thread inherits the blocked signals.
+    std::optional<ckpt::io::InterruptHandler> interrupts;
+    interrupts.emplace("ckpt", [] { g_cancel.cancel(); });
+    std::string error;
+    int rc = 1;
     try {
-        if (*inspect) return ckpt::cli::runInspect(ia);
-        if (*exp) return ckpt::cli::runExport(ea, g_cancel);
-        if (*scan) return ckpt::cli::runScan(sa);
-        if (*stats) return ckpt::cli::runStats(st, g_cancel);
-        if (*diff) return ckpt::cli::runDiff(df, g_cancel);
+        rc = run(inspect, exp, scan, stats, diff, ia, ea, sa, st, df);
     } catch (const ckpt::Cancelled&) {
-        std::cerr << "ckpt: cancelled; partial output removed\n";
-        return 1;
-    } catch (const ckpt::Error& e) {
-        std::cerr << "ckpt: error: " << e.what() << "\n";
-        return 1;
+        error = "cancelled; partial output removed";
     } catch (const std::bad_alloc&) {
-        std::cerr << "ckpt: error: out of memory\n";
-        return 1;
+        error = "error: out of memory";
     } catch (const std::exception& e) {
-        std::cerr << "ckpt: error: " << e.what() << "\n";
+        error = std::string("error: ") + e.what();
+    }
+    const int sig = interrupts->signal();
+    interrupts.reset();          // the job has unwound: its outputs are committed or removed
+    if (sig && !error.empty()) { // the job was torn down by the signal, whatever it said
+        std::cerr << ckpt::io::InterruptHandler::message("ckpt", sig) << "\n";
+        return ckpt::io::InterruptHandler::exitCode(sig);
+    }
+    if (!error.empty()) {
+        std::cerr << "ckpt: " << error << "\n";
         return 1;
     }
-    return 2;
+    return rc;
 }

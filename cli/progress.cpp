@@ -19,6 +19,12 @@ ProgressPrinter::~ProgressPrinter()
 
 void ProgressPrinter::operator()(const ops::Progress& p)
 {
+    if (!p.note.empty()) { // not progress: a message the user must see, quiet or not
+        if (m_drawn && m_tty) std::fputc('\n', stderr);
+        m_drawn = false;
+        std::fprintf(stderr, "ckpt: %s\n", p.note.c_str());
+        return;
+    }
     if (m_quiet) return;
     const auto now = std::chrono::steady_clock::now();
     const double since = std::chrono::duration<double>(now - m_last).count();

@@ -7,6 +7,7 @@
 #include "layout/deepspeed.h"
 #include "main_window.h"
 #include "testutil.h"
+#include "io/output.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
 
@@ -164,10 +165,10 @@ private slots:
                                    {4, 4},
                                    64,
                                    [](uint64_t, uint64_t n, uint8_t* d) { std::memset(d, 0, n); }});
-            io::AtomicFile f(path);
+            io::OutputTransaction tx({}, path, io::OutputTransaction::Shape::File);
             ops::CancelToken cancel;
-            torch::writeTorchZip(f, tensors, {}, "archive", {}, cancel);
-            f.commit();
+            torch::writeTorchZip(tx.create(), tensors, {}, "archive", {}, cancel);
+            tx.commit();
         }
         app::MainWindow w;
         w.show();

@@ -1,5 +1,7 @@
 #include "io/atomic_file.h"
 
+#include "io/output.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,15 +15,25 @@ AtomicFile::AtomicFile(std::string finalPath) : m_final(std::move(finalPath))
     const auto slash = m_final.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : m_final.substr(0, slash + 1);
     const std::string base = slash == std::string::npos ? m_final : m_final.substr(slash + 1);
-    m_temp = dir + "." + base + ".partial-" + std::to_string(::getpid());
-    m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (m_fd < 0) throw Error(std::string("cannot create output: ") + std::strerror(errno), m_final);
+    m_temp = dir + partialName(base);
+    // Registered before it exists, so an interrupt at any moment finds it.
+    detail::trackTemporary(m_temp, true);
+    // O_EXCL: a temporary name is ours alone; O_NOFOLLOW: never write through a planted link.
+    m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (m_fd < 0) {
+        const int e = errno;
+        detail::trackTemporary(m_temp, false);
+        throw Error(std::string("cannot create output: ") + std::strerror(e), m_final);
+    }
 }
 
 AtomicFile::~AtomicFile()
 {
     if (m_fd >= 0) ::close(m_fd);
-    if (!m_committed) ::unlink(m_temp.c_str());
+    if (!m_committed) {
+        ::unlink(m_temp.c_str());
+        detail::trackTemporary(m_temp, false);
+    }
 }
 
 void AtomicFile::write(const void* data, uint64_t size)
@@ -56,6 +68,7 @@ void AtomicFile::commit()
     if (std::rename(m_temp.c_str(), m_final.c_str()) != 0)
         throw Error(std::string("cannot rename output into place: ") + std::strerror(errno), m_final);
     m_committed = true;
+    detail::trackTemporary(m_temp, false);
 }
 
 } // namespace ckpt::io

@@ -1,6 +1,7 @@
 // An output file written under a temporary name beside its destination and renamed into place
 // only after the caller has verified it. If it is destroyed uncommitted (error, cancel), the
-// temporary file is removed, so partial output never appears under the final name.
+// temporary file is removed, so partial output never appears under the final name. Only an
+// OutputTransaction creates one: that is how every output passes the input/output check.
 #pragma once
 
 #include "io/error.h"
@@ -13,7 +14,6 @@ namespace ckpt::io {
 class AtomicFile
 {
 public:
-    explicit AtomicFile(std::string finalPath);
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
@@ -21,14 +21,17 @@ public:
     void write(const void* data, uint64_t size);
     // Flushes and closes; the file can then be re-read at tempPath() for verification.
     void finish();
-    // Renames over the final path.
-    void commit();
 
     const std::string& tempPath() const { return m_temp; }
     const std::string& finalPath() const { return m_final; }
     uint64_t written() const { return m_written; }
 
 private:
+    friend class OutputTransaction;
+    explicit AtomicFile(std::string finalPath);
+    // Renames over the final path.
+    void commit();
+
     std::string m_final;
     std::string m_temp;
     int m_fd = -1;

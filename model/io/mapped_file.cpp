@@ -1,5 +1,7 @@
 #include "io/mapped_file.h"
 
+#include "io/input_file.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -11,8 +13,7 @@ namespace ckpt::io {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    const int fd = openRegularFile(path); // never a FIFO or device: those could block or never end
     struct stat st
     {
     };
@@ -20,10 +21,6 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
         const int e = errno;
         ::close(fd);
         throw Error(std::string("cannot stat: ") + std::strerror(e), path);
-    }
-    if (S_ISDIR(st.st_mode)) {
-        ::close(fd);
-        throw Error("is a directory, expected a file", path);
     }
     std::shared_ptr<MappedFile> f(new MappedFile);
     f->m_path = path;

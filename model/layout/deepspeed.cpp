@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include "io/input_file.h"
 #include <map>
 #include <memory>
 #include <regex>
@@ -131,9 +131,10 @@ bool hasRankFiles(const fs::path& dir)
 
 std::string readLatest(const fs::path& root)
 {
-    std::ifstream in(root / "latest");
-    if (!in) return {};
-    std::string s((std::istreambuf_iterator<char>(in)), {});
+    std::error_code ec;
+    if (!fs::exists(root / "latest", ec)) return {};
+    // DeepSpeed writes the tag name and nothing else; anything longer is not a `latest` file.
+    std::string s = io::readSmallFile((root / "latest").string(), 4096);
     while (!s.empty() && std::isspace(uint8_t(s.back())))
         s.pop_back();
     while (!s.empty() && std::isspace(uint8_t(s.front())))

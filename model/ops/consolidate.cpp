@@ -2,7 +2,7 @@
 
 #include "cast.h"
 #include "compute_backend.h"
-#include "io/atomic_file.h"
+#include "io/output.h"
 #include "layout/deepspeed.h"
 #include "ops/tensor_source.h"
 #include "ops/writers.h"
@@ -62,6 +62,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
                               const ConsolidateOptions& options, const ProgressSink& progress,
                               const CancelToken& cancel)
 {
+    // Before any work: the output may not be, contain, or lie inside the checkpoint.
+    io::OutputTransaction tx({checkpoint}, outDir, io::OutputTransaction::Shape::Folder);
+    reportNotes(progress, tx.notes());
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     SourceOptions so;
     so.tag = options.tag;
@@ -102,20 +105,15 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         for (size_t i : shards[s])
             shardOf[plan[i].tensor.name] = s;
 
-    std::error_code ec;
-    fs::create_directories(outDir, ec);
-    if (!fs::is_directory(outDir)) throw Error("cannot create the output folder", outDir);
-
     uint64_t done = 0;
     auto onBytes = [&](uint64_t n) {
         done += n;
         if (progress) progress({int(totalSize ? done * 950 / totalSize : 950), "writing", done, totalSize});
     };
-    std::vector<std::unique_ptr<io::AtomicFile>> outputs;
     nlohmann::json weightMap = nlohmann::json::object();
     for (size_t s = 0; s < shards.size(); ++s) {
         const std::string name = shardName(st, s, shards.size());
-        auto file = std::make_unique<io::AtomicFile>((fs::path(outDir) / name).string());
+        io::AtomicFile* file = &tx.create(name);
         std::vector<torch::OutTensor> tensors;
         for (size_t i : shards[s]) {
             tensors.push_back(plan[i].tensor);
@@ -142,7 +140,6 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         }
         result.tensors += tensors.size() + aliases.size();
         result.bytes += file->written();
-        outputs.push_back(std::move(file));
     }
     if (shards.size() > 1) {
         // transformers' format: indent 2, sorted keys, trailing newline; ASCII as Python's json.dumps.
@@ -150,19 +147,15 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         idx["metadata"]["total_size"] = totalSize;
         idx["weight_map"] = weightMap;
         const std::string text = idx.dump(2, ' ', true) + "\n";
-        auto file = std::make_unique<io::AtomicFile>(
-            (fs::path(outDir) / (st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json"))
-                .string());
-        file->write(text.data(), text.size());
-        file->finish();
-        outputs.push_back(std::move(file));
+        io::AtomicFile& file = tx.create(st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
+        file.write(text.data(), text.size());
+        file.finish();
     }
     cancel.throwIfCancelled();
     // Everything written and verified: only now do the files take their final names.
-    for (auto& f : outputs) {
-        f->commit();
-        result.files.push_back(f->finalPath());
-    }
+    tx.commit();
+    for (const auto& f : tx.files())
+        result.files.push_back(f);
     if (progress) progress({1000, "done", done, totalSize});
     return result;
 }

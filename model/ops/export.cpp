@@ -1,7 +1,7 @@
 #include "ops/export.h"
 
 #include "compute_backend.h"
-#include "io/atomic_file.h"
+#include "io/output.h"
 #include "ops/writers.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
@@ -16,6 +16,9 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
                                      const ExportOptions& options, const ProgressSink& progress,
                                      const CancelToken& cancel)
 {
+    // Before any work: the output may not be, or be inside, the input.
+    io::OutputTransaction tx({input}, output, io::OutputTransaction::Shape::File);
+    reportNotes(progress, tx.notes());
     const auto f = torch::TorchFile::open(input);
     ExportResult result;
     result.path = output;
@@ -81,7 +84,7 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     uint64_t total = 0;
     for (const auto& o : out)
         total += o.nbytes;
-    io::AtomicFile file(output);
+    io::AtomicFile& file = tx.create();
     uint64_t done = 0;
     auto onBytes = [&](uint64_t n) {
         done += n;
@@ -90,7 +93,7 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     const auto hashes = writeSafetensors(file, out, metadata, onBytes, cancel);
     if (progress) progress({900, "verifying", done, total});
     verifySafetensors(file, out, hashes, cancel);
-    file.commit();
+    tx.commit();
     if (progress) progress({1000, "done", done, total});
     result.tensors = out.size();
     result.bytes = file.written();

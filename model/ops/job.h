@@ -17,9 +17,24 @@ struct Progress
     std::string stage;
     uint64_t doneBytes = 0;
     uint64_t totalBytes = 0;
+    // A one-off message for the user, shown whatever the throttling or quiet setting
+    // (e.g. "removed stale partial output ..."); permille and bytes are then unchanged.
+    std::string note = {};
 };
 
 using ProgressSink = std::function<void(const Progress&)>;
+
+// Sends each of a transaction's notes through the progress sink.
+template <typename Notes>
+void reportNotes(const ProgressSink& progress, const Notes& notes)
+{
+    if (!progress) return;
+    for (const auto& n : notes) {
+        Progress p;
+        p.note = n;
+        progress(p);
+    }
+}
 
 class CancelToken
 {

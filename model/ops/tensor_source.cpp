@@ -3,6 +3,7 @@
 #include "cast.h"
 #include "io/error.h"
 #include "layout/deepspeed.h"
+#include "layout/recognize.h"
 #include "ops/detect.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
@@ -279,7 +280,7 @@ TensorSet fileTensors(const std::string& path)
 
 TensorSet anyTensors(const std::string& path, const SourceOptions& options)
 {
-    if (layout::looksLikeDeepSpeed(path)) return checkpointTensors(path, options);
+    if (layout::recognize(path) == layout::Family::DeepSpeed) return checkpointTensors(path, options);
     return fileTensors(path);
 }
 

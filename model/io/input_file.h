@@ -1,0 +1,26 @@
+// The one way an input is opened: read-only, and only when it is a regular file. A FIFO, socket
+// or device is refused by its type before anything is opened, so a read can never block on it,
+// and the opened descriptor is checked to be the file that was inspected (no swap in between).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ckpt::io {
+
+// What a path is, in words ("a directory", "a FIFO", "a UNIX socket", ...), following symlinks;
+// empty for a regular file. Throws Error naming the path when it cannot be examined.
+std::string nonRegularKind(const std::string& path);
+
+// Throws Error naming the path unless it is a regular file (following symlinks).
+void requireRegularFile(const std::string& path);
+
+// Opens a regular file read-only (O_NONBLOCK, O_NOCTTY, O_CLOEXEC); throws Error naming the path
+// otherwise. The caller owns the returned descriptor.
+int openRegularFile(const std::string& path);
+
+// A small text file (a DeepSpeed `latest`, an index JSON) read whole, refusing one larger than
+// maxBytes rather than reading an unbounded amount.
+std::string readSmallFile(const std::string& path, uint64_t maxBytes);
+
+} // namespace ckpt::io

@@ -1,0 +1,326 @@
+#include "io/output.h"
+
+#include "io/error.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ckpt::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Identity
+{
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool operator==(const Identity&) const = default;
+};
+
+bool identityOf(const fs::path& p, Identity& id, struct stat* out = nullptr)
+{
+    struct stat st
+    {
+    };
+    if (::stat(p.c_str(), &st) != 0) return false;
+    id = {st.st_dev, st.st_ino};
+    if (out) *out = st;
+    return true;
+}
+
+// `p` and every folder above it, by identity: a bind mount or a second path to the same folder
+// has the same device and inode as the original, whatever its name.
+std::vector<Identity> identityChain(fs::path p)
+{
+    std::vector<Identity> chain;
+    for (;;) {
+        Identity id;
+        if (identityOf(p, id)) chain.push_back(id);
+        if (!p.has_relative_path()) break;
+        p = p.parent_path();
+    }
+    return chain;
+}
+
+// The deepest part of `p` that exists (p itself when it exists).
+fs::path deepestExisting(fs::path p)
+{
+    std::error_code ec;
+    while (!fs::exists(p, ec) && p.has_relative_path())
+        p = p.parent_path();
+    return p;
+}
+
+bool pathInside(const fs::path& inner, const fs::path& outer)
+{
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end();
+}
+
+// A hard link of `target` somewhere inside `dir` (bounded walk: checkpoint folders are small).
+bool folderHoldsInode(const fs::path& dir, const Identity& target)
+{
+    std::error_code ec;
+    size_t seen = 0;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end && seen < 200000; it.increment(ec), ++seen) {
+        Identity id;
+        if (it->is_regular_file(ec) && identityOf(it->path(), id) && id == target) return true;
+    }
+    return false;
+}
+
+struct Registry
+{
+    std::mutex mutex;
+    std::set<std::string> temporaries;
+    std::vector<std::string> folders; // in creation order: outermost first
+};
+
+Registry& registry()
+{
+    static Registry* r = new Registry; // never destroyed: a signal may arrive during exit
+    return *r;
+}
+
+std::string hostName()
+{
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
+    std::string h;
+    for (const char* c = buf; *c; ++c) // keeps the name parseable and safe in a file name
+        h += std::isalnum(uint8_t(*c)) || *c == '.' || *c == '_' ? *c : '_';
+    return h.empty() ? "host" : h;
+}
+
+constexpr const char* kPartialTag = ".ckpt-partial-";
+
+} // namespace
+
+void detail::trackTemporary(const std::string& path, bool add)
+{
+    std::lock_guard lock(registry().mutex);
+    if (add)
+        registry().temporaries.insert(path);
+    else
+        registry().temporaries.erase(path);
+}
+
+void detail::trackCreatedFolder(const std::string& path, bool add)
+{
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    if (add)
+        r.folders.push_back(path);
+    else
+        r.folders.erase(std::remove(r.folders.begin(), r.folders.end(), path), r.folders.end());
+}
+
+void removeAllTemporaryOutputs()
+{
+    auto& r = registry();
+    // A job thread holds this lock only for an insert or erase; if it is somehow stuck, going
+    // ahead without it is better than leaving partial files behind.
+    std::unique_lock lock(r.mutex, std::defer_lock);
+    for (int i = 0; i < 100 && !lock.try_lock(); ++i)
+        ::usleep(1000);
+    for (const auto& t : r.temporaries)
+        ::unlink(t.c_str());
+    for (auto it = r.folders.rbegin(); it != r.folders.rend(); ++it)
+        ::rmdir(it->c_str()); // only succeeds when empty, which is the point
+}
+
+std::string partialName(const std::string& finalName)
+{
+    static const std::string suffix = kPartialTag + hostName() + "-" + std::to_string(::getpid());
+    return "." + finalName + suffix;
+}
+
+void checkOutputOutsideInputs(const std::vector<std::string>& inputs, const std::string& output)
+{
+    std::error_code ec;
+    const fs::path out = fs::weakly_canonical(fs::absolute(output), ec);
+    if (ec) throw Error("cannot resolve the output path: " + ec.message(), output);
+    const fs::path outExisting = deepestExisting(out);
+    const std::vector<Identity> outChain = identityChain(outExisting);
+    Identity outId;
+    struct stat outStat
+    {
+    };
+    const bool outExists = outExisting == out && identityOf(out, outId, &outStat);
+
+    for (const auto& input : inputs) {
+        const fs::path in = fs::weakly_canonical(fs::absolute(input), ec);
+        Identity inId;
+        struct stat inStat
+        {
+        };
+        if (ec || !identityOf(in, inId, &inStat)) continue; // a missing input fails when it is read
+        const bool inIsDir = S_ISDIR(inStat.st_mode);
+        auto refuse = [&](const std::string& how) {
+            throw Error("refusing to write here: the output " + how + " the input " + input +
+                            "; choose an output outside every input",
+                        output);
+        };
+        if (out == in || (outExists && outId == inId)) refuse("is");
+        if (inIsDir &&
+            (pathInside(out, in) || std::find(outChain.begin(), outChain.end(), inId) != outChain.end()))
+            refuse("lies inside");
+        if (pathInside(in, out)) refuse("contains");
+        if (outExists && S_ISDIR(outStat.st_mode)) {
+            const auto inChain = identityChain(in);
+            if (std::find(inChain.begin(), inChain.end(), outId) != inChain.end()) refuse("contains");
+        }
+        // A hard link of an input file: replacing it would not touch the input's bytes (outputs
+        // are renamed into place), but it is still the user's checkpoint under another name.
+        if (outExists && S_ISREG(outStat.st_mode) && outStat.st_nlink > 1 && inIsDir &&
+            folderHoldsInode(in, outId))
+            refuse("is a hard link of a file in");
+    }
+}
+
+OutputTransaction::OutputTransaction(const std::vector<std::string>& inputs, const std::string& path,
+                                     Shape shape)
+    : m_shape(shape), m_path(path)
+{
+    checkOutputOutsideInputs(inputs, path);
+    std::error_code ec;
+    if (shape == Shape::Folder) {
+        if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+            throw Error("the output should be a folder, but a file of that name exists", path);
+        m_folder = path;
+    } else {
+        if (fs::is_directory(path, ec)) throw Error("the output should be a file, but it is a folder", path);
+        const fs::path parent = fs::path(path).parent_path();
+        m_folder = parent.empty() ? "." : parent.string();
+    }
+    try {
+        createFolders(m_folder);
+        lockFolder();
+        removeStalePartials();
+    } catch (...) {
+        if (m_lockFd >= 0) ::close(m_lockFd);
+        for (auto it = m_createdDirs.rbegin(); it != m_createdDirs.rend(); ++it) {
+            ::rmdir(it->c_str());
+            detail::trackCreatedFolder(*it, false);
+        }
+        throw;
+    }
+}
+
+OutputTransaction::~OutputTransaction()
+{
+    m_files.clear(); // uncommitted ones remove their temporaries
+    for (auto it = m_createdDirs.rbegin(); it != m_createdDirs.rend(); ++it) {
+        if (!m_committed) ::rmdir(it->c_str()); // only when empty: never someone else's files
+        detail::trackCreatedFolder(*it, false);
+    }
+    if (m_lockFd >= 0) ::close(m_lockFd);
+}
+
+void OutputTransaction::createFolders(const std::string& dir)
+{
+    std::error_code ec;
+    fs::path p = fs::absolute(dir, ec);
+    std::vector<fs::path> missing;
+    while (!fs::exists(p, ec) && p.has_relative_path()) {
+        missing.push_back(p);
+        p = p.parent_path();
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST)
+            throw Error(std::string("cannot create the output folder: ") + std::strerror(errno),
+                        it->string());
+        m_createdDirs.push_back(it->string());
+        detail::trackCreatedFolder(it->string(), true);
+    }
+    if (!fs::is_directory(dir, ec)) throw Error("cannot create the output folder", dir);
+}
+
+void OutputTransaction::lockFolder()
+{
+    m_lockFd = ::open(m_folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (m_lockFd < 0)
+        throw Error(std::string("cannot open the output folder: ") + std::strerror(errno), m_folder);
+    if (::flock(m_lockFd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            throw Error("another ckpt job is writing into this folder; run again when it has finished",
+                        m_folder);
+        // Some file systems (old NFS) cannot lock; writing without the lock is what every
+        // other tool does there.
+    }
+}
+
+void OutputTransaction::removeStalePartials()
+{
+    const std::string ourHost = std::string(kPartialTag) + hostName() + "-";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(m_folder, ec)) {
+        const std::string name = e.path().filename().string();
+        const auto at = name.rfind(ourHost);
+        if (name.empty() || name[0] != '.' || at == std::string::npos) continue;
+        const std::string pidText = name.substr(at + ourHost.size());
+        if (pidText.empty() || pidText.size() > 9 ||
+            !std::all_of(pidText.begin(), pidText.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            continue;
+        const pid_t pid = pid_t(std::stol(pidText));
+        // Our own PID: left by an earlier process that had it (we hold the lock and have created
+        // nothing yet). Another live PID may still be writing on a file system without locks.
+        if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+        if (::unlink(e.path().c_str()) == 0)
+            m_notes.push_back("removed stale partial output " + e.path().string() + " (its writer, process " +
+                              pidText + ", is gone)");
+    }
+}
+
+AtomicFile& OutputTransaction::create(const std::string& name)
+{
+    if (m_committed) throw Error("output already committed", m_path);
+    std::string target;
+    if (m_shape == Shape::File) {
+        if (!name.empty()) throw Error("a single-file output takes no member name", m_path);
+        if (!m_files.empty()) throw Error("a single-file output has one file", m_path);
+        target = m_path;
+    } else {
+        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+            throw Error("invalid output name '" + name + "'", m_path);
+        target = (fs::path(m_folder) / name).string();
+    }
+    m_files.push_back(std::unique_ptr<AtomicFile>(new AtomicFile(target)));
+    return *m_files.back();
+}
+
+std::vector<std::string> OutputTransaction::files() const
+{
+    std::vector<std::string> out;
+    for (const auto& f : m_files)
+        out.push_back(f->finalPath());
+    return out;
+}
+
+void OutputTransaction::commit()
+{
+    for (auto& f : m_files)
+        f->finish();
+    size_t done = 0;
+    try {
+        for (; done < m_files.size(); ++done)
+            m_files[done]->commit();
+    } catch (...) {
+        for (size_t i = 0; i < done; ++i)
+            ::unlink(m_files[i]->finalPath().c_str());
+        throw;
+    }
+    m_committed = true;
+}
+
+} // namespace ckpt::io
