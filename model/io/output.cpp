@@ -273,6 +273,7 @@ void OutputTransaction::removeStalePartials()
             !std::all_of(pidText.begin(), pidText.end(), [](char c) { return c >= '0' && c <= '9'; }))
             continue;
         const pid_t pid = pid_t(std::stol(pidText));
+        if (pid <= 0) continue;
         // Our own PID: left by an earlier process that had it (we hold the lock and have created
         // nothing yet). Another live PID may still be writing on a file system without locks.
         if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
