@@ -4,40 +4,96 @@
 #   2. optimised build with warnings as errors, Qt Test suite under ctest
 #   3. round trip of every fixture through real PyTorch (Debian's python3-torch), and
 #      ckpt stats / ckpt diff against PyTorch's own numbers
-#   4. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   5. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
-set -euo pipefail
+#   4. the fault harness: kill -9, signals, disk full, read-only inputs, racing writers
+#   5. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   6. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
+# Every step runs even when an earlier one failed; the last line counts what passed and what
+# failed, and the exit status is non-zero when anything failed.
+set -uo pipefail
 cd "$(dirname "$0")"
 passed=0
+failed=0
+failures=()
 
-tools/install-deps.sh
+# A step that is one test: passes when the command exits 0.
+step() {
+  local name=$1
+  shift
+  echo "== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+  fi
+}
+
+# A ctest run counts each of its tests.
+ctest_step() {
+  local preset=$1 log
+  log=$(mktemp)
+  echo "== unit and integration tests ($preset)"
+  "${@:2}" ctest --preset "$preset" 2>&1 | tee "$log"
+  local total bad
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  bad=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
+  if [ -z "$total" ]; then
+    failed=$((failed + 1))
+    failures+=("ctest $preset (no summary)")
+  else
+    passed=$((passed + total - bad))
+    failed=$((failed + bad))
+    if [ "$bad" -gt 0 ]; then failures+=("ctest $preset: $bad"); fi
+  fi
+  rm -f "$log"
+}
+
+# A harness that prints its own "NAME: N passed, M failed" line.
+counted_step() {
+  local name=$1 log
+  shift
+  log=$(mktemp)
+  echo "== $name"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]} p f
+  p=$(sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p' "$log" | tail -n 1)
+  f=$(sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p' "$log" | tail -n 1)
+  if [ -z "$p" ]; then
+    failed=$((failed + 1))
+    failures+=("$name (no summary, exit $rc)")
+  else
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then failures+=("$name"); fi
+    if [ "$f" -eq 0 ] && [ "$rc" -ne 0 ]; then failed=$((failed + 1)); fi # it exited badly all the same
+  fi
+  rm -f "$log"
+}
+
+tools/install-deps.sh || exit 1
 
 echo "== build (ci preset: RelWithDebInfo, -Werror)"
-cmake --preset ci >/dev/null
-cmake --build build/ci
-echo "== unit and integration tests"
-ctest --preset ci
-passed=$((passed + $(ctest --preset ci -N | sed -n 's/^Total Tests: //p')))
+cmake --preset ci >/dev/null && cmake --build build/ci || { echo "0 passed, 1 failed"; exit 1; }
+ctest_step ci env
 
-echo "== round trip through PyTorch"
 # Debian's torch lives in the system interpreter, not in any pyenv/venv python on PATH.
-/usr/bin/python3 -W ignore tests/roundtrip_check.py build/ci/cli/ckpt tests/data/torch/torch-1.13 tests/data/torch/torch-2.x \
-  | tail -n 1
-passed=$((passed + 1))
-echo "== ckpt stats / ckpt diff against PyTorch"
-/usr/bin/python3 -W ignore tests/analyze_check.py build/ci/cli/ckpt | tail -n 1
-passed=$((passed + 1))
-echo "== GPU parity (skips, saying why, without a CUDA device)"
-build/ci/tests/gpu_parity
+step "round trip through PyTorch" bash -c "/usr/bin/python3 -W ignore tests/roundtrip_check.py build/ci/cli/ckpt \
+  tests/data/torch/torch-1.13 tests/data/torch/torch-2.x | tail -n 1"
+step "ckpt stats / ckpt diff against PyTorch" bash -c \
+  "/usr/bin/python3 -W ignore tests/analyze_check.py build/ci/cli/ckpt | tail -n 1"
+step "GPU parity (skips, saying why, without a CUDA device)" build/ci/tests/gpu_parity
+counted_step "fault harness" tests/faults/run.sh build/ci/cli/ckpt
 
-echo "== sanitizers (asan preset: ASan + UBSan)"
-cmake --preset asan >/dev/null
-cmake --build build/asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --preset asan
-passed=$((passed + $(ctest --preset asan -N | sed -n 's/^Total Tests: //p')))
+echo "== build (asan preset: ASan + UBSan)"
+if cmake --preset asan >/dev/null && cmake --build build/asan; then
+  ctest_step asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+else
+  failed=$((failed + 1))
+  failures+=("asan build")
+fi
 
-echo "== fuzzers"
-tests/fuzz/run_fuzzers.sh "${CKPT_FUZZ_SECONDS:-20}"
-passed=$((passed + 4))
+step "fuzzers" tests/fuzz/run_fuzzers.sh "${CKPT_FUZZ_SECONDS:-20}"
 
-echo "$passed passed, 0 failed"
+[ ${#failures[@]} -gt 0 ] && printf 'failed: %s\n' "${failures[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -226,8 +226,16 @@ private slots:
         } catch (const Error& e) {
             QVERIFY2(QString(e.what()).contains("another ckpt job is writing into this folder"), e.what());
         }
-        // A single-file output locks the folder it is written in.
+        // Nor a single file while a folder output is being written there ...
         QVERIFY_THROWS_EXCEPTION(Error, io::OutputTransaction({}, s("tx_lock/x.safetensors"), Shape::File));
+    }
+
+    void singleFilesShareAFolder()
+    {
+        // ... but single files, each renamed into place whole, may be written side by side.
+        io::OutputTransaction a({}, s("tx_shared/a.safetensors"), Shape::File);
+        io::OutputTransaction b({}, s("tx_shared/b.safetensors"), Shape::File);
+        QVERIFY_THROWS_EXCEPTION(Error, io::OutputTransaction({}, s("tx_shared"), Shape::Folder));
     }
 
     void staleTemporariesOfDeadWritersAreRemoved()

@@ -248,10 +248,13 @@ void OutputTransaction::createFolders(const std::string& dir)
 
 void OutputTransaction::lockFolder()
 {
+    // A folder output (shards + index) is one writer's alone: two would mix their files. Single
+    // files are each renamed into place whole, so many may be written into one folder at once
+    // (a shell loop over files); they only keep a folder writer out.
     m_lockFd = ::open(m_folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (m_lockFd < 0)
         throw Error(std::string("cannot open the output folder: ") + std::strerror(errno), m_folder);
-    if (::flock(m_lockFd, LOCK_EX | LOCK_NB) != 0) {
+    if (::flock(m_lockFd, (m_shape == Shape::Folder ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK)
             throw Error("another ckpt job is writing into this folder; run again when it has finished",
                         m_folder);
@@ -274,9 +277,17 @@ void OutputTransaction::removeStalePartials()
             continue;
         const pid_t pid = pid_t(std::stol(pidText));
         if (pid <= 0) continue;
-        // Our own PID: left by an earlier process that had it (we hold the lock and have created
-        // nothing yet). Another live PID may still be writing on a file system without locks.
-        if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+        if (pid == ::getpid()) {
+            // Ours, unless another transaction of this process is writing it right now: then
+            // an earlier process with the same PID left it.
+            std::lock_guard lock(registry().mutex);
+            const bool live =
+                std::any_of(registry().temporaries.begin(), registry().temporaries.end(),
+                            [&](const std::string& t) { return fs::path(t).filename() == name; });
+            if (live) continue;
+        } else if (::kill(pid, 0) == 0 || errno != ESRCH) {
+            continue; // its writer may still be running
+        }
         if (::unlink(e.path().c_str()) == 0)
             m_notes.push_back("removed stale partial output " + e.path().string() + " (its writer, process " +
                               pidText + ", is gone)");
