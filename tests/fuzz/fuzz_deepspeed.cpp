@@ -4,6 +4,7 @@
 // out-of-bounds read. The fuzzed bytes replace one file of a real one-rank fixture tag; the
 // first input byte picks which (ZeRO-2 or ZeRO-3, model or optimizer file). The files go to a
 // private folder because the layout reader opens checkpoints by path.
+#include "io/error.h"
 #include "ops/tensor_source.h"
 
 #include <algorithm>
