@@ -15,6 +15,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLineEdit>
@@ -183,6 +184,33 @@ private slots:
               stall.longest());
         QCOMPARE(app::loadsOnGuiThread(), 0);
         QCOMPARE(w.model()->rowCount(w.model()->index(0, 0)), 20000);
+    }
+
+    void exportDialogRefusesAnOutputInsideTheCheckpoint()
+    {
+        // The dialog makes the same check as the operation, before any worker starts.
+        QTemporaryDir tmp;
+        const QString ck = tmp.filePath("ck");
+        QVERIFY(QDir().mkpath(ck));
+        const QString src = QString::fromStdString(fixture("zero2_bf16_w2"));
+        QDirIterator it(src, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString f = it.next();
+            const QString dst = ck + "/" + QDir(src).relativeFilePath(f);
+            QDir().mkpath(QFileInfo(dst).path());
+            QVERIFY(QFile::copy(f, dst));
+        }
+        const QStringList before = QDir(ck).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
+        app::ExportDialog d(ck, {"global_step2", "global_step4"}, QStringLiteral("global_step4"));
+        d.setOutputFolder(ck + "/global_step4/export");
+        QSignalSpy done(&d, &app::ExportDialog::finished);
+        d.start();
+        QCOMPARE(done.size(), 1);
+        QVERIFY(!d.running());
+        QVERIFY(!d.outcome().ok);
+        QVERIFY2(d.outcome().message.contains("lies inside the input"), qPrintable(d.outcome().message));
+        QVERIFY(!QFileInfo::exists(ck + "/global_step4/export"));
+        QCOMPARE(QDir(ck).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot), before);
     }
 
     void exportThroughTheDialog()
