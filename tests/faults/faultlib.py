@@ -63,18 +63,17 @@ def cmd_manifest(paths):
     return 0
 
 
-def partial_progress(watch):
-    """Bytes the job has really written into its temporary outputs under `watch`: the smaller of
-    size and allocated blocks, so a file made full-size up front (ftruncate) does not count as
-    written. Returns (bytes, number of partial files)."""
+def written_bytes(watch):
+    """Bytes the job has really written under `watch` (a case folder that holds nothing but the
+    job's output): every file counts, temporary or not, so a writer that writes straight to the
+    final name is interrupted mid-write too, and caught. A file's bytes are the smaller of size and
+    allocated blocks, so a file made full-size up front (ftruncate) does not count as written.
+    Returns (bytes, number of files)."""
     total, count = 0, 0
     for d, dirs, files in os.walk(watch):
         for n in files:
-            p = os.path.join(d, n)
-            if PARTIAL not in os.path.relpath(p, watch):
-                continue
             try:
-                st = os.lstat(p)
+                st = os.lstat(os.path.join(d, n))
             except FileNotFoundError:
                 continue
             count += 1
@@ -85,8 +84,8 @@ def partial_progress(watch):
 def cmd_run(a):
     """Starts CMD and sends --signal at --at:
          time:S     S seconds after start
-         bytes:N    once the temporary outputs under --watch hold N bytes (0: once one exists);
-                    polled every 5 ms
+         bytes:N    once the files under --watch hold N bytes (0: once one exists); polled
+                    every 5 ms
        Then waits up to --wait seconds for the process to end (SIGKILL after that: hung=1).
        Prints: sent(0/1) rc(shell style, 128+n when killed) finished(1: it ended on its own before
        the signal could be sent) elapsed_ms(signal -> exit) progress(bytes at the trigger) hung."""
@@ -118,7 +117,7 @@ def cmd_run(a):
         if kind == "time":
             fire = time.monotonic() - t0 >= float(val)
         else:
-            progress, count = partial_progress(a.watch)
+            progress, count = written_bytes(a.watch)
             fire = count > 0 and progress >= int(val)
         if fire:
             break

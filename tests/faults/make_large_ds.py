@@ -11,7 +11,8 @@ global names back (the files stay DeepSpeed-shaped; ckpt never imports anything 
 Extra option (the generator's smallest model is one 2048-wide layer plus a 32000x2048 embedding,
 ~1.6 GB of input; the harness wants a few hundred MB):
   --hidden H   width of the generated model (ffn = 2.6875 * H, as in the generator's default)
-All other arguments go to make_large_checkpoint.py unchanged.
+All other arguments go to make_large_checkpoint.py unchanged. `--mimic` works too (torch 1.13 lacks
+Tensor.untyped_storage(), which it uses; see patch_old_torch).
 """
 import dataclasses
 import enum
@@ -62,6 +63,14 @@ def install_deepspeed_stubs():
     m.fragment_address = fragment_address
 
 
+def patch_old_torch():
+    """--mimic compares storage sizes with Tensor.untyped_storage(), which torch < 2.0 lacks;
+    there Tensor.storage().nbytes() is the same number."""
+    import torch
+    if not hasattr(torch.Tensor, "untyped_storage"):
+        torch.Tensor.untyped_storage = lambda self: self.storage()
+
+
 def main():
     argv = sys.argv[1:]
     hidden = None
@@ -70,6 +79,7 @@ def main():
         hidden = int(argv[i + 1])
         del argv[i:i + 2]
     install_deepspeed_stubs()
+    patch_old_torch()
     script = pathlib.Path(__file__).resolve().parents[2] / "bench" / "make_large_checkpoint.py"
     g = runpy.run_path(str(script), run_name="make_large_checkpoint")
     if hidden:

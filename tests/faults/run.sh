@@ -306,7 +306,7 @@ ro_ops() {
         "diff-tags	diff $ds/global_step2 $ds/global_step4 -q" \
         "diff-files	diff $pt $pt -q" \
         "scan-pt	scan $pt" \
-        "scan-ds	scan $ds" \
+        "scan-ds	scan $ds/global_step4/mp_rank_00_model_states.pt" \
         "export-ds	export $ds $o/ds-export -q" \
         "export-pt	export $pt $o/pt.safetensors -q"
 }
