@@ -1,0 +1,26 @@
+// The inverse of the pickle VM: writes a Value graph back as a pickle stream that CPython's
+// and torch's unpicklers rebuild into the same objects. Nodes reached more than once are
+// memoised, so shared objects stay shared and cycles through mutable containers survive;
+// Global / Call / Build / PersistentRef become GLOBAL, REDUCE or NEWOBJ, BUILD and BINPERSID, as
+// CPython's pickler emits them. Slimming and Universal conversion edit a parsed tree and write
+// it with this; nothing is executed on either side.
+#pragma once
+
+#include "pickle/value.h"
+
+#include <string>
+
+namespace ckpt::pickle {
+
+struct WriteOptions
+{
+    // 2 is what torch.save writes; 3+ adds bytes opcodes, 4+ sets and frames are not needed.
+    int protocol = 2;
+    size_t maxDepth = 10000; // nesting beyond this is refused rather than overflowing the stack
+};
+
+// Throws Error for what no pickle can express (a cycle through constructor arguments, an
+// unknown node kind) or nesting deeper than maxDepth.
+std::string write(const Value* root, const WriteOptions& options = {});
+
+} // namespace ckpt::pickle
