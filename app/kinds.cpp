@@ -1,5 +1,14 @@
-// Kind texts come from the model library as data; listing them here lets lupdate extract them
-// so tr() in the tree model and details pane finds their translations.
+// Node kinds in the window. Kind texts come from the model library as data; listing them here
+// lets lupdate extract them so tr() in the tree model and details pane finds their translations.
+// kindIcon() gives each kind its icon in the tree.
+#include "snapshot.h"
+
+#include <QGuiApplication>
+#include <QHash>
+#include <QIcon>
+#include <QPainter>
+#include <QPalette>
+#include <QPixmap>
 #include <QtGlobal>
 
 namespace {
@@ -40,3 +49,66 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer states"),
 };
 } // namespace
+
+// The tree's node-kind icons (Qt::DecorationRole of the name column): the desktop's icon theme
+// where a standard name fits, else ours from resources/icons/kinds (16 and 32 px for high DPI).
+namespace ckpt::app {
+
+namespace {
+
+const char* iconName(const Node& n)
+{
+    switch (n.kind) {
+    case NodeKind::Checkpoint:
+        return "checkpoint";
+    case NodeKind::Tag:
+        return n.kindText == "tag (latest)" ? "tag-latest" : "tag";
+    case NodeKind::Config:
+        return "config";
+    case NodeKind::Group:
+        return "folder";
+    case NodeKind::RankFile:
+        return n.info.contains("error") ? "warning" : "rank-file";
+    case NodeKind::Parameter:
+        if (n.kindText == "buffer") return "buffer";
+        return n.kindText == "parameter (frozen)" ? "frozen" : "parameter";
+    case NodeKind::Tensor:
+        return "tensor";
+    case NodeKind::Entry:
+        return n.kindText == "optimizer state" ? "optimizer-state" : "entry";
+    }
+    return "entry";
+}
+
+} // namespace
+
+QIcon kindIcon(const Node& n)
+{
+    static QHash<QString, QIcon> cache; // GUI thread only, as every model call
+    const QString name = QLatin1String(iconName(n));
+    auto it = cache.find(name);
+    if (it == cache.end()) {
+        // Selected rows show the icon's shape in the highlighted-text colour, as Breeze does: our
+        // blue icons would vanish on a blue highlight.
+        const QColor selected = QGuiApplication::palette().color(QPalette::HighlightedText);
+        QIcon ours;
+        for (const char* suffix : {"", "@2x"}) {
+            const QPixmap pixmap(QStringLiteral(":/icons/kinds/%1%2.png").arg(name, QLatin1String(suffix)));
+            QPixmap shape = pixmap;
+            QPainter painter(&shape);
+            painter.setCompositionMode(QPainter::CompositionMode_SourceIn);
+            painter.fillRect(shape.rect(), selected);
+            painter.end();
+            ours.addPixmap(pixmap, QIcon::Normal);
+            ours.addPixmap(shape, QIcon::Selected);
+        }
+        // Standard names (freedesktop icon naming specification) for the kinds that have one.
+        const QString theme = name == QLatin1String("folder")    ? QStringLiteral("folder")
+                              : name == QLatin1String("warning") ? QStringLiteral("dialog-warning")
+                                                                 : QString();
+        it = cache.insert(name, theme.isEmpty() ? ours : QIcon::fromTheme(theme, ours));
+    }
+    return *it;
+}
+
+} // namespace ckpt::app

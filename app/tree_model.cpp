@@ -1,9 +1,12 @@
 #include "tree_model.h"
 
+#include <QIcon>
 #include <QLocale>
 #include <QRegularExpression>
 
 namespace ckpt::app {
+
+QIcon kindIcon(const Node& n); // kinds.cpp
 
 QString humanBytes(uint64_t n)
 {
@@ -92,6 +95,7 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
     if (!n) return {};
     if (role == PathRole) return QString::fromStdString(n->path);
     if (role == NodeRole) return QVariant::fromValue(static_cast<const void*>(n));
+    if (role == Qt::DecorationRole) return index.column() == Name ? QVariant(kindIcon(*n)) : QVariant();
     const bool sort = role == SortRole;
     if (role != Qt::DisplayRole && !sort) {
         if (role == Qt::TextAlignmentRole && index.column() >= Elements)

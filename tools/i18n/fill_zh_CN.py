@@ -107,6 +107,8 @@ ZH = {
     "Select this item of the tree first.": "先在树中选中此项目。",
     "Save a screenshot of the export dialog while it runs, then exit.": "导出运行时保存导出对话框的截图并退出。",
     "Checkpoint folder or file to open.": "要打开的检查点文件夹或文件。",
+    "Colours: system (follow the desktop), light or dark. The default is the \"palette\" setting, else system.":
+        "配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 \"palette\" 设置，否则为 system。",
 }
 
 
