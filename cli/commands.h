@@ -40,6 +40,14 @@ struct AnalyzeArgs
     bool json = false;
     bool quiet = false;
 };
+struct SlimArgs
+{
+    std::string input;
+    std::string output;
+    bool dryRun = false;
+    bool json = false;
+    bool quiet = false;
+};
 struct ScanArgs
 {
     std::string path;
@@ -49,6 +57,7 @@ struct ScanArgs
 int runInspect(const InspectArgs& a);
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel);
 int runScan(const ScanArgs& a);
+int runSlim(const SlimArgs& a, const ops::CancelToken& cancel);
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel);
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel);
 // The backend for --device auto|cpu|cuda; the choice and its reason go to stderr unless quiet.

@@ -12,10 +12,11 @@ namespace {
 
 ckpt::ops::CancelToken g_cancel;
 
-int run(CLI::App* inspect, CLI::App* exp, CLI::App* scan, CLI::App* stats, CLI::App* diff,
+int run(CLI::App* inspect, CLI::App* exp, CLI::App* scan, CLI::App* stats, CLI::App* diff, CLI::App* slim,
         const ckpt::cli::InspectArgs& ia, const ckpt::cli::ExportArgs& ea, const ckpt::cli::ScanArgs& sa,
-        const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df)
+        const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df, const ckpt::cli::SlimArgs& sl)
 {
+    if (*slim) return ckpt::cli::runSlim(sl, g_cancel);
     if (*inspect) return ckpt::cli::runInspect(ia);
     if (*exp) return ckpt::cli::runExport(ea, g_cancel);
     if (*scan) return ckpt::cli::runScan(sa);
@@ -96,6 +97,18 @@ int main(int argc, char** argv)
     diff->add_flag("--json", df.json, "Print one JSON document");
     diff->add_flag("-q,--quiet", df.quiet, "No progress on stderr");
 
+    ckpt::cli::SlimArgs sl;
+    auto* slim = app.add_subcommand(
+        "slim",
+        "Rewrite torch.save files so each storage holds only what its tensors use (a file, or a folder "
+        "into a new folder: other files copied)");
+    slim->add_option("input", sl.input, "torch.save file (zip or legacy), or a folder")->required();
+    slim->add_option("output", sl.output, "output file (for a file) or new folder (for a folder)")
+        ->required();
+    slim->add_flag("--dry-run", sl.dryRun, "Only report what would be saved; write nothing");
+    slim->add_flag("--json", sl.json, "Print one JSON document");
+    slim->add_flag("-q,--quiet", sl.quiet, "No progress on stderr");
+
     ckpt::cli::ScanArgs sa;
     auto* scan = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
     scan->add_option("path", sa.path, "file to scan")->required();
@@ -115,7 +128,7 @@ int main(int argc, char** argv)
     std::string error;
     int rc = 1;
     try {
-        rc = run(inspect, exp, scan, stats, diff, ia, ea, sa, st, df);
+        rc = run(inspect, exp, scan, stats, diff, slim, ia, ea, sa, st, df, sl);
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";
     } catch (const std::bad_alloc&) {

@@ -303,9 +303,15 @@ AtomicFile& OutputTransaction::create(const std::string& name)
         if (!m_files.empty()) throw Error("a single-file output has one file", m_path);
         target = m_path;
     } else {
-        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-            throw Error("invalid output name '" + name + "'", m_path);
-        target = (fs::path(m_folder) / name).string();
+        // A relative path inside the folder; its subfolders are created (and removed again
+        // with the rest when the transaction is not committed).
+        const fs::path rel(name);
+        bool valid = !name.empty() && rel.is_relative() && rel.has_filename();
+        for (const auto& part : rel)
+            valid = valid && !part.empty() && part != "." && part != "..";
+        if (!valid) throw Error("invalid output name '" + name + "'", m_path);
+        if (rel.has_parent_path()) createFolders((fs::path(m_folder) / rel.parent_path()).string());
+        target = (fs::path(m_folder) / rel).string();
     }
     m_files.push_back(std::unique_ptr<AtomicFile>(new AtomicFile(target)));
     return *m_files.back();

@@ -37,8 +37,8 @@ public:
     OutputTransaction(const OutputTransaction&) = delete;
     OutputTransaction& operator=(const OutputTransaction&) = delete;
 
-    // A new output under its temporary name: `name` inside the folder (Shape::Folder), or empty
-    // for the one file (Shape::File).
+    // A new output under its temporary name: `name` a relative path inside the folder
+    // (Shape::Folder; subfolders are created), or empty for the one file (Shape::File).
     AtomicFile& create(const std::string& name = {});
     // Renames every file to its final name, in creation order; if one rename fails, the files
     // already renamed are removed again, so the job leaves all of its outputs or none.

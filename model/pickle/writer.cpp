@@ -30,6 +30,7 @@ public:
 
     std::string run(const Value* root)
     {
+        root = sub(root);
         countReferences(root);
         ++m_refs[root]; // the caller holds one reference too: a cycle back to the root is shared
         m_out += char(PROTO);
@@ -50,6 +51,7 @@ private:
             todo.pop_back();
             if (!v || !seen.insert(v).second) continue;
             auto edge = [&](const Value* c) {
+                c = sub(c);
                 if (!c) return;
                 ++m_refs[c];
                 todo.push_back(c);
@@ -236,8 +238,16 @@ private:
         }
     }
 
+    const Value* sub(const Value* v) const
+    {
+        if (!v || !m_opt.substitute) return v;
+        const Value* r = m_opt.substitute(v);
+        return r ? r : v;
+    }
+
     void save(const Value* v, int depth)
     {
+        v = sub(v);
         if (!v) {
             op(NONE);
             return;

@@ -8,6 +8,7 @@
 
 #include "pickle/value.h"
 
+#include <functional>
 #include <string>
 
 namespace ckpt::pickle {
@@ -17,6 +18,10 @@ struct WriteOptions
     // 2 is what torch.save writes; 3+ adds bytes opcodes, 4+ sets and frames are not needed.
     int protocol = 2;
     size_t maxDepth = 10000; // nesting beyond this is refused rather than overflowing the stack
+    // Writes another node in place of a node of the tree (nullptr: keep it), so an edited copy
+    // is written without copying the whole graph: slimming swaps tensor rebuild calls and
+    // storage ids. Called for every node met, replacements and their children included.
+    std::function<const Value*(const Value*)> substitute;
 };
 
 // Throws Error for what no pickle can express (a cycle through constructor arguments, an

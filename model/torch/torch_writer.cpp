@@ -290,20 +290,31 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
     p.op('u');
     p.op('.');
 
+    std::vector<OutTensor> storages = tensors;
+    for (size_t i = 0; i < storages.size(); ++i)
+        storages[i].name = std::to_string(i);
+    return writeTorchZipRecords(out, archiveName, p.bytes, storages, onBytes, cancel);
+}
+
+std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::string& archiveName,
+                                           const std::string& pickle, const std::vector<OutTensor>& storages,
+                                           const std::function<void(uint64_t)>& onBytes,
+                                           const ops::CancelToken& cancel)
+{
     ZipStream zip(out, archiveName);
-    zip.record("data.pkl", p.bytes);
+    zip.record("data.pkl", pickle);
     zip.record("byteorder", "little");
-    // One record per tensor, opened when its first chunk arrives (empty tensors have none).
-    ops::TensorHasher hasher(tensors.size());
+    // One record per storage, opened when its first chunk arrives (empty ones have none).
+    ops::TensorHasher hasher(storages.size());
     size_t begun = 0;
     auto beginThrough = [&](size_t last) {
-        for (; begun <= last && begun < tensors.size(); ++begun) {
+        for (; begun <= last && begun < storages.size(); ++begun) {
             if (begun) zip.end();
-            zip.begin("data/" + std::to_string(begun), tensors[begun].nbytes);
+            zip.begin("data/" + storages[begun].name, storages[begun].nbytes);
         }
     };
     ops::streamChunks(
-        tensors,
+        storages,
         [&](size_t i, const uint8_t* data, uint64_t size) {
             beginThrough(i);
             hasher.update(i, data, size);
@@ -311,8 +322,8 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
             if (onBytes) onBytes(size);
         },
         cancel);
-    if (!tensors.empty()) {
-        beginThrough(tensors.size() - 1);
+    if (!storages.empty()) {
+        beginThrough(storages.size() - 1);
         zip.end();
     }
     zip.record("version", "3\n");

@@ -27,4 +27,12 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
                                     const std::function<void(uint64_t)>& onBytes,
                                     const ops::CancelToken& cancel);
 
+// The records of a torch.save zip around a pickle written elsewhere: `pickle` as data.pkl, then
+// one record data/<name> per storage (OutTensor::name is the storage key, nbytes its size),
+// byteorder and version. Returns the xxh3 of each storage's bytes.
+std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::string& archiveName,
+                                           const std::string& pickle, const std::vector<OutTensor>& storages,
+                                           const std::function<void(uint64_t)>& onBytes,
+                                           const ops::CancelToken& cancel);
+
 } // namespace ckpt::torch

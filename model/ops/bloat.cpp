@@ -1,0 +1,125 @@
+#include "ops/bloat.h"
+
+#include <algorithm>
+
+namespace ckpt::ops {
+
+std::vector<ByteRange> viewRanges(uint32_t es, const std::vector<int64_t>& shape,
+                                  const std::vector<int64_t>& stride, int64_t storageOffset, size_t maxRuns,
+                                  bool* approximate)
+{
+    if (approximate) *approximate = false;
+    struct Dim
+    {
+        uint64_t size, stride;
+    };
+    std::vector<Dim> dims;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == 0) return {}; // no element, no byte
+        // A dimension of size 1 or stride 0 (expand) reaches no new byte.
+        if (shape[i] > 1 && stride[i] > 0) dims.push_back({uint64_t(shape[i]), uint64_t(stride[i])});
+    }
+    // Innermost first; a dimension whose stride equals the extent of the one inside it
+    // continues it without a gap and merges into one longer run.
+    std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+    uint64_t run = 1; // elements per contiguous run
+    size_t outer = 0;
+    if (!dims.empty() && dims[0].stride == 1) {
+        run = dims[0].size;
+        outer = 1;
+        while (outer < dims.size() && dims[outer].stride == run) {
+            run *= dims[outer].size;
+            ++outer;
+        }
+    }
+    const uint64_t base = uint64_t(storageOffset) * es;
+    uint64_t runs = 1, extent = run; // extent in elements, of the hull
+    for (size_t i = outer; i < dims.size(); ++i) {
+        runs = runs > maxRuns || dims[i].size > maxRuns ? maxRuns + 1 : runs * dims[i].size;
+        extent += (dims[i].size - 1) * dims[i].stride;
+    }
+    if (runs > maxRuns) {
+        if (approximate) *approximate = true;
+        return {{base, base + extent * es}};
+    }
+    std::vector<ByteRange> out;
+    out.reserve(size_t(runs));
+    for (uint64_t r = 0; r < runs; ++r) {
+        uint64_t start = 0, rem = r;
+        for (size_t i = outer; i < dims.size(); ++i) {
+            start += (rem % dims[i].size) * dims[i].stride;
+            rem /= dims[i].size;
+        }
+        out.push_back({base + start * es, base + (start + run) * es});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+    std::vector<ByteRange> merged;
+    for (const auto& x : out) {
+        if (!merged.empty() && x.begin <= merged.back().end)
+            merged.back().end = std::max(merged.back().end, x.end);
+        else
+            merged.push_back(x);
+    }
+    return merged;
+}
+
+uint64_t unionBytes(std::vector<ByteRange> ranges)
+{
+    std::sort(ranges.begin(), ranges.end(),
+              [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+    uint64_t total = 0, at = 0;
+    for (const auto& r : ranges) {
+        const uint64_t from = std::max(r.begin, at);
+        if (r.end > from) total += r.end - from;
+        at = std::max(at, r.end);
+    }
+    return total;
+}
+
+FileBloat analyzeBloat(const torch::TorchFile& file)
+{
+    FileBloat b;
+    b.fileBytes = file.fileSize();
+    const auto& storages = file.storages();
+    b.storages.resize(storages.size());
+    std::vector<std::vector<ByteRange>> reach(storages.size());
+    for (size_t s = 0; s < storages.size(); ++s) {
+        b.storages[s].storage = int(s);
+        b.storages[s].nbytes = storages[s].nbytes;
+        // A legacy view storage shares its root's bytes: both are counted whole, once.
+        if (storages[s].viewOf >= 0) {
+            b.storages[s].wholeUse = true;
+            b.storages[size_t(storages[s].viewOf)].wholeUse = true;
+        }
+    }
+    const auto& tensors = file.tensors();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const torch::Tensor& t = tensors[i];
+        if (t.aliasOf >= 0 || t.storage < 0) continue;
+        StorageBloat& sb = b.storages[size_t(t.storage)];
+        sb.tensors.push_back(int(i));
+        if (!t.note.empty()) { // quantized and the like: their layout is not a plain view
+            sb.wholeUse = true;
+            continue;
+        }
+        bool approx = false;
+        auto r =
+            viewRanges(torch::elementSize(t.dtype), t.shape, t.stride, t.storageOffset, 1u << 20, &approx);
+        sb.approximate = sb.approximate || approx;
+        reach[size_t(t.storage)].insert(reach[size_t(t.storage)].end(), r.begin(), r.end());
+    }
+    for (size_t s = 0; s < storages.size(); ++s) {
+        StorageBloat& sb = b.storages[s];
+        // Reached by no tensor at all: saved for its own sake (a raw storage), so all of it is used.
+        if (sb.tensors.empty()) sb.wholeUse = true;
+        sb.usedBytes = sb.wholeUse ? sb.nbytes : std::min(sb.nbytes, unionBytes(std::move(reach[s])));
+        if (storages[s].viewOf >= 0) continue; // its bytes are its root's
+        b.storageBytes += sb.nbytes;
+        b.usedBytes += sb.usedBytes;
+    }
+    b.overheadBytes = b.fileBytes > b.storageBytes ? b.fileBytes - b.storageBytes : 0;
+    return b;
+}
+
+} // namespace ckpt::ops

@@ -1,0 +1,50 @@
+// Where a torch.save file's bytes go, computed from its pickle and zip directory alone (no
+// tensor bytes read): each storage's size against the bytes its views actually reach — the
+// union of their byte ranges, so strides, offsets, zero strides and overlapping views count
+// right — plus the file's own overhead. A storage that only part of is viewed is "bloat":
+// torch.save writes the whole storage behind every view (DeepSpeed #3303, a saved slice).
+#pragma once
+
+#include "torch/torch_file.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ckpt::ops {
+
+struct ByteRange
+{
+    uint64_t begin = 0, end = 0;
+};
+
+// The bytes one strided view reaches inside its storage, as sorted, merged ranges. A view
+// fragmented into more than maxRuns runs is given as its hull and *approximate is set.
+std::vector<ByteRange> viewRanges(uint32_t elementSize, const std::vector<int64_t>& shape,
+                                  const std::vector<int64_t>& stride, int64_t storageOffset,
+                                  size_t maxRuns = 1u << 20, bool* approximate = nullptr);
+
+uint64_t unionBytes(std::vector<ByteRange> ranges);
+
+struct StorageBloat
+{
+    int storage = -1;
+    uint64_t nbytes = 0;
+    uint64_t usedBytes = 0;   // union of what its views reach
+    std::vector<int> tensors; // indices into TorchFile::tensors(), aliases left out
+    bool wholeUse = false;    // reached by something other than a plain view: all of it counts
+    bool approximate = false; // a view too fragmented to enumerate counted by its hull
+};
+
+struct FileBloat
+{
+    uint64_t fileBytes = 0;
+    uint64_t storageBytes = 0; // sum of the storages' sizes (legacy view storages not twice)
+    uint64_t usedBytes = 0;
+    uint64_t overheadBytes = 0; // file bytes that are not storage bytes: pickle, zip records
+    std::vector<StorageBloat> storages;
+    uint64_t reclaimableBytes() const { return storageBytes - usedBytes; }
+};
+
+FileBloat analyzeBloat(const torch::TorchFile& file);
+
+} // namespace ckpt::ops

@@ -1,0 +1,614 @@
+#include "ops/slim.h"
+
+#include "compute_backend.h"
+#include "io/output.h"
+#include "ops/bloat.h"
+#include "ops/detect.h"
+#include "pickle/writer.h"
+#include "torch/torch_file.h"
+#include "torch/torch_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <xxhash.h>
+
+namespace ckpt::ops {
+
+namespace fs = std::filesystem;
+using pickle::Kind;
+using pickle::Value;
+
+uint64_t SlimResult::bytesBefore() const
+{
+    uint64_t n = 0;
+    for (const auto& f : files)
+        n += f.bytesBefore;
+    return n;
+}
+
+uint64_t SlimResult::bytesAfter() const
+{
+    uint64_t n = 0;
+    for (const auto& f : files)
+        n += f.bytesAfter;
+    return n;
+}
+
+namespace {
+
+// Cluster starts are aligned so that every element size (1..16 bytes) still divides the
+// remapped offsets of the views inside.
+constexpr uint64_t kAlign = 16;
+
+// A call that rebuilds a plain strided tensor from a storage: the only referrer whose bytes we
+// may move. Anything else that names a storage keeps it whole.
+struct Site
+{
+    const Value* call = nullptr;
+    int storage = -1;
+    uint32_t es = 1;
+    int64_t offset = 0;
+    std::vector<int64_t> shape, stride;
+    uint64_t numel = 0;
+    uint64_t begin = 0, end = 0; // the bytes of the storage its elements lie in (hull)
+    size_t newStorage = 0;
+    bool compact = false;
+};
+
+struct NewStorage
+{
+    int from = -1;
+    uint64_t begin = 0, end = 0;   // range of the original storage copied
+    const Site* compact = nullptr; // set: the view's elements gathered contiguous instead
+    uint64_t nbytes = 0;
+    const Value* pid = nullptr; // the persistent id written for it
+};
+
+bool isRebuild(const Value* v)
+{
+    return v->kind == Kind::Call && v->callable && v->callable->kind == Kind::Global &&
+           v->callable->text == "torch._utils" &&
+           (v->callable->name == "_rebuild_tensor_v2" || v->callable->name == "_rebuild_tensor" ||
+            v->callable->name == "_rebuild_tensor_v3") &&
+           v->args && v->args->kind == Kind::Tuple && v->args->items.size() >= 4 && v->args->items[0] &&
+           v->args->items[0]->kind == Kind::PersistentRef && v->args->items[0]->integer >= 0;
+}
+
+class Plan
+{
+public:
+    explicit Plan(const torch::TorchFile& f) : m_file(f)
+    {
+        collect();
+        cluster();
+        rewrite();
+    }
+
+    const torch::TorchFile& file() const { return m_file; }
+    const std::vector<NewStorage>& storages() const { return m_new; }
+    const std::vector<Site>& sites() const { return m_sites; }
+    uint64_t storageBefore() const
+    {
+        uint64_t n = 0;
+        for (const auto& s : m_file.storages())
+            if (s.viewOf < 0) n += s.nbytes;
+        return n;
+    }
+    uint64_t storageAfter() const
+    {
+        uint64_t n = 0;
+        for (const auto& s : m_new)
+            n += s.nbytes;
+        return n;
+    }
+    bool changes() const { return storageAfter() < storageBefore(); }
+
+    std::string pickleBytes() const
+    {
+        pickle::WriteOptions o;
+        o.protocol = std::clamp(m_file.protocol(), 2, 5);
+        o.substitute = [this](const Value* v) -> const Value* {
+            const auto it = m_subst.find(v);
+            return it == m_subst.end() ? nullptr : it->second;
+        };
+        return pickle::write(m_file.root(), o);
+    }
+
+private:
+    void collect()
+    {
+        const auto& storages = m_file.storages();
+        m_whole.assign(storages.size(), false);
+        for (size_t s = 0; s < storages.size(); ++s)
+            if (storages[s].viewOf >= 0) { // legacy view storages: copied whole, as their own
+                m_whole[s] = true;
+                m_whole[size_t(storages[s].viewOf)] = true;
+            }
+        std::vector<const Value*> todo{m_file.root()};
+        std::unordered_set<const Value*> seen;
+        auto push = [&](const Value* c) {
+            if (c) todo.push_back(c);
+        };
+        while (!todo.empty()) {
+            const Value* v = todo.back();
+            todo.pop_back();
+            if (!seen.insert(v).second) continue;
+            if (isRebuild(v)) {
+                addSite(v);
+                for (size_t i = 1; i < v->args->items.size(); ++i)
+                    push(v->args->items[i]);
+                push(v->kwargs);
+                push(v->state);
+                continue;
+            }
+            if (v->kind == Kind::PersistentRef) {
+                if (v->integer >= 0 && size_t(v->integer) < storages.size()) {
+                    m_whole[size_t(v->integer)] = true;
+                    m_otherRefs.push_back(v);
+                }
+                continue;
+            }
+            for (const Value* c : v->items)
+                push(c);
+            for (const auto& [k, x] : v->entries) {
+                push(k);
+                push(x);
+            }
+            push(v->callable);
+            push(v->args);
+            push(v->kwargs);
+            push(v->state);
+        }
+    }
+
+    void addSite(const Value* call)
+    {
+        const auto& storages = m_file.storages();
+        const Value* a = call->args;
+        Site s;
+        s.call = call;
+        s.storage = int(a->items[0]->integer);
+        if (size_t(s.storage) >= storages.size())
+            throw Error("a tensor names a storage that does not exist", m_file.path());
+        torch::DType dt = storages[size_t(s.storage)].dtype;
+        if (call->callable->name == "_rebuild_tensor_v3") {
+            const Value* d = a->items.size() > 6 ? a->items[6] : nullptr;
+            const auto parsed = d && d->kind == Kind::Global ? torch::fromName(d->name) : std::nullopt;
+            if (!parsed) throw Error("_rebuild_tensor_v3 without a known dtype", m_file.path());
+            dt = *parsed;
+        }
+        s.es = torch::elementSize(dt);
+        const auto off = torch::asInt(a->items[1]);
+        const auto shape = torch::asInts(a->items[2]);
+        const auto stride = torch::asInts(a->items[3]);
+        if (!off || !shape || !stride || shape->size() != stride->size() || *off < 0)
+            throw Error("a tensor's offset, size or stride is malformed", m_file.path());
+        s.offset = *off;
+        s.shape = *shape;
+        s.stride = *stride;
+        s.numel = 1;
+        uint64_t last = 0;
+        for (size_t i = 0; i < s.shape.size(); ++i) {
+            if (s.shape[i] < 0 || s.stride[i] < 0)
+                throw Error("a tensor has a negative size or stride", m_file.path());
+            s.numel *= uint64_t(s.shape[i]);
+            if (s.shape[i] > 0) last += uint64_t(s.shape[i] - 1) * uint64_t(s.stride[i]);
+        }
+        if (s.numel) {
+            s.begin = uint64_t(s.offset) * s.es;
+            s.end = (uint64_t(s.offset) + last + 1) * s.es;
+            if (s.end > storages[size_t(s.storage)].nbytes)
+                throw Error("a tensor reaches past the end of its storage '" +
+                                storages[size_t(s.storage)].key + "'",
+                            m_file.path());
+        }
+        m_sites.push_back(std::move(s));
+    }
+
+    void cluster()
+    {
+        const auto& storages = m_file.storages();
+        std::vector<std::vector<size_t>> byStorage(storages.size());
+        for (size_t i = 0; i < m_sites.size(); ++i)
+            byStorage[size_t(m_sites[i].storage)].push_back(i);
+        m_firstNew.assign(storages.size(), SIZE_MAX);
+        for (size_t s = 0; s < storages.size(); ++s) {
+            const uint32_t storageEs = torch::elementSize(storages[s].dtype);
+            auto add = [&](uint64_t begin, uint64_t end, const Site* compact) {
+                NewStorage n;
+                n.from = int(s);
+                n.begin = begin;
+                n.end = end;
+                n.compact = compact;
+                n.nbytes = compact ? compact->numel * compact->es : end - begin;
+                if (m_firstNew[s] == SIZE_MAX) m_firstNew[s] = m_new.size();
+                m_new.push_back(n);
+                return m_new.size() - 1;
+            };
+            auto& idx = byStorage[s];
+            if (m_whole[s] || idx.empty()) {
+                if (m_whole[s] || storages[s].viewOf < 0) add(0, storages[s].nbytes, nullptr);
+                for (size_t i : idx)
+                    m_sites[i].newStorage = m_firstNew[s];
+                continue;
+            }
+            std::sort(idx.begin(), idx.end(),
+                      [&](size_t a, size_t b) { return m_sites[a].begin < m_sites[b].begin; });
+            std::vector<size_t> empty, group;
+            uint64_t gBegin = 0, gEnd = 0;
+            auto flush = [&] {
+                if (group.empty()) return;
+                const uint64_t b = gBegin / kAlign * kAlign;
+                const uint64_t e =
+                    std::min<uint64_t>(storages[s].nbytes, (gEnd + storageEs - 1) / storageEs * storageEs);
+                const Site& first = m_sites[group[0]];
+                // A lone view with gaps (every other row, a column): its elements alone,
+                // contiguous, are smaller than the stretch of storage they lie in.
+                const bool compact = group.size() == 1 && first.numel * first.es < e - b;
+                const size_t n = add(b, e, compact ? &first : nullptr);
+                for (size_t i : group) {
+                    m_sites[i].newStorage = n;
+                    m_sites[i].compact = compact;
+                }
+                group.clear();
+            };
+            for (size_t i : idx) {
+                const Site& site = m_sites[i];
+                if (!site.numel) {
+                    empty.push_back(i);
+                    continue;
+                }
+                if (!group.empty() && site.begin < gEnd) {
+                    gEnd = std::max(gEnd, site.end);
+                } else {
+                    flush();
+                    gBegin = site.begin;
+                    gEnd = site.end;
+                }
+                group.push_back(i);
+            }
+            flush();
+            if (m_firstNew[s] == SIZE_MAX) add(0, 0, nullptr); // only empty views: an empty storage
+            for (size_t i : empty)
+                m_sites[i].newStorage = m_firstNew[s];
+        }
+    }
+
+    Value* integer(int64_t v)
+    {
+        Value* x = m_arena.make(Kind::Int);
+        x->integer = v;
+        return x;
+    }
+    Value* str(const std::string& t)
+    {
+        Value* x = m_arena.make(Kind::Str);
+        x->text = t;
+        return x;
+    }
+
+    // The persistent id of storage `from` as written: the original's type and location, a
+    // new key and the new element count. Legacy ids (six items) become zip ones (five).
+    const Value* originalPid(int from) const
+    {
+        for (const Site& s : m_sites)
+            if (s.storage == from) return s.call->args->items[0]->args;
+        for (const Value* r : m_otherRefs)
+            if (r->integer == from) return r->args;
+        return nullptr;
+    }
+
+    void rewrite()
+    {
+        const auto& storages = m_file.storages();
+        for (size_t i = 0; i < m_new.size(); ++i) {
+            NewStorage& n = m_new[i];
+            const Value* orig = originalPid(n.from);
+            if (!orig || orig->items.size() < 5)
+                throw Error("storage '" + storages[size_t(n.from)].key + "' has no usable persistent id",
+                            m_file.path());
+            const uint32_t storageEs = torch::elementSize(storages[size_t(n.from)].dtype);
+            Value* tuple = m_arena.make(Kind::Tuple);
+            tuple->items = {str("storage"), orig->items[1], str(std::to_string(i)), orig->items[3],
+                            integer(int64_t(n.nbytes / storageEs))};
+            Value* pid = m_arena.make(Kind::PersistentRef);
+            pid->args = tuple;
+            pid->integer = int64_t(i);
+            n.pid = pid;
+        }
+        for (const Value* r : m_otherRefs)
+            m_subst[r] = m_new[m_firstNew[size_t(r->integer)]].pid;
+        for (const Site& s : m_sites) {
+            const NewStorage& n = m_new[s.newStorage];
+            Value* args = m_arena.make(Kind::Tuple);
+            args->items = s.call->args->items;
+            args->items[0] = const_cast<Value*>(n.pid);
+            if (s.compact) {
+                args->items[1] = integer(0);
+                Value* stride = m_arena.make(Kind::Tuple);
+                int64_t step = 1;
+                std::vector<Value*> st(s.shape.size());
+                for (size_t d = s.shape.size(); d-- > 0;) {
+                    st[d] = integer(step);
+                    step *= std::max<int64_t>(s.shape[d], 1);
+                }
+                stride->items = st;
+                args->items[3] = stride;
+            } else if (s.numel) {
+                args->items[1] = integer(int64_t((s.begin - n.begin) / s.es));
+            } else {
+                args->items[1] = integer(0); // no element: any offset into any storage will do
+            }
+            Value* call = m_arena.make(Kind::Call);
+            *call = *s.call;
+            call->args = args;
+            m_subst[s.call] = call;
+        }
+    }
+
+    const torch::TorchFile& m_file;
+    std::vector<Site> m_sites;
+    std::vector<const Value*> m_otherRefs;
+    std::vector<bool> m_whole;
+    std::vector<NewStorage> m_new;
+    std::vector<size_t> m_firstNew;
+    pickle::Arena m_arena;
+    std::unordered_map<const Value*, const Value*> m_subst;
+};
+
+// The contents of one tensor as a hash, streamed through a bounded buffer.
+uint64_t tensorHash(const torch::TorchFile& f, const torch::Tensor& t)
+{
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_64bits_reset(st);
+    const uint64_t n = t.numel();
+    if (n) {
+        const io::Blob blob = f.storageBytes(t.storage);
+        const uint32_t es = torch::elementSize(t.dtype);
+        gpu::StridedView v{blob.bytes.data(), es, t.shape, t.stride, t.storageOffset};
+        const uint64_t step = std::max<uint64_t>(1, (8u << 20) / es);
+        std::vector<uint8_t> buf(size_t(std::min(n, step) * es));
+        for (uint64_t first = 0; first < n; first += step) {
+            const uint64_t count = std::min(step, n - first);
+            gpu::cpuBackend().gather(v, first, count, buf.data());
+            XXH3_64bits_update(st, buf.data(), count * es);
+        }
+    }
+    const uint64_t h = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return h;
+}
+
+// Re-reads the written file: every tensor at the same path with the same dtype, shape and
+// values, aliases still aliases, and views that shared a storage still sharing one.
+void verifySlim(const Plan& plan, const std::string& written, const std::string& finalName,
+                const CancelToken& cancel)
+{
+    const auto out = torch::TorchFile::open(written);
+    const auto& before = plan.file().tensors();
+    for (const auto& t : before) {
+        cancel.throwIfCancelled();
+        const torch::Tensor* n = out->tensor(t.path);
+        auto bad = [&](const std::string& what) {
+            throw Error("verification failed: tensor '" + t.path + "' " + what, finalName);
+        };
+        if (!n) bad("is missing");
+        if ((t.aliasOf >= 0) != (n->aliasOf >= 0)) bad("lost or gained an alias");
+        if (n->dtype != t.dtype || n->shape != t.shape || n->requiresGrad != t.requiresGrad)
+            bad("changed its dtype, shape or requires_grad");
+        if (t.aliasOf >= 0 || t.storage < 0 || !t.note.empty()) continue;
+        if (tensorHash(plan.file(), t) != tensorHash(*out, *n)) bad("has different values");
+    }
+    // Views that overlapped in the input must still share one storage.
+    std::map<int, std::vector<std::pair<ByteRange, const torch::Tensor*>>> byStorage;
+    for (const auto& t : before) {
+        if (t.aliasOf >= 0 || t.storage < 0 || !t.note.empty() || !t.numel()) continue;
+        const uint32_t es = torch::elementSize(t.dtype);
+        uint64_t last = 0;
+        for (size_t d = 0; d < t.shape.size(); ++d)
+            last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
+        byStorage[t.storage].push_back(
+            {{uint64_t(t.storageOffset) * es, (uint64_t(t.storageOffset) + last + 1) * es},
+             out->tensor(t.path)});
+    }
+    for (auto& [storage, views] : byStorage) {
+        std::sort(views.begin(), views.end(),
+                  [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+        uint64_t end = 0;
+        int into = -1;
+        for (const auto& [range, n] : views) {
+            if (range.begin < end && n->storage != into)
+                throw Error("verification failed: tensor '" + n->path +
+                                "' no longer shares storage with the views it overlapped",
+                            finalName);
+            if (range.begin >= end) into = n->storage;
+            end = std::max(end, range.end);
+        }
+    }
+    if (out->storages().size() != plan.storages().size())
+        throw Error("verification failed: " + std::to_string(out->storages().size()) + " storages written, " +
+                        std::to_string(plan.storages().size()) + " planned",
+                    finalName);
+}
+
+struct Job
+{
+    const SlimOptions& options;
+    const ProgressSink& progress;
+    const CancelToken& cancel;
+    io::OutputTransaction* tx = nullptr;
+    uint64_t total = 0, done = 0;
+
+    void onBytes(uint64_t n)
+    {
+        done += n;
+        if (progress)
+            progress(
+                {int(total ? std::min<uint64_t>(done * 950 / total, 950) : 950), "writing", done, total});
+    }
+
+    void copy(const std::string& from, const std::string& rel, SlimFile& r)
+    {
+        const auto in = io::MappedFile::open(from);
+        r.bytesBefore = r.bytesAfter = in->size();
+        if (options.dryRun) return;
+        io::AtomicFile& f = tx->create(rel);
+        XXH3_state_t* st = XXH3_createState();
+        XXH3_64bits_reset(st);
+        const uint64_t chunk = 16u << 20;
+        for (uint64_t at = 0; at < in->size(); at += chunk) {
+            cancel.throwIfCancelled();
+            const uint64_t n = std::min(chunk, in->size() - at);
+            const uint8_t* p = in->bytes().data() + at;
+            XXH3_64bits_update(st, p, n);
+            f.write(p, n);
+            in->release(p, n);
+            onBytes(n);
+        }
+        const uint64_t want = XXH3_64bits_digest(st);
+        XXH3_freeState(st);
+        f.finish();
+        const auto back = io::MappedFile::open(f.tempPath());
+        if (back->size() != in->size() || XXH3_64bits(back->bytes().data(), back->size()) != want)
+            throw Error("verification failed: the copy differs from the input", f.finalPath());
+    }
+
+    void slimOne(const std::string& from, const std::string& rel, std::unique_ptr<torch::TorchFile> file,
+                 std::unique_ptr<Plan> plan, SlimFile& r)
+    {
+        r.storagesBefore = file->storages().size();
+        r.storageBefore = plan->storageBefore();
+        r.storageAfter = plan->storageAfter();
+        r.usedBytes = analyzeBloat(*file).usedBytes;
+        r.storagesAfter = plan->storages().size();
+        r.bytesBefore = file->fileSize();
+        if (!plan->changes()) {
+            r.action = "copied (not bloated)";
+            r.storageAfter = r.storageBefore;
+            r.storagesAfter = r.storagesBefore;
+            plan.reset();
+            file.reset();
+            copy(from, rel, r);
+            return;
+        }
+        r.action = "slimmed";
+        const std::string pickleBytes = plan->pickleBytes();
+        if (options.dryRun) { // the zip records around them are a few hundred bytes per storage
+            r.bytesAfter = r.storageAfter + pickleBytes.size() + 200 * (r.storagesAfter + 4);
+            return;
+        }
+        std::vector<torch::OutTensor> records;
+        for (const NewStorage& n : plan->storages()) {
+            torch::OutTensor o;
+            o.name = std::to_string(records.size());
+            o.dtype = torch::DType::UInt8;
+            o.shape = {int64_t(n.nbytes)};
+            o.nbytes = n.nbytes;
+            const torch::TorchFile* f = file.get();
+            auto blob = std::make_shared<io::Blob>();
+            o.fill = [f, n, blob](uint64_t offset, uint64_t count, uint8_t* dst) {
+                if (!blob->bytes.data() && n.nbytes) *blob = f->storageBytes(n.from);
+                if (n.compact) {
+                    const Site& s = *n.compact;
+                    gpu::StridedView v{blob->bytes.data(), s.es, s.shape, s.stride, s.offset};
+                    gpu::cpuBackend().gather(v, offset / s.es, count / s.es, dst);
+                } else {
+                    const uint8_t* p = blob->bytes.data() + n.begin + offset;
+                    std::memcpy(dst, p, count);
+                    f->release(p, count); // pages behind the copy leave the resident set
+                }
+            };
+            records.push_back(std::move(o));
+        }
+        io::AtomicFile& out = tx->create(rel);
+        const std::string archive = fs::path(out.finalPath()).stem().string();
+        torch::writeTorchZipRecords(
+            out, archive.empty() ? "archive" : archive, pickleBytes, records,
+            [this](uint64_t n) { onBytes(n); }, cancel);
+        out.finish();
+        if (progress)
+            progress(
+                {int(total ? std::min<uint64_t>(done * 950 / total, 950) : 950), "verifying", done, total});
+        verifySlim(*plan, out.tempPath(), out.finalPath(), cancel);
+        r.bytesAfter = out.written();
+        onBytes(r.bytesBefore > r.bytesAfter ? r.bytesBefore - r.bytesAfter
+                                             : 0); // progress counts input bytes
+    }
+};
+
+bool isTorchFile(const std::string& path)
+{
+    const FileKind k = detect(path);
+    return k == FileKind::TorchZip || k == FileKind::TorchLegacy;
+}
+
+} // namespace
+
+SlimResult slim(const std::string& input, const std::string& output, const SlimOptions& options,
+                const ProgressSink& progress, const CancelToken& cancel)
+{
+    std::error_code ec;
+    const bool folder = fs::is_directory(input, ec);
+    if (!folder && !fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
+    // Dry run or not: the user learns now that OUT would have been refused.
+    io::checkOutputOutsideInputs({input}, output);
+    std::unique_ptr<io::OutputTransaction> tx;
+    if (!options.dryRun) {
+        tx = std::make_unique<io::OutputTransaction>(std::vector<std::string>{input}, output,
+                                                     folder ? io::OutputTransaction::Shape::Folder
+                                                            : io::OutputTransaction::Shape::File);
+        reportNotes(progress, tx->notes());
+    }
+
+    // What to do with each file, in a stable order.
+    std::vector<std::pair<std::string, std::string>> files; // absolute, relative
+    if (folder) {
+        for (fs::recursive_directory_iterator it(input, ec), end; !ec && it != end; it.increment(ec)) {
+            if (it->is_directory(ec)) continue;
+            const std::string rel = fs::relative(it->path(), input, ec).string();
+            if (!it->is_regular_file(ec)) {
+                throw Error("is not a regular file (a link to one is followed; other kinds are not copied)",
+                            it->path().string());
+            }
+            files.push_back({it->path().string(), rel});
+        }
+        if (ec) throw Error("cannot list the folder: " + ec.message(), input);
+        std::sort(files.begin(), files.end());
+    } else {
+        files.push_back({input, {}});
+    }
+
+    SlimResult result;
+    Job job{options, progress, cancel, tx.get()};
+    for (const auto& [abs, rel] : files)
+        job.total += fs::file_size(abs, ec);
+    for (const auto& [abs, rel] : files) {
+        cancel.throwIfCancelled();
+        SlimFile r;
+        r.path = folder ? rel : abs;
+        if (isTorchFile(abs)) {
+            auto f = torch::TorchFile::open(abs);
+            auto plan = std::make_unique<Plan>(*f);
+            job.slimOne(abs, rel, std::move(f), std::move(plan), r);
+        } else if (folder) {
+            r.action = "copied (not a torch.save file)";
+            job.copy(abs, rel, r);
+        } else {
+            throw Error("is not a torch.save file (zip or legacy); only those can be slimmed", abs);
+        }
+        result.files.push_back(r);
+    }
+    if (tx) {
+        cancel.throwIfCancelled();
+        tx->commit();
+    }
+    if (progress) progress({1000, options.dryRun ? "planned" : "done", job.done, job.total});
+    return result;
+}
+
+} // namespace ckpt::ops

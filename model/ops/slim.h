@@ -1,0 +1,45 @@
+// `ckpt slim`: rewrites torch.save files so each storage holds only the bytes its views reach.
+// Overlapping views stay one storage (offsets remapped); views that were disjoint may be split
+// into storages of their own; a lone view with gaps becomes contiguous. Everything else in the
+// pickle is written back as it was (pickle::write), so torch.load gives the same objects, the
+// same values and the same sharing, from a file that is not bloated. Storages are copied range
+// by range from the mapped input, never whole into memory; the output is re-read and every
+// tensor compared before it takes its name.
+#pragma once
+
+#include "ops/job.h"
+
+#include <string>
+#include <vector>
+
+namespace ckpt::ops {
+
+struct SlimOptions
+{
+    bool dryRun = false; // plan and report only; nothing is written
+};
+
+struct SlimFile
+{
+    std::string path;   // relative to the input folder (or the input file itself)
+    std::string action; // "slimmed", "copied (not bloated)", "copied (not a torch.save file)"
+    uint64_t bytesBefore = 0;
+    uint64_t bytesAfter = 0; // exact when written; planned for a dry run
+    uint64_t storageBefore = 0, storageAfter = 0, usedBytes = 0;
+    size_t storagesBefore = 0, storagesAfter = 0;
+};
+
+struct SlimResult
+{
+    std::vector<SlimFile> files;
+    std::vector<std::string> warnings;
+    uint64_t bytesBefore() const;
+    uint64_t bytesAfter() const;
+};
+
+// PATH a torch.save file (zip or legacy) and OUT a file, or PATH a folder and OUT a new folder
+// with the same tree. Throws Error naming the file on anything it cannot do.
+SlimResult slim(const std::string& input, const std::string& output, const SlimOptions& options,
+                const ProgressSink& progress, const CancelToken& cancel);
+
+} // namespace ckpt::ops
