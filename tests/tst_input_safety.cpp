@@ -76,11 +76,9 @@ enum class Access { Reads, Writes };
 // writers() below, which runs it against every overlap case.
 const std::map<QString, Access>& subcommands()
 {
-    static const std::map<QString, Access> m{{"inspect", Access::Reads},
-                                             {"stats", Access::Reads},
-                                             {"diff", Access::Reads},
-                                             {"scan", Access::Reads},
-                                             {"export", Access::Writes}};
+    static const std::map<QString, Access> m{{"inspect", Access::Reads}, {"stats", Access::Reads},
+                                             {"diff", Access::Reads},    {"scan", Access::Reads},
+                                             {"export", Access::Writes}, {"slim", Access::Writes}};
     return m;
 }
 
@@ -100,6 +98,13 @@ const std::map<QString, Writer>& writers()
           },
           [](const QString& in, const QString& out) {
               return QStringList{"export", in, out, "-q"};
+          }}},
+        {"slim",
+         {[](const QString& in, const QString& out) {
+              return QStringList{"slim", in, out, "-q"};
+          },
+          [](const QString& in, const QString& out) {
+              return QStringList{"slim", in, out, "-q"};
           }}},
     };
     return m;

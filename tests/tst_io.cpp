@@ -246,15 +246,21 @@ private slots:
         const QString alive =
             out + "/.other.bin" + QString::fromStdString(hostTag()) + QString::number(::getppid());
         const QString foreign = out + "/.model.bin.ckpt-partial-otherhost-1";
+        const QString deadNested =
+            out + "/tag/.rank.pt" + QString::fromStdString(hostTag()) + QString::number(deadPid());
         writeFile(dead, "left by kill -9");
+        writeFile(deadNested, "left by kill -9 in a subfolder (slim keeps the input's tree)");
         writeFile(alive, "its writer still runs");
         writeFile(foreign, "another host's: we cannot know");
         io::OutputTransaction tx({}, out.toStdString(), Shape::Folder);
         QVERIFY(!QFile::exists(dead));
+        QVERIFY(!QFile::exists(deadNested));
         QVERIFY(QFile::exists(alive));
         QVERIFY(QFile::exists(foreign));
-        QCOMPARE(tx.notes().size(), size_t(1));
-        QVERIFY(QString::fromStdString(tx.notes()[0]).contains("removed stale partial output " + dead));
+        QCOMPARE(tx.notes().size(), size_t(2));
+        const QString notes = QString::fromStdString(tx.notes()[0] + "\n" + tx.notes()[1]);
+        QVERIFY(notes.contains("removed stale partial output " + dead));
+        QVERIFY(notes.contains("removed stale partial output " + deadNested));
     }
 
     void interruptCleanupRemovesLiveTemporaries()

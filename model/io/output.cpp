@@ -267,7 +267,15 @@ void OutputTransaction::removeStalePartials()
 {
     const std::string ourHost = std::string(kPartialTag) + hostName() + "-";
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(m_folder, ec)) {
+    // A folder output may have subfolders (slim keeps the input's tree): look in them too, but
+    // only below a folder we write (a single file's folder is not ours to walk).
+    const bool deep = m_shape == Shape::Folder;
+    size_t seen = 0;
+    for (fs::recursive_directory_iterator it(m_folder, fs::directory_options::skip_permission_denied, ec),
+         end;
+         !ec && it != end && ++seen < 200000; it.increment(ec)) {
+        if (!deep) it.disable_recursion_pending();
+        const fs::directory_entry& e = *it;
         const std::string name = e.path().filename().string();
         const auto at = name.rfind(ourHost);
         if (name.empty() || name[0] != '.' || at == std::string::npos) continue;

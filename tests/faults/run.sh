@@ -35,8 +35,9 @@ WRITE_OPS=(
   "export-file    | pt | export IN OUT -q                        | model.safetensors | st_file"
   "export-folder  | ds | export IN OUT -q                        | exported          | hf_folder"
   "export-sharded | ds | export IN OUT --max-shard-size 100MB -q | exported          | hf_folder"
+  "slim-file      | pt | slim IN OUT -q                          | slim.pt           | inspect"
+  "slim-folder    | ds | slim IN OUT -q                          | slimmed           | inspect"
   # "universal    | ds | universal IN OUT                        | universal         | inspect"
-  # "slim         | ds | slim IN OUT                             | slim              | inspect"
 )
 # Pairs of the above started at the same moment into the same folder (same input, different
 # outputs, so a mix of the two would be visible).
