@@ -8,6 +8,7 @@
 #include "torch/torch_file.h"
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace ckpt::ops {
@@ -46,5 +47,9 @@ struct FileBloat
 };
 
 FileBloat analyzeBloat(const torch::TorchFile& file);
+
+// As `ckpt inspect --json` carries it: the totals, and per storage its key, size, the bytes its
+// views use and the paths of those views.
+nlohmann::ordered_json bloatJson(const FileBloat& bloat, const torch::TorchFile& file);
 
 } // namespace ckpt::ops

@@ -41,10 +41,6 @@ uint64_t SlimResult::bytesAfter() const
 
 namespace {
 
-// Cluster starts are aligned so that every element size (1..16 bytes) still divides the
-// remapped offsets of the views inside.
-constexpr uint64_t kAlign = 16;
-
 // A call that rebuilds a plain strided tensor from a storage: the only referrer whose bytes we
 // may move. Anything else that names a storage keeps it whole.
 struct Site
@@ -57,14 +53,12 @@ struct Site
     uint64_t numel = 0;
     uint64_t begin = 0, end = 0; // the bytes of the storage its elements lie in (hull)
     size_t newStorage = 0;
-    bool compact = false;
 };
 
 struct NewStorage
 {
     int from = -1;
-    uint64_t begin = 0, end = 0;   // range of the original storage copied
-    const Site* compact = nullptr; // set: the view's elements gathered contiguous instead
+    uint64_t begin = 0, end = 0; // range of the original storage copied
     uint64_t nbytes = 0;
     const Value* pid = nullptr; // the persistent id written for it
 };
@@ -219,20 +213,19 @@ private:
         m_firstNew.assign(storages.size(), SIZE_MAX);
         for (size_t s = 0; s < storages.size(); ++s) {
             const uint32_t storageEs = torch::elementSize(storages[s].dtype);
-            auto add = [&](uint64_t begin, uint64_t end, const Site* compact) {
+            auto add = [&](uint64_t begin, uint64_t end) {
                 NewStorage n;
                 n.from = int(s);
                 n.begin = begin;
                 n.end = end;
-                n.compact = compact;
-                n.nbytes = compact ? compact->numel * compact->es : end - begin;
+                n.nbytes = end - begin;
                 if (m_firstNew[s] == SIZE_MAX) m_firstNew[s] = m_new.size();
                 m_new.push_back(n);
                 return m_new.size() - 1;
             };
             auto& idx = byStorage[s];
             if (m_whole[s] || idx.empty()) {
-                if (m_whole[s] || storages[s].viewOf < 0) add(0, storages[s].nbytes, nullptr);
+                if (m_whole[s] || storages[s].viewOf < 0) add(0, storages[s].nbytes);
                 for (size_t i : idx)
                     m_sites[i].newStorage = m_firstNew[s];
                 continue;
@@ -243,18 +236,19 @@ private:
             uint64_t gBegin = 0, gEnd = 0;
             auto flush = [&] {
                 if (group.empty()) return;
-                const uint64_t b = gBegin / kAlign * kAlign;
+                // The start stays a multiple of every element size in the cluster (they are
+                // powers of two), so each view's remapped offset is a whole number of elements.
+                uint64_t align = storageEs;
+                for (size_t i : group)
+                    align = std::max<uint64_t>(align, m_sites[i].es);
+                const uint64_t b = gBegin / align * align;
                 const uint64_t e =
                     std::min<uint64_t>(storages[s].nbytes, (gEnd + storageEs - 1) / storageEs * storageEs);
-                const Site& first = m_sites[group[0]];
-                // A lone view with gaps (every other row, a column): its elements alone,
-                // contiguous, are smaller than the stretch of storage they lie in.
-                const bool compact = group.size() == 1 && first.numel * first.es < e - b;
-                const size_t n = add(b, e, compact ? &first : nullptr);
-                for (size_t i : group) {
+                // Strides are kept, so a view with gaps (every other row, a column) keeps the
+                // gaps between its elements: only what lies outside every view goes.
+                const size_t n = add(b, e);
+                for (size_t i : group)
                     m_sites[i].newStorage = n;
-                    m_sites[i].compact = compact;
-                }
                 group.clear();
             };
             for (size_t i : idx) {
@@ -273,7 +267,7 @@ private:
                 group.push_back(i);
             }
             flush();
-            if (m_firstNew[s] == SIZE_MAX) add(0, 0, nullptr); // only empty views: an empty storage
+            if (m_firstNew[s] == SIZE_MAX) add(0, 0); // only empty views: an empty storage
             for (size_t i : empty)
                 m_sites[i].newStorage = m_firstNew[s];
         }
@@ -328,18 +322,7 @@ private:
             Value* args = m_arena.make(Kind::Tuple);
             args->items = s.call->args->items;
             args->items[0] = const_cast<Value*>(n.pid);
-            if (s.compact) {
-                args->items[1] = integer(0);
-                Value* stride = m_arena.make(Kind::Tuple);
-                int64_t step = 1;
-                std::vector<Value*> st(s.shape.size());
-                for (size_t d = s.shape.size(); d-- > 0;) {
-                    st[d] = integer(step);
-                    step *= std::max<int64_t>(s.shape[d], 1);
-                }
-                stride->items = st;
-                args->items[3] = stride;
-            } else if (s.numel) {
+            if (s.numel) {
                 args->items[1] = integer(int64_t((s.begin - n.begin) / s.es));
             } else {
                 args->items[1] = integer(0); // no element: any offset into any storage will do
@@ -513,15 +496,9 @@ struct Job
             auto blob = std::make_shared<io::Blob>();
             o.fill = [f, n, blob](uint64_t offset, uint64_t count, uint8_t* dst) {
                 if (!blob->bytes.data() && n.nbytes) *blob = f->storageBytes(n.from);
-                if (n.compact) {
-                    const Site& s = *n.compact;
-                    gpu::StridedView v{blob->bytes.data(), s.es, s.shape, s.stride, s.offset};
-                    gpu::cpuBackend().gather(v, offset / s.es, count / s.es, dst);
-                } else {
-                    const uint8_t* p = blob->bytes.data() + n.begin + offset;
-                    std::memcpy(dst, p, count);
-                    f->release(p, count); // pages behind the copy leave the resident set
-                }
+                const uint8_t* p = blob->bytes.data() + n.begin + offset;
+                std::memcpy(dst, p, count);
+                f->release(p, count); // pages behind the copy leave the resident set
             };
             records.push_back(std::move(o));
         }

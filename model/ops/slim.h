@@ -1,6 +1,6 @@
 // `ckpt slim`: rewrites torch.save files so each storage holds only the bytes its views reach.
 // Overlapping views stay one storage (offsets remapped); views that were disjoint may be split
-// into storages of their own; a lone view with gaps becomes contiguous. Everything else in the
+// into storages of their own; strides are kept, so the gaps inside one view stay. Everything else in the
 // pickle is written back as it was (pickle::write), so torch.load gives the same objects, the
 // same values and the same sharing, from a file that is not bloated. Storages are copied range
 // by range from the mapped input, never whole into memory; the output is re-read and every
