@@ -5,7 +5,8 @@ set -euo pipefail
 need=(cmake ninja-build g++ clang pkg-config
       qt6-base-dev qt6-base-dev-tools libqt6charts6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
       nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
-      python3-torch python3-numpy)
+      python3-torch python3-numpy
+      help2man)  # man pages, generated from --help at build time (installer/)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
