@@ -38,7 +38,7 @@ have_slim=1
 "$ckpt" slim --help >/dev/null 2>&1 || { have_slim=0; echo "!! $ckpt has no 'slim': timing DeepSpeed's recipe and the copy bound only"; }
 mkdir -p "$work"
 ck="$work/ck3303-$params-$shards"
-cleanup() { rm -rf "$work"/out-* /dev/shm/ckpt-bench-slim; [ "${KEEP:-0}" = 1 ] || rm -rf "$ck" "$work"/time-*.txt "$work"/*.py; }
+cleanup() { rm -rf "$work"/out-* /dev/shm/ckpt-bench-slim; [ "${KEEP:-0}" = 1 ] || rm -rf "$ck" "$work"/time-*.txt "$work"/*.py "$work"/used.txt; }
 trap cleanup EXIT
 
 if [ ! -f "$ck/pytorch_model.bin.index.json" ]; then
@@ -55,7 +55,7 @@ for name in sorted(os.listdir(ck)):
         sd = torch.load(os.path.join(ck, name), mmap=True, weights_only=True)
         print(name, sum(t.numel() * t.element_size() for t in sd.values()))
 PY
-used=$(awk '{s += $2} END {print s}' "$work/used.txt")
+used=$(awk '{s += $2} END {printf "%.0f", s}' "$work/used.txt")
 echo "== $(ls "$ck"/*.bin | wc -l) shards, $(du -sb "$ck" | cut -f1) bytes on disk, $used bytes used; warming the page cache"
 cat "$ck"/* > /dev/null
 
@@ -105,6 +105,7 @@ for target in disk tmpfs; do
     out="$base/out-$tool"
     rm -rf "$out"
     log="$work/time-$target-$tool.txt"
+    cat "$ck"/* > /dev/null  # warm again: tmpfs outputs compete with the page cache
     case $tool in
       clone_tensors) /usr/bin/time -v $py "$work/clone_tensors.py" "$ck" "$out" >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
       ckpt) /usr/bin/time -v "$ckpt" slim -q "$ck" "$out" >/dev/null 2>"$log" || { tail -3 "$log"; exit 1; } ;;
@@ -115,11 +116,12 @@ for target in disk tmpfs; do
     bytes=$(du -sb "$out" | cut -f1)
     echo "   $target $tool: $(wall "$log") s, peak RSS $(rss "$log") MB, output $bytes bytes"
     rows+=("$target $tool $(wall "$log") $(rss "$log") $bytes")
+    if [ $tool = ckpt ]; then
+      echo "== comparing ckpt slim's output with clone_tensors' ($target)"
+      $py "$work/compare.py" "$base/out-clone_tensors" "$base/out-ckpt" 2>/dev/null | sed 's/^/   /'
+    fi
+    [ $tool = clone_tensors ] && [ $have_slim = 1 ] || rm -rf "$base"/out-*
   done
-  if [ $have_slim = 1 ]; then
-    echo "== comparing ckpt slim's output with clone_tensors' ($target)"
-    $py "$work/compare.py" "$base/out-clone_tensors" "$base/out-ckpt" 2>/dev/null | sed 's/^/   /'
-  fi
   rm -rf "$base"/out-*
 done
 
@@ -135,7 +137,7 @@ table() {
       [ "$2" = clone_tensors ] && base_t=$3; [ "$2" = copy ] && copy_t=$3; done
     for r in "${rows[@]}"; do set -- $r; [ "$1" = "$target" ] || continue
       awk -v s="$1" -v t="$2" -v w="$3" -v m="$4" -v b="$5" -v bt="$base_t" -v ct="$copy_t" \
-        'BEGIN {printf "| %s | %s | %.2f | %.2f | %d | %d | %.2fx | %.2fx |\n", s, t, w, b/w/1e9, m, b, bt/w, w/ct}'
+        'BEGIN {printf "| %s | %s | %.2f | %.2f | %d | %.0f | %.2fx | %.2fx |\n", s, t, w, b/w/1e9, m, b, bt/w, w/ct}'
     done
   done
   echo
