@@ -1,6 +1,9 @@
 #include "ops/bloat.h"
 
+#include "ops/detect.h"
+
 #include <algorithm>
+#include <filesystem>
 
 namespace ckpt::ops {
 
@@ -120,6 +123,112 @@ FileBloat analyzeBloat(const torch::TorchFile& file)
     }
     b.overheadBytes = b.fileBytes > b.storageBytes ? b.fileBytes - b.storageBytes : 0;
     return b;
+}
+
+const char* roleName(ByteRole role)
+{
+    switch (role) {
+    case ByteRole::ModelWeights:
+        return "model weights";
+    case ByteRole::Fp32Master:
+        return "fp32 masters";
+    case ByteRole::ExpAvg:
+        return "exp_avg";
+    case ByteRole::ExpAvgSq:
+        return "exp_avg_sq";
+    case ByteRole::OtherOptimizer:
+        return "other optimizer state";
+    case ByteRole::Other:
+        return "other";
+    }
+    return "other";
+}
+
+ByteRole roleOf(const std::string& path)
+{
+    auto has = [&](const char* s) { return path.find(s) != std::string::npos; };
+    if (has("exp_avg_sq")) return ByteRole::ExpAvgSq;
+    if (has("exp_avg")) return ByteRole::ExpAvg;
+    // ZeRO-1/2: single_partition_of_fp32_groups; ZeRO-3: fp32_flat_groups; BF16_Optimizer and
+    // Universal: fp32 in the name too.
+    if (has("fp32")) return ByteRole::Fp32Master;
+    if (has("optimizer")) return ByteRole::OtherOptimizer;
+    // DeepSpeed's model states keep the weights under `module`; a plain state dict is all weights.
+    if (path.rfind("module/", 0) == 0 || path.find('/') == std::string::npos || has("state_dict") || has("model"))
+        return ByteRole::ModelWeights;
+    return ByteRole::Other;
+}
+
+FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress, const CancelToken& cancel)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::vector<std::pair<std::string, std::string>> files; // absolute, relative
+    if (fs::is_directory(path, ec)) {
+        for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_regular_file(ec)) files.push_back({it->path().string(), fs::relative(it->path(), path, ec).string()});
+        if (ec) throw Error("cannot list the folder: " + ec.message(), path);
+        std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    } else {
+        files.push_back({path, fs::path(path).filename().string()});
+    }
+    FolderBloat out;
+    for (size_t i = 0; i < files.size(); ++i) {
+        cancel.throwIfCancelled();
+        if (progress) progress({int(i * 1000 / files.size()), "reading " + files[i].second, i, files.size()});
+        FolderFile f;
+        f.path = files[i].second;
+        const FileKind kind = detect(files[i].first);
+        f.torch = kind == FileKind::TorchZip || kind == FileKind::TorchLegacy;
+        if (f.torch) {
+            const auto tf = torch::TorchFile::open(files[i].first);
+            f.fileBytes = tf->fileSize();
+            f.bloat = analyzeBloat(*tf);
+            for (const auto& s : f.bloat.storages) {
+                if (tf->storages()[size_t(s.storage)].viewOf >= 0) continue;
+                const ByteRole r =
+                    s.tensors.empty() ? ByteRole::Other : roleOf(tf->tensors()[size_t(s.tensors.front())].path);
+                f.roleBytes[size_t(r)] += s.nbytes;
+            }
+            f.roleBytes[size_t(ByteRole::Other)] += f.bloat.overheadBytes;
+            out.storageBytes += f.bloat.storageBytes;
+            out.usedBytes += f.bloat.usedBytes;
+        } else {
+            f.fileBytes = fs::file_size(files[i].first, ec);
+            f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
+        }
+        out.fileBytes += f.fileBytes;
+        for (size_t r = 0; r < kByteRoles; ++r)
+            out.roleBytes[r] += f.roleBytes[r];
+        out.files.push_back(std::move(f));
+    }
+    if (progress) progress({1000, "done", files.size(), files.size()});
+    return out;
+}
+
+nlohmann::ordered_json folderBloatJson(const FolderBloat& b)
+{
+    nlohmann::ordered_json j;
+    j["file_bytes"] = b.fileBytes;
+    j["storage_bytes"] = b.storageBytes;
+    j["used_bytes"] = b.usedBytes;
+    j["reclaimable_bytes"] = b.reclaimableBytes();
+    for (size_t r = 0; r < kByteRoles; ++r)
+        j["bytes_by_role"][roleName(ByteRole(r))] = b.roleBytes[r];
+    j["files"] = nlohmann::ordered_json::array();
+    for (const auto& f : b.files) {
+        nlohmann::ordered_json e;
+        e["path"] = f.path;
+        e["file_bytes"] = f.fileBytes;
+        if (f.torch) {
+            e["storage_bytes"] = f.bloat.storageBytes;
+            e["used_bytes"] = f.bloat.usedBytes;
+            e["reclaimable_bytes"] = f.bloat.reclaimableBytes();
+            e["overhead_bytes"] = f.bloat.overheadBytes;
+        }
+        j["files"].push_back(std::move(e));
+    }
+    return j;
 }
 
 nlohmann::ordered_json bloatJson(const FileBloat& b, const torch::TorchFile& file)

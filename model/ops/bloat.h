@@ -7,7 +7,11 @@
 
 #include "torch/torch_file.h"
 
+#include "ops/job.h"
+
+#include <array>
 #include <cstdint>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -48,8 +52,37 @@ struct FileBloat
 
 FileBloat analyzeBloat(const torch::TorchFile& file);
 
+// What the bytes of a training checkpoint are for, decided per storage from the path of the
+// first tensor that views it (DeepSpeed's and torch's own key names).
+enum class ByteRole { ModelWeights, Fp32Master, ExpAvg, ExpAvgSq, OtherOptimizer, Other };
+constexpr size_t kByteRoles = 6;
+const char* roleName(ByteRole role); // "model weights", "fp32 masters", "exp_avg", ...
+ByteRole roleOf(const std::string& tensorPath);
+
+struct FolderFile
+{
+    std::string path;   // relative to the folder analysed (the file name for a single file)
+    bool torch = false; // a torch.save file (the others count as "other", whole)
+    uint64_t fileBytes = 0;
+    FileBloat bloat;                               // torch files only
+    std::array<uint64_t, kByteRoles> roleBytes{}; // storage bytes by role, overhead as Other
+};
+
+struct FolderBloat
+{
+    std::vector<FolderFile> files; // sorted by path
+    std::array<uint64_t, kByteRoles> roleBytes{};
+    uint64_t fileBytes = 0, storageBytes = 0, usedBytes = 0;
+    uint64_t reclaimableBytes() const { return storageBytes - usedBytes; }
+};
+
+// Every file under `path` (a checkpoint root, a tag folder, any folder, or one file), each torch
+// file parsed once, no tensor bytes read: "where did my terabyte go".
+FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress, const CancelToken& cancel);
+
 // As `ckpt inspect --json` carries it: the totals, and per storage its key, size, the bytes its
 // views use and the paths of those views.
 nlohmann::ordered_json bloatJson(const FileBloat& bloat, const torch::TorchFile& file);
+nlohmann::ordered_json folderBloatJson(const FolderBloat& bloat);
 
 } // namespace ckpt::ops
