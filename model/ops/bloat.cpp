@@ -99,9 +99,12 @@ FileBloat analyzeBloat(const torch::TorchFile& file)
     const auto& tensors = file.tensors();
     for (size_t i = 0; i < tensors.size(); ++i) {
         const torch::Tensor& t = tensors[i];
-        if (t.aliasOf >= 0 || t.storage < 0) continue;
-        StorageBloat& sb = b.storages[size_t(t.storage)];
+        // The same tensor under a second name views the storage too; its bytes are its target's.
+        const int storage = t.aliasOf >= 0 ? tensors[size_t(t.aliasOf)].storage : t.storage;
+        if (storage < 0) continue;
+        StorageBloat& sb = b.storages[size_t(storage)];
         sb.tensors.push_back(int(i));
+        if (t.aliasOf >= 0) continue;
         if (!t.note.empty()) { // quantized and the like: their layout is not a plain view
             sb.wholeUse = true;
             continue;
@@ -154,21 +157,25 @@ ByteRole roleOf(const std::string& path)
     if (has("fp32")) return ByteRole::Fp32Master;
     if (has("optimizer")) return ByteRole::OtherOptimizer;
     // DeepSpeed's model states keep the weights under `module`; a plain state dict is all weights.
-    if (path.rfind("module/", 0) == 0 || path.find('/') == std::string::npos || has("state_dict") || has("model"))
+    if (path.rfind("module/", 0) == 0 || path.find('/') == std::string::npos || has("state_dict") ||
+        has("model"))
         return ByteRole::ModelWeights;
     return ByteRole::Other;
 }
 
-FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress, const CancelToken& cancel)
+FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
+                               const CancelToken& cancel)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
     if (fs::is_directory(path, ec)) {
         for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-            if (it->is_regular_file(ec)) files.push_back({it->path().string(), fs::relative(it->path(), path, ec).string()});
+            if (it->is_regular_file(ec))
+                files.push_back({it->path().string(), fs::relative(it->path(), path, ec).string()});
         if (ec) throw Error("cannot list the folder: " + ec.message(), path);
-        std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+        std::sort(files.begin(), files.end(),
+                  [](const auto& a, const auto& b) { return a.second < b.second; });
     } else {
         files.push_back({path, fs::path(path).filename().string()});
     }
@@ -186,8 +193,8 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             f.bloat = analyzeBloat(*tf);
             for (const auto& s : f.bloat.storages) {
                 if (tf->storages()[size_t(s.storage)].viewOf >= 0) continue;
-                const ByteRole r =
-                    s.tensors.empty() ? ByteRole::Other : roleOf(tf->tensors()[size_t(s.tensors.front())].path);
+                const ByteRole r = s.tensors.empty() ? ByteRole::Other
+                                                     : roleOf(tf->tensors()[size_t(s.tensors.front())].path);
                 f.roleBytes[size_t(r)] += s.nbytes;
             }
             f.roleBytes[size_t(ByteRole::Other)] += f.bloat.overheadBytes;

@@ -11,8 +11,8 @@
 
 #include <array>
 #include <cstdint>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace ckpt::ops {
@@ -35,7 +35,7 @@ struct StorageBloat
     int storage = -1;
     uint64_t nbytes = 0;
     uint64_t usedBytes = 0;   // union of what its views reach
-    std::vector<int> tensors; // indices into TorchFile::tensors(), aliases left out
+    std::vector<int> tensors; // indices into TorchFile::tensors() that view it, aliases included
     bool wholeUse = false;    // reached by something other than a plain view: all of it counts
     bool approximate = false; // a view too fragmented to enumerate counted by its hull
 };
@@ -64,7 +64,7 @@ struct FolderFile
     std::string path;   // relative to the folder analysed (the file name for a single file)
     bool torch = false; // a torch.save file (the others count as "other", whole)
     uint64_t fileBytes = 0;
-    FileBloat bloat;                               // torch files only
+    FileBloat bloat;                              // torch files only
     std::array<uint64_t, kByteRoles> roleBytes{}; // storage bytes by role, overhead as Other
 };
 
@@ -78,7 +78,8 @@ struct FolderBloat
 
 // Every file under `path` (a checkpoint root, a tag folder, any folder, or one file), each torch
 // file parsed once, no tensor bytes read: "where did my terabyte go".
-FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress, const CancelToken& cancel);
+FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
+                               const CancelToken& cancel);
 
 // As `ckpt inspect --json` carries it: the totals, and per storage its key, size, the bytes its
 // views use and the paths of those views.

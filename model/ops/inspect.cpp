@@ -1,11 +1,13 @@
 #include "ops/inspect.h"
 
 #include "layout/deepspeed.h"
+#include "ops/bloat.h"
 #include "ops/detect.h"
 #include "pickle/safety.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -134,6 +136,8 @@ ordered_json inspectTorch(const std::string& path)
     doc["storages"] = std::move(storages);
     doc["globals"] = globalsJson(f->globals(), warnings);
     doc["entries"] = std::move(entries);
+    // Computed from the pickle and zip directory alone, like everything above.
+    doc["bloat"] = bloatJson(analyzeBloat(*f), *f);
     doc["warnings"] = std::move(warnings);
     return doc;
 }
@@ -197,12 +201,52 @@ ordered_json inspectFile(const std::string& path)
         break;
     }
     // Legacy files saved with an unusual pickle protocol do not start with the usual magic bytes.
+    // When that reading fails too, its reason is kept: for a damaged legacy file it is the one
+    // that matters.
     try {
         return inspectTorch(path);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+        (void)e;
         throw Error("not a PyTorch checkpoint or safetensors file (unrecognised content)", path);
+        throw Error(
+            "not a PyTorch checkpoint or safetensors file (unrecognised content; as a legacy torch file: " +
+                e.message() + ")",
+            path, e.offset());
     }
 }
+
+namespace {
+
+// The summary line and the storages that waste the most, largest first.
+void printBloat(const ordered_json& b, std::ostream& out)
+{
+    const uint64_t storage = b["storage_bytes"].get<uint64_t>(), used = b["used_bytes"].get<uint64_t>();
+    out << "bytes: file " << humanBytes(b["file_bytes"].get<uint64_t>()) << ", storages "
+        << humanBytes(storage) << ", used by tensors " << humanBytes(used) << ", overhead "
+        << humanBytes(b["overhead_bytes"].get<uint64_t>());
+    if (storage > used)
+        out << "; bloat " << humanBytes(storage - used) << " (" << (storage - used) * 100 / storage
+            << "% of the storages; `ckpt slim` writes a copy without it)";
+    out << "\n";
+    std::vector<const ordered_json*> wasteful;
+    for (const auto& s : b["storages"])
+        if (s["used_bytes"].get<uint64_t>() < s["nbytes"].get<uint64_t>()) wasteful.push_back(&s);
+    std::sort(wasteful.begin(), wasteful.end(), [](const ordered_json* x, const ordered_json* y) {
+        return (*x)["nbytes"].get<uint64_t>() - (*x)["used_bytes"].get<uint64_t>() >
+               (*y)["nbytes"].get<uint64_t>() - (*y)["used_bytes"].get<uint64_t>();
+    });
+    for (size_t i = 0; i < wasteful.size() && i < 10; ++i) {
+        const auto& s = *wasteful[i];
+        const uint64_t n = s["nbytes"].get<uint64_t>(), u = s["used_bytes"].get<uint64_t>();
+        out << "  storage " << s["key"].get<std::string>() << ": " << humanBytes(n) << ", its "
+            << s["tensors"].size() << " view(s) use " << humanBytes(u) << " (" << (n ? u * 100 / n : 0)
+            << "%)\n";
+    }
+    if (wasteful.size() > 10)
+        out << "  ... and " << wasteful.size() - 10 << " more storages with unused bytes\n";
+}
+
+} // namespace
 
 void printInspect(const ordered_json& doc, std::ostream& out)
 {
@@ -245,6 +289,7 @@ void printInspect(const ordered_json& doc, std::ostream& out)
         }
         out << line << "\n";
     }
+    if (doc.contains("bloat")) printBloat(doc["bloat"], out);
     for (const auto& w : doc["warnings"])
         out << "warning: " << w.get<std::string>() << "\n";
 }
@@ -293,6 +338,10 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
         j["global_steps"] = t.globalSteps;
         j["global_samples"] = t.globalSamples;
         j["skipped_steps"] = t.skippedSteps;
+        if (!t.dir.empty()) {
+            static const CancelToken never;
+            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never));
+        }
         ordered_json files = ordered_json::array();
         for (const auto& f : t.files)
             files.push_back({{"name", f.name},
@@ -374,6 +423,17 @@ void printCheckpoint(const ordered_json& doc, std::ostream& out)
                                 : "");
             }
             out << "\n";
+        }
+        if (t.contains("bloat")) {
+            const auto& b = t["bloat"];
+            out << "  bytes: " << humanBytes(b["file_bytes"].get<uint64_t>()) << " in " << b["files"].size()
+                << " files:";
+            for (const auto& [role, bytes] : b["bytes_by_role"].items())
+                if (bytes.get<uint64_t>()) out << "  " << role << " " << humanBytes(bytes.get<uint64_t>());
+            out << "\n";
+            if (b["reclaimable_bytes"].get<uint64_t>())
+                out << "  bloat: " << humanBytes(b["reclaimable_bytes"].get<uint64_t>())
+                    << " of storage no tensor uses (`ckpt slim` writes a copy without it)\n";
         }
         if (!t["client_state"].empty()) out << "  client state: " << t["client_state"].dump() << "\n";
         for (const auto& w : t["warnings"])
