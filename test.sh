@@ -2,8 +2,8 @@
 # Sets up everything on a fresh Debian 12 machine and runs every test:
 #   1. Debian packages (tools/install-deps.sh)
 #   2. optimised build with warnings as errors, Qt Test suite under ctest
-#   3. round trip of every fixture through real PyTorch (Debian's python3-torch), and
-#      ckpt stats / ckpt diff against PyTorch's own numbers
+#   3. round trip of every fixture through real PyTorch (Debian's python3-torch), ckpt stats /
+#      ckpt diff against PyTorch's own numbers, and ckpt slim's output loaded by PyTorch
 #   4. the fault harness: kill -9, signals, disk full, read-only inputs, racing writers
 #   5. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
@@ -81,6 +81,8 @@ step "round trip through PyTorch" bash -c "/usr/bin/python3 -W ignore tests/roun
   tests/data/torch/torch-1.13 tests/data/torch/torch-2.x | tail -n 1"
 step "ckpt stats / ckpt diff against PyTorch" bash -c \
   "/usr/bin/python3 -W ignore tests/analyze_check.py build/ci/cli/ckpt | tail -n 1"
+counted_step "ckpt slim against PyTorch (torch.load object for object)" \
+  /usr/bin/python3 -W ignore tests/slim_check.py build/ci/cli/ckpt
 step "GPU parity (skips, saying why, without a CUDA device)" build/ci/tests/gpu_parity
 counted_step "fault harness" tests/faults/run.sh build/ci/cli/ckpt
 
