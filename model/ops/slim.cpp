@@ -356,10 +356,20 @@ uint64_t tensorHash(const torch::TorchFile& f, const torch::Tensor& t)
         gpu::StridedView v{blob.bytes.data(), es, t.shape, t.stride, t.storageOffset};
         const uint64_t step = std::max<uint64_t>(1, (8u << 20) / es);
         std::vector<uint8_t> buf(size_t(std::min(n, step) * es));
+        const uint8_t* base = blob.bytes.data() + uint64_t(t.storageOffset) * es;
         for (uint64_t first = 0; first < n; first += step) {
             const uint64_t count = std::min(step, n - first);
             gpu::cpuBackend().gather(v, first, count, buf.data());
             XXH3_64bits_update(st, buf.data(), count * es);
+            // Verification reads every byte once more: its pages leave the resident set behind
+            // it, so memory stays a chunk, not the file (a strided view's are dropped at the end).
+            if (t.isContiguous()) f.release(base + first * es, count * es);
+        }
+        if (!t.isContiguous()) {
+            uint64_t last = 0;
+            for (size_t d = 0; d < t.shape.size(); ++d)
+                last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
+            f.release(base, (last + 1) * es);
         }
     }
     const uint64_t h = XXH3_64bits_digest(st);
