@@ -230,7 +230,7 @@ fi
 if "${APT[@]}" install --no-install-recommends "$deb" >"$work/apt.log" 2>&1; then
   ok "apt-get install ./$(basename "$deb")"
   # A clean environment: only /usr/bin and /bin, a fresh HOME, no build-tree paths.
-  home=$work/home; mkdir -p "$home"
+  home=$work/home; mkdir -p "$home"; chmod 700 "$home"
   clean=(env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 XDG_RUNTIME_DIR="$home")
   check "ckpt is /usr/bin/ckpt; ckpt --version" bash -c "
     [ \"\$(${clean[*]} bash -c 'command -v ckpt')\" = /usr/bin/ckpt ] && ${clean[*]} ckpt --version"
