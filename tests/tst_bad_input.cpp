@@ -111,6 +111,22 @@ private slots:
         }
         QVERIFY(opened > 0 && refused > 0);
     }
+
+    // Content no sniffer recognises is tried as a legacy file last; when that fails too, its
+    // reason used to be replaced by a generic message.
+    void lastResortParseErrorIsKept()
+    {
+        const std::string path = testutil::dataDir() + "/corrupt/random.bin";
+        try {
+            ops::inspectFile(path);
+            QFAIL("random bytes were accepted");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            QCOMPARE(e.file(), path);
+            QVERIFY2(what.find("not a PyTorch checkpoint") != std::string::npos, what.c_str());
+            QVERIFY2(what.find("unknown opcode") != std::string::npos, what.c_str());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestBadInput)

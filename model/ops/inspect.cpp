@@ -206,8 +206,6 @@ ordered_json inspectFile(const std::string& path)
     try {
         return inspectTorch(path);
     } catch (const Error& e) {
-        (void)e;
-        throw Error("not a PyTorch checkpoint or safetensors file (unrecognised content)", path);
         throw Error(
             "not a PyTorch checkpoint or safetensors file (unrecognised content; as a legacy torch file: " +
                 e.message() + ")",
