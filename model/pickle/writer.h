@@ -21,7 +21,7 @@ struct WriteOptions
     // Writes another node in place of a node of the tree (nullptr: keep it), so an edited copy
     // is written without copying the whole graph: slimming swaps tensor rebuild calls and
     // storage ids. Called for every node met, replacements and their children included.
-    std::function<const Value*(const Value*)> substitute;
+    std::function<const Value*(const Value*)> substitute = {};
 };
 
 // Throws Error for what no pickle can express (a cycle through constructor arguments, an
