@@ -5,8 +5,10 @@
 #   3. round trip of every fixture through real PyTorch (Debian's python3-torch), ckpt stats /
 #      ckpt diff against PyTorch's own numbers, and ckpt slim's output loaded by PyTorch
 #   4. the fault harness: kill -9, signals, disk full, read-only inputs, racing writers
-#   5. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   6. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
+#   5. the .deb: built from the ci build, desktop entry and metainfo validated, lintian, installed,
+#      run from /usr/bin, purged (installer/check-package.sh)
+#   6. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   7. each libFuzzer target briefly (CKPT_FUZZ_SECONDS, default 20)
 # Every step runs even when an earlier one failed; the last line counts what passed and what
 # failed, and the exit status is non-zero when anything failed.
 set -uo pipefail
@@ -85,6 +87,7 @@ counted_step "ckpt slim against PyTorch (torch.load object for object)" \
   /usr/bin/python3 -W ignore tests/slim_check.py build/ci/cli/ckpt
 step "GPU parity (skips, saying why, without a CUDA device)" build/ci/tests/gpu_parity
 counted_step "fault harness" tests/faults/run.sh build/ci/cli/ckpt
+counted_step "package: .deb built, validated, installed, run and purged" installer/check-package.sh build/ci
 
 echo "== build (asan preset: ASan + UBSan)"
 if cmake --preset asan >/dev/null && cmake --build build/asan; then
