@@ -3,6 +3,7 @@
 // README.
 #include "export_dialog.h"
 #include "main_window.h"
+#include "io/interrupt.h"
 #include "tree_model.h"
 
 #include <QApplication>
@@ -88,6 +89,13 @@ QIcon applicationIcon()
 
 int main(int argc, char** argv)
 {
+    // SIGINT/SIGTERM/SIGHUP quit the window; if a job does not wind down within the grace
+    // period, the handler removes its temporary outputs and exits (model/io/interrupt.h).
+    // Installed before Qt starts any thread, so that every thread leaves the signals to it.
+    ckpt::io::InterruptHandler interrupts("checkpoint-studio", [] {
+        if (QCoreApplication* a = QCoreApplication::instance())
+            QMetaObject::invokeMethod(a, &QCoreApplication::quit, Qt::QueuedConnection);
+    });
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("CheckpointStudio"));
     QApplication::setApplicationName(QStringLiteral("checkpoint-studio"));
@@ -199,5 +207,6 @@ int main(int argc, char** argv)
         });
     }
     if (!args.isEmpty()) window.open(args.first());
-    return QApplication::exec();
+    const int rc = QApplication::exec();
+    return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
 }
