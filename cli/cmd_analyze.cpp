@@ -9,7 +9,9 @@ namespace ckpt::cli {
 
 std::shared_ptr<gpu::ComputeBackend> backendFor(const std::string& device, bool quiet)
 {
-    const gpu::Device want = device == "cpu" ? gpu::Device::Cpu : device == "cuda" ? gpu::Device::Cuda : gpu::Device::Auto;
+    const gpu::Device want = device == "cpu"    ? gpu::Device::Cpu
+                             : device == "cuda" ? gpu::Device::Cuda
+                                                : gpu::Device::Auto;
     std::string reason;
     try {
         auto b = gpu::makeBackend(want, &reason);
@@ -38,8 +40,10 @@ int runAnalysis(const AnalyzeArgs& a, Compute compute, Print print)
         ProgressPrinter printer(a.quiet);
         doc = compute(o, *backend, printer.sink());
     }
-    if (a.json) std::cout << doc.dump(2) << "\n";
-    else print(doc, std::cout);
+    if (a.json)
+        std::cout << doc.dump(2) << "\n";
+    else
+        print(doc, std::cout);
     return 0;
 }
 

@@ -4,8 +4,8 @@
 #include "cuda/cuda_backend.h"
 #endif
 
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 namespace ckpt::gpu {
@@ -66,8 +66,7 @@ public:
 private:
     ComputeBackend& active() const { return m_failed ? cpuBackend() : *m_cuda; }
 
-    template <typename Fn>
-    void run(Fn fn)
+    template <typename Fn> void run(Fn fn)
     {
         if (!m_failed) {
             try {
@@ -112,7 +111,8 @@ std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
     if (reason) *reason = "cpu: " + cpuBackend().device() + " (" + why + ")";
     return cpu;
 #else
-    if (want == Device::Cuda) throw BackendError("--device cuda: this build has no CUDA backend (CKPT_CUDA=OFF or no toolkit)");
+    if (want == Device::Cuda)
+        throw BackendError("--device cuda: this build has no CUDA backend (CKPT_CUDA=OFF or no toolkit)");
     if (reason) *reason = "cpu: " + cpuBackend().device() + " (built without CUDA)";
     return cpu;
 #endif

@@ -22,8 +22,7 @@ gpu::StridedView view(const std::vector<uint8_t>& b, Scalar t)
     return {b.data(), es, {int64_t(b.size() / es)}, {1}, 0};
 }
 
-template <typename T>
-std::vector<uint8_t> bytesOf(const std::vector<T>& v)
+template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T>& v)
 {
     std::vector<uint8_t> b(v.size() * sizeof(T));
     std::memcpy(b.data(), v.data(), b.size());
@@ -55,11 +54,13 @@ Naive naive(const std::vector<uint8_t>& b, Scalar t)
     }
     if (v.empty()) return r;
     long double s = 0;
-    for (auto x : v) s += x, r.min = std::min(r.min, x), r.max = std::max(r.max, x), r.absmax = std::max(r.absmax, std::fabs(x)),
-                     r.sumsq += x * x;
+    for (auto x : v)
+        s += x, r.min = std::min(r.min, x), r.max = std::max(r.max, x),
+                r.absmax = std::max(r.absmax, std::fabs(x)), r.sumsq += x * x;
     r.mean = s / v.size();
     long double ss = 0;
-    for (auto x : v) ss += (x - r.mean) * (x - r.mean);
+    for (auto x : v)
+        ss += (x - r.mean) * (x - r.mean);
     r.var = v.size() > 1 ? ss / (v.size() - 1) : NAN;
     return r;
 }
@@ -78,7 +79,8 @@ std::vector<uint8_t> sample(Scalar t, size_t n, uint32_t seed)
     std::vector<uint8_t> b(n * gpu::scalarSize(t));
     if (t == Scalar::F32 || t == Scalar::F64) {
         std::normal_distribution<double> nd(3.0, 2.0);
-        const double special[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1e-310, 5e-324, 1e30, -1e-30, 1e8 + 0.5};
+        const double special[] = {NAN,    INFINITY, -INFINITY, -0.0,   0.0,
+                                  1e-310, 5e-324,   1e30,      -1e-30, 1e8 + 0.5};
         for (size_t i = 0; i < n; ++i) {
             const double x = i < std::size(special) ? special[i] : nd(rng);
             if (t == Scalar::F32) {
@@ -89,9 +91,11 @@ std::vector<uint8_t> sample(Scalar t, size_t n, uint32_t seed)
             }
         }
     } else {
-        for (auto& x : b) x = uint8_t(rng());
+        for (auto& x : b)
+            x = uint8_t(rng());
         if (t == Scalar::Bool)
-            for (auto& x : b) x &= 1;
+            for (auto& x : b)
+                x &= 1;
     }
     return b;
 }
@@ -123,8 +127,8 @@ private slots:
     {
         QTest::addColumn<QString>("from");
         QTest::addColumn<QString>("to");
-        for (const char* pair : {"f16:f16_to_f32", "bf16:bf16_to_f32", "f32:f32_to_f16", "f32:f32_to_bf16", "f64:f64_to_f32",
-                                 "f64:f64_to_f16", "f64:f64_to_bf16"}) {
+        for (const char* pair : {"f16:f16_to_f32", "bf16:bf16_to_f32", "f32:f32_to_f16", "f32:f32_to_bf16",
+                                 "f64:f64_to_f32", "f64:f64_to_f16", "f64:f64_to_bf16"}) {
             const QStringList p = QString(pair).split(':');
             QTest::newRow(pair) << p[0] << p[1];
         }
@@ -139,20 +143,24 @@ private slots:
         QVERIFY(src && want);
         const auto in = testutil::contiguousBytes(*f, *src), expect = testutil::contiguousBytes(*f, *want);
         std::vector<uint8_t> out(expect.size());
-        gpu::cpuBackend().cast(*ops::scalarOf(src->dtype), *ops::scalarOf(want->dtype), in.data(), out.data(), src->numel());
+        gpu::cpuBackend().cast(*ops::scalarOf(src->dtype), *ops::scalarOf(want->dtype), in.data(), out.data(),
+                               src->numel());
         size_t bad = 0;
-        for (size_t i = 0; i < out.size(); ++i) bad += out[i] != expect[i];
+        for (size_t i = 0; i < out.size(); ++i)
+            bad += out[i] != expect[i];
         QCOMPARE(bad, size_t(0));
     }
 
     void float8DecodingMatchesPyTorch()
     {
         const auto f = torch::TorchFile::open(testutil::dataDir() + "/casts/casts.pt");
-        for (const char* name : {"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"}) {
+        for (const char* name :
+             {"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"}) {
             const torch::Tensor* src = f->tensor(name);
             const torch::Tensor* want = f->tensor(std::string(name) + "_to_f32");
             QVERIFY(src && want);
-            const auto in = testutil::contiguousBytes(*f, *src), expect = testutil::contiguousBytes(*f, *want);
+            const auto in = testutil::contiguousBytes(*f, *src),
+                       expect = testutil::contiguousBytes(*f, *want);
             for (size_t i = 0; i < 256; ++i) {
                 float e;
                 std::memcpy(&e, expect.data() + i * 4, 4);
@@ -167,12 +175,24 @@ private slots:
     {
         QTest::addColumn<int>("type");
         QTest::addColumn<int>("n");
-        const std::pair<const char*, Scalar> types[] = {
-            {"f64", Scalar::F64}, {"f32", Scalar::F32}, {"f16", Scalar::F16}, {"bf16", Scalar::BF16},
-            {"f8e4m3fn", Scalar::F8E4M3FN}, {"f8e5m2", Scalar::F8E5M2}, {"f8e4m3fnuz", Scalar::F8E4M3FNUZ},
-            {"f8e5m2fnuz", Scalar::F8E5M2FNUZ}, {"f8e8m0", Scalar::F8E8M0}, {"i64", Scalar::I64}, {"i32", Scalar::I32},
-            {"i16", Scalar::I16}, {"i8", Scalar::I8}, {"u8", Scalar::U8}, {"u16", Scalar::U16}, {"u32", Scalar::U32},
-            {"u64", Scalar::U64}, {"bool", Scalar::Bool}};
+        const std::pair<const char*, Scalar> types[] = {{"f64", Scalar::F64},
+                                                        {"f32", Scalar::F32},
+                                                        {"f16", Scalar::F16},
+                                                        {"bf16", Scalar::BF16},
+                                                        {"f8e4m3fn", Scalar::F8E4M3FN},
+                                                        {"f8e5m2", Scalar::F8E5M2},
+                                                        {"f8e4m3fnuz", Scalar::F8E4M3FNUZ},
+                                                        {"f8e5m2fnuz", Scalar::F8E5M2FNUZ},
+                                                        {"f8e8m0", Scalar::F8E8M0},
+                                                        {"i64", Scalar::I64},
+                                                        {"i32", Scalar::I32},
+                                                        {"i16", Scalar::I16},
+                                                        {"i8", Scalar::I8},
+                                                        {"u8", Scalar::U8},
+                                                        {"u16", Scalar::U16},
+                                                        {"u32", Scalar::U32},
+                                                        {"u64", Scalar::U64},
+                                                        {"bool", Scalar::Bool}};
         for (const auto& [name, t] : types)
             for (int n : {0, 1, 7, 4096, 100003})
                 QTest::newRow((std::string(name) + "/" + std::to_string(n)).c_str()) << int(t) << n;
@@ -194,7 +214,8 @@ private slots:
         QVERIFY(close(s.max, r.max, 0));
         QVERIFY(close(s.absmax, r.absmax, 0));
         if (r.infs == 0) {
-            QVERIFY2(close(s.mean, r.mean), (std::to_string(s.mean) + " vs " + std::to_string(double(r.mean))).c_str());
+            QVERIFY2(close(s.mean, r.mean),
+                     (std::to_string(s.mean) + " vs " + std::to_string(double(r.mean))).c_str());
             if (s.valid() > 1) QVERIFY(close(s.std() * s.std(), r.var, 1e-8));
             QVERIFY(close(s.l2() * s.l2(), r.sumsq, 1e-8));
         }
@@ -206,7 +227,8 @@ private slots:
         std::vector<double> v(1 << 20);
         std::mt19937_64 rng(5);
         std::uniform_real_distribution<double> u(-1e-3, 1e-3);
-        for (auto& x : v) x = 1e9 + u(rng);
+        for (auto& x : v)
+            x = 1e9 + u(rng);
         const auto b = bytesOf(v);
         const gpu::Stats s = gpu::cpuBackend().stats(view(b, Scalar::F64), Scalar::F64);
         const Naive r = naive(b, Scalar::F64);
@@ -216,12 +238,14 @@ private slots:
     void stridedEqualsGathered()
     {
         std::vector<float> base(12 * 7);
-        for (size_t i = 0; i < base.size(); ++i) base[i] = float(i) * 0.5f - 7;
+        for (size_t i = 0; i < base.size(); ++i)
+            base[i] = float(i) * 0.5f - 7;
         const auto b = bytesOf(base);
         gpu::StridedView tv{b.data(), 4, {7, 6}, {1, 14}, 1}; // a transposed, sliced view
         std::vector<uint8_t> g(7 * 6 * 4);
         gpu::cpuBackend().gather(tv, 0, 42, g.data());
-        const auto a = gpu::cpuBackend().stats(tv, Scalar::F32), c = gpu::cpuBackend().stats(view(g, Scalar::F32), Scalar::F32);
+        const auto a = gpu::cpuBackend().stats(tv, Scalar::F32),
+                   c = gpu::cpuBackend().stats(view(g, Scalar::F32), Scalar::F32);
         QCOMPARE(a.count, c.count);
         QCOMPARE(a.mean, c.mean);
         QCOMPARE(a.min, c.min);
@@ -243,7 +267,8 @@ private slots:
         QCOMPARE(hl.zeros, uint64_t(1));
         QVERIFY(std::fabs(hl.lo + 3) < 1e-6 && std::fabs(hl.hi - 3) < 1e-6);
         uint64_t sum = 0;
-        for (auto c : hl.bins) sum += c;
+        for (auto c : hl.bins)
+            sum += c;
         QCOMPARE(sum, uint64_t(7));
     }
 
@@ -252,18 +277,21 @@ private slots:
         std::mt19937_64 rng(9);
         std::normal_distribution<float> nd;
         std::vector<float> a(300001), c(a.size());
-        for (size_t i = 0; i < a.size(); ++i) a[i] = nd(rng), c[i] = i % 3 ? a[i] : a[i] + 1e-3f;
-        a[5] = NAN, c[5] = NAN;  // both NaN: skipped, not a mismatch
-        c[7] = NAN;              // one NaN: a mismatch
+        for (size_t i = 0; i < a.size(); ++i)
+            a[i] = nd(rng), c[i] = i % 3 ? a[i] : a[i] + 1e-3f;
+        a[5] = NAN, c[5] = NAN; // both NaN: skipped, not a mismatch
+        c[7] = NAN;             // one NaN: a mismatch
         const auto ba = bytesOf(a), bc = bytesOf(c);
-        const auto d = gpu::cpuBackend().diff(view(ba, Scalar::F32), Scalar::F32, view(bc, Scalar::F32), Scalar::F32);
+        const auto d =
+            gpu::cpuBackend().diff(view(ba, Scalar::F32), Scalar::F32, view(bc, Scalar::F32), Scalar::F32);
         long double sd = 0, sa = 0, sc = 0, dot = 0, mx = 0;
         uint64_t eq = 0;
         for (size_t i = 0; i < a.size(); ++i) {
             eq += std::memcmp(&a[i], &c[i], 4) == 0;
             if (std::isnan(a[i]) || std::isnan(c[i])) continue;
             const long double x = a[i], y = c[i];
-            sd += (x - y) * (x - y), sa += x * x, sc += y * y, dot += x * y, mx = std::max(mx, std::fabs(x - y));
+            sd += (x - y) * (x - y), sa += x * x, sc += y * y, dot += x * y,
+                mx = std::max(mx, std::fabs(x - y));
         }
         QCOMPARE(d.count, uint64_t(a.size()));
         QCOMPARE(d.bitwiseEqual, eq);
@@ -278,9 +306,10 @@ private slots:
     {
         std::vector<uint8_t> data(3 * gpu::kHashChunk + 13);
         std::mt19937_64 rng(1);
-        for (auto& x : data) x = uint8_t(rng());
-        for (uint64_t n : {uint64_t(0), uint64_t(1), uint64_t(7), uint64_t(8), gpu::kHashChunk - 1, gpu::kHashChunk,
-                           gpu::kHashChunk + 9, uint64_t(data.size())})
+        for (auto& x : data)
+            x = uint8_t(rng());
+        for (uint64_t n : {uint64_t(0), uint64_t(1), uint64_t(7), uint64_t(8), gpu::kHashChunk - 1,
+                           gpu::kHashChunk, gpu::kHashChunk + 9, uint64_t(data.size())})
             QCOMPARE(gpu::cpuBackend().hash(data.data(), n), naiveHash(data.data(), n));
         const uint64_t h = gpu::cpuBackend().hash(data.data(), data.size());
         data[gpu::kHashChunk + 5] ^= 1;
@@ -298,7 +327,8 @@ private slots:
         QVERIFY(reason.rfind("cpu:", 0) == 0);
         auto any = gpu::makeBackend(gpu::Device::Auto, &reason);
         QVERIFY(!reason.empty());
-        if (any->name() == "cpu") QVERIFY_THROWS_EXCEPTION(gpu::BackendError, gpu::makeBackend(gpu::Device::Cuda, &reason));
+        if (any->name() == "cpu")
+            QVERIFY_THROWS_EXCEPTION(gpu::BackendError, gpu::makeBackend(gpu::Device::Cuda, &reason));
     }
 };
 

@@ -4,10 +4,10 @@
 // longest event-loop stall while loading and exporting; the zh_CN translation is complete.
 #include "details_pane.h"
 #include "export_dialog.h"
+#include "io/output.h"
 #include "layout/deepspeed.h"
 #include "main_window.h"
 #include "testutil.h"
-#include "io/output.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
 

@@ -53,12 +53,14 @@ ordered_json shapeJson(const torch::OutTensor& t)
 
 } // namespace
 
-ordered_json computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
-                          const ProgressSink& progress, const CancelToken& cancel)
+ordered_json computeStats(const std::string& path, const AnalyzeOptions& options,
+                          gpu::ComputeBackend& backend, const ProgressSink& progress,
+                          const CancelToken& cancel)
 {
     const TensorSet set = anyTensors(path, options.source);
     uint64_t total = 0, done = 0;
-    for (const auto& t : set.tensors) total += t.tensor.nbytes;
+    for (const auto& t : set.tensors)
+        total += t.tensor.nbytes;
     ordered_json doc;
     doc["source"] = set.label;
     doc["device"] = backend.name() + ": " + backend.device();
@@ -74,9 +76,12 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
         chunks(t, buf, cancel, [&](const gpu::StridedView& v, uint64_t len) {
             if (len) s.merge(backend.stats(v, *type));
             done += len * v.elementSize;
-            if (progress) progress({int(total ? done * 1000 / total : 1000), "stats " + t.tensor.name, done, total});
+            if (progress)
+                progress({int(total ? done * 1000 / total : 1000), "stats " + t.tensor.name, done, total});
         });
-        ordered_json j{{"name", t.tensor.name}, {"dtype", torch::name(t.tensor.dtype)}, {"shape", t.tensor.shape},
+        ordered_json j{{"name", t.tensor.name},
+                       {"dtype", torch::name(t.tensor.dtype)},
+                       {"shape", t.tensor.shape},
                        {"count", s.count}};
         const bool any = s.valid() > 0;
         j["min"] = any ? num(s.min) : nullptr;
@@ -90,10 +95,11 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
         j["infs"] = s.infs;
         if (options.histogramBins > 0 && t.direct) {
             const uint32_t es = torch::elementSize(t.tensor.dtype);
-            const auto h = backend.histogram(gpu::StridedView{t.direct, es, {int64_t(t.tensor.nbytes / es)}, {1}, 0},
-                                             *type, options.histogramBins, options.histogramLog10, 0, 0);
-            j["histogram"] = {{"lo", h.lo}, {"hi", h.hi}, {"log10", h.log10}, {"bins", h.bins},
-                              {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
+            const auto h =
+                backend.histogram(gpu::StridedView{t.direct, es, {int64_t(t.tensor.nbytes / es)}, {1}, 0},
+                                  *type, options.histogramBins, options.histogramLog10, 0, 0);
+            j["histogram"] = {{"lo", h.lo},     {"hi", h.hi},       {"log10", h.log10},
+                              {"bins", h.bins}, {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
         }
         tensors.push_back(std::move(j));
     }
@@ -104,7 +110,8 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
 }
 
 ordered_json computeDiff(const std::string& a, const std::string& b, const AnalyzeOptions& options,
-                         gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel)
+                         gpu::ComputeBackend& backend, const ProgressSink& progress,
+                         const CancelToken& cancel)
 {
     const TensorSet sa = anyTensors(a, options.source);
     const TensorSet sb = anyTensors(b, options.source);
@@ -119,8 +126,8 @@ ordered_json computeDiff(const std::string& a, const std::string& b, const Analy
     doc["a"] = sa.label;
     doc["b"] = sb.label;
     doc["device"] = backend.name() + ": " + backend.device();
-    ordered_json tensors = ordered_json::array(), onlyA = ordered_json::array(), onlyB = ordered_json::array(),
-                 changed = ordered_json::array();
+    ordered_json tensors = ordered_json::array(), onlyA = ordered_json::array(),
+                 onlyB = ordered_json::array(), changed = ordered_json::array();
     uint64_t identical = 0, different = 0;
     double worst = 0;
     std::vector<uint8_t> bufA, bufB;
@@ -135,7 +142,8 @@ ordered_json computeDiff(const std::string& a, const std::string& b, const Analy
         }
         const SourceTensor& tb = *it->second;
         if (ta.tensor.shape != tb.tensor.shape || ta.tensor.dtype != tb.tensor.dtype) {
-            changed.push_back({{"name", ta.tensor.name}, {"a", shapeJson(ta.tensor)}, {"b", shapeJson(tb.tensor)}});
+            changed.push_back(
+                {{"name", ta.tensor.name}, {"a", shapeJson(ta.tensor)}, {"b", shapeJson(tb.tensor)}});
             if (ta.tensor.shape != tb.tensor.shape) continue; // values are not comparable
         }
         const auto typeA = scalarOf(ta.tensor.dtype), typeB = scalarOf(tb.tensor.dtype);
@@ -153,16 +161,23 @@ ordered_json computeDiff(const std::string& a, const std::string& b, const Analy
             };
             d.merge(backend.diff(view(ta, ea, bufA), *typeA, view(tb, eb, bufB), *typeB));
             done += len * ea;
-            if (progress) progress({int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
+            if (progress)
+                progress({int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
         }
-        const bool same = d.nanMismatch == 0 && d.maxAbsDiff == 0 && (typeA != typeB || d.bitwiseEqual == d.count);
+        const bool same =
+            d.nanMismatch == 0 && d.maxAbsDiff == 0 && (typeA != typeB || d.bitwiseEqual == d.count);
         same ? ++identical : ++different;
         worst = std::max(worst, d.maxAbsDiff);
-        tensors.push_back({{"name", ta.tensor.name}, {"count", d.count}, {"identical", same},
-                           {"max_abs_diff", num(d.maxAbsDiff)}, {"l2_diff", num(d.l2Diff())},
-                           {"rel_l2", num(d.relL2())}, {"cosine", num(d.cosine())},
-                           {"bitwise_equal", typeA == typeB ? ordered_json(d.bitwiseEqual) : ordered_json(nullptr)},
-                           {"nan_mismatch", d.nanMismatch}});
+        tensors.push_back(
+            {{"name", ta.tensor.name},
+             {"count", d.count},
+             {"identical", same},
+             {"max_abs_diff", num(d.maxAbsDiff)},
+             {"l2_diff", num(d.l2Diff())},
+             {"rel_l2", num(d.relL2())},
+             {"cosine", num(d.cosine())},
+             {"bitwise_equal", typeA == typeB ? ordered_json(d.bitwiseEqual) : ordered_json(nullptr)},
+             {"nan_mismatch", d.nanMismatch}});
     }
     for (const auto& tb : sb.tensors)
         if (tb.aliasOf.empty() && !seenA.count(tb.tensor.name)) onlyB.push_back(tb.tensor.name);
@@ -170,9 +185,13 @@ ordered_json computeDiff(const std::string& a, const std::string& b, const Analy
     doc["only_a"] = std::move(onlyA);
     doc["only_b"] = std::move(onlyB);
     doc["changed"] = std::move(changed);
-    doc["totals"] = {{"compared", identical + different}, {"identical", identical}, {"different", different},
-                     {"only_a", doc["only_a"].size()}, {"only_b", doc["only_b"].size()},
-                     {"changed", doc["changed"].size()}, {"max_abs_diff", num(worst)}};
+    doc["totals"] = {{"compared", identical + different},
+                     {"identical", identical},
+                     {"different", different},
+                     {"only_a", doc["only_a"].size()},
+                     {"only_b", doc["only_b"].size()},
+                     {"changed", doc["changed"].size()},
+                     {"max_abs_diff", num(worst)}};
     return doc;
 }
 
@@ -189,11 +208,11 @@ std::string fmt(const ordered_json& v)
 
 void printStats(const ordered_json& doc, std::ostream& out)
 {
-    out << doc["source"].get<std::string>() << "  (" << doc["tensors"].size() << " tensors, " << doc["device"].get<std::string>()
-        << ")\n";
+    out << doc["source"].get<std::string>() << "  (" << doc["tensors"].size() << " tensors, "
+        << doc["device"].get<std::string>() << ")\n";
     char line[512];
-    std::snprintf(line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10s %6s %6s\n", "tensor", "dtype", "min", "max",
-                  "mean", "std", "zeros", "nan", "inf");
+    std::snprintf(line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10s %6s %6s\n", "tensor", "dtype",
+                  "min", "max", "mean", "std", "zeros", "nan", "inf");
     out << line;
     for (const auto& t : doc["tensors"]) {
         if (t.contains("alias_of")) {
@@ -202,13 +221,15 @@ void printStats(const ordered_json& doc, std::ostream& out)
         }
         std::string name = t["name"].get<std::string>();
         if (name.size() > 44) name = "..." + name.substr(name.size() - 41);
-        std::snprintf(line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10llu %6llu %6llu\n", name.c_str(),
-                      t["dtype"].get<std::string>().c_str(), fmt(t["min"]).c_str(), fmt(t["max"]).c_str(),
-                      fmt(t["mean"]).c_str(), fmt(t["std"]).c_str(), (unsigned long long)t["zeros"].get<uint64_t>(),
-                      (unsigned long long)t["nans"].get<uint64_t>(), (unsigned long long)t["infs"].get<uint64_t>());
+        std::snprintf(
+            line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10llu %6llu %6llu\n", name.c_str(),
+            t["dtype"].get<std::string>().c_str(), fmt(t["min"]).c_str(), fmt(t["max"]).c_str(),
+            fmt(t["mean"]).c_str(), fmt(t["std"]).c_str(), (unsigned long long)t["zeros"].get<uint64_t>(),
+            (unsigned long long)t["nans"].get<uint64_t>(), (unsigned long long)t["infs"].get<uint64_t>());
         out << line;
     }
-    for (const auto& s : doc["skipped"]) out << "skipped " << s.get<std::string>() << "\n";
+    for (const auto& s : doc["skipped"])
+        out << "skipped " << s.get<std::string>() << "\n";
 }
 
 void printDiff(const ordered_json& doc, std::ostream& out)
@@ -216,7 +237,8 @@ void printDiff(const ordered_json& doc, std::ostream& out)
     out << "A: " << doc["a"].get<std::string>() << "\nB: " << doc["b"].get<std::string>() << "\n("
         << doc["device"].get<std::string>() << ")\n";
     char line[512];
-    std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", "tensor", "max|a-b|", "rel_l2", "cosine", "equal");
+    std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", "tensor", "max|a-b|", "rel_l2", "cosine",
+                  "equal");
     out << line;
     for (const auto& t : doc["tensors"]) {
         std::string name = t["name"].get<std::string>();
@@ -226,18 +248,22 @@ void printDiff(const ordered_json& doc, std::ostream& out)
                                    ? "-"
                                    : std::to_string(t["bitwise_equal"].get<uint64_t>()) + "/" +
                                          std::to_string(t["count"].get<uint64_t>());
-        std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", name.c_str(), fmt(t["max_abs_diff"]).c_str(),
-                      fmt(t["rel_l2"]).c_str(), fmt(t["cosine"]).c_str(), eq.c_str());
+        std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", name.c_str(),
+                      fmt(t["max_abs_diff"]).c_str(), fmt(t["rel_l2"]).c_str(), fmt(t["cosine"]).c_str(),
+                      eq.c_str());
         out << line;
     }
-    for (const auto& n : doc["only_a"]) out << "only in A: " << n.get<std::string>() << "\n";
-    for (const auto& n : doc["only_b"]) out << "only in B: " << n.get<std::string>() << "\n";
+    for (const auto& n : doc["only_a"])
+        out << "only in A: " << n.get<std::string>() << "\n";
+    for (const auto& n : doc["only_b"])
+        out << "only in B: " << n.get<std::string>() << "\n";
     for (const auto& c : doc["changed"])
-        out << "changed: " << c["name"].get<std::string>() << "  " << c["a"].dump() << " -> " << c["b"].dump() << "\n";
+        out << "changed: " << c["name"].get<std::string>() << "  " << c["a"].dump() << " -> " << c["b"].dump()
+            << "\n";
     const auto& t = doc["totals"];
-    out << t["compared"] << " compared: " << t["identical"] << " identical, " << t["different"] << " different (max |a-b| "
-        << fmt(t["max_abs_diff"]) << "); " << t["only_a"] << " only in A, " << t["only_b"] << " only in B, "
-        << t["changed"] << " changed shape or dtype\n";
+    out << t["compared"] << " compared: " << t["identical"] << " identical, " << t["different"]
+        << " different (max |a-b| " << fmt(t["max_abs_diff"]) << "); " << t["only_a"] << " only in A, "
+        << t["only_b"] << " only in B, " << t["changed"] << " changed shape or dtype\n";
 }
 
 } // namespace ckpt::ops
