@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 using namespace ckpt;
 using gpu::Scalar;
@@ -317,6 +318,19 @@ private slots:
         data[gpu::kHashChunk + 5] ^= 1;
         std::swap(data[0], data[8]); // order matters within a chunk
         QVERIFY(data[0] == data[8] || gpu::cpuBackend().hash(data.data(), data.size()) != h);
+    }
+
+    // castElements throws for an output type it cannot write; in a worker thread of parallelFor
+    // that used to end the process (std::terminate) instead of reaching the caller.
+    void workerExceptionsReachTheCaller()
+    {
+        const uint64_t n = 8u << 20; // several parts of parallelFor's 1 Mi-element minimum
+        std::vector<uint8_t> src(n * 4), dst(n * 4);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 gpu::cpuBackend().cast(Scalar::F32, Scalar::I32, src.data(), dst.data(), n));
+        // the backend is still usable afterwards
+        gpu::cpuBackend().cast(Scalar::F32, Scalar::BF16, src.data(), dst.data(), n);
+        QCOMPARE(dst[0], uint8_t(0));
     }
 
     void backendChoice()

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 // Hot loops get an AVX2 clone on x86-64 (picked at load time); other CPUs run the baseline.
@@ -178,12 +180,33 @@ void parallelFor(uint64_t n, uint64_t minPerThread, const std::function<void(uin
         fn(0, n, 0);
         return;
     }
+    // An exception escaping a std::thread calls std::terminate: each worker catches, the first
+    // one is kept and rethrown here after every worker has finished with the caller's data.
+    std::exception_ptr first;
+    std::mutex firstMutex;
+    auto keep = [&](std::exception_ptr e) {
+        std::lock_guard<std::mutex> lock(firstMutex);
+        if (!first) first = std::move(e);
+    };
     std::vector<std::thread> pool;
-    for (int p = 0; p < parts; ++p)
-        pool.emplace_back(
-            [&, p] { fn(n * uint64_t(p) / uint64_t(parts), n * uint64_t(p + 1) / uint64_t(parts), p); });
+    pool.reserve(size_t(parts));
+    for (int p = 0; p < parts; ++p) {
+        try {
+            pool.emplace_back([&, p] {
+                try {
+                    fn(n * uint64_t(p) / uint64_t(parts), n * uint64_t(p + 1) / uint64_t(parts), p);
+                } catch (...) {
+                    keep(std::current_exception());
+                }
+            });
+        } catch (...) { // no thread to be had: the parts already started must still be joined
+            keep(std::current_exception());
+            break;
+        }
+    }
     for (auto& t : pool)
         t.join();
+    if (first) std::rethrow_exception(first);
 }
 
 // Stats of one block with a shift (the block's first non-NaN value) so sums stay small.
