@@ -44,6 +44,9 @@ int runAnalysis(const AnalyzeArgs& a, Compute compute, Print print)
         std::cout << doc.dump(2) << "\n";
     else
         print(doc, std::cout);
+    // With --json too: the document holds them, stderr is where a person looks.
+    for (const auto& w : doc["warnings"])
+        std::cerr << "ckpt: warning: " << a.a << ": " << w.get<std::string>() << "\n";
     return 0;
 }
 

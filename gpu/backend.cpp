@@ -5,8 +5,8 @@
 #endif
 
 #include <atomic>
-#include <cstdio>
 #include <mutex>
+#include <utility>
 
 namespace ckpt::gpu {
 
@@ -22,7 +22,7 @@ bool cudaBuilt()
 namespace {
 
 // Runs on CUDA until the device fails, then on the CPU for the rest of the process, saying so
-// once on stderr: a vanished device costs speed, not the job.
+// once through the warnings channel: a vanished device costs speed, not the job.
 class FallbackBackend final : public ComputeBackend
 {
 public:
@@ -62,6 +62,11 @@ public:
         run([&](ComputeBackend& b) { h = b.hash(p, n); });
         return h;
     }
+    std::vector<std::string> takeWarnings() override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return std::exchange(m_warnings, {});
+    }
 
 private:
     ComputeBackend& active() const { return m_failed ? cpuBackend() : *m_cuda; }
@@ -74,7 +79,7 @@ private:
                 return;
             } catch (const BackendError& e) {
                 std::lock_guard<std::mutex> lock(m_mutex);
-                if (!m_failed) std::fprintf(stderr, "ckpt: warning: %s; continuing on the CPU\n", e.what());
+                if (!m_failed) m_warnings.push_back(std::string(e.what()) + "; continuing on the CPU");
                 m_failed = true;
             }
         }
@@ -84,9 +89,15 @@ private:
     std::shared_ptr<ComputeBackend> m_cuda;
     std::atomic<bool> m_failed{false};
     std::mutex m_mutex;
+    std::vector<std::string> m_warnings;
 };
 
 } // namespace
+
+std::shared_ptr<ComputeBackend> withCpuFallback(std::shared_ptr<ComputeBackend> primary)
+{
+    return std::make_shared<FallbackBackend>(std::move(primary));
+}
 
 std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
 {
@@ -105,7 +116,7 @@ std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
     }
     if (cuda) {
         if (reason) *reason = why;
-        return std::make_shared<FallbackBackend>(cuda);
+        return withCpuFallback(cuda);
     }
     if (want == Device::Cuda) throw BackendError("--device cuda: " + why);
     if (reason) *reason = "cpu: " + cpuBackend().device() + " (" + why + ")";

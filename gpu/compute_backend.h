@@ -106,6 +106,11 @@ public:
                                 double hi) = 0;
     virtual DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) = 0;
     virtual uint64_t hash(const uint8_t* data, uint64_t size) = 0;
+
+    // The warnings channel: what went wrong without failing the job (a device that failed and
+    // was replaced by the CPU), each handed out once. Library code never prints; the operation
+    // adds these to its result's warnings and the CLI or GUI shows them.
+    virtual std::vector<std::string> takeWarnings() { return {}; }
 };
 
 ComputeBackend& cpuBackend();
@@ -113,8 +118,11 @@ ComputeBackend& cpuBackend();
 // The backend for a request: Auto takes CUDA when built with it and a device answers, else the
 // CPU. `reason` says what was chosen and why ("cuda: NVIDIA H100", "cpu: built without CUDA").
 // Cuda when unavailable throws BackendError. A CUDA backend that fails mid-job falls back to the
-// CPU for the rest of the job and says so through `warning`.
+// CPU for the rest of the job and says so through takeWarnings().
 std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason);
+// What makeBackend wraps a CUDA backend in: runs on `primary` until it throws BackendError, then
+// on the CPU. Public so the fallback can be tested without a device.
+std::shared_ptr<ComputeBackend> withCpuFallback(std::shared_ptr<ComputeBackend> primary);
 bool cudaBuilt();
 
 } // namespace ckpt::gpu

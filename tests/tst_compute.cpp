@@ -3,19 +3,57 @@
 // from the definitions, on random and adversarial data of every element type.
 #include "cast.h"
 #include "compute_backend.h"
+#include "ops/analyze.h"
 #include "ops/tensor_source.h"
 #include "testutil.h"
 
 #include <QTest>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <unistd.h>
 
 using namespace ckpt;
 using gpu::Scalar;
 
 namespace {
+
+// A device that fails on every call, as a CUDA device does when it vanishes mid-job.
+class FailingBackend final : public gpu::ComputeBackend
+{
+public:
+    std::string name() const override { return "cuda"; }
+    std::string device() const override { return "a device that fails"; }
+    void gather(const gpu::StridedView&, uint64_t, uint64_t, uint8_t*) override { fail(); }
+    void cast(Scalar, Scalar, const uint8_t*, uint8_t*, uint64_t) override { fail(); }
+    gpu::Stats stats(const gpu::StridedView&, Scalar) override { fail(); }
+    gpu::Histogram histogram(const gpu::StridedView&, Scalar, int, bool, double, double) override { fail(); }
+    gpu::DiffStats diff(const gpu::StridedView&, Scalar, const gpu::StridedView&, Scalar) override { fail(); }
+    uint64_t hash(const uint8_t*, uint64_t) override { fail(); }
+
+private:
+    [[noreturn]] static void fail() { throw gpu::BackendError("device lost"); }
+};
+
+// What the calling code writes to stderr (fd 2) while fn runs.
+template <typename Fn> std::string stderrOf(Fn fn)
+{
+    std::fflush(stderr);
+    FILE* capture = std::tmpfile();
+    const int saved = ::dup(2);
+    ::dup2(::fileno(capture), 2);
+    fn();
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::string text(size_t(std::ftell(capture)), '\0');
+    std::rewind(capture);
+    text.resize(std::fread(text.data(), 1, text.size(), capture));
+    std::fclose(capture);
+    return text;
+}
 
 gpu::StridedView view(const std::vector<uint8_t>& b, Scalar t)
 {
@@ -331,6 +369,41 @@ private slots:
         // the backend is still usable afterwards
         gpu::cpuBackend().cast(Scalar::F32, Scalar::BF16, src.data(), dst.data(), n);
         QCOMPARE(dst[0], uint8_t(0));
+    }
+
+    // The fallback used to print to stderr from library code; the interface promises a
+    // warnings channel, and an operation's result carries what comes through it.
+    void cudaFallbackWarnsThroughTheChannel()
+    {
+        auto backend = gpu::withCpuFallback(std::make_shared<FailingBackend>());
+        const auto b = bytesOf(std::vector<float>{1, 2, 3, 4});
+        gpu::Stats s;
+        QCOMPARE(stderrOf([&] { s = backend->stats(view(b, Scalar::F32), Scalar::F32); }), std::string());
+        QCOMPARE(s.count, uint64_t(4));
+        QCOMPARE(s.mean, 2.5);
+        QCOMPARE(backend->name(), std::string("cpu"));
+        const auto warnings = backend->takeWarnings();
+        QCOMPARE(warnings.size(), size_t(1));
+        QVERIFY2(warnings[0].find("device lost") != std::string::npos &&
+                     warnings[0].find("CPU") != std::string::npos,
+                 warnings[0].c_str());
+        QVERIFY(backend->takeWarnings().empty()); // said once
+
+        auto fresh = gpu::withCpuFallback(std::make_shared<FailingBackend>());
+        ops::AnalyzeOptions o;
+        o.source.backend = fresh;
+        const auto doc =
+            ops::computeStats(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt", o, *fresh, {}, {});
+        auto deviceLost = [](const nlohmann::ordered_json& list) {
+            return std::count_if(list.begin(), list.end(), [](const auto& w) {
+                return w.template get<std::string>().find("device lost") != std::string::npos;
+            });
+        };
+        QCOMPARE(deviceLost(doc["warnings"]), 1);
+        const auto diff = ops::computeDiff(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt",
+                                           testutil::dataDir() + "/torch/torch-1.13/state_dict.pt", o,
+                                           *gpu::withCpuFallback(std::make_shared<FailingBackend>()), {}, {});
+        QCOMPARE(deviceLost(diff["warnings"]), 1);
     }
 
     void backendChoice()

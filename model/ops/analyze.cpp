@@ -51,6 +51,16 @@ ordered_json shapeJson(const torch::OutTensor& t)
     return {{"dtype", torch::name(t.dtype)}, {"shape", t.shape}};
 }
 
+// What went wrong in the backends without failing the job (a device replaced by the CPU).
+void addBackendWarnings(ordered_json& warnings, gpu::ComputeBackend& backend, const AnalyzeOptions& options)
+{
+    for (auto& w : backend.takeWarnings())
+        warnings.push_back(std::move(w));
+    if (options.source.backend && options.source.backend.get() != &backend)
+        for (auto& w : options.source.backend->takeWarnings())
+            warnings.push_back(std::move(w));
+}
+
 } // namespace
 
 ordered_json computeStats(const std::string& path, const AnalyzeOptions& options,
@@ -106,6 +116,7 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
     doc["tensors"] = std::move(tensors);
     doc["skipped"] = set.skipped;
     doc["warnings"] = set.warnings;
+    addBackendWarnings(doc["warnings"], backend, options);
     return doc;
 }
 
@@ -192,6 +203,8 @@ ordered_json computeDiff(const std::string& a, const std::string& b, const Analy
                      {"only_b", doc["only_b"].size()},
                      {"changed", doc["changed"].size()},
                      {"max_abs_diff", num(worst)}};
+    doc["warnings"] = ordered_json::array();
+    addBackendWarnings(doc["warnings"], backend, options);
     return doc;
 }
 
