@@ -6,9 +6,11 @@
 #include "scalar.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckpt::gpu {
@@ -60,6 +62,20 @@ struct Histogram
     bool log10 = false;
     uint64_t zeros = 0, nonFinite = 0;
 };
+
+// The range of x (or of log10|x|) over the finite (for log10: finite and non-zero) elements:
+// what histogram() bins over when it is given no lo/hi. Ranges of a tensor's parts merge, so
+// a tensor read in chunks gets the same bins as one histogram over all of it.
+struct ValueRange
+{
+    double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+
+    void merge(const ValueRange& o);
+    // histogram()'s lo and hi for this range: [0, 1] when empty, [lo, lo + 1] when one value.
+    std::pair<double, double> bounds() const;
+};
+// Computed on the CPU (by the oracle's own loop), whatever backend bins the values.
+ValueRange valueRange(const StridedView& v, Scalar type, bool log10);
 
 // Element-wise comparison of two tensors of one shape, over pairs where neither is NaN.
 struct DiffStats

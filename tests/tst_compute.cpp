@@ -406,6 +406,73 @@ private slots:
         QCOMPARE(deviceLost(diff["warnings"]), 1);
     }
 
+    // --histogram was skipped for every tensor not lying contiguous in a mapped file: all of a
+    // DeepSpeed checkpoint's. Chunked, it must give the bins one histogram over the whole
+    // tensor gives.
+    void histogramOfConsolidatedTensors()
+    {
+        const std::string path = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        for (const bool log10 : {false, true}) {
+            ops::AnalyzeOptions o;
+            o.histogramBins = 7;
+            o.histogramLog10 = log10;
+            const auto doc = ops::computeStats(path, o, gpu::cpuBackend(), {}, {});
+            const ops::TensorSet set = ops::anyTensors(path, o.source);
+            size_t checked = 0;
+            for (const auto& t : doc["tensors"]) {
+                if (t.contains("alias_of")) continue;
+                QVERIFY2(t.contains("histogram"), t["name"].get<std::string>().c_str());
+                const auto it =
+                    std::find_if(set.tensors.begin(), set.tensors.end(),
+                                 [&](const ops::SourceTensor& s) { return s.tensor.name == t["name"]; });
+                QVERIFY(it != set.tensors.end() && !it->direct);
+                std::vector<uint8_t> whole(it->tensor.nbytes);
+                it->tensor.fill(0, whole.size(), whole.data());
+                const Scalar type = *ops::scalarOf(it->tensor.dtype);
+                const auto h = gpu::cpuBackend().histogram(view(whole, type), type, 7, log10, 0, 0);
+                const auto& got = t["histogram"];
+                QCOMPARE(got["bins"].get<std::vector<uint64_t>>(), h.bins);
+                QCOMPARE(got["lo"].get<double>(), h.lo);
+                QCOMPARE(got["hi"].get<double>(), h.hi);
+                QCOMPARE(got["zeros"].get<uint64_t>(), h.zeros);
+                QCOMPARE(got["non_finite"].get<uint64_t>(), h.nonFinite);
+                ++checked;
+            }
+            QVERIFY(checked > 5);
+        }
+
+        // Parts binned over the merged range add up to the whole, whatever the cut.
+        std::mt19937 rng(7);
+        std::normal_distribution<float> normal(0.f, 3.f);
+        std::vector<float> x(10000);
+        for (auto& v : x)
+            v = normal(rng);
+        x[10] = 0, x[20] = INFINITY, x[30] = NAN;
+        const auto all = bytesOf(x);
+        for (const bool log10 : {false, true}) {
+            const auto whole =
+                gpu::cpuBackend().histogram(view(all, Scalar::F32), Scalar::F32, 9, log10, 0, 0);
+            const std::vector<size_t> cuts{0, 17, 5000, 9999, 10000};
+            gpu::ValueRange range;
+            for (size_t i = 0; i + 1 < cuts.size(); ++i)
+                range.merge(
+                    gpu::valueRange({all.data() + cuts[i] * 4, 4, {int64_t(cuts[i + 1] - cuts[i])}, {1}, 0},
+                                    Scalar::F32, log10));
+            const auto [lo, hi] = range.bounds();
+            QCOMPARE(lo, whole.lo);
+            QCOMPARE(hi, whole.hi);
+            std::vector<uint64_t> bins(9, 0);
+            for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+                const auto part = gpu::cpuBackend().histogram(
+                    {all.data() + cuts[i] * 4, 4, {int64_t(cuts[i + 1] - cuts[i])}, {1}, 0}, Scalar::F32, 9,
+                    log10, lo, hi);
+                for (size_t b = 0; b < bins.size(); ++b)
+                    bins[b] += part.bins[b];
+            }
+            QCOMPARE(bins, whole.bins);
+        }
+    }
+
     void backendChoice()
     {
         std::string reason;

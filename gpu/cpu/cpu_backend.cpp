@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 // Hot loops get an AVX2 clone on x86-64 (picked at load time); other CPUs run the baseline.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -457,6 +458,23 @@ public:
         }
     }
 
+    ValueRange range(const StridedView& v, Scalar t, bool log10)
+    {
+        ValueRange r;
+        staged(v, [&](const uint8_t* p, uint64_t n) {
+            withLoader(t, [&](auto load) {
+                for (uint64_t i = 0; i < n; ++i) {
+                    double x = load(p + i * v.elementSize);
+                    if (!std::isfinite(x) || (log10 && x == 0)) continue;
+                    if (log10) x = std::log10(std::fabs(x));
+                    r.lo = std::min(r.lo, x), r.hi = std::max(r.hi, x);
+                }
+                return 0;
+            });
+        });
+        return r;
+    }
+
     Stats stats(const StridedView& v, Scalar t) override
     {
         Stats s;
@@ -469,23 +487,7 @@ public:
         Histogram h;
         h.log10 = log10;
         h.bins.assign(size_t(std::max(bins, 1)), 0);
-        if (!(lo < hi)) { // the data's own range, of x or of log10|x|
-            double mn = INFINITY, mx = -INFINITY;
-            staged(v, [&](const uint8_t* p, uint64_t n) {
-                withLoader(t, [&](auto load) {
-                    for (uint64_t i = 0; i < n; ++i) {
-                        double x = load(p + i * v.elementSize);
-                        if (!std::isfinite(x) || (log10 && x == 0)) continue;
-                        if (log10) x = std::log10(std::fabs(x));
-                        mn = std::min(mn, x), mx = std::max(mx, x);
-                    }
-                    return 0;
-                });
-            });
-            lo = std::isfinite(mn) ? mn : 0;
-            hi = std::isfinite(mx) ? mx : 1;
-            if (!(lo < hi)) hi = lo + 1;
-        }
+        if (!(lo < hi)) std::tie(lo, hi) = range(v, t, log10).bounds();
         h.lo = lo, h.hi = hi;
         const double scale = double(h.bins.size()) / (hi - lo);
         staged(v, [&](const uint8_t* p, uint64_t n) {
@@ -590,6 +592,12 @@ public:
     }
 };
 
+CpuBackend& theCpuBackend()
+{
+    static CpuBackend backend;
+    return backend;
+}
+
 } // namespace
 
 double toDouble(Scalar s, const uint8_t* p)
@@ -599,8 +607,23 @@ double toDouble(Scalar s, const uint8_t* p)
 
 ComputeBackend& cpuBackend()
 {
-    static CpuBackend backend;
-    return backend;
+    return theCpuBackend();
+}
+
+void ValueRange::merge(const ValueRange& o)
+{
+    lo = std::min(lo, o.lo), hi = std::max(hi, o.hi);
+}
+
+std::pair<double, double> ValueRange::bounds() const
+{
+    const double l = std::isfinite(lo) ? lo : 0, h = std::isfinite(hi) ? hi : 1;
+    return {l, l < h ? h : l + 1};
+}
+
+ValueRange valueRange(const StridedView& v, Scalar type, bool log10)
+{
+    return theCpuBackend().range(v, type, log10);
 }
 
 } // namespace ckpt::gpu

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <ostream>
+#include <tuple>
 
 namespace ckpt::ops {
 
@@ -51,6 +52,12 @@ ordered_json shapeJson(const torch::OutTensor& t)
     return {{"dtype", torch::name(t.dtype)}, {"shape", t.shape}};
 }
 
+ordered_json histogramJson(const gpu::Histogram& h)
+{
+    return {{"lo", h.lo},     {"hi", h.hi},       {"log10", h.log10},
+            {"bins", h.bins}, {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
+}
+
 // What went wrong in the backends without failing the job (a device replaced by the CPU).
 void addBackendWarnings(ordered_json& warnings, gpu::ComputeBackend& backend, const AnalyzeOptions& options)
 {
@@ -82,9 +89,14 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
             continue;
         }
         const auto type = scalarOf(t.tensor.dtype);
+        // Tensors read in chunks (every consolidated one) get their histogram in a second pass,
+        // binned over the range the first pass found: the same bins as over the whole tensor.
+        const bool chunkedHistogram = options.histogramBins > 0 && !t.direct;
+        gpu::ValueRange range;
         gpu::Stats s;
         chunks(t, buf, cancel, [&](const gpu::StridedView& v, uint64_t len) {
             if (len) s.merge(backend.stats(v, *type));
+            if (len && chunkedHistogram) range.merge(gpu::valueRange(v, *type, options.histogramLog10));
             done += len * v.elementSize;
             if (progress)
                 progress({int(total ? done * 1000 / total : 1000), "stats " + t.tensor.name, done, total});
@@ -108,8 +120,21 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
             const auto h =
                 backend.histogram(gpu::StridedView{t.direct, es, {int64_t(t.tensor.nbytes / es)}, {1}, 0},
                                   *type, options.histogramBins, options.histogramLog10, 0, 0);
-            j["histogram"] = {{"lo", h.lo},     {"hi", h.hi},       {"log10", h.log10},
-                              {"bins", h.bins}, {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
+            j["histogram"] = histogramJson(h);
+        } else if (chunkedHistogram) {
+            gpu::Histogram h;
+            h.log10 = options.histogramLog10;
+            std::tie(h.lo, h.hi) = range.bounds();
+            h.bins.assign(size_t(options.histogramBins), 0);
+            chunks(t, buf, cancel, [&](const gpu::StridedView& v, uint64_t len) {
+                if (!len) return;
+                const auto part = backend.histogram(v, *type, options.histogramBins, h.log10, h.lo, h.hi);
+                for (size_t i = 0; i < h.bins.size() && i < part.bins.size(); ++i)
+                    h.bins[i] += part.bins[i];
+                h.zeros += part.zeros;
+                h.nonFinite += part.nonFinite;
+            });
+            j["histogram"] = histogramJson(h);
         }
         tensors.push_back(std::move(j));
     }
