@@ -1,6 +1,8 @@
 // Our reader against every expectation real PyTorch recorded (1.13 from Debian, 2.x from PyPI):
 // every field and every value, plus `inspect --json` field for field.
+#include "io/zip_reader.h"
 #include "ops/inspect.h"
+#include "ops/tensor_source.h"
 #include "pickle/safety.h"
 #include "testutil.h"
 
@@ -120,6 +122,69 @@ private slots:
         const auto f = torch::TorchFile::open(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt");
         for (const auto& s : f->storages())
             QVERIFY(!s.record.empty());
+    }
+
+    void deflatedStoragesInflateOnce_data()
+    {
+        QTest::addColumn<QString>("file");
+        for (const char* v : {"torch-1.13", "torch-2.x"})
+            QTest::newRow(v) << QString::fromStdString(testutil::dataDir() + "/torch/" + v +
+                                                       "/state_dict_deflated.pt");
+    }
+
+    // Streaming a deflated storage chunk by chunk used to inflate the whole record per chunk
+    // (quadratic); listing the tensors inflated every record just to learn it was not mapped.
+    void deflatedStoragesInflateOnce()
+    {
+        QFETCH(QString, file);
+        const std::string path = file.toStdString();
+        const io::ZipReader zip(io::MappedFile::open(path));
+        uint64_t deflated = 0;
+        for (const auto& e : zip.entries())
+            deflated += e.method == 8 && e.name.find("/data/") != std::string::npos;
+        QVERIFY2(deflated > 0, "fixture has no deflated storage records");
+
+        // Expected bytes and the storages that will be read, from a separate reader (own cache);
+        // opening inflates the records it parses (data.pkl, byteorder), and nothing else.
+        const uint64_t beforeOpen = io::ZipReader::inflations();
+        const auto ref = torch::TorchFile::open(path);
+        const uint64_t perOpen = io::ZipReader::inflations() - beforeOpen;
+        std::map<std::string, std::vector<uint8_t>> expected;
+        std::set<int> storages;
+        for (const auto& t : ref->tensors())
+            if (t.aliasOf < 0 && t.storage >= 0 && t.note.empty() && t.numel() && ops::scalarOf(t.dtype)) {
+                expected[t.path] = testutil::contiguousBytes(*ref, t);
+                storages.insert(t.storage);
+            }
+        QVERIFY(storages.size() > 1);
+
+        const uint64_t before = io::ZipReader::inflations();
+        const ops::TensorSet set = ops::fileTensors(path);
+        QCOMPARE(io::ZipReader::inflations() - before, perOpen);
+        size_t read = 0;
+        for (const auto& t : set.tensors) {
+            if (!t.aliasOf.empty() || !expected.count(t.tensor.name)) continue;
+            QVERIFY(!t.direct);
+            const uint32_t es = torch::elementSize(t.tensor.dtype);
+            std::vector<uint8_t> got(t.tensor.nbytes);
+            for (uint64_t off = 0; off < got.size(); off += es) // one element per read
+                t.tensor.fill(off, es, got.data() + off);
+            QVERIFY2(got == expected[t.tensor.name], t.tensor.name.c_str());
+            ++read;
+        }
+        QCOMPARE(read, expected.size());
+        QCOMPARE(io::ZipReader::inflations() - before, perOpen + storages.size());
+
+        // A bounded read inflates only what it asks for.
+        const io::ZipEntry* e = nullptr;
+        for (const auto& x : zip.entries())
+            if (x.method == 8 && x.size > 16) e = &x;
+        QVERIFY(e);
+        const io::Blob head = zip.read(*e, 16), whole = zip.read(*e);
+        QCOMPARE(head.size(), uint64_t(16));
+        QVERIFY(std::equal(head.bytes.begin(), head.bytes.end(), whole.bytes.begin()));
+        QCOMPARE(zip.find(e->name), e);
+        QVERIFY(!zip.find("no/such/record"));
     }
 };
 

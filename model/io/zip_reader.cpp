@@ -1,6 +1,7 @@
 #include "io/zip_reader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <zlib.h>
 
 namespace ckpt::io {
@@ -140,52 +141,80 @@ void ZipReader::parse()
     }
     if (!sorted.empty() && sorted.back()->dataOffset + sorted.back()->compressedSize > cdOffset)
         fail("entry '" + sorted.back()->name + "' overlaps the central directory", cdOffset);
+
+    // Readers look entries up per storage and per chunk: a scan would make that quadratic.
+    m_byName.reserve(m_entries.size());
+    for (size_t i = 0; i < m_entries.size(); ++i)
+        m_byName.emplace(m_entries[i].name, i);
 }
 
 const ZipEntry* ZipReader::find(std::string_view name) const
 {
-    for (const auto& e : m_entries)
-        if (e.name == name) return &e;
-    return nullptr;
+    const auto it = m_byName.find(name);
+    return it == m_byName.end() ? nullptr : &m_entries[it->second];
 }
 
-Blob ZipReader::read(const ZipEntry& e) const
+namespace {
+std::atomic<uint64_t> g_inflations{0};
+} // namespace
+
+uint64_t ZipReader::inflations()
+{
+    return g_inflations;
+}
+
+Blob ZipReader::read(const ZipEntry& e, uint64_t limit) const
 {
     const ByteSpan raw = m_file->bytes().subspan(e.dataOffset, e.compressedSize);
-    if (e.method == 0) return {raw, m_file};
+    if (e.method == 0) return {raw.subspan(0, std::min(limit, raw.size())), m_file};
 
-    auto out = std::make_shared<std::vector<uint8_t>>(e.size);
+    ++g_inflations;
+    const uint64_t want = std::min(e.size, limit);
+    // Real tensors deflate by little, so this is usually the one allocation; a stream that
+    // produces more than it would (a compressible tensor) grows it, one that lies does not.
+    auto out = std::make_shared<std::vector<uint8_t>>(std::min(want, raw.size() * 4 + (64u << 10)));
     z_stream zs{};
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("cannot initialise zlib");
     zs.next_in = const_cast<Bytef*>(raw.data());
-    zs.avail_in = 0;
-    zs.next_out = out->data();
-    zs.avail_out = 0;
-    uint64_t inLeft = raw.size(), outLeft = out->size();
+    uint64_t inLeft = raw.size();
+    uint8_t probe = 0; // one byte past `want`: output beyond the declared size is an error
+    bool probing = false;
     int rc = Z_OK;
-    // zlib counts in uInt; feed in chunks so entries over 4 GiB work.
+    // zlib counts in uInt; feed and drain in slices so entries over 4 GiB work.
     while (rc == Z_OK) {
         if (zs.avail_in == 0 && inLeft) {
             zs.avail_in = uInt(std::min<uint64_t>(inLeft, 1u << 30));
             inLeft -= zs.avail_in;
         }
-        if (zs.avail_out == 0 && outLeft) {
-            zs.avail_out = uInt(std::min<uint64_t>(outLeft, 1u << 30));
-            outLeft -= zs.avail_out;
+        if (zs.avail_out == 0 && !probing) {
+            const uint64_t produced = zs.total_out;
+            if (produced == want) {
+                if (want < e.size) break; // the caller needs no more
+                zs.next_out = &probe;
+                zs.avail_out = 1;
+                probing = true;
+            } else {
+                if (produced == out->size()) out->resize(std::min(want, out->size() * 2));
+                zs.next_out = out->data() + produced;
+                zs.avail_out = uInt(std::min<uint64_t>(out->size() - produced, 1u << 30));
+            }
         }
         rc = inflate(&zs, Z_NO_FLUSH);
-        if (rc == Z_BUF_ERROR && zs.avail_out == 0 && outLeft == 0) break; // more data than declared
-        if (rc == Z_BUF_ERROR && zs.avail_in == 0 && inLeft == 0) break;   // ran out of input
+        if (rc == Z_BUF_ERROR && zs.avail_in == 0 && inLeft == 0) break; // ran out of input
+        if (probing && zs.avail_out == 0) break;                         // more data than declared
     }
     const uint64_t produced = zs.total_out;
     inflateEnd(&zs);
-    if (rc != Z_STREAM_END)
+    if (produced == want && want < e.size && !probing) {
+        // stopped early on purpose
+    } else if (rc != Z_STREAM_END) {
         fail("entry '" + e.name + "' is not valid deflate data or its declared size is wrong", e.dataOffset);
-    if (produced != e.size)
+    } else if (produced != e.size) {
         fail("entry '" + e.name + "' inflates to " + std::to_string(produced) + " bytes, directory says " +
                  std::to_string(e.size),
              e.dataOffset);
-    ByteSpan span(out->data(), out->size());
+    }
+    ByteSpan span(out->data(), want);
     return {span, std::shared_ptr<const void>(out, out.get())};
 }
 

@@ -55,11 +55,10 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
         o.shape = t.shape;
         o.nbytes = t.nbytes();
         const int storage = t.storage;
-        o.fill = [&f, &t, storage, cache = std::make_shared<std::pair<int, io::Blob>>(-1, io::Blob{})](
-                     uint64_t offset, uint64_t count, uint8_t* dst) {
-            // Stored zip entries are spans of the map; a deflated one is inflated once per tensor.
-            if (cache->first != storage) *cache = {storage, f->storageBytes(storage)};
-            const io::Blob& blob = cache->second;
+        o.fill = [&f, &t, storage](uint64_t offset, uint64_t count, uint8_t* dst) {
+            // Stored zip entries are spans of the map; TorchFile inflates a deflated one once and
+            // keeps only the recent ones (a cache here would hold every tensor's until the end).
+            const io::Blob blob = f->storageBytes(storage);
             gpu::StridedView v{blob.bytes.data(), torch::elementSize(t.dtype), t.shape, t.stride,
                                t.storageOffset};
             const uint32_t es = v.elementSize;

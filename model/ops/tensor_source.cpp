@@ -263,9 +263,9 @@ TensorSet fileTensors(const std::string& path)
         const torch::TorchFile* file = f.get();
         const torch::Tensor* tp = &t;
         if (t.isContiguous() && t.numel()) {
-            const io::Blob b = file->storageBytes(t.storage);
-            if (b.owner.get() == static_cast<const void*>(&file->mapped())) // zero-copy, not inflated
-                s.direct = b.bytes.data() + uint64_t(t.storageOffset) * torch::elementSize(t.dtype);
+            // Asked without reading: a deflated storage is inflated when (and if) it is read.
+            if (const auto mapped = file->mappedStorageBytes(t.storage))
+                s.direct = mapped->data() + uint64_t(t.storageOffset) * torch::elementSize(t.dtype);
         }
         s.tensor.fill = [file, tp](uint64_t off, uint64_t n, uint8_t* dst) {
             const io::Blob blob = file->storageBytes(tp->storage);

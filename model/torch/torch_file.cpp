@@ -2,6 +2,7 @@
 
 #include "compute_backend.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -119,8 +120,9 @@ int64_t TorchFile::persistentLoad(const Value* pid, bool legacy)
     if (uint64_t(*numel) > UINT64_MAX / es) throw Error("pickle: storage '" + key + "' size overflows");
 
     auto findOrAdd = [&](const std::string& k, uint64_t nbytes) -> int {
-        for (size_t i = 0; i < m_storages.size(); ++i)
-            if (m_storages[i].key == k) return int(i); // first reference fixes dtype, as torch.load does
+        // first reference fixes dtype, as torch.load does
+        if (auto it = m_storageByKey.find(k); it != m_storageByKey.end()) return it->second;
+        m_storageByKey.emplace(k, int(m_storages.size()));
         Storage s;
         s.key = k;
         s.dtype = dtype;
@@ -229,9 +231,10 @@ void TorchFile::openLegacy(const pickle::Limits& limits)
     // Raw storages follow in key-list order: int64 element count, then the bytes.
     for (const Value* k : keys.root->items) {
         const std::string key(strOf(k));
-        int idx = -1;
-        for (size_t i = 0; i < m_storages.size(); ++i)
-            if (m_storages[i].key == key && m_storages[i].viewOf < 0) idx = int(i);
+        const auto found = m_storageByKey.find(key);
+        const int idx = found != m_storageByKey.end() && m_storages[size_t(found->second)].viewOf < 0
+                            ? found->second
+                            : -1;
         if (idx < 0)
             throw Error("legacy checkpoint lists storage '" + key + "' that no tensor references", {}, pos);
         Storage& s = m_storages[size_t(idx)];
@@ -280,9 +283,41 @@ io::Blob TorchFile::storageBytes(int index) const
         return {root.bytes.subspan(s.viewOffset, s.nbytes), root.owner};
     }
     if (m_format == Format::Legacy) return {m_file->bytes().subspan(s.fileOffset, s.nbytes), m_file};
-    io::Blob b = m_zip->read(*m_zip->find(s.record));
-    b.bytes = b.bytes.subspan(0, s.nbytes);
+    const io::ZipEntry& e = *m_zip->find(s.record);
+    if (e.method == 0) return m_zip->read(e, s.nbytes);
+
+    std::lock_guard<std::mutex> lock(m_inflatedMutex);
+    auto hit =
+        std::find_if(m_inflated.begin(), m_inflated.end(), [&](const auto& c) { return c.first == index; });
+    if (hit != m_inflated.end()) {
+        std::rotate(hit, hit + 1, m_inflated.end());
+        return m_inflated.back().second;
+    }
+    // Only what the pickle declares is inflated: bytes of the record beyond it are never read.
+    io::Blob b = m_zip->read(e, s.nbytes);
+    uint64_t kept = b.size();
+    for (const auto& c : m_inflated)
+        kept += c.second.size();
+    auto keep = m_inflated.begin();
+    while (keep != m_inflated.end() && kept > kInflatedBudget)
+        kept -= keep++->second.size();
+    m_inflated.erase(m_inflated.begin(), keep);
+    m_inflated.emplace_back(index, b);
     return b;
+}
+
+std::optional<io::ByteSpan> TorchFile::mappedStorageBytes(int index) const
+{
+    const Storage& s = m_storages.at(size_t(index));
+    if (s.viewOf >= 0) {
+        const auto root = mappedStorageBytes(s.viewOf);
+        if (!root) return std::nullopt;
+        return root->subspan(s.viewOffset, s.nbytes);
+    }
+    if (m_format == Format::Legacy) return m_file->bytes().subspan(s.fileOffset, s.nbytes);
+    const io::ZipEntry& e = *m_zip->find(s.record);
+    if (e.method != 0) return std::nullopt;
+    return m_file->bytes().subspan(e.dataOffset, s.nbytes);
 }
 
 // ---------------------------------------------------------------------------------------------

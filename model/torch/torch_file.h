@@ -10,6 +10,7 @@
 #include "torch/dtype.h"
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -90,8 +91,13 @@ public:
     uint64_t fileSize() const { return m_file->size(); }
     const io::MappedFile& mapped() const { return *m_file; }
 
-    // The whole storage, zero-copy where the file allows it.
+    // The whole storage, zero-copy where the file allows it. A deflated record is inflated once
+    // and kept while it is among the most recently read (within a byte budget, at least the last
+    // one), so reading a storage chunk by chunk does not inflate it per chunk. Thread-safe.
     io::Blob storageBytes(int storage) const;
+    // The storage's bytes when they lie uncompressed in the file (no inflating, no copy), else
+    // an empty optional.
+    std::optional<io::ByteSpan> mappedStorageBytes(int storage) const;
     // Drops pages of these bytes (from storageBytes) from the resident set; see MappedFile::release.
     void release(const uint8_t* begin, uint64_t size) const { m_file->release(begin, size); }
 
@@ -116,6 +122,12 @@ private:
     std::vector<pickle::GlobalRef> m_globals;
     std::vector<std::string> m_warnings;
     std::unordered_map<std::string, int> m_tensorByPath;
+    std::unordered_map<std::string, int> m_storageByKey; // the first storage of each key
+
+    // Inflated records, most recently used last.
+    static constexpr uint64_t kInflatedBudget = 256u << 20;
+    mutable std::mutex m_inflatedMutex;
+    mutable std::vector<std::pair<int, io::Blob>> m_inflated;
 
     friend class Walker;
 };
