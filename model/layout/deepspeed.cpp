@@ -2,11 +2,11 @@
 
 #include "compute_backend.h"
 #include "io/error.h"
+#include "io/input_file.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
 #include <filesystem>
-#include "io/input_file.h"
 #include <map>
 #include <memory>
 #include <regex>
@@ -271,13 +271,20 @@ bool looksLikeDeepSpeed(const std::string& path)
     return false;
 }
 
-Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest)
-{
-    Tag tag;
-    tag.name = tagName;
-    tag.dir = tagDir;
-    tag.latest = latest;
+namespace {
 
+// The rank files of a tag, opened (parsed), in name order.
+struct OpenTag
+{
+    std::vector<OpenFile> models, optims;
+};
+
+// Optimizer files of data-parallel ranks 0..W-1 (mp rank 0), by rank.
+using FilesByRank = std::vector<const OpenFile*>;
+
+// Step 1: what the tag folder holds, classified by file name.
+std::vector<RankFile> listTagFolder(const std::string& tagDir)
+{
     std::vector<RankFile> files;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(tagDir, ec))
@@ -285,14 +292,18 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     if (ec) fail("cannot list the tag folder: " + ec.message(), tagDir);
     std::sort(files.begin(), files.end(),
               [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
-    tag.files = files;
+    return files;
+}
 
-    std::vector<OpenFile> models, optims;
-    for (const auto& f : files) {
+// Step 2: parse the model and optimizer files; other files become warnings.
+OpenTag openRankFiles(Tag& tag)
+{
+    OpenTag open;
+    for (const auto& f : tag.files) {
         if (f.role == FileRole::ModelStates)
-            models.push_back({f, torch::TorchFile::open(f.path)});
+            open.models.push_back({f, torch::TorchFile::open(f.path)});
         else if (f.role == FileRole::OptimStates)
-            optims.push_back({f, torch::TorchFile::open(f.path)});
+            open.optims.push_back({f, torch::TorchFile::open(f.path)});
         else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
             tag.warnings.push_back(f.name + ": " + roleName(f.role) +
                                    " file (pipeline/MoE layouts are shown but not consolidated yet)");
@@ -301,10 +312,14 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         else
             tag.warnings.push_back(f.name + ": not a file name DeepSpeed writes");
     }
-    if (models.empty()) fail("no *_model_states.pt file in the tag folder", tagDir);
+    if (open.models.empty()) fail("no *_model_states.pt file in the tag folder", tag.dir);
+    return open;
+}
 
-    // --- model file facts (the first model file speaks for the tag, as in zero_to_fp32)
-    const OpenFile& m0 = models.front();
+// Step 3: configuration, versions and counters, from the first model file (it speaks for the
+// tag, as in zero_to_fp32); keys DeepSpeed does not own become the client state.
+void readModelFacts(Tag& tag, const OpenFile& m0)
+{
     const Value* root = m0.file->root();
     if (!root || root->kind != Kind::Dict) fail("model states file does not hold a dict", m0.info.path);
     static const std::set<std::string> kDeepSpeedKeys = {"module",
@@ -342,325 +357,391 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     if (tag.mpWorldSize > 1)
         tag.warnings.push_back("model-parallel world size " + std::to_string(tag.mpWorldSize) +
                                ": only mp rank 0 is consolidated");
+}
 
-    const Value* module = dictGet(root, "module");
-    const Value* bufferNames = dictGet(root, "buffer_names");
-    const Value* paramShapes = dictGet(root, "param_shapes");
-    for (const auto& m : models)
+// Step 4: every model file was written by the same save (same global step).
+void checkModelFilesAgree(const Tag& tag, const OpenTag& open)
+{
+    const OpenFile& m0 = open.models.front();
+    for (const auto& m : open.models)
         if (asInt(dictGet(m.file->root(), "global_steps")).value_or(-2) != tag.globalSteps)
             fail("model states file is from step " +
                      std::to_string(asInt(dictGet(m.file->root(), "global_steps")).value_or(-1)) + ", " +
                      m0.info.name + " from step " + std::to_string(tag.globalSteps) +
                      ": the tag mixes files from different saves",
                  m.info.path);
+}
 
-    // --- optimizer files
-    if (optims.empty()) {
-        tag.optimizer = "none";
-        tag.zeroStage = 0;
+// Step 5: which optimizer saved the tag (ZeRO stage or BF16_Optimizer) and over how many ranks.
+void readOptimizerKind(Tag& tag, const OpenFile& o0)
+{
+    const Value* osd0 = dictGet(o0.file->root(), "optimizer_state_dict");
+    if (!osd0) fail("optimizer states file has no 'optimizer_state_dict'", o0.info.path);
+    if (auto z = asInt(dictGet(osd0, "zero_stage"))) {
+        tag.optimizer = "zero";
+        tag.zeroStage = int(*z);
+    } else if (dictGet(osd0, "single_partition_of_fp32_groups")) {
+        tag.optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
+        tag.zeroStage = 1;
     } else {
-        const Value* osd0 = dictGet(optims.front().file->root(), "optimizer_state_dict");
-        if (!osd0) fail("optimizer states file has no 'optimizer_state_dict'", optims.front().info.path);
-        if (auto z = asInt(dictGet(osd0, "zero_stage"))) {
-            tag.optimizer = "zero";
-            tag.zeroStage = int(*z);
-        } else if (dictGet(osd0, "single_partition_of_fp32_groups")) {
-            tag.optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
-            tag.zeroStage = 1;
-        } else {
-            fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint",
-                 optims.front().info.path);
-        }
-        const Value* pc = dictGet(osd0, "partition_count");
-        if (auto n = asInt(pc))
-            tag.worldSize = int(*n);
-        else if (auto l = asInts(pc); l && !l->empty())
-            tag.worldSize = int(*std::max_element(l->begin(), l->end()));
-        else
-            fail("optimizer states file has no partition_count", optims.front().info.path);
-        if (tag.worldSize <= 0 || tag.worldSize > 1 << 20)
-            fail("implausible partition_count " + std::to_string(tag.worldSize), optims.front().info.path);
+        fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint", o0.info.path);
+    }
+    const Value* pc = dictGet(osd0, "partition_count");
+    if (auto n = asInt(pc))
+        tag.worldSize = int(*n);
+    else if (auto l = asInts(pc); l && !l->empty())
+        tag.worldSize = int(*std::max_element(l->begin(), l->end()));
+    else
+        fail("optimizer states file has no partition_count", o0.info.path);
+    if (tag.worldSize <= 0 || tag.worldSize > 1 << 20)
+        fail("implausible partition_count " + std::to_string(tag.worldSize), o0.info.path);
+}
 
-        // Exactly one optimizer file per rank 0..W-1 (mp rank 0).
-        std::vector<const OpenFile*> byRank(size_t(tag.worldSize), nullptr);
-        for (const auto& o : optims) {
-            if (o.info.mpRank != 0) continue;
-            if (o.info.dpRank < 0 || o.info.dpRank >= tag.worldSize)
-                fail("optimizer file for rank " + std::to_string(o.info.dpRank) + " but partition_count is " +
-                         std::to_string(tag.worldSize) + " (a stale file from an older save?)",
-                     o.info.path);
-            if (byRank[size_t(o.info.dpRank)])
-                fail("two optimizer files for rank " + std::to_string(o.info.dpRank), o.info.path);
-            byRank[size_t(o.info.dpRank)] = &o;
-        }
-        for (int r = 0; r < tag.worldSize; ++r)
-            if (!byRank[size_t(r)])
-                fail("optimizer states of rank " + std::to_string(r) + " are missing (partition_count is " +
-                         std::to_string(tag.worldSize) + "): the save did not complete on every rank",
-                     tagDir);
-        // Files of one save agree on the optimizer's step; a copied-in rank from another tag does not.
-        std::string firstStep;
-        for (int r = 0; r < tag.worldSize; ++r) {
-            const OpenFile& o = *byRank[size_t(r)];
-            const Value* inner = dictGet(o.file->root(), "optimizer_state_dict");
-            const Value* st = tag.zeroStage == 3
-                                  ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
-                                  : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
-            std::string step;
-            if (const Value* s = dictGet(st, "step")) {
-                if (auto i = asInt(s))
-                    step = std::to_string(*i);
-                else {
-                    const std::string p = tag.zeroStage == 3
-                                              ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
-                                              : "optimizer_state_dict/base_optimizer_state/state/0/step";
-                    if (const torch::Tensor* t = o.file->tensor(p); t && t->numel() == 1 && t->storage >= 0) {
-                        const auto blob = o.file->storageBytes(t->storage);
-                        const uint32_t es = torch::elementSize(t->dtype);
-                        step.assign(reinterpret_cast<const char*>(blob.bytes.data()) + t->storageOffset * es,
-                                    es);
-                    }
-                }
-            }
-            if (r == 0)
-                firstStep = step;
-            else if (step != firstStep)
-                fail("optimizer step differs from rank 0's: the tag mixes files from different saves",
-                     o.info.path);
-        }
+// Step 6: exactly one optimizer file per rank 0..W-1 (mp rank 0).
+FilesByRank optimizerFilesByRank(const Tag& tag, const OpenTag& open)
+{
+    FilesByRank byRank(size_t(tag.worldSize), nullptr);
+    for (const auto& o : open.optims) {
+        if (o.info.mpRank != 0) continue;
+        if (o.info.dpRank < 0 || o.info.dpRank >= tag.worldSize)
+            fail("optimizer file for rank " + std::to_string(o.info.dpRank) + " but partition_count is " +
+                     std::to_string(tag.worldSize) + " (a stale file from an older save?)",
+                 o.info.path);
+        if (byRank[size_t(o.info.dpRank)])
+            fail("two optimizer files for rank " + std::to_string(o.info.dpRank), o.info.path);
+        byRank[size_t(o.info.dpRank)] = &o;
+    }
+    for (int r = 0; r < tag.worldSize; ++r)
+        if (!byRank[size_t(r)])
+            fail("optimizer states of rank " + std::to_string(r) + " are missing (partition_count is " +
+                     std::to_string(tag.worldSize) + "): the save did not complete on every rank",
+                 tag.dir);
+    return byRank;
+}
 
-        // --- parameters from param_shapes and the partition layout
-        if (!paramShapes || paramShapes->kind != Kind::List)
-            fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
-        const uint64_t W = uint64_t(tag.worldSize);
-        std::vector<Parameter> trainable;
-        if (tag.zeroStage <= 2) {
-            for (size_t g = 0; g < paramShapes->items.size(); ++g) {
-                const Value* shapes = paramShapes->items[g];
-                // Per-rank partition: saved length L_r (padding dropped, except BF16_Optimizer),
-                // stride P = the moments' length (always the full partition).
-                std::vector<uint64_t> saved(W), start(W);
-                uint64_t P = 0;
-                for (uint64_t r = 0; r < W; ++r) {
-                    const OpenFile& o = *byRank[r];
-                    saved[r] = tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" +
-                                               std::to_string(g))
-                                   .numel();
-                    if (const torch::Tensor* m =
-                            o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
-                                           std::to_string(g) + "/exp_avg"))
-                        P = std::max<uint64_t>(P, m->numel());
-                    P = std::max(P, saved[r]);
-                }
-                for (uint64_t r = 0; r < W; ++r)
-                    start[r] = r * P;
-                uint64_t offset = 0;
-                for (const auto& [k, v] : shapes->entries) {
-                    Parameter p = shapedParameter(k, v, int(g), offset, m0);
-                    const uint64_t n = p.numel();
-                    for (uint64_t r = 0; r < W; ++r) {
-                        const uint64_t lo = std::max(offset, start[r]),
-                                       hi = std::min(offset + n, start[r] + saved[r]);
-                        if (lo >= hi) continue;
-                        RankSlice s;
-                        s.rank = int(r);
-                        s.paramOffset = lo - offset;
-                        s.length = hi - lo;
-                        const OpenFile& o = *byRank[r];
-                        const std::string gs = std::to_string(g);
-                        s.master.push_back(
-                            source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs,
-                                   lo - start[r], hi - lo));
-                        for (const char* st : {"exp_avg", "exp_avg_sq"}) {
-                            const std::string sp =
-                                "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
-                            if (o.file->tensor(sp))
-                                s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
-                        }
-                        p.slices.push_back(std::move(s));
-                    }
-                    uint64_t covered = 0;
-                    for (const auto& s : p.slices)
-                        covered += s.length;
-                    if (covered != n)
-                        fail("parameter '" + p.name + "' needs " + std::to_string(n) +
-                                 " elements but the rank partitions hold " + std::to_string(covered) +
-                                 " (partition layout does not match param_shapes)",
-                             byRank[0]->info.path);
-                    offset += n;
-                    trainable.push_back(std::move(p));
-                }
-                uint64_t total = 0;
-                for (uint64_t r = 0; r < W; ++r)
-                    total += saved[r];
-                const uint64_t align = 2 * W;
-                if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
-                    fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
-                             " in group " + std::to_string(g) +
-                             ": partition layout does not match param_shapes",
-                         byRank[0]->info.path);
+// The optimizer's step as rank `o` saved it (an int, or the raw bytes of a one-element tensor),
+// "" when there is none.
+std::string optimizerStep(const Tag& tag, const OpenFile& o)
+{
+    const Value* inner = dictGet(o.file->root(), "optimizer_state_dict");
+    const Value* st = tag.zeroStage == 3
+                          ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
+                          : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
+    std::string step;
+    if (const Value* s = dictGet(st, "step")) {
+        if (auto i = asInt(s))
+            step = std::to_string(*i);
+        else {
+            const std::string p = tag.zeroStage == 3
+                                      ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
+                                      : "optimizer_state_dict/base_optimizer_state/state/0/step";
+            if (const torch::Tensor* t = o.file->tensor(p); t && t->numel() == 1 && t->storage >= 0) {
+                const auto blob = o.file->storageBytes(t->storage);
+                const uint32_t es = torch::elementSize(t->dtype);
+                step.assign(reinterpret_cast<const char*>(blob.bytes.data()) + t->storageOffset * es, es);
             }
-        } else if (tag.zeroStage == 3) {
-            // Each rank's virtual concatenation of its sub-group flats; param with n elements
-            // takes p = ceil(n/W) per rank at a running offset.
-            std::vector<std::vector<uint64_t>> flatStart(W);
-            for (uint64_t r = 0; r < W; ++r) {
-                const Value* flats = byRank[r]->file->value("optimizer_state_dict/fp32_flat_groups");
-                if (!flats || flats->kind != Kind::List)
-                    fail("no fp32_flat_groups in optimizer states", byRank[r]->info.path);
-                uint64_t acc = 0;
-                for (size_t s = 0; s < flats->items.size(); ++s) {
-                    flatStart[r].push_back(acc);
-                    acc += tensorAt(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + std::to_string(s))
-                               .numel();
-                }
-                flatStart[r].push_back(acc);
-            }
-            uint64_t O = 0;
-            for (size_t g = 0; g < paramShapes->items.size(); ++g) {
-                for (const auto& [k, v] : paramShapes->items[g]->entries) {
-                    Parameter p = shapedParameter(k, v, int(g), O, m0);
-                    const uint64_t n = p.numel(), per = (n + W - 1) / W;
-                    for (uint64_t r = 0; r < W; ++r) {
-                        const uint64_t lo = std::min(r * per, n), hi = std::min((r + 1) * per, n);
-                        RankSlice s;
-                        s.rank = int(r);
-                        s.paramOffset = lo;
-                        s.length = hi - lo;
-                        s.padding = per - (hi - lo);
-                        if (hi > lo) {
-                            // locate [O, O + len) in this rank's sub-group flats (may cross one boundary)
-                            uint64_t want = O, left = hi - lo;
-                            const auto& fsr = flatStart[r];
-                            size_t sg = 0;
-                            while (sg + 1 < fsr.size() && fsr[sg + 1] <= want)
-                                ++sg;
-                            while (left) {
-                                if (sg + 1 >= fsr.size())
-                                    fail("consumed more elements than rank " + std::to_string(r) +
-                                             "'s fp32_flat_groups hold",
-                                         byRank[r]->info.path);
-                                const uint64_t take = std::min(left, fsr[sg + 1] - want);
-                                const std::string gs = std::to_string(sg);
-                                const OpenFile& o = *byRank[r];
-                                s.master.push_back(source(o, "optimizer_state_dict/fp32_flat_groups/" + gs,
-                                                          want - fsr[sg], take));
-                                for (const char* st : {"exp_avg", "exp_avg_sq"}) {
-                                    const std::string sp =
-                                        "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
-                                    if (!o.file->tensor(sp)) continue;
-                                    auto it = std::find_if(s.states.begin(), s.states.end(),
-                                                           [&](const auto& x) { return x.first == st; });
-                                    if (it == s.states.end()) it = s.states.insert(s.states.end(), {st, {}});
-                                    it->second.push_back(source(o, sp, want - fsr[sg], take));
-                                }
-                                want += take, left -= take, ++sg;
-                            }
-                        }
-                        p.slices.push_back(std::move(s));
-                    }
-                    O += per;
-                    trainable.push_back(std::move(p));
-                }
-            }
-            if (O != flatStart[0].back())
-                fail("consumed " + std::to_string(O * W) + " elements out of " +
-                         std::to_string(flatStart[0].back() * W) +
-                         ": partition layout does not match param_shapes",
-                     byRank[0]->info.path);
-        } else {
-            fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), optims.front().info.path);
-        }
-
-        // --- buffers, frozen parameters, trainable, tied aliases (zero_to_fp32's order)
-        if (bufferNames && bufferNames->kind == Kind::List && module) {
-            for (const Value* b : bufferNames->items) {
-                const std::string name = asString(b).value_or("");
-                if (auto p = fromModule(m0, name, Parameter::Kind::Buffer))
-                    tag.params.push_back(std::move(*p));
-            }
-        }
-        const Value* frozenShapes = dictGet(root, "frozen_param_shapes");
-        if (frozenShapes && frozenShapes->entries.size()) {
-            for (const auto& [k, v] : frozenShapes->entries) {
-                Parameter p;
-                p.name = asString(k).value_or("?");
-                p.kind = Parameter::Kind::Frozen;
-                p.shape = asInts(v).value_or(std::vector<int64_t>{});
-                const uint64_t n = p.numel();
-                const std::string path = "frozen_param_fragments/" + p.name;
-                if (tag.zeroStage == 3) {
-                    // each rank's model file holds a ceil(n/W) fragment
-                    uint64_t got = 0;
-                    for (const auto& m : models) {
-                        if (got >= n) break;
-                        const torch::Tensor& t = tensorAt(m, path);
-                        p.dtype = t.dtype;
-                        RankSlice s;
-                        s.rank = m.info.dpRank;
-                        s.paramOffset = got;
-                        s.length = std::min<uint64_t>(t.numel(), n - got);
-                        s.master.push_back(source(m, path, 0, s.length));
-                        got += s.length;
-                        p.slices.push_back(std::move(s));
-                    }
-                    if (got != n)
-                        fail("frozen parameter '" + p.name + "' fragments are incomplete", m0.info.path);
-                } else {
-                    const torch::Tensor& t = tensorAt(m0, path);
-                    p.dtype = t.dtype;
-                    RankSlice s;
-                    s.length = n;
-                    s.master.push_back(source(m0, path, 0, n));
-                    p.slices.push_back(std::move(s));
-                }
-                tag.params.push_back(std::move(p));
-            }
-        } else if (tag.zeroStage == 1 && module) {
-            // zero_to_fp32 silently drops stage-1 frozen parameters; they are whole in `module`.
-            std::set<std::string> known;
-            for (const auto& p : trainable)
-                known.insert(p.name);
-            std::set<std::string> buffers;
-            if (bufferNames)
-                for (const Value* b : bufferNames->items)
-                    buffers.insert(asString(b).value_or(""));
-            const Value* shared = dictGet(root, "shared_params");
-            for (const auto& [k, v] : module->entries) {
-                const std::string name = asString(k).value_or("");
-                if (known.count(name) || buffers.count(name) || dictGet(shared, name)) continue;
-                auto p = fromModule(m0, name, Parameter::Kind::Frozen);
-                if (!p) continue;
-                tag.params.push_back(std::move(*p));
-                tag.warnings.push_back(
-                    "frozen parameter '" + name +
-                    "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");
-            }
-        }
-        for (auto& p : trainable)
-            tag.params.push_back(std::move(p));
-        if (const Value* shared = dictGet(root, "shared_params")) {
-            for (const auto& [k, v] : shared->entries) {
-                const std::string alias = asString(k).value_or(""), target = asString(v).value_or("");
-                auto it = std::find_if(tag.params.begin(), tag.params.end(),
-                                       [&](const Parameter& p) { return p.name == target; });
-                if (it == tag.params.end()) continue;
-                Parameter p;
-                p.name = alias;
-                p.kind = it->kind;
-                p.shape = it->shape;
-                p.dtype = it->dtype;
-                p.tiedTo = target;
-                tag.params.push_back(std::move(p));
-            }
-        } else {
-            tag.warnings.push_back("model states file has no shared_params (saved before DeepSpeed 0.9): "
-                                   "tied weights are not known");
         }
     }
-    if (tag.optimizer == "none")
+    return step;
+}
+
+// Step 7: files of one save agree on the optimizer's step; a copied-in rank from another tag
+// does not.
+void checkOptimizerFilesAgree(const Tag& tag, const FilesByRank& byRank)
+{
+    const std::string first = optimizerStep(tag, *byRank[0]);
+    for (int r = 1; r < tag.worldSize; ++r)
+        if (optimizerStep(tag, *byRank[size_t(r)]) != first)
+            fail("optimizer step differs from rank 0's: the tag mixes files from different saves",
+                 byRank[size_t(r)]->info.path);
+}
+
+// Step 8a, ZeRO-1/2 and BF16_Optimizer: each flat group is cut into one partition per rank;
+// rank r holds [r * P, r * P + L_r) of it.
+std::vector<Parameter> flatGroupParameters(const Tag& tag, const Value* paramShapes, const OpenFile& m0,
+                                           const FilesByRank& byRank)
+{
+    const uint64_t W = uint64_t(tag.worldSize);
+    std::vector<Parameter> trainable;
+    for (size_t g = 0; g < paramShapes->items.size(); ++g) {
+        const Value* shapes = paramShapes->items[g];
+        // Per-rank partition: saved length L_r (padding dropped, except BF16_Optimizer),
+        // stride P = the moments' length (always the full partition).
+        std::vector<uint64_t> saved(W), start(W);
+        uint64_t P = 0;
+        for (uint64_t r = 0; r < W; ++r) {
+            const OpenFile& o = *byRank[r];
+            saved[r] =
+                tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + std::to_string(g))
+                    .numel();
+            if (const torch::Tensor* m = o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
+                                                        std::to_string(g) + "/exp_avg"))
+                P = std::max<uint64_t>(P, m->numel());
+            P = std::max(P, saved[r]);
+        }
+        for (uint64_t r = 0; r < W; ++r)
+            start[r] = r * P;
+        uint64_t offset = 0;
+        for (const auto& [k, v] : shapes->entries) {
+            Parameter p = shapedParameter(k, v, int(g), offset, m0);
+            const uint64_t n = p.numel();
+            for (uint64_t r = 0; r < W; ++r) {
+                const uint64_t lo = std::max(offset, start[r]),
+                               hi = std::min(offset + n, start[r] + saved[r]);
+                if (lo >= hi) continue;
+                RankSlice s;
+                s.rank = int(r);
+                s.paramOffset = lo - offset;
+                s.length = hi - lo;
+                const OpenFile& o = *byRank[r];
+                const std::string gs = std::to_string(g);
+                s.master.push_back(source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs,
+                                          lo - start[r], hi - lo));
+                for (const char* st : {"exp_avg", "exp_avg_sq"}) {
+                    const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
+                    if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
+                }
+                p.slices.push_back(std::move(s));
+            }
+            uint64_t covered = 0;
+            for (const auto& s : p.slices)
+                covered += s.length;
+            if (covered != n)
+                fail("parameter '" + p.name + "' needs " + std::to_string(n) +
+                         " elements but the rank partitions hold " + std::to_string(covered) +
+                         " (partition layout does not match param_shapes)",
+                     byRank[0]->info.path);
+            offset += n;
+            trainable.push_back(std::move(p));
+        }
+        uint64_t total = 0;
+        for (uint64_t r = 0; r < W; ++r)
+            total += saved[r];
+        const uint64_t align = 2 * W;
+        if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
+            fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
+                     " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
+                 byRank[0]->info.path);
+    }
+    return trainable;
+}
+
+// Step 8b, ZeRO-3: each rank's virtual concatenation of its sub-group flats; a parameter with
+// n elements takes ceil(n/W) per rank at a running offset.
+std::vector<Parameter> subGroupParameters(const Tag& tag, const Value* paramShapes, const OpenFile& m0,
+                                          const FilesByRank& byRank)
+{
+    const uint64_t W = uint64_t(tag.worldSize);
+    std::vector<Parameter> trainable;
+    std::vector<std::vector<uint64_t>> flatStart(W);
+    for (uint64_t r = 0; r < W; ++r) {
+        const Value* flats = byRank[r]->file->value("optimizer_state_dict/fp32_flat_groups");
+        if (!flats || flats->kind != Kind::List)
+            fail("no fp32_flat_groups in optimizer states", byRank[r]->info.path);
+        uint64_t acc = 0;
+        for (size_t s = 0; s < flats->items.size(); ++s) {
+            flatStart[r].push_back(acc);
+            acc += tensorAt(*byRank[r], "optimizer_state_dict/fp32_flat_groups/" + std::to_string(s)).numel();
+        }
+        flatStart[r].push_back(acc);
+    }
+    uint64_t O = 0;
+    for (size_t g = 0; g < paramShapes->items.size(); ++g) {
+        for (const auto& [k, v] : paramShapes->items[g]->entries) {
+            Parameter p = shapedParameter(k, v, int(g), O, m0);
+            const uint64_t n = p.numel(), per = (n + W - 1) / W;
+            for (uint64_t r = 0; r < W; ++r) {
+                const uint64_t lo = std::min(r * per, n), hi = std::min((r + 1) * per, n);
+                RankSlice s;
+                s.rank = int(r);
+                s.paramOffset = lo;
+                s.length = hi - lo;
+                s.padding = per - (hi - lo);
+                if (hi > lo) {
+                    // locate [O, O + len) in this rank's sub-group flats (may cross one boundary)
+                    uint64_t want = O, left = hi - lo;
+                    const auto& fsr = flatStart[r];
+                    size_t sg = 0;
+                    while (sg + 1 < fsr.size() && fsr[sg + 1] <= want)
+                        ++sg;
+                    while (left) {
+                        if (sg + 1 >= fsr.size())
+                            fail("consumed more elements than rank " + std::to_string(r) +
+                                     "'s fp32_flat_groups hold",
+                                 byRank[r]->info.path);
+                        const uint64_t take = std::min(left, fsr[sg + 1] - want);
+                        const std::string gs = std::to_string(sg);
+                        const OpenFile& o = *byRank[r];
+                        s.master.push_back(
+                            source(o, "optimizer_state_dict/fp32_flat_groups/" + gs, want - fsr[sg], take));
+                        for (const char* st : {"exp_avg", "exp_avg_sq"}) {
+                            const std::string sp =
+                                "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
+                            if (!o.file->tensor(sp)) continue;
+                            auto it = std::find_if(s.states.begin(), s.states.end(),
+                                                   [&](const auto& x) { return x.first == st; });
+                            if (it == s.states.end()) it = s.states.insert(s.states.end(), {st, {}});
+                            it->second.push_back(source(o, sp, want - fsr[sg], take));
+                        }
+                        want += take, left -= take, ++sg;
+                    }
+                }
+                p.slices.push_back(std::move(s));
+            }
+            O += per;
+            trainable.push_back(std::move(p));
+        }
+    }
+    if (O != flatStart[0].back())
+        fail("consumed " + std::to_string(O * W) + " elements out of " +
+                 std::to_string(flatStart[0].back() * W) + ": partition layout does not match param_shapes",
+             byRank[0]->info.path);
+    return trainable;
+}
+
+// Step 8: the trainable parameters from param_shapes and the partition layout of the stage.
+std::vector<Parameter> trainableParameters(const Tag& tag, const OpenTag& open, const FilesByRank& byRank)
+{
+    const OpenFile& m0 = open.models.front();
+    const Value* paramShapes = dictGet(m0.file->root(), "param_shapes");
+    if (!paramShapes || paramShapes->kind != Kind::List)
+        fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
+    if (tag.zeroStage <= 2) return flatGroupParameters(tag, paramShapes, m0, byRank);
+    if (tag.zeroStage == 3) return subGroupParameters(tag, paramShapes, m0, byRank);
+    fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), open.optims.front().info.path);
+}
+
+// Step 9: buffers, whole in the first model file's `module`.
+void addBuffers(Tag& tag, const OpenFile& m0)
+{
+    const Value* bufferNames = dictGet(m0.file->root(), "buffer_names");
+    if (!bufferNames || bufferNames->kind != Kind::List || !dictGet(m0.file->root(), "module")) return;
+    for (const Value* b : bufferNames->items) {
+        const std::string name = asString(b).value_or("");
+        if (auto p = fromModule(m0, name, Parameter::Kind::Buffer)) tag.params.push_back(std::move(*p));
+    }
+}
+
+// Step 10: frozen parameters: from frozen_param_fragments (ZeRO-3: one fragment per rank), or
+// at stage 1, where DeepSpeed saves no fragments, whole from `module`.
+void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trainable)
+{
+    const OpenFile& m0 = open.models.front();
+    const Value* root = m0.file->root();
+    const Value* frozenShapes = dictGet(root, "frozen_param_shapes");
+    const Value* module = dictGet(root, "module");
+    if (frozenShapes && frozenShapes->entries.size()) {
+        for (const auto& [k, v] : frozenShapes->entries) {
+            Parameter p;
+            p.name = asString(k).value_or("?");
+            p.kind = Parameter::Kind::Frozen;
+            p.shape = asInts(v).value_or(std::vector<int64_t>{});
+            const uint64_t n = p.numel();
+            const std::string path = "frozen_param_fragments/" + p.name;
+            if (tag.zeroStage == 3) {
+                // each rank's model file holds a ceil(n/W) fragment
+                uint64_t got = 0;
+                for (const auto& m : open.models) {
+                    if (got >= n) break;
+                    const torch::Tensor& t = tensorAt(m, path);
+                    p.dtype = t.dtype;
+                    RankSlice s;
+                    s.rank = m.info.dpRank;
+                    s.paramOffset = got;
+                    s.length = std::min<uint64_t>(t.numel(), n - got);
+                    s.master.push_back(source(m, path, 0, s.length));
+                    got += s.length;
+                    p.slices.push_back(std::move(s));
+                }
+                if (got != n)
+                    fail("frozen parameter '" + p.name + "' fragments are incomplete", m0.info.path);
+            } else {
+                const torch::Tensor& t = tensorAt(m0, path);
+                p.dtype = t.dtype;
+                RankSlice s;
+                s.length = n;
+                s.master.push_back(source(m0, path, 0, n));
+                p.slices.push_back(std::move(s));
+            }
+            tag.params.push_back(std::move(p));
+        }
+    } else if (tag.zeroStage == 1 && module) {
+        // zero_to_fp32 silently drops stage-1 frozen parameters; they are whole in `module`.
+        std::set<std::string> known;
+        for (const auto& p : trainable)
+            known.insert(p.name);
+        std::set<std::string> buffers;
+        if (const Value* bufferNames = dictGet(root, "buffer_names"))
+            for (const Value* b : bufferNames->items)
+                buffers.insert(asString(b).value_or(""));
+        const Value* shared = dictGet(root, "shared_params");
+        for (const auto& [k, v] : module->entries) {
+            const std::string name = asString(k).value_or("");
+            if (known.count(name) || buffers.count(name) || dictGet(shared, name)) continue;
+            auto p = fromModule(m0, name, Parameter::Kind::Frozen);
+            if (!p) continue;
+            tag.params.push_back(std::move(*p));
+            tag.warnings.push_back("frozen parameter '" + name +
+                                   "' recovered from the module weights (zero_to_fp32 drops it at stage 1)");
+        }
+    }
+}
+
+// Step 11: tied parameters, aliases of one already in the tag.
+void addTiedAliases(Tag& tag, const OpenFile& m0)
+{
+    const Value* shared = dictGet(m0.file->root(), "shared_params");
+    if (!shared) {
+        tag.warnings.push_back("model states file has no shared_params (saved before DeepSpeed 0.9): "
+                               "tied weights are not known");
+        return;
+    }
+    for (const auto& [k, v] : shared->entries) {
+        const std::string alias = asString(k).value_or(""), target = asString(v).value_or("");
+        auto it = std::find_if(tag.params.begin(), tag.params.end(),
+                               [&](const Parameter& p) { return p.name == target; });
+        if (it == tag.params.end()) continue;
+        Parameter p;
+        p.name = alias;
+        p.kind = it->kind;
+        p.shape = it->shape;
+        p.dtype = it->dtype;
+        p.tiedTo = target;
+        tag.params.push_back(std::move(p));
+    }
+}
+
+} // namespace
+
+Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest)
+{
+    Tag tag;
+    tag.name = tagName;
+    tag.dir = tagDir;
+    tag.latest = latest;
+    tag.files = listTagFolder(tagDir);
+    const OpenTag open = openRankFiles(tag);
+    const OpenFile& m0 = open.models.front();
+    readModelFacts(tag, m0);
+    checkModelFilesAgree(tag, open);
+
+    if (open.optims.empty()) {
+        tag.optimizer = "none";
+        tag.zeroStage = 0;
         tag.warnings.push_back(
             "no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
+        return tag;
+    }
+    readOptimizerKind(tag, open.optims.front());
+    const FilesByRank byRank = optimizerFilesByRank(tag, open);
+    checkOptimizerFilesAgree(tag, byRank);
+    std::vector<Parameter> trainable = trainableParameters(tag, open, byRank);
+    // zero_to_fp32's order: buffers, frozen parameters, trainable ones, tied aliases
+    addBuffers(tag, m0);
+    addFrozen(tag, open, trainable);
+    for (auto& p : trainable)
+        tag.params.push_back(std::move(p));
+    addTiedAliases(tag, m0);
     return tag;
 }
 
