@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -359,16 +360,18 @@ void readModelFacts(Tag& tag, const OpenFile& m0)
                                ": only mp rank 0 is consolidated");
 }
 
-// Step 4: every model file was written by the same save (same global step).
-void checkModelFilesAgree(const Tag& tag, const OpenTag& open)
+// Step 4: every model file was written by the same save (same global step). A save without
+// the key (an older or edited one) has none in every file, and that agrees too.
+void checkModelFilesAgree(const OpenTag& open)
 {
     const OpenFile& m0 = open.models.front();
+    auto stepOf = [](const OpenFile& f) { return asInt(dictGet(f.file->root(), "global_steps")); };
+    auto text = [](std::optional<int64_t> s) { return s ? std::to_string(*s) : std::string("(none)"); };
+    const auto first = stepOf(m0);
     for (const auto& m : open.models)
-        if (asInt(dictGet(m.file->root(), "global_steps")).value_or(-2) != tag.globalSteps)
-            fail("model states file is from step " +
-                     std::to_string(asInt(dictGet(m.file->root(), "global_steps")).value_or(-1)) + ", " +
-                     m0.info.name + " from step " + std::to_string(tag.globalSteps) +
-                     ": the tag mixes files from different saves",
+        if (const auto step = stepOf(m); step != first)
+            fail("model states file is from step " + text(step) + ", " + m0.info.name + " from step " +
+                     text(first) + ": the tag mixes files from different saves",
                  m.info.path);
 }
 
@@ -723,7 +726,7 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
     const OpenTag open = openRankFiles(tag);
     const OpenFile& m0 = open.models.front();
     readModelFacts(tag, m0);
-    checkModelFilesAgree(tag, open);
+    checkModelFilesAgree(open);
 
     if (open.optims.empty()) {
         tag.optimizer = "none";
