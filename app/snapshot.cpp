@@ -154,16 +154,18 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
                 pn->ranks = int(p.slices.size());
                 for (const auto& sl : p.slices)
                     for (const auto& [name, src] : sl.states) {
-                        (void)src;
                         bool have = false;
                         for (const auto& c : pn->children)
                             have |= c->name == name;
-                        if (!have) {
+                        if (!have && !src.empty()) {
+                            // As saved: moments are often, but not always, fp32 (8-bit and
+                            // bf16 optimizers keep them smaller).
+                            const torch::DType dtype = src.front().dtype;
                             Node* st = add(pn, name, NodeKind::Entry, "optimizer state");
-                            st->dtype = "float32";
+                            st->dtype = torch::name(dtype);
                             st->shape = p.shape;
                             st->elements = p.numel();
-                            st->bytes = p.numel() * 4;
+                            st->bytes = p.numel() * torch::elementSize(dtype);
                         }
                     }
                 params->elements += pn->elements;

@@ -7,6 +7,7 @@
 #include "io/output.h"
 #include "layout/deepspeed.h"
 #include "main_window.h"
+#include "snapshot.h"
 #include "testutil.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
@@ -29,6 +30,8 @@
 #include <QTreeView>
 #include <QXmlStreamReader>
 #include <filesystem>
+#include <future>
+#include <tuple>
 
 using namespace ckpt;
 
@@ -57,6 +60,14 @@ private:
 std::string fixture(const char* name)
 {
     return testutil::dataDir() + "/deepspeed/" + name;
+}
+
+// The optimizer-state nodes of a snapshot (children of parameters), by path.
+void optimizerStates(const app::Node& n, std::vector<const app::Node*>& out)
+{
+    if (n.kindText == "optimizer state") out.push_back(&n);
+    for (const auto& c : n.children)
+        optimizerStates(*c, out);
 }
 
 } // namespace
@@ -150,6 +161,32 @@ private slots:
         QVERIFY(loaded.wait(30000));
         QVERIFY2(loaded.first().first().toBool(), qPrintable(w.lastError()));
         QVERIFY(!w.grab().isNull());
+    }
+
+    // Moments kept in bf16 (tools/fixtures/make_edited_fixtures.py, case bf16_moments) were
+    // shown as float32 with 4 bytes per element, whatever the file held.
+    void optimizerStatesShowTheirStoredDtype()
+    {
+        const auto edits = testutil::readJson(testutil::dataDir() + "/deepspeed-edits/edits.json");
+        const std::filesystem::path base = fixture(edits["base"].get<std::string>().c_str());
+        QTemporaryDir dir;
+        const std::filesystem::path tag = std::filesystem::path(dir.path().toStdString()) / base.filename();
+        std::filesystem::copy(base, tag);
+        const std::string file = edits["cases"]["bf16_moments"]["file"];
+        std::filesystem::copy_file(testutil::dataDir() + "/deepspeed-edits/bf16_moments/" + file, tag / file,
+                                   std::filesystem::copy_options::overwrite_existing);
+        for (const auto& [path, dtype, size] :
+             {std::tuple{tag.string(), "bfloat16", 2}, std::tuple{base.string(), "float32", 4}}) {
+            // on a worker, as the window does: the GUI thread never reads files
+            const auto snap = std::async(std::launch::async, [&] { return app::loadSnapshot(path); }).get();
+            std::vector<const app::Node*> states;
+            optimizerStates(*snap->root, states);
+            QVERIFY(states.size() >= 2);
+            for (const app::Node* n : states) {
+                QCOMPARE(n->dtype, std::string(dtype));
+                QCOMPARE(n->bytes, n->elements * uint64_t(size));
+            }
+        }
     }
 
     void largeCheckpointKeepsTheWindowResponsive()

@@ -34,6 +34,7 @@ struct Source
     std::string tensorPath;
     uint64_t offset = 0;
     uint64_t count = 0;
+    torch::DType dtype = torch::DType::Float32; // as stored: moments need not be fp32
 };
 
 // One rank's share of a parameter.

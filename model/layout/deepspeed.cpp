@@ -224,7 +224,7 @@ const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
 
 Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
 {
-    return {f.info.path, path, offset, count};
+    return {f.info.path, path, offset, count, tensorAt(f, path).dtype};
 }
 
 // A trainable parameter as param_shapes names it (name -> torch.Size), in flat group `group`.
