@@ -17,6 +17,16 @@ int runInspect(const InspectArgs& a)
             std::cout << doc.dump(2) << "\n";
         else
             ops::printCheckpoint(doc, std::cout);
+        // As for a file: warnings also go to stderr, where scripts reading --json see them.
+        for (const auto& w : doc["warnings"])
+            std::cerr << "ckpt: warning: " << a.path << ": " << w.get<std::string>() << "\n";
+        for (const auto& t : doc["tags"])
+            for (const auto& w : t["warnings"]) {
+                const std::string text = w.get<std::string>();
+                if (text.rfind("cannot be read: ", 0) == 0) continue; // already a checkpoint warning
+                std::cerr << "ckpt: warning: " << a.path << ": tag " << t["name"].get<std::string>() << ": "
+                          << text << "\n";
+            }
         return 0;
     }
     if (!a.tag.empty()) throw Error("--tag applies to checkpoint folders, not to a single file", a.path);

@@ -100,6 +100,8 @@ RankFile classify(const fs::path& p)
     f.name = p.filename().string();
     std::error_code ec;
     f.size = fs::file_size(p, ec);
+    // A size of "error" would show as 16 EiB (or 0) and hide that the folder changed under us.
+    if (ec) throw Error("cannot read the file's size: " + ec.message(), f.path);
     std::smatch m;
     if (std::regex_match(f.name, m, modelZero)) {
         f.role = FileRole::ModelStates, f.dpRank = std::stoi(m[1]), f.mpRank = std::stoi(m[2]);
@@ -259,6 +261,11 @@ std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name,
 }
 
 } // namespace
+
+RankFile classifyTagFile(const std::string& path)
+{
+    return classify(path);
+}
 
 bool looksLikeDeepSpeed(const std::string& path)
 {
@@ -621,7 +628,11 @@ void addBuffers(Tag& tag, const OpenFile& m0)
     if (!bufferNames || bufferNames->kind != Kind::List || !dictGet(m0.file->root(), "module")) return;
     for (const Value* b : bufferNames->items) {
         const std::string name = asString(b).value_or("");
-        if (auto p = fromModule(m0, name, Parameter::Kind::Buffer)) tag.params.push_back(std::move(*p));
+        if (auto p = fromModule(m0, name, Parameter::Kind::Buffer))
+            tag.params.push_back(std::move(*p));
+        else // zero_to_fp32 leaves it out as silently; a model loading the result will not
+            tag.warnings.push_back(m0.info.name + ": buffer '" + name +
+                                   "' is listed in buffer_names but is not a tensor in 'module': left out");
     }
 }
 
@@ -638,7 +649,9 @@ void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trai
             Parameter p;
             p.name = asString(k).value_or("?");
             p.kind = Parameter::Kind::Frozen;
-            p.shape = asInts(v).value_or(std::vector<int64_t>{});
+            const auto dims = asInts(v);
+            if (!dims) fail("frozen_param_shapes entry '" + p.name + "' is not a shape", m0.info.path);
+            p.shape = *dims;
             const uint64_t n = p.numel();
             const std::string path = "frozen_param_fragments/" + p.name;
             if (tag.zeroStage == 3) {
@@ -703,7 +716,11 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
         const std::string alias = asString(k).value_or(""), target = asString(v).value_or("");
         auto it = std::find_if(tag.params.begin(), tag.params.end(),
                                [&](const Parameter& p) { return p.name == target; });
-        if (it == tag.params.end()) continue;
+        if (it == tag.params.end()) {
+            tag.warnings.push_back(m0.info.name + ": tied parameter '" + alias + "' is an alias of '" +
+                                   target + "', which the checkpoint does not hold: left out");
+            continue;
+        }
         Parameter p;
         p.name = alias;
         p.kind = it->kind;

@@ -21,6 +21,10 @@ struct TagFolders
 };
 TagFolders findDeepSpeedTags(const std::string& path);
 
+// What a file in a tag folder is, from its name (role, ranks), and its size. Throws Error
+// naming it when the size cannot be read (the file vanished while the folder was read).
+RankFile classifyTagFile(const std::string& path);
+
 // Opens every tag; a tag that cannot be read is kept with its error as a warning, so one bad
 // save does not hide the others. Throws Error if nothing can be read.
 Checkpoint openDeepSpeed(const std::string& path);
