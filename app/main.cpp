@@ -1,6 +1,7 @@
 // checkpoint-studio: the desktop application. Thin: translations, desktop integration (icon,
 // desktop file name, palette), the window, and the --screenshot mode used by tests, docs and the
 // README.
+#include "bloat_mode.h"
 #include "export_dialog.h"
 #include "main_window.h"
 #include "io/interrupt.h"
@@ -145,6 +146,15 @@ int main(int argc, char** argv)
     cli.addOption(shot);
     cli.addOption(shotExport);
     cli.addOption(select);
+    QCommandLineOption bloat(
+        QStringLiteral("bloat"),
+        QApplication::translate("main",
+                                "Show where the bytes of this file or folder go (the Bloat view). With "
+                                "--screenshot, save the window once that is computed; with "
+                                "--screenshot-export, the Slim dialog once it has slimmed it into a "
+                                "temporary folder."),
+        QStringLiteral("PATH"));
+    cli.addOption(bloat);
     cli.addPositionalArgument(QStringLiteral("path"),
                               QApplication::translate("main", "Checkpoint folder or file to open."));
     cli.process(app);
@@ -161,6 +171,11 @@ int main(int argc, char** argv)
 
     ckpt::app::MainWindow window;
     window.show();
+    if (cli.isSet(bloat)) { // its own event loop: the Bloat view, and its screenshots
+        const int rc = ckpt::app::runBloatMode(window, cli.value(bloat), cli.value(shot),
+                                               cli.value(shotExport), cli.positionalArguments().value(0));
+        return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
+    }
     const QStringList args = cli.positionalArguments();
     if (cli.isSet(shot) && args.isEmpty()) { // the start page
         QTimer::singleShot(300, &window,

@@ -1,9 +1,11 @@
 #include "main_window.h"
 
+#include "bloat_view.h"
 #include "compute_backend.h"
 #include "details_pane.h"
 #include "export_dialog.h"
 #include "layout/deepspeed.h"
+#include "slim_dialog.h"
 #include "tree_model.h"
 
 #include <QAction>
@@ -11,6 +13,7 @@
 #include <QCheckBox>
 #include <QCoreApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -65,6 +68,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     });
     m_exportAction = fileMenu->addAction(tr("&Export Model..."), this, &MainWindow::exportModel);
     m_exportAction->setEnabled(false);
+    m_slimAction = fileMenu->addAction(tr("&Slim..."), this, [this] {
+        // The Bloat view's file or folder when it is shown, else the selection's.
+        QString path = m_bloatDock->isVisible() ? m_bloat->target() : QString();
+        if (path.isEmpty()) path = diskPathOf(TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex())));
+        if (path.isEmpty() && m_model->snapshot()) path = QString::fromStdString(m_model->snapshot()->path);
+        if (!path.isEmpty()) openSlimDialog(path);
+    });
+    m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
+    m_slimAction->setEnabled(false);
+    fileMenu->addAction(tr("&Bloat of a Folder..."), this, [this] {
+        // Any folder, a checkpoint or not: a Hugging Face folder of bloated .bin shards is the
+        // usual case, and the tree cannot open that.
+        const QString d = QFileDialog::getExistingDirectory(this, tr("Folder to analyse"));
+        if (!d.isEmpty()) showBloat(d);
+    });
     fileMenu->addSeparator();
     fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
     fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
@@ -72,6 +90,37 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     tb->addAction(openFolder);
     tb->addAction(openFile);
     tb->addAction(m_exportAction);
+
+    // The Bloat view: a dock below the tree and the details, wide enough for its bars and its
+    // storage table side by side. Hidden until asked for (View menu, toolbar, Ctrl+B): it parses
+    // every pickle of what it shows, which is work nobody should pay for unasked.
+    m_bloat = new BloatView(this);
+    m_bloatDock = new QDockWidget(tr("Bloat"), this);
+    m_bloatDock->setObjectName(QStringLiteral("bloat"));
+    m_bloatDock->setWidget(m_bloat);
+    addDockWidget(Qt::BottomDockWidgetArea, m_bloatDock);
+    m_bloatDock->hide();
+    QAction* bloatToggle = m_bloatDock->toggleViewAction();
+    bloatToggle->setText(tr("&Bloat"));
+    bloatToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_B));
+    bloatToggle->setToolTip(
+        tr("Where the bytes of the selected file, tag or checkpoint go, and how many are wasted"));
+    auto* viewMenu = menuBar()->addMenu(tr("&View"));
+    viewMenu->addAction(bloatToggle);
+    tb->addAction(bloatToggle);
+    tb->addAction(m_slimAction);
+    connect(m_bloatDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (!visible || !m_bloat->target().isEmpty()) return;
+        const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
+        if (!n && m_model->snapshot()) n = m_model->snapshot()->root.get();
+        if (n) m_bloat->setTarget(diskPathOf(n));
+    });
+    connect(m_bloat, &BloatView::slimRequested, this, [this](const QString& p) { openSlimDialog(p); });
+    connect(m_bloat, &BloatView::analysed, this, &MainWindow::updateSlimAction);
+    connect(m_bloat, &BloatView::tensorActivated, this, [this](const QString& file, const QString& tensor) {
+        if (!selectTensor(file, tensor))
+            statusBar()->showMessage(tr("%1 is not open in the tree").arg(QFileInfo(file).fileName()), 5000);
+    });
 
     m_stack = new QStackedWidget(this);
     // start page
@@ -133,6 +182,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& cur) {
                 m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
+                followSelection(TreeModel::node(m_proxy->mapToSource(cur)));
             });
 
     m_busy = new QProgressBar(this);
@@ -203,6 +253,7 @@ void MainWindow::onLoaded()
         return;
     }
     m_lastError.clear();
+    const bool wasStartPage = m_stack->currentIndex() == 0;
     m_model->setSnapshot(r.snapshot);
     m_tree->expandToDepth(1);
     for (int c = 0; c < TreeModel::ColumnCount; ++c)
@@ -220,10 +271,18 @@ void MainWindow::onLoaded()
         m_banner->show();
     }
     m_exportAction->setEnabled(r.snapshot->family == "deepspeed");
+    // The Bloat view shows what was opened; hidden, it forgets its old target and takes the
+    // selection when it is next shown.
+    if (m_bloatDock->isVisible())
+        m_bloat->setTarget(QString::fromStdString(r.snapshot->path));
+    else
+        m_bloat->clear();
+    updateSlimAction();
     setWindowTitle(tr("%1 - Checkpoint Studio").arg(QString::fromStdString(r.snapshot->path)));
     statusBar()->showMessage(tr("Opened %1").arg(QString::fromStdString(r.snapshot->path)), 5000);
     addRecent(QString::fromStdString(r.snapshot->path));
     m_stack->setCurrentIndex(1);
+    if (wasStartPage && m_bloatDock->isVisible()) fitBloatDock();
     emit loaded(true);
 }
 
@@ -274,6 +333,118 @@ ExportDialog* MainWindow::openExportDialog()
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
     return d;
+}
+
+QString MainWindow::diskPathOf(const Node* n) const
+{
+    const Snapshot* s = m_model->snapshot();
+    if (!s) return {};
+    for (; n; n = n->parent) {
+        if (n->kind == NodeKind::RankFile && n->info.contains("file"))
+            return QFileInfo(QString::fromStdString(n->info["file"].get<std::string>())).absoluteFilePath();
+        if (n->kind == NodeKind::Tag && n->tag >= 0 && size_t(n->tag) < s->tags.size())
+            return QFileInfo(QString::fromStdString(s->tags[size_t(n->tag)].dir)).absoluteFilePath();
+        if (!n->parent) return QString::fromStdString(s->path);
+    }
+    return {};
+}
+
+void MainWindow::followSelection(const Node* n)
+{
+    if (!n || !m_bloatDock->isVisible()) return; // hidden, it computes nothing
+    const QString path = diskPathOf(n);
+    const QString target = m_bloat->target();
+    // A file, tag or checkpoint picked in the tree is what the user wants to see; anything
+    // inside what is already shown (a parameter, a tensor) keeps the view and, for a tensor,
+    // selects its storage.
+    const bool container = n->kind == NodeKind::Checkpoint || n->kind == NodeKind::Tag ||
+                           n->kind == NodeKind::RankFile || !n->parent;
+    const bool inside = !target.isEmpty() && (path == target || path.startsWith(target + QLatin1Char('/')));
+    if (container || !inside) m_bloat->setTarget(path);
+    if (n->kind == NodeKind::Tensor && n->info.contains("path"))
+        m_bloat->showTensor(path, QString::fromStdString(n->info["path"].get<std::string>()));
+}
+
+void MainWindow::showBloat(const QString& path)
+{
+    m_bloat->setTarget(path);
+    if (!m_bloatDock->isVisible()) {
+        m_bloatDock->show();
+        fitBloatDock();
+    }
+    m_bloatDock->raise();
+}
+
+void MainWindow::fitBloatDock()
+{
+    // Below the tree it shares the height; over the start page (a folder the tree cannot open,
+    // Hugging Face shards) it is all there is to see.
+    resizeDocks({m_bloatDock}, {height() * (m_stack->currentIndex() == 0 ? 7 : 4) / 10}, Qt::Vertical);
+}
+
+void MainWindow::updateSlimAction()
+{
+    m_slimAction->setEnabled(m_model->snapshot() || !m_bloat->target().isEmpty());
+}
+
+SlimDialog* MainWindow::openSlimDialog(const QString& path)
+{
+    auto* d = new SlimDialog(path, this);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    connect(d, &SlimDialog::openRequested, this,
+            [this, input = d->input()](const QString& out) { openSlimResult(input, out); });
+    d->show();
+    return d;
+}
+
+void MainWindow::openSlimResult(const QString& input, const QString& output)
+{
+    // What the tree could open (the checkpoint, a tag of it, a file) opens there, the Bloat view
+    // following; a folder the tree cannot open (Hugging Face shards) is shown in the Bloat view.
+    const Snapshot* s = m_model->snapshot();
+    const QString open = s ? QString::fromStdString(s->path) : QString();
+    if (!open.isEmpty() && (input == open || input.startsWith(open + QLatin1Char('/')))) {
+        m_bloat->setTarget(output);
+        if (!m_bloatDock->isVisible()) showBloat(output);
+        this->open(output);
+    } else {
+        showBloat(output);
+    }
+}
+
+bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
+{
+    const Snapshot* s = m_model->snapshot();
+    if (!s) return false;
+    const QString want = QFileInfo(file).canonicalFilePath();
+    auto same = [&](const std::string& p) {
+        return QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
+    };
+    QString treePath;
+    if (s->family != "deepspeed") {
+        if (same(s->path)) treePath = tensorPath; // a file on its own: its tensors are the tree
+    } else {
+        // A checkpoint: the tensor lives below the rank-file node of its file (named by snapshot.cpp
+        // "TAG/rank files/FILE"), found by walking the tree rather than rebuilding that name.
+        std::vector<const Node*> stack{s->root.get()};
+        while (!stack.empty() && treePath.isEmpty()) {
+            const Node* n = stack.back();
+            stack.pop_back();
+            if (n->kind == NodeKind::RankFile) {
+                if (n->info.contains("file") && same(n->info["file"].get<std::string>()))
+                    treePath = QString::fromStdString(n->path) + QLatin1Char('/') + tensorPath;
+                continue;
+            }
+            for (const auto& c : n->children)
+                stack.push_back(c.get());
+        }
+    }
+    if (treePath.isEmpty()) return false;
+    const QModelIndex src = m_model->indexOfPath(treePath);
+    if (!src.isValid()) return false;
+    if (!m_proxy->mapFromSource(src).isValid()) m_filter->clear(); // filtered out: show it
+    m_stack->setCurrentIndex(1);
+    return select(treePath);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e)

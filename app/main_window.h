@@ -1,6 +1,7 @@
 // The window: a start page (recent items, the bundled example), then the checkpoint tree with
-// a filter box, the details pane, a warnings banner and the export dialog. Opening runs on a
-// worker; the latest request wins and an older result is dropped.
+// a filter box, the details pane, a warnings banner and the export dialog; the Bloat view in a
+// dock (it follows the tree's selection) and the Slim dialog. Opening runs on a worker; the
+// latest request wins and an older result is dropped.
 #pragma once
 
 #include "snapshot.h"
@@ -12,6 +13,7 @@
 class QLabel;
 class QLineEdit;
 class QCheckBox;
+class QDockWidget;
 class QListWidget;
 class QProgressBar;
 class QPushButton;
@@ -20,8 +22,10 @@ class QTreeView;
 
 namespace ckpt::app {
 
+class BloatView;
 class DetailsPane;
 class ExportDialog;
+class SlimDialog;
 class FilterProxy;
 class TreeModel;
 
@@ -49,6 +53,18 @@ public:
     static QString exampleCheckpoint();
     ExportDialog* openExportDialog(); // nullptr unless a DeepSpeed checkpoint is open
 
+    // Bloat and slim (issue 11). The Bloat view shows PATH (a file or any folder) whether or not
+    // it is open in the tree; while visible it follows the tree's selection.
+    BloatView* bloatView() const { return m_bloat; }
+    QDockWidget* bloatDock() const { return m_bloatDock; }
+    void showBloat(const QString& path);
+    SlimDialog* openSlimDialog(const QString& path);
+    // Selects a tensor of a file in the tree: the file open on its own, or a rank file of the
+    // open checkpoint. False when the file is not in the tree.
+    bool selectTensor(const QString& file, const QString& tensorPath);
+    // The file, tag folder or checkpoint a node belongs to, on disk.
+    QString diskPathOf(const Node* node) const;
+
 signals:
     void loaded(bool ok);
 
@@ -62,6 +78,10 @@ private:
     void addRecent(const QString& path);
     void refreshRecent();
     void exportModel();
+    void followSelection(const Node* node);
+    void updateSlimAction();
+    void fitBloatDock();
+    void openSlimResult(const QString& input, const QString& output);
 
     TreeModel* m_model;
     FilterProxy* m_proxy;
@@ -75,6 +95,9 @@ private:
     QProgressBar* m_busy;
     QPushButton* m_cancelOpen;
     QAction* m_exportAction = nullptr;
+    QAction* m_slimAction = nullptr;
+    QDockWidget* m_bloatDock = nullptr;
+    BloatView* m_bloat = nullptr;
     QFutureWatcher<LoadResult> m_watcher;
     int m_generation = 0;
     QString m_pending;

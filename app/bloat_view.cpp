@@ -1,0 +1,496 @@
+#include "bloat_view.h"
+
+#include "bloat_bars.h"
+#include "torch/torch_file.h"
+#include "tree_model.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLocale>
+#include <QMetaObject>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <algorithm>
+
+namespace ckpt::app {
+
+namespace {
+
+QString shapeText(const std::vector<int64_t>& shape)
+{
+    QStringList dims;
+    for (auto d : shape)
+        dims << QString::number(d);
+    return QLatin1Char('[') + dims.join(QLatin1String(", ")) + QLatin1Char(']');
+}
+
+// Runs on a worker: the storage table of one torch.save file.
+StorageResult storagesOf(const QString& file, const std::shared_ptr<ops::CancelToken>& token)
+{
+    StorageResult r;
+    r.file = file;
+    try {
+        const auto tf = torch::TorchFile::open(file.toStdString());
+        token->throwIfCancelled();
+        const ops::FileBloat b = ops::analyzeBloat(*tf);
+        r.fileBytes = b.fileBytes;
+        r.storageBytes = b.storageBytes;
+        r.usedBytes = b.usedBytes;
+        for (const ops::StorageBloat& s : b.storages) {
+            const torch::Storage& st = tf->storages()[size_t(s.storage)];
+            StorageRow row;
+            row.key = QString::fromStdString(st.key);
+            row.dtype = QString::fromStdString(std::string(torch::name(st.dtype)));
+            if (st.viewOf >= 0) row.viewOf = QString::fromStdString(tf->storages()[size_t(st.viewOf)].key);
+            row.size = s.nbytes;
+            row.used = s.usedBytes;
+            row.wholeUse = s.wholeUse;
+            row.approximate = s.approximate;
+            for (int t : s.tensors) {
+                const torch::Tensor& tensor = tf->tensors()[size_t(t)];
+                row.tensors.push_back({QString::fromStdString(tensor.path),
+                                       QString::fromStdString(std::string(torch::name(tensor.dtype))),
+                                       shapeText(tensor.shape), tensor.nbytes()});
+            }
+            r.rows.push_back(std::move(row));
+        }
+        // The worst first: what a user came here to find.
+        std::stable_sort(r.rows.begin(), r.rows.end(), [](const StorageRow& x, const StorageRow& y) {
+            return x.wasted() != y.wasted() ? x.wasted() > y.wasted() : x.size > y.size;
+        });
+    } catch (const Cancelled&) {
+        r.cancelled = true;
+    } catch (const std::exception& e) {
+        r.error = QString::fromUtf8(e.what());
+    }
+    return r;
+}
+
+QLabel* caption(const QString& text, QWidget* parent)
+{
+    auto* l = new QLabel(text, parent);
+    QFont f = l->font();
+    f.setBold(true);
+    l->setFont(f);
+    return l;
+}
+
+} // namespace
+
+QString BloatView::roleLabel(ops::ByteRole role)
+{
+    switch (role) {
+    case ops::ByteRole::ModelWeights:
+        return tr("model weights");
+    case ops::ByteRole::Fp32Master:
+        return tr("fp32 masters");
+    case ops::ByteRole::ExpAvg:
+        return tr("exp_avg");
+    case ops::ByteRole::ExpAvgSq:
+        return tr("exp_avg_sq");
+    case ops::ByteRole::OtherOptimizer:
+        return tr("other optimizer state");
+    case ops::ByteRole::Other:
+        return tr("other");
+    }
+    return tr("other");
+}
+
+BloatView::BloatView(QWidget* parent) : QWidget(parent)
+{
+    m_split = new QSplitter(Qt::Horizontal, this);
+    m_split->setChildrenCollapsible(false);
+
+    // Left: what the target is made of.
+    auto* left = new QWidget(m_split);
+    auto* ll = new QVBoxLayout(left);
+    ll->setContentsMargins(0, 0, 4, 0);
+    auto* head = new QHBoxLayout;
+    m_summary = new QLabel(left);
+    m_summary->setWordWrap(true);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_slim = new QPushButton(tr("Slim..."), left);
+    m_slim->setToolTip(tr("Write a copy in which every storage keeps only the bytes its views reach"));
+    m_slim->setEnabled(false);
+    head->addWidget(m_summary, 1);
+    head->addWidget(m_slim, 0, Qt::AlignTop);
+    auto* busyRow = new QHBoxLayout;
+    m_progress = new QProgressBar(left);
+    m_progress->setRange(0, 1000);
+    m_progress->setTextVisible(true);
+    m_cancel = new QPushButton(tr("Cancel"), left);
+    busyRow->addWidget(m_progress, 1);
+    busyRow->addWidget(m_cancel);
+    m_filesCaption = caption(tr("Files, most wasted first"), left);
+    m_bars = new FileBars;
+    m_barsScroll = new QScrollArea(left);
+    m_barsScroll->setWidget(m_bars);
+    m_barsScroll->setWidgetResizable(true);
+    m_barsScroll->setFrameShape(QFrame::NoFrame);
+    m_barsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_rolesCaption = caption(tr("Bytes by role"), left);
+    m_roles = new RoleBar(left);
+    // The role bar is one line: above the file list, which may be long and scrolls.
+    ll->addLayout(head);
+    ll->addLayout(busyRow);
+    ll->addWidget(m_rolesCaption);
+    ll->addWidget(m_roles);
+    ll->addSpacing(6);
+    ll->addWidget(m_filesCaption);
+    ll->addWidget(m_barsScroll, 1);
+
+    // Right: the storages of one file.
+    auto* right = new QWidget(m_split);
+    auto* rl = new QVBoxLayout(right);
+    rl->setContentsMargins(4, 0, 0, 0);
+    m_storageCaption = caption(QString(), right);
+    m_storageCaption->setWordWrap(true);
+    m_storageModel = new StorageModel(this);
+    m_storageView = new QTreeView(right);
+    m_storageView->setModel(m_storageModel);
+    m_storageView->setUniformRowHeights(true);
+    m_storageView->setAlternatingRowColors(true);
+    m_storageView->header()->setStretchLastSection(true);
+    m_storageView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    // Tensor paths differ at their ends (.../0/exp_avg, .../1/exp_avg): keep both ends readable.
+    m_storageView->setTextElideMode(Qt::ElideMiddle);
+    rl->addWidget(m_storageCaption);
+    rl->addWidget(m_storageView, 1);
+    m_split->addWidget(left);
+    m_split->addWidget(right);
+    // The table's paths need the room more than the bars do.
+    m_split->setStretchFactor(0, 4);
+    m_split->setStretchFactor(1, 5);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(m_split);
+
+    connect(m_bars, &FileBars::rowClicked, this, &BloatView::showFile);
+    connect(m_slim, &QPushButton::clicked, this, [this] { emit slimRequested(m_target); });
+    connect(m_cancel, &QPushButton::clicked, this, &BloatView::cancel);
+    // A click on a tensor finds it in the main tree; a storage viewed by one tensor stands for it.
+    connect(m_storageView, &QTreeView::clicked, this, [this](const QModelIndex& i) {
+        const QString tensor = i.siblingAtColumn(0).data(StorageModel::TensorPathRole).toString();
+        if (!tensor.isEmpty()) emit tensorActivated(m_currentFile, tensor);
+    });
+    connect(&m_folderWatcher, &QFutureWatcher<FolderBloatResult>::finished, this, &BloatView::onAnalysed);
+    connect(&m_storageWatcher, &QFutureWatcher<StorageResult>::finished, this, &BloatView::onStorages);
+    clear();
+}
+
+BloatView::~BloatView()
+{
+    // Workers hold their own tokens; they stop at their next check and their results are dropped.
+    if (m_token) m_token->cancel();
+    if (m_storageToken) m_storageToken->cancel();
+}
+
+void BloatView::resizeEvent(QResizeEvent* e)
+{
+    // Side by side in a wide dock, stacked in a tall narrow one.
+    m_split->setOrientation(width() >= 760 ? Qt::Horizontal : Qt::Vertical);
+    QWidget::resizeEvent(e);
+}
+
+void BloatView::setBusy(bool busy, const QString& what)
+{
+    m_progress->setVisible(busy);
+    m_cancel->setVisible(busy);
+    if (busy) {
+        m_progress->setValue(0);
+        m_progress->setFormat(what);
+    }
+}
+
+void BloatView::setTarget(const QString& path)
+{
+    if (path.isEmpty()) return clear();
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    if (abs == m_target && (m_hasResult || m_folderPending)) return;
+    m_target = abs;
+    refresh();
+}
+
+void BloatView::reset()
+{
+    if (m_token) m_token->cancel(); // the previous analysis stops early; its result is dropped
+    if (m_storageToken) m_storageToken->cancel();
+    ++m_generation;
+    ++m_storageGeneration;
+    m_folderPending = m_storagePending = false;
+    m_hasResult = false;
+    m_result = {};
+    m_order.clear();
+    m_currentFile.clear();
+    m_bars->setRows({});
+    m_roles->setParts({});
+    m_storageModel->setRows({});
+    m_slim->setEnabled(false);
+    m_storageCaption->setText(tr("Storages"));
+    setBusy(false);
+}
+
+void BloatView::clear()
+{
+    reset();
+    m_target.clear();
+    m_pendingTensor.clear();
+    m_wantFile.clear();
+    m_summary->setText(tr("Select a file, a tag or a checkpoint to see where its bytes go."));
+}
+
+void BloatView::refresh()
+{
+    if (m_target.isEmpty()) return clear();
+    reset();
+    m_token = std::make_shared<ops::CancelToken>();
+    const QString name = QFileInfo(m_target).fileName();
+    m_summary->setText(tr("<b>%1</b>: reading...").arg(name.toHtmlEscaped()));
+    setBusy(true, tr("Reading %1").arg(name));
+    const int gen = ++m_generation;
+    m_folderPending = true;
+    const std::string path = m_target.toStdString();
+    auto token = m_token;
+    QPointer<BloatView> self(this);
+    // Parsing every pickle of a checkpoint takes a while: never on the GUI thread.
+    m_folderWatcher.setFuture(QtConcurrent::run([path, token, self, gen] {
+        FolderBloatResult r;
+        try {
+            r.bloat = ops::analyzeFolderBloat(
+                path,
+                [self, gen](const ops::Progress& p) {
+                    QMetaObject::invokeMethod(
+                        self,
+                        [self, gen, p] {
+                            if (self) self->onProgress(gen, p);
+                        },
+                        Qt::QueuedConnection);
+                },
+                *token);
+        } catch (const Cancelled&) {
+            r.cancelled = true;
+        } catch (const std::exception& e) {
+            r.error = QString::fromUtf8(e.what());
+        }
+        return r;
+    }));
+    m_folderWatcher.setProperty("generation", gen);
+}
+
+void BloatView::onProgress(int generation, const ops::Progress& p)
+{
+    if (generation != m_generation || !m_folderPending) return;
+    m_progress->setValue(p.permille);
+    m_progress->setFormat(QString::fromStdString(p.stage));
+}
+
+void BloatView::cancel()
+{
+    if (m_token) m_token->cancel();
+    if (m_storageToken) m_storageToken->cancel();
+}
+
+QString BloatView::filePath(int row) const
+{
+    if (row < 0 || size_t(row) >= m_order.size()) return {};
+    const QString rel = QString::fromStdString(m_result.files[size_t(m_order[size_t(row)])].path);
+    return QFileInfo(m_target).isDir() ? QDir(m_target).filePath(rel) : m_target;
+}
+
+QString BloatView::summaryText() const
+{
+    return m_summary->text();
+}
+
+void BloatView::onAnalysed()
+{
+    if (m_folderWatcher.property("generation").toInt() != m_generation) return; // superseded
+    const FolderBloatResult r = m_folderWatcher.result();
+    m_folderPending = false;
+    setBusy(m_storagePending);
+    const QString name = QFileInfo(m_target).fileName().toHtmlEscaped();
+    if (r.cancelled || !r.error.isEmpty()) {
+        m_summary->setText(r.cancelled ? tr("<b>%1</b>: cancelled.").arg(name)
+                                       : tr("<b>%1</b>: %2").arg(name, r.error.toHtmlEscaped()));
+        emit analysed(false);
+        emit settled();
+        return;
+    }
+    m_result = r.bloat;
+    m_hasResult = true;
+    // Bars: the most wasted first (a user looks for the worst file), then the largest.
+    m_order.resize(m_result.files.size());
+    for (size_t i = 0; i < m_order.size(); ++i)
+        m_order[i] = int(i);
+    auto wasted = [this](int i) { return m_result.files[size_t(i)].bloat.reclaimableBytes(); };
+    std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) {
+        if (wasted(a) != wasted(b)) return wasted(a) > wasted(b);
+        return m_result.files[size_t(a)].fileBytes > m_result.files[size_t(b)].fileBytes;
+    });
+    std::vector<FileBars::Row> rows;
+    int torchFiles = 0;
+    for (int i : m_order) {
+        const ops::FolderFile& f = m_result.files[size_t(i)];
+        FileBars::Row row;
+        row.name = QString::fromStdString(f.path);
+        if (f.torch) {
+            ++torchFiles;
+            row.used = f.bloat.usedBytes;
+            row.wasted = f.bloat.reclaimableBytes();
+            row.overhead = f.bloat.overheadBytes;
+        } else {
+            row.other = f.fileBytes;
+        }
+        rows.push_back(row);
+    }
+    m_bars->setRows(std::move(rows));
+    std::vector<RoleBar::Part> parts;
+    for (size_t role = 0; role < ops::kByteRoles; ++role)
+        parts.push_back({roleLabel(ops::ByteRole(role)), m_result.roleBytes[role]});
+    m_roles->setParts(std::move(parts));
+
+    const quint64 wastedBytes = m_result.reclaimableBytes();
+    QString text = tr("<b>%1</b>: %n file(s), %2 on disk.", nullptr, int(m_result.files.size()))
+                       .arg(name, humanBytes(m_result.fileBytes));
+    if (!torchFiles)
+        text += QLatin1Char(' ') + tr("No torch.save file here: nothing to slim.");
+    else if (wastedBytes)
+        text += QLatin1Char(' ') +
+                tr("<span style=\"color:#d64f45\"><b>%1 wasted</b></span> (%2% of the storage bytes): no "
+                   "tensor view reaches them. Slim writes a copy without them (gaps inside a strided view "
+                   "stay, so that torch.load gives the same strides).")
+                    .arg(humanBytes(wastedBytes),
+                         percentText(wastedBytes, m_result.storageBytes).toHtmlEscaped());
+    else
+        text += QLatin1Char(' ') + tr("Nothing wasted: every storage byte is reached by a view.");
+    m_summary->setText(text);
+    m_slim->setEnabled(torchFiles > 0);
+    emit analysed(true);
+
+    // The storage table: the file a tensor selection asked for, else the worst torch file.
+    int row = -1;
+    for (int i = 0; !m_wantFile.isEmpty() && i < int(m_order.size()); ++i)
+        if (filePath(i) == m_wantFile) row = i;
+    m_wantFile.clear();
+    for (int i = 0; row < 0 && i < int(m_order.size()); ++i)
+        if (m_result.files[size_t(m_order[size_t(i)])].torch) row = i;
+    if (row >= 0)
+        showFile(row);
+    else {
+        m_storageCaption->setText(tr("Storages: no torch.save file"));
+        emit settled();
+    }
+}
+
+void BloatView::showFile(int row)
+{
+    if (row < 0 || size_t(row) >= m_order.size()) return;
+    m_bars->setCurrent(row);
+    const ops::FolderFile& f = m_result.files[size_t(m_order[size_t(row)])];
+    if (!f.torch) {
+        if (m_storageToken) m_storageToken->cancel();
+        ++m_storageGeneration;
+        m_storagePending = false;
+        m_currentFile = filePath(row);
+        m_storageModel->setRows({});
+        m_storageCaption->setText(
+            tr("%1 is not a torch.save file: it has no storages.").arg(QString::fromStdString(f.path)));
+        emit storagesShown(false);
+        if (!busy()) emit settled();
+        return;
+    }
+    loadStorages(filePath(row));
+}
+
+void BloatView::loadStorages(const QString& file)
+{
+    if (m_storageToken) m_storageToken->cancel();
+    m_storageToken = std::make_shared<ops::CancelToken>();
+    m_currentFile = file;
+    m_storageModel->setRows({});
+    m_storageCaption->setText(tr("Storages of %1: reading...").arg(QFileInfo(file).fileName()));
+    m_storagePending = true;
+    if (!m_folderPending) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
+    const int gen = ++m_storageGeneration;
+    auto token = m_storageToken;
+    m_storageWatcher.setFuture(QtConcurrent::run([file, token] { return storagesOf(file, token); }));
+    m_storageWatcher.setProperty("generation", gen);
+}
+
+void BloatView::onStorages()
+{
+    if (m_storageWatcher.property("generation").toInt() != m_storageGeneration) return;
+    StorageResult r = m_storageWatcher.result();
+    m_storagePending = false;
+    setBusy(m_folderPending);
+    const QString name = QFileInfo(r.file).fileName();
+    if (r.cancelled || !r.error.isEmpty()) {
+        m_storageCaption->setText(r.cancelled ? tr("Storages of %1: cancelled.").arg(name)
+                                              : tr("Storages of %1: %2").arg(name, r.error));
+        emit storagesShown(false);
+        emit settled();
+        return;
+    }
+    const quint64 wasted = r.storageBytes - r.usedBytes;
+    m_storageCaption->setText(
+        tr("Storages of %1: %n storage(s), %2 of %3 wasted", nullptr, int(r.rows.size()))
+            .arg(name, humanBytes(wasted), humanBytes(r.storageBytes)));
+    size_t tensors = 0;
+    for (const auto& s : r.rows)
+        tensors += s.tensors.size();
+    m_storageModel->setRows(std::move(r.rows));
+    // Few enough to read: show the tensors behind each storage at once.
+    // Few enough to read: show the tensors behind each shared storage at once (a storage of
+    // one tensor names it in its own row).
+    if (tensors <= 200)
+        for (int row = 0; row < m_storageModel->rowCount(); ++row)
+            if (m_storageModel->rowCount(m_storageModel->index(row, 0)) > 1)
+                m_storageView->expand(m_storageModel->index(row, 0));
+    // Keys and numbers are short; the tensor paths have the last, stretching column.
+    for (int c = 0; c < StorageModel::Tensors; ++c)
+        m_storageView->resizeColumnToContents(c);
+    m_storageView->setColumnWidth(StorageModel::Name,
+                                  std::max(m_storageView->columnWidth(StorageModel::Name), 70));
+    selectPendingTensor();
+    emit storagesShown(true);
+    emit settled();
+}
+
+void BloatView::showTensor(const QString& file, const QString& tensorPath)
+{
+    const QString abs = QFileInfo(file).absoluteFilePath();
+    m_pendingTensor = tensorPath;
+    if (abs == m_currentFile && !m_storagePending) return selectPendingTensor();
+    for (int i = 0; i < int(m_order.size()); ++i)
+        if (filePath(i) == abs) return showFile(i);
+    if (m_folderPending && abs.startsWith(m_target + QLatin1Char('/'))) {
+        m_wantFile = abs; // part of what is being analysed: shown when that is done
+        return;
+    }
+    // Not part of what is shown: the file becomes the target, and its tensor is selected once read.
+    setTarget(abs);
+}
+
+void BloatView::selectPendingTensor()
+{
+    if (m_pendingTensor.isEmpty()) return;
+    const QModelIndex i = m_storageModel->indexOfTensor(m_pendingTensor);
+    m_pendingTensor.clear();
+    if (!i.isValid()) return;
+    if (i.parent().isValid()) m_storageView->expand(i.parent());
+    m_storageView->scrollTo(i);
+    // Selecting, not activating: a click emits tensorActivated, this must not (the tree asked).
+    m_storageView->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect |
+                                                            QItemSelectionModel::Rows);
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,377 @@
+#include "slim_dialog.h"
+
+#include "io/output.h"
+#include "ops/slim.h"
+#include "tree_model.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QMessageBox>
+#include <QMetaObject>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+#include <chrono>
+
+namespace ckpt::app {
+
+namespace {
+
+enum Column { FileColumn, ActionColumn, BeforeColumn, PredictedColumn, AfterColumn, ColumnCount };
+
+// Runs on a worker: ops::slim, its result as plain values. Errors keep the file they name.
+SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, bool folder,
+                    const ops::ProgressSink& progress, const ops::CancelToken& token)
+{
+    SlimOutcome r;
+    r.dryRun = dryRun;
+    try {
+        ops::SlimOptions options;
+        options.dryRun = dryRun;
+        const ops::SlimResult res = ops::slim(in, out, options, progress, token);
+        for (const ops::SlimFile& f : res.files) {
+            const QString path = QString::fromStdString(f.path);
+            r.files.push_back({folder ? path : QFileInfo(path).fileName(), QString::fromStdString(f.action),
+                               f.bytesBefore, f.bytesAfter});
+        }
+        r.before = res.bytesBefore();
+        r.after = res.bytesAfter();
+        r.ok = true;
+    } catch (const Cancelled&) {
+        r.cancelled = true;
+    } catch (const Error& e) {
+        r.message = QString::fromUtf8(e.what());
+        r.file = QString::fromStdString(e.file());
+    } catch (const std::exception& e) {
+        r.message = QString::fromUtf8(e.what());
+    }
+    return r;
+}
+
+QString saving(quint64 before, quint64 after)
+{
+    const quint64 saved = before > after ? before - after : 0;
+    return SlimDialog::tr("%1 \u2192 %2, %3 saved (%4%)")
+        .arg(humanBytes(before), humanBytes(after), humanBytes(saved))
+        .arg(QLocale().toString(before ? 100.0 * double(saved) / double(before) : 0.0, 'f', 0));
+}
+
+} // namespace
+
+SlimDialog::SlimDialog(const QString& input, QWidget* parent)
+    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()), m_folder(QFileInfo(input).isDir())
+{
+    setWindowTitle(tr("Slim %1").arg(QFileInfo(m_input).fileName()));
+    auto* intro = new QLabel(
+        m_folder
+            ? tr("Writes a copy of this folder in which every torch.save file keeps, of each storage, only "
+                 "the bytes its tensors view. Other files are copied. torch.load gives the same tensors; "
+                 "the input is not changed.")
+            : tr("Writes a copy of this file in which each storage keeps only the bytes its tensors view. "
+                 "torch.load gives the same tensors; the input is not changed."),
+        this);
+    intro->setWordWrap(true);
+    auto* form = new QFormLayout;
+    auto* in = new QLabel(m_input, this);
+    in->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    in->setWordWrap(true);
+    m_output = new QLineEdit(defaultOutput(m_input), this);
+    auto* browse = new QPushButton(tr("Browse..."), this);
+    auto* outRow = new QHBoxLayout;
+    outRow->addWidget(m_output, 1);
+    outRow->addWidget(browse);
+    form->addRow(tr("Input"), in);
+    form->addRow(m_folder ? tr("Output folder") : tr("Output file"), outRow);
+    m_predictionLabel = new QLabel(this);
+    m_predictionLabel->setWordWrap(true);
+    m_predictionLabel->setTextFormat(Qt::PlainText);
+    m_table = new QTableWidget(0, ColumnCount, this);
+    m_table->setHorizontalHeaderLabels(
+        {tr("File"), tr("Action"), tr("Before"), tr("Predicted"), tr("After")});
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setSelectionMode(QAbstractItemView::NoSelection);
+    m_table->horizontalHeader()->setSectionResizeMode(FileColumn, QHeaderView::Stretch);
+    for (int c = ActionColumn; c < ColumnCount; ++c)
+        m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    m_progress = new QProgressBar(this);
+    m_progress->setRange(0, 1000);
+    m_status = new QLabel(this);
+    m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText); // messages name files; a '<' in one is not markup
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_start = new QPushButton(tr("Slim"), this);
+    m_start->setDefault(true);
+    m_cancel = new QPushButton(tr("Cancel"), this);
+    m_open = new QPushButton(tr("Open in window"), this);
+    m_open->setVisible(false);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch();
+    buttons->addWidget(m_open);
+    buttons->addWidget(m_cancel);
+    buttons->addWidget(m_start);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(intro);
+    layout->addLayout(form);
+    layout->addWidget(m_predictionLabel);
+    layout->addWidget(m_table, 1);
+    layout->addWidget(m_progress);
+    layout->addWidget(m_status);
+    layout->addLayout(buttons);
+    resize(720, 460);
+
+    connect(browse, &QPushButton::clicked, this, [this] {
+        // A save dialog for both: a folder output is a new folder, named like a file.
+        const QString p =
+            QFileDialog::getSaveFileName(this, m_folder ? tr("Output folder") : tr("Output file"), output());
+        if (!p.isEmpty()) m_output->setText(p);
+    });
+    connect(m_start, &QPushButton::clicked, this, &SlimDialog::start);
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (running())
+            cancel();
+        else
+            QDialog::reject();
+    });
+    connect(m_open, &QPushButton::clicked, this, [this] {
+        emit openRequested(output());
+        accept();
+    });
+    connect(&m_predictWatcher, &QFutureWatcher<SlimOutcome>::finished, this, [this] {
+        m_prediction = m_predictWatcher.result();
+        if (m_prediction.cancelled) return; // the real run started; it says what happened
+        m_predicted = true;
+        if (!m_prediction.ok) {
+            m_predictionLabel->setText(tr("Cannot predict: %1").arg(m_prediction.message));
+            emit predicted(false);
+            return;
+        }
+        if (!m_outcome.ok) fillTable(m_prediction, PredictedColumn);
+        m_predictionLabel->setText(
+            m_prediction.before > m_prediction.after
+                ? tr("Predicted: %1.").arg(saving(m_prediction.before, m_prediction.after))
+                : tr("Predicted: nothing to gain, %1 would be copied as it is.")
+                      .arg(humanBytes(m_prediction.before)));
+        emit predicted(true);
+    });
+    connect(&m_watcher, &QFutureWatcher<SlimOutcome>::finished, this, [this] {
+        m_outcome = m_watcher.result();
+        m_running = false;
+        m_start->setEnabled(true);
+        m_output->setEnabled(true);
+        m_cancel->setText(tr("Close"));
+        if (m_outcome.ok) {
+            m_progress->setValue(1000);
+            fillTable(m_outcome, AfterColumn);
+            const qint64 ms = m_clock.elapsed();
+            const QString took = ms < 1000 ? tr("%1 ms").arg(ms)
+                                           : tr("%1 s").arg(QLocale().toString(double(ms) / 1000.0, 'f', 1));
+            m_status->setText(tr("Done in %1: %2. Written to %3.")
+                                  .arg(took, saving(m_outcome.before, m_outcome.after), output()));
+            m_open->setVisible(true);
+            m_start->setEnabled(false); // a second run would only find its output taken
+        } else if (m_outcome.cancelled) {
+            m_progress->setValue(0);
+            m_status->setText(tr("Cancelled; nothing was left behind."));
+        } else {
+            m_progress->setValue(0);
+            m_status->setText(m_outcome.message);
+            if (isVisible()) {
+                QMessageBox box(QMessageBox::Critical, tr("Slim failed"),
+                                m_outcome.file.isEmpty() ? tr("Slimming failed.")
+                                                         : tr("Slimming failed on %1.").arg(m_outcome.file),
+                                QMessageBox::Ok, this);
+                box.setInformativeText(m_outcome.message);
+                box.exec();
+            }
+        }
+        emit finished(m_outcome.ok);
+    });
+    predict();
+}
+
+SlimDialog::~SlimDialog()
+{
+    // A worker still running stops at its next check and its transaction removes what it wrote.
+    if (m_token) m_token->cancel();
+    if (m_predictToken) m_predictToken->cancel();
+}
+
+QString SlimDialog::defaultOutput(const QString& input)
+{
+    const QFileInfo fi(input);
+    const bool folder = fi.isDir();
+    const QString dir = fi.absolutePath();
+    const QString base = folder ? fi.fileName() : fi.completeBaseName();
+    const QString suffix = folder || fi.suffix().isEmpty() ? QString() : QLatin1Char('.') + fi.suffix();
+    for (int n = 1;; ++n) {
+        const QString tail = n == 1 ? QString() : QStringLiteral("-%1").arg(n);
+        const QString candidate = folder ? QDir(dir).filePath(base + QStringLiteral("-slim") + tail)
+                                         : QDir(dir).filePath(base + QStringLiteral(".slim") + tail + suffix);
+        if (!QFileInfo::exists(candidate)) return candidate;
+    }
+}
+
+void SlimDialog::setOutput(const QString& path)
+{
+    m_output->setText(path);
+}
+
+QString SlimDialog::output() const
+{
+    return m_output->text().trimmed();
+}
+
+QString SlimDialog::actionText(const QString& action) const
+{
+    if (action == QLatin1String("slimmed")) return tr("slimmed");
+    if (action == QLatin1String("copied (not bloated)")) return tr("copied (not bloated)");
+    if (action == QLatin1String("copied (not a torch.save file)"))
+        return tr("copied (not a torch.save file)");
+    return action;
+}
+
+void SlimDialog::fillTable(const SlimOutcome& o, int column)
+{
+    m_table->setRowCount(int(o.files.size()));
+    for (int r = 0; r < int(o.files.size()); ++r) {
+        const SlimFileRow& f = o.files[r];
+        auto set = [&](int c, const QString& text, const QString& tip = {}) {
+            auto* item = new QTableWidgetItem(text);
+            if (c >= BeforeColumn) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (!tip.isEmpty()) item->setToolTip(tip);
+            m_table->setItem(r, c, item);
+        };
+        set(FileColumn, f.path, f.path);
+        set(ActionColumn, actionText(f.action));
+        set(BeforeColumn, humanBytes(f.before), tr("%1 bytes").arg(QLocale().toString(qulonglong(f.before))));
+        set(column, humanBytes(f.after), tr("%1 bytes").arg(QLocale().toString(qulonglong(f.after))));
+    }
+}
+
+void SlimDialog::predict()
+{
+    m_predictionLabel->setText(tr("Predicting the savings..."));
+    m_predictToken = std::make_shared<ops::CancelToken>();
+    auto token = m_predictToken;
+    const std::string in = m_input.toStdString(), out = output().toStdString();
+    const bool folder = m_folder;
+    // A dry run reads every pickle: a worker's job, like the real one.
+    m_predictWatcher.setFuture(
+        QtConcurrent::run([in, out, folder, token] { return runSlim(in, out, true, folder, {}, *token); }));
+}
+
+void SlimDialog::cancel()
+{
+    if (m_token) m_token->cancel();
+    if (running()) m_status->setText(tr("Cancelling..."));
+}
+
+void SlimDialog::reject()
+{
+    // Escape or the window's close button while it runs: stop the job first, the dialog stays
+    // to say that nothing was left behind.
+    if (running())
+        cancel();
+    else
+        QDialog::reject();
+}
+
+void SlimDialog::onProgress(const ops::Progress& p)
+{
+    if (!running()) return; // a report still queued when the job ended
+    if (!p.note.empty()) {  // e.g. stale partial output removed: worth keeping
+        m_notes << QString::fromStdString(p.note);
+        m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
+        return;
+    }
+    m_progress->setValue(p.permille);
+    const double secs = m_clock.elapsed() / 1000.0;
+    const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
+    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
+    m_status->setText(
+        tr("%1: %2 of %3, %4 GB/s, %5 s left")
+            .arg(QString::fromStdString(p.stage), humanBytes(p.doneBytes), humanBytes(p.totalBytes))
+            .arg(rate / 1e9, 0, 'f', 2)
+            .arg(eta, 0, 'f', 0));
+    emit progressed(p.permille);
+}
+
+void SlimDialog::start()
+{
+    if (running()) return;
+    if (output().isEmpty()) {
+        m_status->setText(m_folder ? tr("Choose an output folder first.")
+                                   : tr("Choose an output file first."));
+        return;
+    }
+    // The operation's own check, before anything runs: an output on, inside or around the input
+    // is refused here with its reason, not by a worker that has started.
+    try {
+        io::checkOutputOutsideInputs({m_input.toStdString()}, output().toStdString());
+    } catch (const std::exception& e) {
+        m_outcome = {};
+        m_outcome.message = QString::fromUtf8(e.what());
+        m_status->setText(m_outcome.message);
+        emit finished(false);
+        return;
+    }
+    if (m_predictToken) m_predictToken->cancel(); // the real run tells the real sizes
+    m_outcome = {};
+    m_notes.clear();
+    m_status->setToolTip(QString());
+    m_token = std::make_shared<ops::CancelToken>();
+    m_running = true;
+    m_start->setEnabled(false);
+    m_output->setEnabled(false);
+    m_open->setVisible(false);
+    m_cancel->setText(tr("Cancel"));
+    m_progress->setValue(0);
+    m_status->setText(tr("Starting..."));
+    m_clock.start();
+    const std::string in = m_input.toStdString(), out = output().toStdString();
+    const bool folder = m_folder;
+    auto token = m_token;
+    QPointer<SlimDialog> self(this);
+    const int cancelAfter = m_cancelAfter;
+    // What the worker shares with its progress sink: reports counted, the last one posted.
+    struct Throttle
+    {
+        int reports = 0;
+        int permille = -1;
+        std::chrono::steady_clock::time_point at{};
+    };
+    auto throttle = std::make_shared<Throttle>();
+    ops::ProgressSink sink = [self, token, cancelAfter, throttle](const ops::Progress& p) {
+        if (cancelAfter && p.doneBytes > 0 && ++throttle->reports == cancelAfter) token->cancel();
+        // At most one report per permille or per 50 ms reaches the GUI thread: a job with many
+        // small records must not flood its event queue.
+        const auto now = std::chrono::steady_clock::now();
+        if (p.note.empty() && p.permille != 1000 && p.permille == throttle->permille &&
+            now - throttle->at < std::chrono::milliseconds(50))
+            return;
+        throttle->permille = p.permille;
+        throttle->at = now;
+        QMetaObject::invokeMethod(
+            self,
+            [self, p] {
+                if (self) self->onProgress(p);
+            },
+            Qt::QueuedConnection);
+    };
+    m_watcher.setFuture(QtConcurrent::run(
+        [in, out, folder, sink, token] { return runSlim(in, out, false, folder, sink, *token); }));
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,102 @@
+// "Slim...": the same operation as `ckpt slim`, on a file, a tag folder or a checkpoint folder.
+// It first predicts the savings (a dry run, on a worker), then writes the slimmed copy on a
+// worker with progress (bytes, GB/s, ETA) and a Cancel that stops the job and leaves nothing
+// behind, names the file in an error, and once done shows the sizes before and after and offers
+// to open the result.
+#pragma once
+
+#include "ops/job.h"
+
+#include <QDialog>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <memory>
+
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+
+namespace ckpt::app {
+
+struct SlimFileRow
+{
+    QString path; // relative to a folder input; the file name for a file input
+    QString action;
+    quint64 before = 0, after = 0;
+};
+
+struct SlimOutcome
+{
+    bool ok = false;
+    bool cancelled = false;
+    bool dryRun = false;
+    QString message;
+    QString file; // the file an error names, when it names one
+    QList<SlimFileRow> files;
+    quint64 before = 0, after = 0;
+};
+
+class SlimDialog : public QDialog
+{
+    Q_OBJECT
+public:
+    explicit SlimDialog(const QString& input, QWidget* parent = nullptr);
+    ~SlimDialog() override;
+
+    // A free name beside the input: NAME.slim.pt for a file, NAME-slim for a folder.
+    static QString defaultOutput(const QString& input);
+    QString input() const { return m_input; }
+    void setOutput(const QString& path);
+    QString output() const;
+    void start();
+    void cancel();
+    // From start() until its result has been shown (not only while the worker runs).
+    bool running() const { return m_running; }
+    bool hasPrediction() const { return m_predicted; } // the dry run's result (or failure) is in
+    const SlimOutcome& prediction() const { return m_prediction; }
+    const SlimOutcome& outcome() const { return m_outcome; }
+    // Tests: cancel from the worker itself after this many progress reports with bytes done
+    // (a deterministic "cancel midway", whatever the machine's speed). 0 disables.
+    void setCancelAfterProgress(int reports) { m_cancelAfter = reports; }
+
+signals:
+    void predicted(bool ok);
+    void progressed(int permille);
+    void finished(bool ok);
+    void openRequested(const QString& path);
+
+protected:
+    void reject() override;
+
+private:
+    void predict();
+    void onProgress(const ops::Progress& p);
+    void fillTable(const SlimOutcome& o, int column);
+    QString actionText(const QString& action) const;
+
+    QString m_input;
+    bool m_folder = false;
+    QLabel* m_predictionLabel;
+    QLineEdit* m_output;
+    QTableWidget* m_table;
+    QProgressBar* m_progress;
+    QLabel* m_status;
+    QPushButton* m_start;
+    QPushButton* m_cancel;
+    QPushButton* m_open;
+    std::shared_ptr<ops::CancelToken> m_token;
+    std::shared_ptr<ops::CancelToken> m_predictToken;
+    QFutureWatcher<SlimOutcome> m_watcher;
+    QFutureWatcher<SlimOutcome> m_predictWatcher;
+    SlimOutcome m_prediction;
+    SlimOutcome m_outcome;
+    QStringList m_notes;
+    QElapsedTimer m_clock;
+    int m_cancelAfter = 0;
+    bool m_running = false;
+    bool m_predicted = false;
+};
+
+} // namespace ckpt::app

@@ -1,0 +1,148 @@
+#include "storage_model.h"
+
+#include "bloat_bars.h"
+#include "tree_model.h"
+
+#include <QBrush>
+#include <QLocale>
+
+namespace ckpt::app {
+
+StorageModel::StorageModel(QObject* parent) : QAbstractItemModel(parent) {}
+
+void StorageModel::setRows(std::vector<StorageRow> rows)
+{
+    beginResetModel();
+    m_rows = std::move(rows);
+    endResetModel();
+}
+
+QModelIndex StorageModel::indexOfTensor(const QString& path) const
+{
+    for (size_t s = 0; s < m_rows.size(); ++s)
+        for (size_t t = 0; t < m_rows[s].tensors.size(); ++t)
+            if (m_rows[s].tensors[t].path == path)
+                return m_rows[s].tensors.size() == 1 ? createIndex(int(s), 0, quintptr(0))
+                                                     : createIndex(int(t), 0, quintptr(s + 1));
+    return {};
+}
+
+QModelIndex StorageModel::index(int row, int column, const QModelIndex& parent) const
+{
+    if (row < 0 || column < 0 || column >= ColumnCount) return {};
+    if (!parent.isValid())
+        return size_t(row) < m_rows.size() ? createIndex(row, column, quintptr(0)) : QModelIndex();
+    if (isTensor(parent) || parent.column() != 0 || size_t(parent.row()) >= m_rows.size()) return {};
+    if (size_t(row) >= m_rows[size_t(parent.row())].tensors.size()) return {};
+    return createIndex(row, column, quintptr(parent.row() + 1));
+}
+
+QModelIndex StorageModel::parent(const QModelIndex& child) const
+{
+    if (!isTensor(child)) return {};
+    return createIndex(int(child.internalId() - 1), 0, quintptr(0));
+}
+
+int StorageModel::rowCount(const QModelIndex& parent) const
+{
+    if (!parent.isValid()) return int(m_rows.size());
+    if (isTensor(parent) || parent.column() != 0) return 0;
+    return int(m_rows[size_t(parent.row())].tensors.size());
+}
+
+int StorageModel::columnCount(const QModelIndex&) const
+{
+    return ColumnCount;
+}
+
+QVariant StorageModel::data(const QModelIndex& index, int role) const
+{
+    if (!index.isValid()) return {};
+    if (isTensor(index)) {
+        const StorageRow& s = m_rows[size_t(index.internalId() - 1)];
+        const StorageRow::TensorRow& t = s.tensors[size_t(index.row())];
+        if (role == TensorPathRole) return t.path;
+        if (role == BytesRole) return qulonglong(t.bytes);
+        if (role == Qt::ToolTipRole)
+            return tr("%1\n%2 %3, %4 bytes of elements\nClick to select it in the tree.")
+                .arg(t.path, t.dtype, t.shape, QLocale().toString(qulonglong(t.bytes)));
+        if (role != Qt::DisplayRole && role != Qt::TextAlignmentRole) return {};
+        if (role == Qt::TextAlignmentRole && index.column() == Size)
+            return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+        switch (index.column()) {
+        case Size: // how much of the storage the tensor's own elements are
+            return humanBytes(t.bytes);
+        case Tensors: // the path alone: dtype and shape are in the tooltip and the tree
+            return t.path;
+        default:
+            return {};
+        }
+    }
+    const StorageRow& s = m_rows[size_t(index.row())];
+    // A storage viewed by one tensor stands for it: its row names it and a click selects it.
+    if (role == TensorPathRole) return s.tensors.size() == 1 ? QVariant(s.tensors.front().path) : QVariant();
+    if (role == Qt::TextAlignmentRole && index.column() >= Size && index.column() <= UsedPercent)
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == BytesRole) {
+        switch (index.column()) {
+        case Size:
+            return qulonglong(s.size);
+        case Used:
+            return qulonglong(s.used);
+        default:
+            return {};
+        }
+    }
+    if (role == Qt::ForegroundRole && index.column() == UsedPercent && s.wasted())
+        return QBrush(QColor(0xd6, 0x4f, 0x45));
+    if (role == Qt::ToolTipRole) {
+        QString t =
+            tr("%1: %2 bytes, %3 reached by its views, %4 wasted")
+                .arg(s.key, QLocale().toString(qulonglong(s.size)), QLocale().toString(qulonglong(s.used)),
+                     QLocale().toString(qulonglong(s.wasted())));
+        if (s.wholeUse)
+            t += QLatin1Char('\n') + tr("Reached by something other than a plain view: all of it counts.");
+        if (!s.viewOf.isEmpty())
+            t += QLatin1Char('\n') + tr("A view of storage %1: its bytes are counted there.").arg(s.viewOf);
+        if (s.approximate)
+            t += QLatin1Char('\n') + tr("A view too fragmented to enumerate is counted by its hull.");
+        return t;
+    }
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+    case Name:
+        return s.key;
+    case Size:
+        return humanBytes(s.size);
+    case Used:
+        return humanBytes(s.used);
+    case UsedPercent:
+        return s.size ? percentText(s.used, s.size) + QLatin1Char('%') : QStringLiteral("-");
+    case Tensors: // the tensors themselves are the child rows
+        if (!s.viewOf.isEmpty()) return tr("a view of storage %1").arg(s.viewOf);
+        if (s.tensors.size() == 1) return s.tensors.front().path;
+        return s.tensors.empty() ? tr("no tensor (saved for itself)")
+                                 : tr("%n tensor(s)", nullptr, int(s.tensors.size()));
+    }
+    return {};
+}
+
+QVariant StorageModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    switch (section) {
+    case Name:
+        return tr("Storage");
+    case Size:
+        return tr("Size");
+    case Used:
+        return tr("Used");
+    case UsedPercent:
+        return tr("% used");
+    case Tensors:
+        return tr("Tensors");
+    }
+    return {};
+}
+
+} // namespace ckpt::app
