@@ -344,33 +344,18 @@ private:
     std::unordered_map<const Value*, const Value*> m_subst;
 };
 
-// The contents of one tensor as a hash, streamed through a bounded buffer.
-uint64_t tensorHash(const torch::TorchFile& f, const torch::Tensor& t)
+// One storage of the written file, hashed as it was when written, in bounded chunks whose pages
+// leave the resident set behind the reader.
+uint64_t storageHash(const torch::TorchFile& f, int storage)
 {
+    const io::Blob blob = f.storageBytes(storage);
     XXH3_state_t* st = XXH3_createState();
     XXH3_64bits_reset(st);
-    const uint64_t n = t.numel();
-    if (n) {
-        const io::Blob blob = f.storageBytes(t.storage);
-        const uint32_t es = torch::elementSize(t.dtype);
-        gpu::StridedView v{blob.bytes.data(), es, t.shape, t.stride, t.storageOffset};
-        const uint64_t step = std::max<uint64_t>(1, (8u << 20) / es);
-        std::vector<uint8_t> buf(size_t(std::min(n, step) * es));
-        const uint8_t* base = blob.bytes.data() + uint64_t(t.storageOffset) * es;
-        for (uint64_t first = 0; first < n; first += step) {
-            const uint64_t count = std::min(step, n - first);
-            gpu::cpuBackend().gather(v, first, count, buf.data());
-            XXH3_64bits_update(st, buf.data(), count * es);
-            // Verification reads every byte once more: its pages leave the resident set behind
-            // it, so memory stays a chunk, not the file (a strided view's are dropped at the end).
-            if (t.isContiguous()) f.release(base + first * es, count * es);
-        }
-        if (!t.isContiguous()) {
-            uint64_t last = 0;
-            for (size_t d = 0; d < t.shape.size(); ++d)
-                last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
-            f.release(base, (last + 1) * es);
-        }
+    const uint64_t chunk = 16u << 20;
+    for (uint64_t at = 0; at < blob.bytes.size(); at += chunk) {
+        const uint64_t n = std::min<uint64_t>(chunk, blob.bytes.size() - at);
+        XXH3_64bits_update(st, blob.bytes.data() + at, n);
+        f.release(blob.bytes.data() + at, n);
     }
     const uint64_t h = XXH3_64bits_digest(st);
     XXH3_freeState(st);
@@ -380,12 +365,34 @@ uint64_t tensorHash(const torch::TorchFile& f, const torch::Tensor& t)
 // Re-reads the written file: every tensor at the same path with the same dtype, shape and
 // values, aliases still aliases, and views that shared a storage still sharing one.
 void verifySlim(const Plan& plan, const std::string& written, const std::string& finalName,
-                const CancelToken& cancel)
+                const std::vector<uint64_t>& writtenHashes, const CancelToken& cancel)
 {
     const auto out = torch::TorchFile::open(written);
+    // Every storage holds the bytes that were copied into it from the input ...
+    if (out->storages().size() != plan.storages().size())
+        throw Error("verification failed: " + std::to_string(out->storages().size()) + " storages written, " +
+                        std::to_string(plan.storages().size()) + " planned",
+                    finalName);
+    // The reader numbers storages in the order the pickle first names them; ours are keyed "0".."n-1".
+    std::vector<size_t> planned(out->storages().size(), SIZE_MAX);
+    for (size_t i = 0; i < out->storages().size(); ++i) {
+        cancel.throwIfCancelled();
+        const torch::Storage& st = out->storages()[i];
+        size_t k = SIZE_MAX;
+        if (!st.key.empty() && st.key.size() < 10 && std::all_of(st.key.begin(), st.key.end(), ::isdigit))
+            k = std::stoul(st.key);
+        if (k >= plan.storages().size() || std::to_string(k) != st.key) k = SIZE_MAX;
+        if (k == SIZE_MAX || st.nbytes != plan.storages()[k].nbytes ||
+            storageHash(*out, int(i)) != writtenHashes[k])
+            throw Error("verification failed: storage '" + st.key + "' does not hold what was written",
+                        finalName);
+        planned[i] = k;
+    }
+    // ... and every tensor views, in it, the very bytes it viewed in the input: same dtype, shape,
+    // stride, and an offset that lands on the same input byte. With the storages' bytes proven
+    // above, its values are the input's.
     const auto& before = plan.file().tensors();
     for (const auto& t : before) {
-        cancel.throwIfCancelled();
         const torch::Tensor* n = out->tensor(t.path);
         auto bad = [&](const std::string& what) {
             throw Error("verification failed: tensor '" + t.path + "' " + what, finalName);
@@ -394,8 +401,15 @@ void verifySlim(const Plan& plan, const std::string& written, const std::string&
         if ((t.aliasOf >= 0) != (n->aliasOf >= 0)) bad("lost or gained an alias");
         if (n->dtype != t.dtype || n->shape != t.shape || n->requiresGrad != t.requiresGrad)
             bad("changed its dtype, shape or requires_grad");
-        if (t.aliasOf >= 0 || t.storage < 0 || !t.note.empty()) continue;
-        if (tensorHash(plan.file(), t) != tensorHash(*out, *n)) bad("has different values");
+        if (t.aliasOf >= 0 || t.storage < 0 || !t.note.empty() || !t.numel()) continue;
+        if (n->stride != t.stride) bad("changed its stride");
+        if (n->storage < 0) bad("lost its storage");
+        const NewStorage& ns = plan.storages()[planned[size_t(n->storage)]];
+        const uint64_t es = torch::elementSize(t.dtype);
+        if (ns.from != t.storage ||
+            uint64_t(n->storageOffset) * es + ns.begin != uint64_t(t.storageOffset) * es)
+            bad("does not view the bytes it viewed in the input (storage '" +
+                plan.file().storages()[size_t(t.storage)].key + "')");
     }
     // Views that overlapped in the input must still share one storage.
     std::map<int, std::vector<std::pair<ByteRange, const torch::Tensor*>>> byStorage;
@@ -514,14 +528,14 @@ struct Job
         }
         io::AtomicFile& out = tx->create(rel);
         const std::string archive = fs::path(out.finalPath()).stem().string();
-        torch::writeTorchZipRecords(
+        const std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
             out, archive.empty() ? "archive" : archive, pickleBytes, records,
             [this](uint64_t n) { onBytes(n); }, cancel);
         out.finish();
         if (progress)
             progress(
                 {int(total ? std::min<uint64_t>(done * 950 / total, 950) : 950), "verifying", done, total});
-        verifySlim(*plan, out.tempPath(), out.finalPath(), cancel);
+        verifySlim(*plan, out.tempPath(), out.finalPath(), hashes, cancel);
         r.bytesAfter = out.written();
         onBytes(r.bytesBefore > r.bytesAfter ? r.bytesBefore - r.bytesAfter
                                              : 0); // progress counts input bytes
