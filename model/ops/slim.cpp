@@ -147,16 +147,7 @@ private:
                 }
                 continue;
             }
-            for (const Value* c : v->items)
-                push(c);
-            for (const auto& [k, x] : v->entries) {
-                push(k);
-                push(x);
-            }
-            push(v->callable);
-            push(v->args);
-            push(v->kwargs);
-            push(v->state);
+            pickle::forEachChild(v, push);
         }
     }
 

@@ -63,6 +63,22 @@ struct Value
     }
 };
 
+// Calls f(child) for every node `v` points at: items, dict entries (key, then value), callable,
+// args, kwargs, state; null pointers included, so callers decide what a missing one means.
+template <typename F> void forEachChild(const Value* v, F&& f)
+{
+    for (const Value* c : v->items)
+        f(c);
+    for (const auto& [k, x] : v->entries) {
+        f(k);
+        f(x);
+    }
+    f(v->callable);
+    f(v->args);
+    f(v->kwargs);
+    f(v->state);
+}
+
 // Owns every node of one or more pickles. deque keeps addresses stable while growing.
 class Arena
 {

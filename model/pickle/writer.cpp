@@ -50,22 +50,12 @@ private:
             const Value* v = todo.back();
             todo.pop_back();
             if (!v || !seen.insert(v).second) continue;
-            auto edge = [&](const Value* c) {
+            forEachChild(v, [&](const Value* c) {
                 c = sub(c);
                 if (!c) return;
                 ++m_refs[c];
                 todo.push_back(c);
-            };
-            for (const Value* c : v->items)
-                edge(c);
-            for (const auto& [k, x] : v->entries) {
-                edge(k);
-                edge(x);
-            }
-            edge(v->callable);
-            edge(v->args);
-            edge(v->kwargs);
-            edge(v->state);
+            });
         }
     }
 
