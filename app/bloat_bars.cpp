@@ -149,7 +149,8 @@ void FileBars::paintEvent(QPaintEvent*)
         swatch(p, box, c);
         if (hatched) p.fillRect(box.adjusted(1, 1, -1, -1), QBrush(c.darker(135), Qt::BDiagPattern));
         p.setPen(text);
-        p.drawText(QRect(x + sw + 4, 4, fm.horizontalAdvance(name) + 2, fm.height()), Qt::AlignVCenter, name);
+        p.drawText(QRect(x + sw + 4, 4, fm.horizontalAdvance(name) + 2, fm.height()),
+                   Qt::AlignVCenter | Qt::TextDontClip, name);
         x += sw + 4 + fm.horizontalAdvance(name) + 16;
     };
     if (anyTorch) {
@@ -176,13 +177,13 @@ void FileBars::paintEvent(QPaintEvent*)
         const int numbersWidth = fm.horizontalAdvance(numbers);
         const QRect textRect(kMargin, top + 2, width() - 2 * kMargin, fm.height());
         p.setPen(text);
-        p.drawText(textRect, Qt::AlignRight | Qt::AlignVCenter, numbers);
+        p.drawText(textRect, Qt::AlignRight | Qt::AlignVCenter | Qt::TextDontClip, numbers);
         QFont bold = font();
         if (i == m_current) bold.setBold(true);
         p.setFont(bold);
         const int nameWidth = std::max(0, textRect.width() - numbersWidth - 16);
         p.drawText(QRect(textRect.left(), textRect.top(), nameWidth, fm.height()),
-                   Qt::AlignLeft | Qt::AlignVCenter,
+                   Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip,
                    QFontMetrics(bold).elidedText(r.name, Qt::ElideMiddle, nameWidth));
         p.setFont(font());
         // The bar, to scale against the largest file.
@@ -363,7 +364,8 @@ void RoleBar::paintEvent(QPaintEvent*)
     for (const auto& [i, r] : legend(width())) {
         swatch(p, QRect(r.left(), r.top() + 2, sw, sw), color(i));
         p.setPen(palette().color(QPalette::WindowText));
-        p.drawText(r.adjusted(sw + 6, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, label(i));
+        p.drawText(r.adjusted(sw + 6, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter | Qt::TextDontClip,
+                   label(i));
     }
 }
 

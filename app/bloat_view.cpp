@@ -306,6 +306,13 @@ QString BloatView::filePath(int row) const
     return QFileInfo(m_target).isDir() ? QDir(m_target).filePath(rel) : m_target;
 }
 
+QString BloatView::displayName(const QString& file) const
+{
+    // Relative to the folder shown: two tags hold files of the same name.
+    return file.startsWith(m_target + QLatin1Char('/')) ? file.mid(m_target.size() + 1)
+                                                        : QFileInfo(file).fileName();
+}
+
 QString BloatView::summaryText() const
 {
     return m_summary->text();
@@ -417,7 +424,7 @@ void BloatView::loadStorages(const QString& file)
     m_storageToken = std::make_shared<ops::CancelToken>();
     m_currentFile = file;
     m_storageModel->setRows({});
-    m_storageCaption->setText(tr("Storages of %1: reading...").arg(QFileInfo(file).fileName()));
+    m_storageCaption->setText(tr("Storages of %1: reading...").arg(displayName(file)));
     m_storagePending = true;
     if (!m_folderPending) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
     const int gen = ++m_storageGeneration;
@@ -432,7 +439,7 @@ void BloatView::onStorages()
     StorageResult r = m_storageWatcher.result();
     m_storagePending = false;
     setBusy(m_folderPending);
-    const QString name = QFileInfo(r.file).fileName();
+    const QString name = displayName(r.file);
     if (r.cancelled || !r.error.isEmpty()) {
         m_storageCaption->setText(r.cancelled ? tr("Storages of %1: cancelled.").arg(name)
                                               : tr("Storages of %1: %2").arg(name, r.error));

@@ -95,6 +95,7 @@ private:
     void loadStorages(const QString& file);
     void setBusy(bool busy, const QString& what = {});
     void selectPendingTensor();
+    QString displayName(const QString& file) const;
 
     QString m_target;
     QString m_currentFile;

@@ -379,7 +379,7 @@ void MainWindow::fitBloatDock()
 {
     // Below the tree it shares the height; over the start page (a folder the tree cannot open,
     // Hugging Face shards) it is all there is to see.
-    resizeDocks({m_bloatDock}, {height() * (m_stack->currentIndex() == 0 ? 7 : 4) / 10}, Qt::Vertical);
+    resizeDocks({m_bloatDock}, {height() * (m_stack->currentIndex() == 0 ? 7 : 5) / 10}, Qt::Vertical);
 }
 
 void MainWindow::updateSlimAction()
