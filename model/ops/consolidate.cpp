@@ -156,6 +156,10 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     tx.commit();
     for (const auto& f : tx.files())
         result.files.push_back(f);
+    // A device that failed mid-job says so here (the output is the CPU's, identical).
+    if (options.backend)
+        for (auto& w : options.backend->takeWarnings())
+            result.warnings.push_back(std::move(w));
     if (progress) progress({1000, "done", done, totalSize});
     return result;
 }
