@@ -2,8 +2,8 @@
 // QAbstractItemModelTester; the bars' and the role breakdown's numbers against
 // ops::analyzeFolderBloat, the storage table against ops::analyzeBloat; a click on a tensor selects
 // it in the main tree (a file on its own and a DeepSpeed rank file); slim through the dialog end
-// to end with the longest event-loop stall measured, cancel midway leaving nothing, and an output
-// inside the input refused before anything runs.
+// to end with the longest event-loop stall measured, cancel midway leaving nothing, an error
+// naming its file, and an output inside the input refused before anything runs.
 #include "bloat_bars.h"
 #include "bloat_view.h"
 #include "main_window.h"
@@ -20,6 +20,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QMessageBox>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -490,6 +491,41 @@ private slots:
         QVERIFY(done.wait(60000));
         QVERIFY(d.outcome().cancelled);
         QCOMPARE(everything(tmp.path()), QStringList());
+    }
+
+    void anErrorNamesTheFile()
+    {
+        // A damaged file among good ones: the job fails naming it, in the outcome and in the
+        // error dialog, and leaves no output.
+        QTemporaryDir tmp;
+        const QString in = tmp.filePath(QStringLiteral("in"));
+        QVERIFY(QDir().mkpath(in));
+        QVERIFY(QFile::copy(data("bloat/torch-2.x/gaps.pt"), in + QStringLiteral("/a.pt")));
+        QVERIFY(QFile::copy(data("corrupt/short_storage.pt"), in + QStringLiteral("/broken.pt")));
+        const QString out = tmp.filePath(QStringLiteral("out"));
+        app::SlimDialog d(in);
+        d.setOutput(out);
+        d.show();
+        QString boxText;
+        QTimer poll;
+        poll.setInterval(20);
+        connect(&poll, &QTimer::timeout, this, [&] {
+            if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+                boxText = box->text() + QLatin1Char('\n') + box->informativeText();
+                box->accept();
+            }
+        });
+        poll.start();
+        QSignalSpy done(&d, &app::SlimDialog::finished);
+        d.start();
+        QVERIFY(done.wait(60000));
+        QVERIFY(!d.outcome().ok && !d.outcome().cancelled);
+        QVERIFY2(d.outcome().file.endsWith(QLatin1String("broken.pt")), qPrintable(d.outcome().file));
+        QVERIFY2(d.outcome().message.contains(QLatin1String("broken.pt")), qPrintable(d.outcome().message));
+        QTRY_VERIFY_WITH_TIMEOUT(!boxText.isEmpty(), 10000);
+        QVERIFY2(boxText.contains(QLatin1String("broken.pt")), qPrintable(boxText));
+        QVERIFY(!QFileInfo::exists(out));
+        QCOMPARE(everything(tmp.path()).filter(QStringLiteral("ckpt-partial")), QStringList());
     }
 
     void anOutputInsideTheInputIsRefused_data()
