@@ -75,67 +75,67 @@
     </message>
     <message>
         <location filename="../app/bloat_view.cpp" line="258" />
-        <location filename="../app/bloat_view.cpp" line="422" />
+        <location filename="../app/bloat_view.cpp" line="429" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="322" />
+        <location filename="../app/bloat_view.cpp" line="329" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="323" />
+        <location filename="../app/bloat_view.cpp" line="330" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="362" />
+        <location filename="../app/bloat_view.cpp" line="369" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="365" />
+        <location filename="../app/bloat_view.cpp" line="372" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="368" />
+        <location filename="../app/bloat_view.cpp" line="375" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="374" />
+        <location filename="../app/bloat_view.cpp" line="381" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="389" />
+        <location filename="../app/bloat_view.cpp" line="396" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="406" />
+        <location filename="../app/bloat_view.cpp" line="413" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="420" />
+        <location filename="../app/bloat_view.cpp" line="427" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="437" />
+        <location filename="../app/bloat_view.cpp" line="444" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="438" />
+        <location filename="../app/bloat_view.cpp" line="445" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="445" />
+        <location filename="../app/bloat_view.cpp" line="452" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
     </message>
@@ -496,22 +496,22 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="156" />
+        <location filename="../app/bloat_bars.cpp" line="157" />
         <source>used</source>
         <translation>已使用</translation>
     </message>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="157" />
+        <location filename="../app/bloat_bars.cpp" line="158" />
         <source>wasted</source>
         <translation>浪费</translation>
     </message>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="158" />
+        <location filename="../app/bloat_bars.cpp" line="159" />
         <source>overhead</source>
         <translation>开销</translation>
     </message>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="160" />
+        <location filename="../app/bloat_bars.cpp" line="161" />
         <source>other file</source>
         <translation>其他文件</translation>
     </message>
@@ -682,12 +682,12 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::RoleBar</name>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="265" />
+        <location filename="../app/bloat_bars.cpp" line="266" />
         <source>%1: %2 (%3%)</source>
         <translation>%1：%2（%3%）</translation>
     </message>
     <message>
-        <location filename="../app/bloat_bars.cpp" line="377" />
+        <location filename="../app/bloat_bars.cpp" line="379" />
         <source>%1: %2 bytes (%3), %4% of %5</source>
         <translation>%1：%2 字节（%3），占 %5 的 %4%</translation>
     </message>
