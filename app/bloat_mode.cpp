@@ -11,6 +11,7 @@
 #include <QFileInfo>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QTextDocumentFragment>
 #include <QTimer>
 #include <cstdio>
 #include <functional>
@@ -104,7 +105,7 @@ int runBloatMode(MainWindow& window, const QString& path, const QString& windowS
         }
         if (!*loadDone || v->busy() || v->target() != target) return;
         poll->stop();
-        if (!v->hasResult()) return fail(v->summaryText());
+        if (!v->hasResult()) return fail(QTextDocumentFragment::fromHtml(v->summaryText()).toPlainText());
         auto slim = [&window, target, slimShotFile] {
             if (slimShotFile.isEmpty()) return QApplication::exit(0);
             slimShot(window, target, slimShotFile);
