@@ -253,6 +253,22 @@ private slots:
         pickle::normaliseGlobal(m, n);
         QCOMPARE(m + "." + n, std::string("builtins.str"));
     }
+
+    void longTextIsTheShortestTwosComplement()
+    {
+        // Protocol 0/1 spell torch's legacy magic number as LONG text; it must be the same bytes
+        // as protocol 2's LONG1 (the legacy reader compares them).
+        const std::string text = "L119547037146038801333356L\n.";
+        const auto p = run({text.begin(), text.end()});
+        QCOMPARE(int(p->result.root->kind), int(Kind::BigInt));
+        QCOMPARE(p->result.root->text, std::string("\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 10));
+        const std::string neg = "L-129L\n.";
+        const auto n = run({neg.begin(), neg.end()});
+        QCOMPARE(n->result.root->integer, int64_t(-129));
+        const std::string big = "L-18446744073709551616L\n."; // -2**64
+        const auto b = run({big.begin(), big.end()});
+        QCOMPARE(b->result.root->text, std::string("\0\0\0\0\0\0\0\0\xff", 9));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPickle)

@@ -6,6 +6,8 @@
 #include "pickle/safety.h"
 #include "testutil.h"
 
+#include <cstring>
+
 #include <QTest>
 #include <map>
 #include <set>
@@ -185,6 +187,23 @@ private slots:
         QVERIFY(std::equal(head.bytes.begin(), head.bytes.end(), whole.bytes.begin()));
         QCOMPARE(zip.find(e->name), e);
         QVERIFY(!zip.find("no/such/record"));
+    }
+
+    void legacyFileInPickleProtocol1()
+    {
+        // Written by Debian's torch 1.13 (tools/fixtures/make_legacy_protocol_fixtures.py).
+        const auto f = torch::TorchFile::open(testutil::dataDir() + "/legacy-protocols/legacy_protocol1.pt");
+        QCOMPARE(f->format(), torch::TorchFile::Format::Legacy);
+        const torch::Tensor* w = f->tensor("w");
+        const torch::Tensor* b = f->tensor("b");
+        QVERIFY(w && b);
+        QCOMPARE(w->shape, (std::vector<int64_t>{2, 3}));
+        QCOMPARE(b->storage, w->storage);
+        QCOMPARE(b->storageOffset, int64_t(3));
+        const auto bytes = testutil::contiguousBytes(*f, *w);
+        std::vector<float> v(6);
+        std::memcpy(v.data(), bytes.data(), 24);
+        QCOMPARE(v, (std::vector<float>{0, 1, 2, 3, 4, 5}));
     }
 };
 

@@ -100,6 +100,11 @@ std::string decimalToTwosComplement(std::string_view digits, bool& ok)
             c = char(b);
         }
     }
+    // The shortest form, as CPython's encode_long writes it: the LONG text form and LONG1 give
+    // the same bytes for the same number (torch's legacy magic number is compared byte for byte).
+    while (out.size() > 1 && ((out.back() == '\0' && !(uint8_t(out[out.size() - 2]) & 0x80)) ||
+                              (uint8_t(out.back()) == 0xFF && (uint8_t(out[out.size() - 2]) & 0x80))))
+        out.pop_back();
     ok = true;
     return out;
 }
