@@ -8,6 +8,7 @@
 #include "layout/deepspeed.h"
 #include "main_window.h"
 #include "snapshot.h"
+#include "stall_meter.h"
 #include "testutil.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
@@ -37,25 +38,7 @@ using namespace ckpt;
 
 namespace {
 
-// Records the longest gap between 2 ms timer ticks: how long the GUI thread was unavailable.
-class StallMeter : public QObject
-{
-public:
-    StallMeter()
-    {
-        m_timer.setInterval(2);
-        connect(&m_timer, &QTimer::timeout, this,
-                [this] { m_longest = std::max(m_longest, m_clock.restart()); });
-        m_clock.start();
-        m_timer.start();
-    }
-    qint64 longest() const { return m_longest; }
-
-private:
-    QTimer m_timer;
-    QElapsedTimer m_clock;
-    qint64 m_longest = 0;
-};
+using testutil::StallMeter;
 
 std::string fixture(const char* name)
 {

@@ -9,6 +9,7 @@
 #include "main_window.h"
 #include "ops/bloat.h"
 #include "slim_dialog.h"
+#include "stall_meter.h"
 #include "storage_model.h"
 #include "testutil.h"
 #include "torch/torch_file.h"
@@ -35,25 +36,7 @@ using namespace ckpt;
 
 namespace {
 
-// Records the longest gap between 2 ms timer ticks: how long the GUI thread was unavailable.
-class StallMeter : public QObject
-{
-public:
-    StallMeter()
-    {
-        m_timer.setInterval(2);
-        connect(&m_timer, &QTimer::timeout, this,
-                [this] { m_longest = std::max(m_longest, m_clock.restart()); });
-        m_clock.start();
-        m_timer.start();
-    }
-    qint64 longest() const { return m_longest; }
-
-private:
-    QTimer m_timer;
-    QElapsedTimer m_clock;
-    qint64 m_longest = 0;
-};
+using testutil::StallMeter;
 
 QString data(const char* rel)
 {
