@@ -456,7 +456,10 @@ struct Job
         r.bytesBefore = r.bytesAfter = in->size();
         if (options.dryRun) return;
         io::AtomicFile& f = tx->create(rel);
-        XXH3_state_t* st = XXH3_createState();
+        // Owned: a cancel or a write error leaves the loop by an exception.
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                             &XXH3_freeState);
+        XXH3_state_t* st = state.get();
         XXH3_64bits_reset(st);
         const uint64_t chunk = 16u << 20;
         for (uint64_t at = 0; at < in->size(); at += chunk) {
@@ -469,7 +472,6 @@ struct Job
             onBytes(n);
         }
         const uint64_t want = XXH3_64bits_digest(st);
-        XXH3_freeState(st);
         f.finish();
         const auto back = io::MappedFile::open(f.tempPath());
         if (back->size() != in->size() || XXH3_64bits(back->bytes().data(), back->size()) != want)
