@@ -209,8 +209,10 @@ OutputTransaction::OutputTransaction(const std::vector<std::string>& inputs, con
         removeStalePartials();
     } catch (...) {
         if (m_lockFd >= 0) ::close(m_lockFd);
+        // Refused by the lock, the folder we made is the other writer's to use now (it may have
+        // locked it between our mkdir and our flock): leave it. Otherwise it is ours, and empty.
         for (auto it = m_createdDirs.rbegin(); it != m_createdDirs.rend(); ++it) {
-            ::rmdir(it->c_str());
+            if (!m_lockBusy) ::rmdir(it->c_str());
             detail::trackCreatedFolder(*it, false);
         }
         throw;
@@ -237,9 +239,12 @@ void OutputTransaction::createFolders(const std::string& dir)
         p = p.parent_path();
     }
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-        if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST)
+        if (::mkdir(it->c_str(), 0755) != 0) {
+            // Another writer made it a moment ago: it is theirs, never ours to remove.
+            if (errno == EEXIST) continue;
             throw Error(std::string("cannot create the output folder: ") + std::strerror(errno),
                         it->string());
+        }
         m_createdDirs.push_back(it->string());
         detail::trackCreatedFolder(it->string(), true);
     }
@@ -255,9 +260,11 @@ void OutputTransaction::lockFolder()
     if (m_lockFd < 0)
         throw Error(std::string("cannot open the output folder: ") + std::strerror(errno), m_folder);
     if (::flock(m_lockFd, (m_shape == Shape::Folder ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-        if (errno == EWOULDBLOCK)
+        if (errno == EWOULDBLOCK) {
+            m_lockBusy = true;
             throw Error("another ckpt job is writing into this folder; run again when it has finished",
                         m_folder);
+        }
         // Some file systems (old NFS) cannot lock; writing without the lock is what every
         // other tool does there.
     }

@@ -60,6 +60,7 @@ private:
     std::vector<std::unique_ptr<AtomicFile>> m_files;
     std::vector<std::string> m_notes;
     int m_lockFd = -1;
+    bool m_lockBusy = false; // another writer holds the folder
     bool m_committed = false;
 };
 
