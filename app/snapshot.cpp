@@ -2,7 +2,7 @@
 
 #include "io/error.h"
 #include "layout/deepspeed.h"
-#include "layout/recognize.h"
+#include "layout/family.h"
 #include "ops/inspect.h"
 
 #include <QThread>
@@ -99,8 +99,9 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
     s->root->name = std::filesystem::path(path).filename().string();
     Node* root = s->root.get();
 
-    if (layout::recognize(path) == layout::Family::DeepSpeed) {
-        const layout::Checkpoint ck = layout::openDeepSpeed(path);
+    if (layout::familyOf(path).id() != "file") {
+        const auto opened = layout::openCheckpoint(path);
+        const layout::Checkpoint& ck = opened->model;
         s->family = ck.family;
         s->warnings = ck.warnings;
         root->kindText = "DeepSpeed checkpoint";

@@ -1,7 +1,6 @@
 #include "commands.h"
 
-#include "layout/deepspeed.h"
-#include "layout/recognize.h"
+#include "layout/family.h"
 #include "ops/consolidate.h"
 #include "ops/export.h"
 #include "ops/inspect.h"
@@ -26,7 +25,8 @@ std::optional<torch::DType> parseDtype(const std::string& s)
 
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
 {
-    if (layout::recognize(a.input) == layout::Family::DeepSpeed) {
+    // A single file is copied into one safetensors file; every other family becomes a folder.
+    if (layout::familyOf(a.input).id() != "file") {
         ops::ConsolidateOptions opt;
         opt.tag = a.tag;
         if (a.format != "safetensors" && a.format != "bin")
@@ -35,6 +35,8 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
                                        : ops::ConsolidateOptions::Format::Safetensors;
         opt.maxShardSize = ops::parseShardSize(a.maxShardSize);
         opt.excludeFrozen = a.excludeFrozen;
+        opt.all = a.all;
+        opt.ignore = a.ignore;
         opt.dtype = parseDtype(a.dtype);
         opt.backend = backendFor(a.device, a.quiet || a.device == "auto");
         ops::ConsolidateResult r;
@@ -50,9 +52,10 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
             std::cout << "  " << f << "\n";
         return 0;
     }
-    if (!a.tag.empty() || a.dtype != "fp32" || a.format != "safetensors" || a.excludeFrozen)
+    if (!a.tag.empty() || !a.dtype.empty() || a.format != "safetensors" || a.excludeFrozen || a.all ||
+        !a.ignore.empty())
         throw Error(
-            "--tag, --dtype, --format and --exclude-frozen apply to checkpoint folders; a single file is "
+            "--tag, --dtype, --format, --exclude-frozen, --all and --ignore apply to checkpoints; a single file is "
             "exported as one safetensors file",
             a.input);
     ops::ExportOptions opt;

@@ -1,7 +1,6 @@
 #include "commands.h"
 
-#include "layout/deepspeed.h"
-#include "layout/recognize.h"
+#include "layout/family.h"
 #include "ops/inspect.h"
 
 #include <iostream>
@@ -10,8 +9,8 @@ namespace ckpt::cli {
 
 int runInspect(const InspectArgs& a)
 {
-    // A folder is a checkpoint (tags, ranks, parameters); a file is one torch/safetensors file.
-    if (layout::recognize(a.path) == layout::Family::DeepSpeed) {
+    // A checkpoint shows tags, files and parameters; a single file its whole object tree.
+    if (layout::familyOf(a.path).id() != "file") {
         const auto doc = ops::inspectCheckpoint(a.path, a.tag);
         if (a.json)
             std::cout << doc.dump(2) << "\n";

@@ -24,9 +24,11 @@ struct ExportArgs
     std::string tag;
     std::string format = "safetensors";
     std::string maxShardSize = "5GB";
-    std::string dtype = "fp32";
+    std::string dtype; // empty: the family's default (fp32 for ZeRO tags, as stored otherwise)
     std::string device = "auto";
     bool excludeFrozen = false;
+    bool all = false;
+    std::vector<std::string> ignore;
     bool skipUnsupported = false;
     bool quiet = false;
 };

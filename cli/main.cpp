@@ -52,9 +52,11 @@ int main(int argc, char** argv)
     ckpt::cli::ExportArgs ea;
     auto* exp = app.add_subcommand(
         "export",
-        "Consolidate a DeepSpeed checkpoint folder into a model (as zero_to_fp32), or copy every tensor of "
-        "a torch.save file into one safetensors file");
-    exp->add_option("input", ea.input, "checkpoint folder (or tag folder), or a torch.save file")->required();
+        "Write the model of a checkpoint as a Hugging Face style folder: a DeepSpeed tag consolidated "
+        "(as zero_to_fp32), a Hugging Face folder resharded; or copy every tensor of a torch.save file "
+        "into one safetensors file");
+    exp->add_option("input", ea.input, "checkpoint folder (or tag folder), model folder, or a torch.save file")
+        ->required();
     exp->add_option("output", ea.output,
                     "output folder for a checkpoint; output .safetensors file for a file")
         ->required();
@@ -64,9 +66,14 @@ int main(int argc, char** argv)
     exp->add_option("--max-shard-size", ea.maxShardSize,
                     "Largest shard, decimal units as huggingface_hub: 5GB, 500MB");
     exp->add_option("--dtype", ea.dtype,
-                    "Dtype of floating tensors: fp32 (default, as zero_to_fp32), bf16 or fp16")
+                    "Dtype of floating tensors: fp32, bf16 or fp16 (default: fp32 for DeepSpeed tags, as "
+                    "zero_to_fp32; as stored for other checkpoints)")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
+    exp->add_option("--ignore", ea.ignore,
+                    "Leave out tensors whose `/` path (state/model/fc.weight) or an ancestor matches this glob, "
+                    "as Composer's ignore_keys; repeatable");
+    exp->add_flag("--all", ea.all, "Every tensor (optimizer state too), named by its `/` path, not only the model");
     exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     exp->add_flag(

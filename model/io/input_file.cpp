@@ -95,3 +95,27 @@ std::string readSmallFile(const std::string& path, uint64_t maxBytes)
 }
 
 } // namespace ckpt::io
+
+namespace ckpt::io {
+
+std::string readHead(const std::string& path, size_t maxBytes) noexcept
+{
+    try {
+        const int fd = openRegularFile(path);
+        std::string head(maxBytes, '\0');
+        size_t got = 0;
+        while (got < maxBytes) {
+            const ssize_t n = ::read(fd, head.data() + got, maxBytes - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            got += size_t(n);
+        }
+        ::close(fd);
+        head.resize(got);
+        return head;
+    } catch (...) {
+        return {};
+    }
+}
+
+} // namespace ckpt::io

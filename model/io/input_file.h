@@ -3,6 +3,7 @@
 // and the opened descriptor is checked to be the file that was inspected (no swap in between).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -22,5 +23,9 @@ int openRegularFile(const std::string& path);
 // A small text file (a DeepSpeed `latest`, an index JSON) read whole, refusing one larger than
 // maxBytes rather than reading an unbounded amount.
 std::string readSmallFile(const std::string& path, uint64_t maxBytes);
+
+// The first bytes of a regular file (fewer if it is shorter), for sniffing what it is; empty
+// when it cannot be read or is not a regular file. Never throws: recognizers only ask "may it be".
+std::string readHead(const std::string& path, size_t maxBytes) noexcept;
 
 } // namespace ckpt::io

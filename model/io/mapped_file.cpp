@@ -49,8 +49,24 @@ std::shared_ptr<const MappedFile> MappedFile::fromBuffer(std::vector<uint8_t> by
     return f;
 }
 
+std::shared_ptr<const MappedFile> MappedFile::slice(std::shared_ptr<const MappedFile> parent, uint64_t offset,
+                                                    uint64_t size, const std::string& name)
+{
+    if (offset > parent->size() || size > parent->size() - offset)
+        throw Error("bytes " + std::to_string(offset) + "+" + std::to_string(size) + " lie beyond its end (" +
+                        std::to_string(parent->size()) + " bytes)",
+                    parent->path());
+    std::shared_ptr<MappedFile> f(new MappedFile);
+    f->m_path = name;
+    f->m_data = parent->m_data + offset;
+    f->m_size = size;
+    f->m_parent = std::move(parent);
+    return f;
+}
+
 void MappedFile::release(const uint8_t* begin, uint64_t size) const
 {
+    if (m_parent) return m_parent->release(begin, size);
     if (!m_mapped || begin < m_data || begin + size > m_data + m_size) return;
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
     // Only whole pages inside the range: a page shared with bytes still to come stays.

@@ -17,6 +17,11 @@ public:
     static std::shared_ptr<const MappedFile> open(const std::string& path);
     // Bytes already in memory, under a display name (fuzzers, tests, members of archives).
     static std::shared_ptr<const MappedFile> fromBuffer(std::vector<uint8_t> bytes, const std::string& name);
+    // Bytes [offset, offset+size) of another map, as a file of their own (a member of an
+    // uncompressed tar, one item of a .distcp): zero-copy, keeps the parent mapped. Throws Error
+    // naming the parent when the range does not lie inside it.
+    static std::shared_ptr<const MappedFile> slice(std::shared_ptr<const MappedFile> parent, uint64_t offset,
+                                                   uint64_t size, const std::string& name);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -35,6 +40,7 @@ private:
     const uint8_t* m_data = nullptr;
     uint64_t m_size = 0;
     std::vector<uint8_t> m_buffer; // only for fromBuffer
+    std::shared_ptr<const MappedFile> m_parent; // only for slice
     bool m_mapped = false;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,12 @@ struct RankFile
     uint64_t size = 0;
 };
 
-// Where one element range of a tensor lives: `count` elements starting at logical element
-// `offset` of the tensor at `tensorPath` inside `file`.
+// Where one piece of a tensor lives, in the tensor at `tensorPath` inside `file` (a FileSet id:
+// a path, or the id a recognizer gave an archive member or a span of a shard file).
+// Flat: `count` elements from logical element `offset` of that tensor; concatenated in order,
+// a parameter's flat sources give the parameter (partitions of ZeRO, whole tensors of a file).
+// N-d chunk (`chunkOffsets` non-empty): that whole tensor is the block of the parameter with
+// these per-dimension offsets and the source tensor's shape (DCP shards, any sharded dimension).
 struct Source
 {
     std::string file;
@@ -35,6 +40,8 @@ struct Source
     uint64_t offset = 0;
     uint64_t count = 0;
     torch::DType dtype = torch::DType::Float32; // as stored: moments need not be fp32
+    std::vector<int64_t> chunkOffsets;
+    std::vector<int64_t> chunkShape;
 };
 
 // One rank's share of a parameter.
@@ -60,6 +67,10 @@ struct Parameter
     int group = -1;     // flat group (ZeRO-1/2) or sub-group (ZeRO-3)
     uint64_t groupOffset = 0;
     std::vector<RankSlice> slices; // in rank order; concatenated they give the tensor
+    std::string unreadable;        // non-empty: shown, but its values cannot be read (why)
+    // Its `/` path in the checkpoint's object tree ("state/model/fc.weight"), which --ignore
+    // globs match as Composer's ignore_keys do; empty: the name is the path.
+    std::string path;
     uint64_t numel() const;
 };
 
@@ -78,15 +89,26 @@ struct Tag
     nlohmann::ordered_json config;      // ds_config
     nlohmann::ordered_json clientState; // keys DeepSpeed does not own, rendered
     nlohmann::ordered_json lrScheduler;
+    nlohmann::ordered_json badges; // family facts for the overview ("composer_version": ...)
+    // What an export converts floating tensors to when the user does not say (DeepSpeed: fp32,
+    // as zero_to_fp32 does); nullopt: as stored.
+    std::optional<torch::DType> exportDtype;
+    std::string notExportable; // non-empty: why this tag has no model to export (and what to do)
     std::vector<RankFile> files;
-    std::vector<Parameter> params; // zero_to_fp32 order: buffers, frozen, trainable, aliases
+    std::vector<Parameter> params; // the model: what export writes (zero_to_fp32's order for ZeRO)
+    // Tensors outside the model (optimizer state, RNG, ...) named by their `/` path: exported
+    // only with --all, shown in the tree, compared by diff when asked.
+    std::vector<Parameter> otherTensors;
+    // Small files an export writes beside the weights so the folder loads offline (config.json,
+    // tokenizer files embedded in a Composer checkpoint): name -> content.
+    std::vector<std::pair<std::string, std::string>> exportFiles;
     std::vector<std::string> warnings;
 };
 
 struct Checkpoint
 {
     std::string root;
-    std::string family; // "deepspeed"
+    std::string family; // the recognizer's id: "deepspeed", "file", "hf", ...
     std::vector<Tag> tags;
     std::vector<std::string> warnings;
 

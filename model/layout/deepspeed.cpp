@@ -126,8 +126,11 @@ bool hasRankFiles(const fs::path& dir)
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         const std::string n = e.path().filename().string();
         if (n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
-            (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos))
-            return true;
+            (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos)) {
+            // The name says where to look; the content decides: a torch.save zip or legacy pickle.
+            const std::string head = io::readHead(e.path().string(), 2);
+            if (head == "PK" || (head.size() == 2 && uint8_t(head[0]) == 0x80)) return true;
+        }
     }
     return false;
 }
@@ -200,7 +203,8 @@ nlohmann::ordered_json toJson(const Value* v, int depth = 0)
 struct OpenFile
 {
     RankFile info;
-    std::unique_ptr<torch::TorchFile> file;
+    std::shared_ptr<const TensorFile> owner; // shared with the FileSet operations read from
+    const torch::TorchFile* file = nullptr;
 };
 
 [[noreturn]] void fail(const std::string& what, const std::string& file)
@@ -226,7 +230,7 @@ const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
 
 Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
 {
-    return {f.info.path, path, offset, count, tensorAt(f, path).dtype};
+    return {f.info.path, path, offset, count, tensorAt(f, path).dtype, {}, {}};
 }
 
 // A trainable parameter as param_shapes names it (name -> torch.Size), in flat group `group`.
@@ -303,15 +307,24 @@ std::vector<RankFile> listTagFolder(const std::string& tagDir)
     return files;
 }
 
+// A rank file, parsed through the job's FileSet (once, however many operations read it).
+OpenFile openRankFile(const RankFile& f, FileSet& files)
+{
+    auto owner = files.get(f.path);
+    if (!owner->torch()) fail("not a torch.save file (DeepSpeed writes its rank files with torch.save)", f.path);
+    const torch::TorchFile* file = owner->torch();
+    return {f, std::move(owner), file};
+}
+
 // Step 2: parse the model and optimizer files; other files become warnings.
-OpenTag openRankFiles(Tag& tag)
+OpenTag openRankFiles(Tag& tag, FileSet& files)
 {
     OpenTag open;
     for (const auto& f : tag.files) {
         if (f.role == FileRole::ModelStates)
-            open.models.push_back({f, torch::TorchFile::open(f.path)});
+            open.models.push_back(openRankFile(f, files));
         else if (f.role == FileRole::OptimStates)
-            open.optims.push_back({f, torch::TorchFile::open(f.path)});
+            open.optims.push_back(openRankFile(f, files));
         else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
             tag.warnings.push_back(f.name + ": " + roleName(f.role) +
                                    " file (pipeline/MoE layouts are shown but not consolidated yet)");
@@ -733,14 +746,18 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
 
 } // namespace
 
-Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest)
+Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest, FileSet* fileSet)
 {
+    FileSet local;
+    FileSet& files = fileSet ? *fileSet : local;
     Tag tag;
     tag.name = tagName;
     tag.dir = tagDir;
     tag.latest = latest;
+    // zero_to_fp32 writes every floating tensor as float32, buffers and frozen ones included.
+    tag.exportDtype = torch::DType::Float32;
     tag.files = listTagFolder(tagDir);
-    const OpenTag open = openRankFiles(tag);
+    const OpenTag open = openRankFiles(tag, files);
     const OpenFile& m0 = open.models.front();
     readModelFacts(tag, m0);
     checkModelFilesAgree(open);
@@ -750,6 +767,11 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
         tag.zeroStage = 0;
         tag.warnings.push_back(
             "no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
+        tag.notExportable = "tag '" + tag.name +
+                            "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights are the "
+                            "'module' of " +
+                            (tag.files.empty() ? std::string("the model file") : m0.info.name) +
+                            "; export that file instead";
         return tag;
     }
     readOptimizerKind(tag, open.optims.front());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "layout/checkpoint.h"
+#include "layout/file_set.h"
 
 #include <string>
 
@@ -31,6 +32,8 @@ Checkpoint openDeepSpeed(const std::string& path);
 
 // Opens one tag fully, throwing Error (naming the file) on anything inconsistent: missing or
 // extra rank files, truncated files, files from different saves.
-Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest);
+// Rank files are parsed through `files` (a local set when null) so the caller can keep them.
+Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest,
+                     FileSet* files = nullptr);
 
 } // namespace ckpt::layout

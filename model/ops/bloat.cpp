@@ -164,7 +164,7 @@ ByteRole roleOf(const std::string& path)
 }
 
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
-                               const CancelToken& cancel)
+                               const CancelToken& cancel, const layout::FileSet* fileSet)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -188,7 +188,13 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
         const FileKind kind = detect(files[i].first);
         f.torch = kind == FileKind::TorchZip || kind == FileKind::TorchLegacy;
         if (f.torch) {
-            const auto tf = torch::TorchFile::open(files[i].first);
+            std::shared_ptr<const layout::TensorFile> owner;
+            std::unique_ptr<torch::TorchFile> parsed;
+            const torch::TorchFile* tf = nullptr;
+            if (fileSet && (owner = fileSet->get(files[i].first))->torch())
+                tf = owner->torch();
+            else
+                tf = (parsed = torch::TorchFile::open(files[i].first)).get();
             f.fileBytes = tf->fileSize();
             f.bloat = analyzeBloat(*tf);
             for (const auto& s : f.bloat.storages) {

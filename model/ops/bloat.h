@@ -5,6 +5,7 @@
 // torch.save writes the whole storage behind every view (DeepSpeed #3303, a saved slice).
 #pragma once
 
+#include "layout/file_set.h"
 #include "torch/torch_file.h"
 
 #include "ops/job.h"
@@ -78,8 +79,9 @@ struct FolderBloat
 
 // Every file under `path` (a checkpoint root, a tag folder, any folder, or one file), each torch
 // file parsed once, no tensor bytes read: "where did my terabyte go".
+// With `files` (an opened checkpoint's), torch files are taken from it: parsed at most once.
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
-                               const CancelToken& cancel);
+                               const CancelToken& cancel, const layout::FileSet* files = nullptr);
 
 // As `ckpt inspect --json` carries it: the totals, and per storage its key, size, the bytes its
 // views use and the paths of those views.

@@ -70,8 +70,10 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     so.tag = options.tag;
     so.dtype = options.dtype;
     so.excludeFrozen = options.excludeFrozen;
+    so.all = options.all;
+    so.ignore = options.ignore;
     so.backend = options.backend;
-    const TensorSet set = checkpointTensors(checkpoint, so);
+    const TensorSet set = anyTensors(checkpoint, so);
     const std::vector<SourceTensor>& plan = set.tensors;
     ConsolidateResult result;
     result.tag = set.tag;
@@ -140,6 +142,15 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         }
         result.tensors += tensors.size() + aliases.size();
         result.bytes += file->written();
+    }
+    // What the family says belongs beside the weights (config.json, tokenizer files).
+    for (const auto& [name, content] : set.exportFiles) {
+        if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos)
+            throw Error("refusing to write '" + name + "' named by the checkpoint: not a plain file name",
+                        checkpoint);
+        io::AtomicFile& file = tx.create(name);
+        file.write(content.data(), content.size());
+        file.finish();
     }
     if (shards.size() > 1) {
         // transformers' format: indent 2, sorted keys, trailing newline; ASCII as Python's json.dumps.

@@ -1,5 +1,6 @@
-// `ckpt export DIR OUT`: the consolidated model out of a DeepSpeed ZeRO checkpoint, with the
-// names, order, dtypes, values, shard names and index of DeepSpeed's zero_to_fp32. Streams the
+// `ckpt export DIR OUT`: the model of any checkpoint family as a Hugging Face style folder; for
+// a DeepSpeed ZeRO checkpoint, with the names, order, dtypes, values, shard names and index of
+// DeepSpeed's zero_to_fp32. Streams the
 // fp32 partitions straight from the mapped rank files: memory is a constant plus the
 // 16 MiB chunk buffer, whatever the checkpoint size.
 #pragma once
@@ -21,9 +22,12 @@ struct ConsolidateOptions
     enum class Format { Safetensors, Bin } format = Format::Safetensors;
     uint64_t maxShardSize = 5'000'000'000; // decimal, as huggingface_hub parses "5GB"
     bool excludeFrozen = false;
-    // Floating tensors are written in this dtype (zero_to_fp32 writes float32, frozen and
-    // buffers included); integer buffers keep theirs. nullopt: keep every source dtype.
-    std::optional<torch::DType> dtype = torch::DType::Float32;
+    bool all = false;                // every tensor, not only the model's (optimizer state, ...)
+    std::vector<std::string> ignore; // Composer ignore_keys globs over `/` paths
+    // Floating tensors are written in this dtype; integer buffers keep theirs. nullopt: the
+    // family's default (Tag::exportDtype: zero_to_fp32's float32 for ZeRO, frozen and buffers
+    // included; as stored for other families).
+    std::optional<torch::DType> dtype;
     std::shared_ptr<gpu::ComputeBackend> backend; // casts run here; nullptr = CPU
 };
 

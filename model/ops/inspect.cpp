@@ -1,6 +1,6 @@
 #include "ops/inspect.h"
 
-#include "layout/deepspeed.h"
+#include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
 #include "pickle/safety.h"
@@ -316,7 +316,8 @@ const char* paramKind(layout::Parameter::Kind k)
 
 ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName)
 {
-    const layout::Checkpoint ck = layout::openDeepSpeed(path);
+    const auto opened = layout::openCheckpoint(path);
+    const layout::Checkpoint& ck = opened->model;
     if (!tagName.empty() && !ck.find(tagName)) throw Error("no tag '" + tagName + "'", path);
     ordered_json doc;
     doc["root"] = ck.root;
@@ -336,9 +337,10 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
         j["global_steps"] = t.globalSteps;
         j["global_samples"] = t.globalSamples;
         j["skipped_steps"] = t.skippedSteps;
+        if (!t.badges.empty()) j["badges"] = t.badges;
         if (!t.dir.empty()) {
             static const CancelToken never;
-            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never));
+            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, opened->files.get()));
         }
         ordered_json files = ordered_json::array();
         for (const auto& f : t.files)
@@ -398,6 +400,12 @@ void printCheckpoint(const ordered_json& doc, std::ostream& out)
                 << ", DeepSpeed " << t["ds_version"].get<std::string>() << ", step "
                 << t["global_steps"].get<int64_t>() << ", samples " << t["global_samples"].get<int64_t>()
                 << "\n";
+        }
+        if (t.contains("badges")) {
+            out << " ";
+            for (const auto& [k, v] : t["badges"].items())
+                out << " " << k << " " << (v.is_string() ? v.get<std::string>() : v.dump());
+            out << "\n";
         }
         out << "  files:\n";
         for (const auto& f : t["files"])

@@ -2,14 +2,12 @@
 
 #include "cast.h"
 #include "io/error.h"
-#include "layout/deepspeed.h"
-#include "layout/recognize.h"
-#include "ops/detect.h"
-#include "safetensors/safetensors_file.h"
-#include "torch/torch_file.h"
+#include "layout/family.h"
 
 #include <algorithm>
+#include <fnmatch.h>
 #include <map>
+#include <set>
 #include <memory>
 
 namespace ckpt::ops {
@@ -68,39 +66,48 @@ bool castable(torch::DType d)
     return d == D::Float64 || d == D::Float32 || d == D::Float16 || d == D::BFloat16;
 }
 
-// Keeps the rank files open (mapped) for the whole export; a file is parsed once.
-class FileCache
-{
-public:
-    const torch::TorchFile& get(const std::string& path)
-    {
-        auto& f = m_files[path];
-        if (!f) f = torch::TorchFile::open(path);
-        return *f;
-    }
-
-private:
-    std::map<std::string, std::unique_ptr<torch::TorchFile>> m_files;
-};
-
-// Element sources concatenated; reads any element range of the result, casting on the way.
+// Reads any element range of one parameter from its sources, casting on the way. Flat sources
+// are concatenated (ZeRO partitions, whole tensors of a file); N-d chunks are placed by their
+// offsets (DCP shards), row by row along the last dimension.
 struct Reader
 {
     struct Piece
     {
-        const torch::TorchFile* file;
-        const torch::Tensor* tensor;
-        uint64_t offset, count;
+        const layout::TensorFile* file;
+        std::string tensorPath;
+        uint64_t offset, count;                   // flat
+        std::vector<int64_t> chunkOffsets, chunkShape; // N-d chunk
     };
     std::vector<Piece> pieces;
+    std::vector<int64_t> shape; // of the parameter
+    bool chunked = false;
     torch::DType from, to;
     gpu::ComputeBackend* backend = &gpu::cpuBackend();
 
+    // Copies `n` logical elements from `first` of a piece's tensor to dst, cast to `to`.
+    void copy(const Piece& p, const layout::TensorBytes& b, uint64_t first, uint64_t n, uint8_t* dst,
+              std::vector<uint8_t>& staging) const
+    {
+        const uint32_t fs = torch::elementSize(from);
+        gpu::StridedView v{b.storage.bytes.data(), fs, b.shape, b.stride, b.storageOffset};
+        if (from == to) {
+            gpu::cpuBackend().gather(v, first, n, dst);
+        } else {
+            staging.resize(n * fs);
+            gpu::cpuBackend().gather(v, first, n, staging.data());
+            backend->cast(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
+        }
+        // Sources are read once, front to back: let their pages go (bounded RSS).
+        if (b.contiguous)
+            p.file->release(b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs, n * fs);
+    }
+
     void fill(uint64_t byteOffset, uint64_t byteCount, uint8_t* dst) const
     {
-        const uint32_t ts = torch::elementSize(to), fs = torch::elementSize(from);
-        uint64_t first = byteOffset / ts, count = byteCount / ts;
+        const uint32_t ts = torch::elementSize(to);
         std::vector<uint8_t> staging;
+        if (chunked) return fillChunked(byteOffset / ts, byteCount / ts, dst, staging);
+        uint64_t first = byteOffset / ts, count = byteCount / ts;
         for (const Piece& p : pieces) {
             if (!count) break;
             if (first >= p.count) {
@@ -108,180 +115,171 @@ struct Reader
                 continue;
             }
             const uint64_t n = std::min(count, p.count - first);
-            const io::Blob blob = p.file->storageBytes(p.tensor->storage);
-            gpu::StridedView v{blob.bytes.data(), fs, p.tensor->shape, p.tensor->stride,
-                               p.tensor->storageOffset};
-            if (from == to) {
-                gpu::cpuBackend().gather(v, p.offset + first, n, dst);
-            } else {
-                staging.resize(n * fs);
-                gpu::cpuBackend().gather(v, p.offset + first, n, staging.data());
-                backend->cast(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
-            }
-            // Sources are read once, front to back: let their pages go (bounded RSS).
-            if (p.tensor->isContiguous())
-                p.file->release(
-                    blob.bytes.data() + (uint64_t(p.tensor->storageOffset) + p.offset + first) * fs, n * fs);
+            copy(p, p.file->bytes(p.tensorPath), p.offset + first, n, dst, staging);
             dst += n * ts;
             count -= n;
             first = 0;
         }
     }
+
+    void fillChunked(uint64_t first, uint64_t count, uint8_t* dst, std::vector<uint8_t>& staging) const
+    {
+        const uint32_t ts = torch::elementSize(to);
+        const size_t d = shape.size();
+        std::vector<int64_t> outStride(d, 1);
+        for (size_t i = d; i-- > 1;)
+            outStride[i - 1] = outStride[i] * shape[i];
+        const uint64_t end = first + count;
+        for (const Piece& p : pieces) {
+            const int64_t rowLen = d ? p.chunkShape[d - 1] : 1;
+            uint64_t rows = 1;
+            for (size_t i = 0; i + 1 < d; ++i)
+                rows *= uint64_t(p.chunkShape[i]);
+            if (!rowLen || !rows) continue;
+            std::optional<layout::TensorBytes> bytes; // asked for only when a row is needed
+            std::vector<int64_t> idx(d ? d - 1 : 0, 0);
+            for (uint64_t r = 0; r < rows; ++r) {
+                uint64_t at = d ? uint64_t(p.chunkOffsets[d - 1]) : 0;
+                for (size_t i = 0; i + 1 < d; ++i)
+                    at += uint64_t(p.chunkOffsets[i] + idx[i]) * uint64_t(outStride[i]);
+                const uint64_t lo = std::max(at, first), hi = std::min(at + uint64_t(rowLen), end);
+                if (lo < hi) {
+                    if (!bytes) bytes = p.file->bytes(p.tensorPath);
+                    copy(p, *bytes, r * uint64_t(rowLen) + (lo - at), hi - lo, dst + (lo - first) * ts, staging);
+                }
+                for (size_t i = idx.size(); i-- > 0;) { // next row, row-major
+                    if (++idx[i] < p.chunkShape[i]) break;
+                    idx[i] = 0;
+                }
+            }
+        }
+    }
 };
+
+// Composer's ignore_keys: a glob matching a path or any of its ancestors drops it.
+bool ignored(const std::string& path, const std::vector<std::string>& globs)
+{
+    for (const auto& g : globs)
+        for (size_t cut = path.find('/'); ; cut = path.find('/', cut + 1)) {
+            const std::string prefix = cut == std::string::npos ? path : path.substr(0, cut);
+            if (::fnmatch(g.c_str(), prefix.c_str(), 0) == 0) return true;
+            if (cut == std::string::npos) break;
+        }
+    return false;
+}
 
 } // namespace
 
-TensorSet checkpointTensors(const std::string& path, const SourceOptions& options)
+TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
+                     const SourceOptions& options)
 {
-    // Only the chosen tag is parsed, and strictly: an unreadable tag is an error here.
-    const layout::TagFolders folders = layout::findDeepSpeedTags(path);
-    auto named = [&](const std::string& n) {
-        return std::find_if(folders.tags.begin(), folders.tags.end(),
-                            [&](const auto& t) { return t.first == n; });
-    };
-    std::string tagName = options.tag;
-    if (tagName.empty()) {
-        if (named(folders.latest) != folders.tags.end())
-            tagName = folders.latest;
-        else if (folders.tags.size() == 1)
-            tagName = folders.tags.front().first;
-        else {
-            std::string names;
-            for (const auto& t : folders.tags)
-                names += (names.empty() ? "" : ", ") + t.first;
-            throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", path);
-        }
-    }
-    const auto found = named(tagName);
-    if (found == folders.tags.end()) throw Error("no tag '" + tagName + "'", path);
-    const layout::Tag tag =
-        layout::openDeepSpeedTag(found->second, found->first, found->first == folders.latest);
-    if (tag.optimizer == "none")
-        throw Error("tag '" + tag.name +
-                        "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights "
-                        "are the 'module' of " +
-                        (tag.files.empty() ? std::string("the model file") : tag.files.front().name) +
-                        "; export that file instead",
-                    path);
-
+    if (!tag.notExportable.empty()) throw Error(tag.notExportable, tag.dir);
     TensorSet set;
-    set.label = path + " (tag " + tag.name + ")";
+    set.label = opened->model.family == "file" ? tag.dir : opened->model.root + " (tag " + tag.name + ")";
     set.tag = tag.name;
     set.warnings = tag.warnings;
-    auto filesOwner = std::make_shared<FileCache>();
-    FileCache& files = *filesOwner;
-    set.keepAlive = filesOwner;
+    set.exportFiles = tag.exportFiles;
+    const layout::FileSet& files = *opened->files;
+    std::vector<std::shared_ptr<const layout::TensorFile>> held; // alive as long as the set
     std::vector<SourceTensor>& plan = set.tensors;
     std::map<std::string, size_t> index;
-    for (const layout::Parameter& p : tag.params) {
-        if (options.excludeFrozen && p.kind == layout::Parameter::Kind::Frozen) continue;
+    const std::optional<torch::DType> want = options.dtype ? options.dtype : tag.exportDtype;
+    std::vector<const layout::Parameter*> params;
+    for (const auto& p : tag.params)
+        params.push_back(&p);
+    if (options.all)
+        for (const auto& p : tag.otherTensors)
+            params.push_back(&p);
+    std::set<std::string> dropped; // by a filter: their aliases go too
+    for (const layout::Parameter* pp : params) {
+        const layout::Parameter& p = *pp;
+        if ((options.excludeFrozen && p.kind == layout::Parameter::Kind::Frozen) ||
+            ignored(p.path.empty() ? p.name : p.path, options.ignore)) {
+            dropped.insert(p.name);
+            continue;
+        }
         SourceTensor out;
         out.tensor.name = p.name;
         out.tensor.shape = p.shape;
         if (!p.tiedTo.empty()) {
-            if (options.excludeFrozen && !index.count(p.tiedTo)) continue;
+            if (dropped.count(p.tiedTo)) continue;
             out.aliasOf = p.tiedTo;
             plan.push_back(std::move(out));
             continue;
         }
+        if (!p.unreadable.empty()) {
+            set.skipped.push_back("'" + p.name + "' (" + p.unreadable + ")");
+            continue;
+        }
+        if (!scalarOf(p.dtype)) {
+            set.skipped.push_back("'" + p.name + "' (" + std::string(torch::name(p.dtype)) + ")");
+            continue;
+        }
         auto reader = std::make_shared<Reader>();
-        for (const auto& s : p.slices)
-            for (const auto& src : s.master) {
-                const auto& f = files.get(src.file);
-                const torch::Tensor* t = f.tensor(src.tensorPath);
-                if (!t) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
-                reader->pieces.push_back({&f, t, src.offset, src.count});
-                reader->from = t->dtype;
+        reader->shape = p.shape;
+        reader->from = p.dtype;
+        uint64_t available = 0;
+        for (const auto& sl : p.slices)
+            for (const auto& src : sl.master) {
+                held.push_back(files.get(src.file));
+                const layout::TensorFile& f = *held.back();
+                if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
+                reader->from = f.dtypeOf(src.tensorPath);
+                Reader::Piece piece{&f, src.tensorPath, src.offset, src.count, src.chunkOffsets, src.chunkShape};
+                if (!src.chunkOffsets.empty()) {
+                    reader->chunked = true;
+                    uint64_t n = 1;
+                    for (int64_t x : src.chunkShape)
+                        n *= uint64_t(x);
+                    available += n;
+                    if (src.chunkOffsets.size() != p.shape.size() || src.chunkShape.size() != p.shape.size())
+                        throw Error("a chunk of '" + p.name + "' has another rank than the tensor", src.file);
+                    for (size_t i = 0; i < p.shape.size(); ++i)
+                        if (src.chunkOffsets[i] < 0 || src.chunkShape[i] < 0 ||
+                            src.chunkOffsets[i] + src.chunkShape[i] > p.shape[i])
+                            throw Error("a chunk of '" + p.name + "' lies outside its shape", src.file);
+                } else {
+                    available += src.count;
+                }
+                reader->pieces.push_back(std::move(piece));
             }
-        if (reader->pieces.empty()) reader->from = p.dtype;
         torch::DType to = reader->from;
-        if (options.dtype && castable(to)) to = *options.dtype;
+        if (want && castable(to)) to = *want;
         reader->to = to;
         reader->backend = options.backend ? options.backend.get() : &gpu::cpuBackend();
         out.tensor.dtype = to;
         out.tensor.nbytes = p.numel() * torch::elementSize(to);
-        uint64_t available = 0;
-        for (const auto& pc : reader->pieces)
-            available += pc.count;
         if (available != p.numel())
             throw Error("parameter '" + p.name + "' has " + std::to_string(available) + " of its " +
-                            std::to_string(p.numel()) + " elements in the rank files",
+                            std::to_string(p.numel()) + " elements in the " +
+                            (opened->model.family == "file" ? "file" : "checkpoint's files"),
                         tag.dir);
+        // One whole contiguous source, not cast: its bytes can be read in place.
+        if (!reader->chunked && reader->pieces.size() == 1 && reader->from == to && reader->pieces[0].offset == 0)
+            out.direct = reader->pieces[0].file->mappedContiguous(reader->pieces[0].tensorPath);
         out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
         index[p.name] = plan.size();
         plan.push_back(std::move(out));
     }
-
-    return set;
-}
-
-TensorSet fileTensors(const std::string& path)
-{
-    TensorSet set;
-    set.label = path;
-    const FileKind kind = detect(path);
-    if (kind == FileKind::Safetensors) {
-        auto f = std::shared_ptr<safetensors::SafetensorsFile>(safetensors::SafetensorsFile::open(path));
-        set.keepAlive = f;
-        for (const auto& t : f->tensors()) {
-            SourceTensor s;
-            s.tensor.name = t.name;
-            s.tensor.dtype = t.dtype;
-            s.tensor.shape = t.shape;
-            s.tensor.nbytes = t.end - t.begin;
-            const uint8_t* p = f->bytes(t).data();
-            s.direct = p;
-            s.tensor.fill = [p](uint64_t off, uint64_t n, uint8_t* dst) { std::memcpy(dst, p + off, n); };
-            set.tensors.push_back(std::move(s));
-        }
-        return set;
-    }
-    auto f = std::shared_ptr<torch::TorchFile>(torch::TorchFile::open(path));
-    set.keepAlive = f;
-    set.warnings = f->warnings();
-    for (const auto& t : f->tensors()) {
-        if (t.aliasOf >= 0) {
-            SourceTensor s;
-            s.tensor.name = t.path;
-            s.aliasOf = f->tensors()[size_t(t.aliasOf)].path;
-            set.tensors.push_back(std::move(s));
-            continue;
-        }
-        if (t.storage < 0 || !t.note.empty()) {
-            set.skipped.push_back("'" + t.path + "' (" + (t.note.empty() ? "no data" : t.note) + ")");
-            continue;
-        }
-        if (!scalarOf(t.dtype)) {
-            set.skipped.push_back("'" + t.path + "' (" + std::string(torch::name(t.dtype)) + ")");
-            continue;
-        }
-        SourceTensor s;
-        s.tensor.name = t.path;
-        s.tensor.dtype = t.dtype;
-        s.tensor.shape = t.shape;
-        s.tensor.nbytes = t.nbytes();
-        const torch::TorchFile* file = f.get();
-        const torch::Tensor* tp = &t;
-        if (t.isContiguous() && t.numel()) {
-            // Asked without reading: a deflated storage is inflated when (and if) it is read.
-            if (const auto mapped = file->mappedStorageBytes(t.storage))
-                s.direct = mapped->data() + uint64_t(t.storageOffset) * torch::elementSize(t.dtype);
-        }
-        s.tensor.fill = [file, tp](uint64_t off, uint64_t n, uint8_t* dst) {
-            const io::Blob blob = file->storageBytes(tp->storage);
-            const uint32_t es = torch::elementSize(tp->dtype);
-            gpu::StridedView v{blob.bytes.data(), es, tp->shape, tp->stride, tp->storageOffset};
-            gpu::cpuBackend().gather(v, off / es, n / es, dst);
-        };
-        set.tensors.push_back(std::move(s));
-    }
+    set.keepAlive = std::make_shared<std::pair<decltype(opened), decltype(held)>>(std::move(opened), std::move(held));
     return set;
 }
 
 TensorSet anyTensors(const std::string& path, const SourceOptions& options)
 {
-    if (layout::recognize(path) == layout::Family::DeepSpeed) return checkpointTensors(path, options);
-    return fileTensors(path);
+    auto opened = layout::openCheckpointTag(path, options.tag);
+    const layout::Tag& tag = opened->model.tags.front();
+    return tagTensors(std::move(opened), tag, options);
+}
+
+TensorSet checkpointTensors(const std::string& path, const SourceOptions& options)
+{
+    return anyTensors(path, options);
+}
+
+TensorSet fileTensors(const std::string& path)
+{
+    return anyTensors(path, {});
 }
 
 } // namespace ckpt::ops

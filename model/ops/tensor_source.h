@@ -1,9 +1,10 @@
-// Named tensors whose bytes are produced on demand, from any input: the consolidated model of a
-// DeepSpeed tag (what `ckpt export` writes) or the tensors of one torch.save / safetensors
-// file. Export, stats and diff all consume this one shape. The set keeps its files mapped.
+// Named tensors whose bytes are produced on demand, from any checkpoint family: the model of a
+// tag as the family's layout describes it (the consolidated model of a ZeRO tag, the tensors of
+// a file or of a Hugging Face folder, ...). Export, stats and diff all consume this one shape.
 #pragma once
 
 #include "compute_backend.h"
+#include "layout/family.h"
 #include "torch/dtype.h"
 #include "torch/out_tensor.h"
 
@@ -29,23 +30,31 @@ struct TensorSet
     std::vector<SourceTensor> tensors;
     std::vector<std::string> skipped; // "'name' (why)"
     std::vector<std::string> warnings;
+    std::vector<std::pair<std::string, std::string>> exportFiles; // layout::Tag::exportFiles
     std::shared_ptr<void> keepAlive;
 };
 
 struct SourceOptions
 {
-    std::string tag;                                   // checkpoints: empty = latest
-    std::optional<torch::DType> dtype = torch::DType::Float32; // checkpoints: floating tensors' dtype
+    std::string tag; // empty: latest, or the only one
+    // Floating tensors' dtype; nullopt: what the family exports by default (Tag::exportDtype:
+    // fp32 for consolidated ZeRO tags, as zero_to_fp32; as stored for files and HF folders).
+    std::optional<torch::DType> dtype;
     bool excludeFrozen = false;
+    bool all = false;                 // the tag's other tensors too (optimizer state, ...)
+    std::vector<std::string> ignore;  // fnmatch globs over `/` paths: a match drops the subtree
     std::shared_ptr<gpu::ComputeBackend> backend;      // casts; nullptr = CPU
 };
 
-// A DeepSpeed checkpoint folder or tag folder: its consolidated model. Throws Error on damage.
-TensorSet checkpointTensors(const std::string& path, const SourceOptions& options);
-// One file (torch zip, legacy torch, safetensors): its tensors in file order, as stored.
-TensorSet fileTensors(const std::string& path);
-// Whichever of the two `path` is.
+// The model tensors of one tag of an opened checkpoint, any family: what export writes, stats
+// and diff read. The set keeps the opened checkpoint alive. Throws Error on damage.
+TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
+                     const SourceOptions& options);
+// Opens `path` (through the family registry, only the tag asked for) and gives its tensors.
 TensorSet anyTensors(const std::string& path, const SourceOptions& options);
+// The same; kept for callers that know what they hold (a DeepSpeed folder, a single file).
+TensorSet checkpointTensors(const std::string& path, const SourceOptions& options);
+TensorSet fileTensors(const std::string& path);
 
 std::optional<gpu::Scalar> scalarOf(torch::DType d);
 

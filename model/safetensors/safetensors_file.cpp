@@ -50,6 +50,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io::MappedFile> file)
 {
+    ++s_parses;
     auto f = std::make_unique<SafetensorsFile>();
     f->m_file = std::move(file);
     const std::string path = f->m_file->path();

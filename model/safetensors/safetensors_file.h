@@ -6,6 +6,7 @@
 #include "torch/dtype.h"
 #include "torch/out_tensor.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,6 +33,7 @@ public:
     static bool looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize);
     static std::unique_ptr<SafetensorsFile> open(const std::string& path);
     static std::unique_ptr<SafetensorsFile> open(std::shared_ptr<const io::MappedFile> file);
+    static uint64_t parses() { return s_parses.load(); } // as TorchFile::parses
 
     const std::string& path() const { return m_file->path(); }
     const std::vector<TensorInfo>& tensors() const { return m_tensors; } // in header order
@@ -48,6 +50,7 @@ private:
     std::vector<TensorInfo> m_tensors;
     std::map<std::string, std::string> m_metadata;
     uint64_t m_dataOffset = 0;
+    static inline std::atomic<uint64_t> s_parses{0};
 };
 
 using torch::OutTensor;

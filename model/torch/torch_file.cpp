@@ -74,6 +74,7 @@ std::unique_ptr<TorchFile> TorchFile::open(const std::string& path, const pickle
 std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile> file,
                                            const pickle::Limits& limits)
 {
+    ++s_parses;
     std::unique_ptr<TorchFile> f(new TorchFile);
     f->m_file = std::move(file);
     const std::string path = f->m_file->path();

@@ -9,6 +9,7 @@
 #include "pickle/machine.h"
 #include "torch/dtype.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -73,6 +74,8 @@ public:
     static std::unique_ptr<TorchFile> open(const std::string& path, const pickle::Limits& limits = {});
     static std::unique_ptr<TorchFile> open(std::shared_ptr<const io::MappedFile> file,
                                            const pickle::Limits& limits = {});
+    // How many files this process has parsed: tests prove "each file is parsed once per job".
+    static uint64_t parses() { return s_parses.load(); }
 
     const std::string& path() const { return m_file->path(); }
     Format format() const { return m_format; }
@@ -129,6 +132,7 @@ private:
     mutable std::mutex m_inflatedMutex;
     mutable std::vector<std::pair<int, io::Blob>> m_inflated;
 
+    static inline std::atomic<uint64_t> s_parses{0};
     friend class Walker;
 };
 

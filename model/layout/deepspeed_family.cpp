@@ -1,0 +1,39 @@
+// DeepSpeed ZeRO behind the family interface: the parsing itself is in deepspeed.cpp.
+#include "layout/deepspeed.h"
+#include "layout/families.h"
+
+namespace ckpt::layout {
+
+namespace {
+
+class DeepSpeedFamily final : public Family
+{
+public:
+    std::string_view id() const override { return "deepspeed"; }
+    std::string_view lookedFor() const override
+    {
+        return "a DeepSpeed checkpoint (a `latest` file or tag folders holding *_model_states.pt / "
+               "*_optim_states.pt) or a DeepSpeed tag folder (those files directly)";
+    }
+    bool match(const std::string& path) const override { return looksLikeDeepSpeed(path); }
+    TagList listTags(const std::string& path) const override
+    {
+        const TagFolders f = findDeepSpeedTags(path);
+        return {f.root, f.latest, f.tags, {}};
+    }
+    Tag openTag(const TagList& list, size_t index, FileSet& files) const override
+    {
+        const auto& [name, dir] = list.tags.at(index);
+        return openDeepSpeedTag(dir, name, name == list.latest, &files);
+    }
+};
+
+} // namespace
+
+const Family& deepSpeedFamily()
+{
+    static const DeepSpeedFamily f;
+    return f;
+}
+
+} // namespace ckpt::layout

@@ -1,0 +1,12 @@
+// The recognizers the registry (family.cpp) lists. Nothing else names a family directly.
+#pragma once
+
+#include "layout/family.h"
+
+namespace ckpt::layout {
+
+const Family& deepSpeedFamily();   // deepspeed_family.cpp
+const Family& huggingFaceFamily(); // hf_family.cpp
+const Family& singleFileFamily();  // file_family.cpp
+
+} // namespace ckpt::layout

@@ -1,0 +1,117 @@
+#include "layout/family.h"
+
+#include "io/error.h"
+#include "io/input_file.h"
+#include "layout/families.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace ckpt::layout {
+
+const std::vector<const Family*>& families()
+{
+    // Order matters only where two could match one path: specific folders before the generic
+    // single file, which takes any regular file and lets its reader say what is wrong with it.
+    static const std::vector<const Family*> all = {&deepSpeedFamily(), &huggingFaceFamily(), &singleFileFamily()};
+    return all;
+}
+
+const Family& familyOf(const std::string& path)
+{
+    struct stat st
+    {
+    };
+    if (::stat(path.c_str(), &st) != 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
+    for (const Family* f : families())
+        if (f->match(path)) return *f;
+    std::string lookedFor;
+    for (const Family* f : families())
+        if (f->id() != singleFileFamily().id()) lookedFor += std::string(lookedFor.empty() ? "" : "; ") + std::string(f->lookedFor());
+    throw Error("no checkpoint found in this folder; looked for " + lookedFor +
+                    " (a single file is opened by its own path)",
+                path);
+}
+
+const Tag& OpenedCheckpoint::chooseTag(const std::string& name) const
+{
+    const auto& tags = model.tags;
+    auto named = [&](const std::string& n) {
+        return std::find_if(tags.begin(), tags.end(), [&](const Tag& t) { return t.name == n; });
+    };
+    if (!name.empty()) {
+        if (auto it = named(name); it != tags.end()) return *it;
+        throw Error("no tag '" + name + "'", model.root);
+    }
+    for (const Tag& t : tags)
+        if (t.latest) return t;
+    if (tags.size() == 1) return tags.front();
+    std::string names;
+    for (const auto& t : tags)
+        names += (names.empty() ? "" : ", ") + t.name;
+    throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", model.root);
+}
+
+namespace {
+
+std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
+{
+    auto c = std::make_shared<OpenedCheckpoint>();
+    c->family = &familyOf(path);
+    c->files = std::make_shared<FileSet>();
+    list = c->family->listTags(path);
+    c->model.root = list.root;
+    c->model.family = std::string(c->family->id());
+    c->model.warnings = list.warnings;
+    if (!list.latest.empty() &&
+        std::none_of(list.tags.begin(), list.tags.end(), [&](const auto& t) { return t.first == list.latest; }))
+        c->model.warnings.push_back("'latest' names tag '" + list.latest + "', which does not exist");
+    return c;
+}
+
+} // namespace
+
+std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path)
+{
+    TagList list;
+    auto c = start(path, list);
+    for (size_t i = 0; i < list.tags.size(); ++i) {
+        const auto& [name, dir] = list.tags[i];
+        try {
+            c->model.tags.push_back(c->family->openTag(list, i, *c->files));
+        } catch (const Error& e) {
+            Tag t;
+            t.name = name;
+            t.dir = dir;
+            t.latest = name == list.latest;
+            t.warnings.push_back(std::string("cannot be read: ") + e.what());
+            c->model.warnings.push_back("tag " + name + ": " + e.what());
+            c->model.tags.push_back(std::move(t));
+        }
+    }
+    return c;
+}
+
+std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag)
+{
+    TagList list;
+    auto c = start(path, list);
+    // Chosen from names alone, so only that tag is parsed.
+    OpenedCheckpoint names;
+    names.model.root = path;
+    for (const auto& [name, dir] : list.tags) {
+        Tag t;
+        t.name = name;
+        t.latest = name == list.latest;
+        names.model.tags.push_back(std::move(t));
+    }
+    const Tag& chosen = names.chooseTag(tag);
+    const size_t index = size_t(&chosen - names.model.tags.data());
+    c->model.tags.push_back(c->family->openTag(list, index, *c->files));
+    return c;
+}
+
+} // namespace ckpt::layout

@@ -1,0 +1,69 @@
+// A checkpoint family (DeepSpeed ZeRO, a single torch.save / safetensors file, a Hugging Face
+// folder, ...) is one recognizer behind this interface, and the registry is the only way the
+// CLI, the window and the operations open anything: adding a family is new files in
+// model/layout plus one line in family.cpp's list, nothing above this layer.
+#pragma once
+
+#include "layout/checkpoint.h"
+#include "layout/file_set.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckpt::layout {
+
+// The tags a path holds, found cheaply (names, pointers such as `latest`): nothing parsed.
+struct TagList
+{
+    std::string root;
+    std::string latest; // the tag the family's pointer names, possibly one that does not exist
+    std::vector<std::pair<std::string, std::string>> tags; // name, location; in training order
+    std::vector<std::string> warnings;
+};
+
+class Family
+{
+public:
+    virtual ~Family() = default;
+    virtual std::string_view id() const = 0;
+    // For "no checkpoint found; looked for ...": what this family looks like on disk.
+    virtual std::string_view lookedFor() const = 0;
+    // Cheap and content-based (magic bytes, `latest`, `.metadata`, an index JSON; never a name
+    // alone): reads directory entries and at most a few KiB. Never throws.
+    virtual bool match(const std::string& path) const = 0;
+    // Throws Error when the path holds no tag after all.
+    virtual TagList listTags(const std::string& path) const = 0;
+    // Opens one tag fully and strictly (throws Error naming the file on anything inconsistent):
+    // its files, parameters, and for each parameter where its bytes are. Files parsed on the way
+    // are adopted into `files`, so operations never parse them again.
+    virtual Tag openTag(const TagList& list, size_t index, FileSet& files) const = 0;
+};
+
+// In the order they are tried: folder families first, the single file last.
+const std::vector<const Family*>& families();
+// The family holding `path`; throws Error for a missing path, a FIFO/device, or a folder no
+// family recognises (listing what was looked for).
+const Family& familyOf(const std::string& path);
+
+// An opened checkpoint: immutable once returned, shared by every operation and thread that
+// reads it (the window, a comparison, an export), so each file is parsed once.
+struct OpenedCheckpoint
+{
+    const Family* family = nullptr;
+    Checkpoint model;
+    std::shared_ptr<FileSet> files;
+
+    // The tag a job means: `name`, or else the one `latest` names, or else the only one;
+    // throws Error listing the tags when the choice is ambiguous or the name unknown.
+    const Tag& chooseTag(const std::string& name) const;
+};
+
+// Every tag, leniently: a tag that cannot be read is kept with its error as a warning, so one
+// bad save does not hide the others. Throws Error when nothing can be read.
+std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path);
+// One tag (`tag` empty: latest, or the only one), strictly: any damage is an Error.
+std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag);
+
+} // namespace ckpt::layout

@@ -1,0 +1,135 @@
+#include "layout/file_set.h"
+
+#include "io/error.h"
+#include "io/mapped_file.h"
+#include "safetensors/safetensors_file.h"
+#include "torch/torch_file.h"
+
+namespace ckpt::layout {
+
+TensorFile::TensorFile(std::shared_ptr<const torch::TorchFile> f) : m_torch(std::move(f)) {}
+TensorFile::TensorFile(std::shared_ptr<const safetensors::SafetensorsFile> f) : m_st(std::move(f))
+{
+    for (size_t i = 0; i < m_st->tensors().size(); ++i)
+        m_stIndex.emplace(m_st->tensors()[i].name, i);
+}
+
+const safetensors::TensorInfo* TensorFile::stFind(const std::string& name) const
+{
+    const auto it = m_stIndex.find(name);
+    return it == m_stIndex.end() ? nullptr : &m_st->tensors()[it->second];
+}
+
+const std::string& TensorFile::path() const
+{
+    return m_torch ? m_torch->path() : m_st->path();
+}
+
+namespace {
+
+std::vector<int64_t> contiguousStride(const std::vector<int64_t>& shape)
+{
+    std::vector<int64_t> stride(shape.size(), 1);
+    for (size_t i = shape.size(); i-- > 1;)
+        stride[i - 1] = stride[i] * shape[i];
+    return stride;
+}
+
+} // namespace
+
+bool TensorFile::has(const std::string& tensorPath) const
+{
+    return m_torch ? m_torch->tensor(tensorPath) != nullptr : stFind(tensorPath) != nullptr;
+}
+
+torch::DType TensorFile::dtypeOf(const std::string& tensorPath) const
+{
+    if (m_torch) {
+        if (const torch::Tensor* t = m_torch->tensor(tensorPath)) return t->dtype;
+    } else if (const auto* t = stFind(tensorPath)) {
+        return t->dtype;
+    }
+    throw Error("no tensor at '" + tensorPath + "'", path());
+}
+
+TensorBytes TensorFile::bytes(const std::string& tensorPath) const
+{
+    TensorBytes b;
+    if (m_torch) {
+        const torch::Tensor* t = m_torch->tensor(tensorPath);
+        if (!t) throw Error("no tensor at '" + tensorPath + "'", path());
+        if (t->storage < 0) throw Error("tensor '" + tensorPath + "' has no data (" + t->note + ")", path());
+        b.storage = m_torch->storageBytes(t->storage);
+        b.dtype = t->dtype;
+        b.shape = t->shape;
+        b.stride = t->stride;
+        b.storageOffset = t->storageOffset;
+        b.contiguous = t->isContiguous();
+        return b;
+    }
+    const auto* t = stFind(tensorPath);
+    if (!t) throw Error("no tensor '" + tensorPath + "'", path());
+    b.storage = {m_st->bytes(*t), m_st->file()};
+    b.dtype = t->dtype;
+    b.shape = t->shape;
+    b.stride = contiguousStride(t->shape);
+    return b;
+}
+
+const uint8_t* TensorFile::mappedContiguous(const std::string& tensorPath) const
+{
+    if (m_torch) {
+        const torch::Tensor* t = m_torch->tensor(tensorPath);
+        if (!t || t->storage < 0 || !t->isContiguous() || !t->numel()) return nullptr;
+        const auto mapped = m_torch->mappedStorageBytes(t->storage);
+        return mapped ? mapped->data() + uint64_t(t->storageOffset) * torch::elementSize(t->dtype) : nullptr;
+    }
+    const auto* t = stFind(tensorPath);
+    return t ? m_st->bytes(*t).data() : nullptr;
+}
+
+void TensorFile::release(const uint8_t* begin, uint64_t size) const
+{
+    if (m_torch)
+        m_torch->release(begin, size);
+    else
+        m_st->file()->release(begin, size);
+}
+
+std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (auto it = m_files.find(id); it != m_files.end()) return it->second;
+    }
+    // Parsed outside the lock (it may take a while); should two threads race, the first stored wins.
+    auto mapped = io::MappedFile::open(id);
+    const io::ByteSpan head = mapped->bytes().subspan(0, std::min<uint64_t>(mapped->size(), 64));
+    std::shared_ptr<const TensorFile> f;
+    if (safetensors::SafetensorsFile::looksLikeSafetensors(head, mapped->size()))
+        f = std::make_shared<TensorFile>(
+            std::shared_ptr<const safetensors::SafetensorsFile>(safetensors::SafetensorsFile::open(mapped)));
+    else
+        f = std::make_shared<TensorFile>(std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
+    std::lock_guard lock(m_mutex);
+    return m_files.emplace(id, std::move(f)).first->second;
+}
+
+void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> file)
+{
+    std::lock_guard lock(m_mutex);
+    m_files[id] = std::move(file);
+}
+
+void FileSet::adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file)
+{
+    adopt(id, std::make_shared<const TensorFile>(std::move(file)));
+}
+
+size_t FileSet::size() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_files.size();
+}
+
+} // namespace ckpt::layout

@@ -1,0 +1,84 @@
+// The tensor files of one opened checkpoint, each parsed once and then shared by every operation
+// and thread that reads the checkpoint. Sources (layout::Source::file) name files by id: a path,
+// or — for bytes that are not a file of their own (an uncompressed tar member, a span of a
+// .distcp) — the id under which the recognizer adopted the opened piece.
+#pragma once
+
+#include "io/blob.h"
+#include "torch/dtype.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ckpt::torch {
+class TorchFile;
+}
+namespace ckpt::safetensors {
+class SafetensorsFile;
+struct TensorInfo;
+}
+
+namespace ckpt::layout {
+
+// Where one tensor's elements are: its whole storage (kept alive by the blob) and the strided
+// view into it. A deflated zip record is inflated when storage bytes are asked for, not before.
+struct TensorBytes
+{
+    io::Blob storage;
+    torch::DType dtype = torch::DType::Float32;
+    std::vector<int64_t> shape, stride;
+    int64_t storageOffset = 0; // elements
+    bool contiguous = true;
+};
+
+// One parsed file: a torch.save file or a safetensors file.
+class TensorFile
+{
+public:
+    explicit TensorFile(std::shared_ptr<const torch::TorchFile> f);
+    explicit TensorFile(std::shared_ptr<const safetensors::SafetensorsFile> f);
+
+    const std::string& path() const;
+    const torch::TorchFile* torch() const { return m_torch.get(); }
+    const safetensors::SafetensorsFile* safetensors() const { return m_st.get(); }
+    // The tensor at `path` (a `/` path in a torch file, a name in a safetensors file).
+    bool has(const std::string& tensorPath) const;
+    torch::DType dtypeOf(const std::string& tensorPath) const; // throws Error naming the file
+    // Its bytes; throws Error naming the file when there is no such tensor or it has no data.
+    TensorBytes bytes(const std::string& tensorPath) const;
+    // The tensor's contiguous bytes when they lie uncompressed in the mapped file (zero-copy,
+    // nothing read yet), else nullptr.
+    const uint8_t* mappedContiguous(const std::string& tensorPath) const;
+    // Lets pages behind a streaming reader go (see io::MappedFile::release).
+    void release(const uint8_t* begin, uint64_t size) const;
+    // A safetensors file's header entry by name (hashed), or nullptr.
+    const safetensors::TensorInfo* stFind(const std::string& name) const;
+
+private:
+    std::shared_ptr<const torch::TorchFile> m_torch;
+    std::shared_ptr<const safetensors::SafetensorsFile> m_st;
+    std::unordered_map<std::string, size_t> m_stIndex; // safetensors: name -> header position
+};
+
+class FileSet
+{
+public:
+    // The file with this id; a path not yet adopted is opened (parsed) now, once, whatever its
+    // content (torch zip, legacy torch or safetensors, sniffed). Thread-safe.
+    std::shared_ptr<const TensorFile> get(const std::string& id) const;
+    // Puts a file the recognizer already parsed (so the operation does not parse it again).
+    void adopt(const std::string& id, std::shared_ptr<const TensorFile> file);
+    void adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file);
+    size_t size() const;
+
+private:
+    mutable std::mutex m_mutex;
+    mutable std::map<std::string, std::shared_ptr<const TensorFile>> m_files;
+};
+
+} // namespace ckpt::layout

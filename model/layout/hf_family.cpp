@@ -1,0 +1,267 @@
+// A Hugging Face model folder (what save_pretrained writes): model.safetensors, sharded
+// safetensors with model.safetensors.index.json, pytorch_model.bin, or sharded .bin with its
+// index. One tag whose parameters span the shards; config.json is shown; the index is checked
+// against the shards (tensors missing from or extra to it are warnings naming them).
+#include "io/error.h"
+#include "io/input_file.h"
+#include "layout/families.h"
+#include "safetensors/safetensors_file.h"
+#include "torch/torch_file.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace ckpt::layout {
+
+namespace {
+
+constexpr uint64_t kMaxIndexBytes = 256u << 20; // a 100k-tensor index is ~10 MB
+
+bool isTorchOrSafetensors(const fs::path& p)
+{
+    const std::string head = io::readHead(p.string(), 16);
+    if (head.size() >= 2 && (head.compare(0, 2, "PK") == 0 || uint8_t(head[0]) == 0x80)) return true;
+    return safetensors::SafetensorsFile::looksLikeSafetensors(
+        io::ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()), 0);
+}
+
+// The index files of a folder, safetensors first (transformers prefers them too).
+std::vector<fs::path> indexFiles(const fs::path& dir)
+{
+    std::vector<fs::path> out;
+    for (const char* n : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
+        if (fs::is_regular_file(dir / n)) out.push_back(dir / n);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.size() > 11 && n.ends_with(".index.json") && e.is_regular_file(ec) &&
+            std::find(out.begin(), out.end(), e.path()) == out.end())
+            out.push_back(e.path());
+    }
+    return out;
+}
+
+// Weight files without an index: the unsharded names transformers writes.
+std::vector<fs::path> singleWeightFiles(const fs::path& dir)
+{
+    std::vector<fs::path> out;
+    for (const char* n : {"model.safetensors", "pytorch_model.bin"})
+        if (fs::is_regular_file(dir / n) && isTorchOrSafetensors(dir / n)) out.push_back(dir / n);
+    return out;
+}
+
+bool hasWeightMap(const fs::path& index)
+{
+    return io::readHead(index.string(), 1 << 16).find("\"weight_map\"") != std::string::npos;
+}
+
+class HuggingFaceFamily final : public Family
+{
+public:
+    std::string_view id() const override { return "hf"; }
+    std::string_view lookedFor() const override
+    {
+        return "a Hugging Face model folder (model.safetensors, pytorch_model.bin, or an *.index.json "
+               "with a weight_map and its shards)";
+    }
+    bool match(const std::string& path) const override
+    {
+        std::error_code ec;
+        const fs::path dir(path);
+        if (!fs::is_directory(dir, ec)) return false;
+        for (const auto& i : indexFiles(dir))
+            if (hasWeightMap(i)) return true;
+        return !singleWeightFiles(dir).empty();
+    }
+    TagList listTags(const std::string& path) const override
+    {
+        TagList l;
+        l.root = path;
+        l.tags.push_back({fs::path(path).filename().string(), path});
+        return l;
+    }
+    Tag openTag(const TagList& list, size_t index, FileSet& files) const override
+    {
+        const fs::path dir(list.tags.at(index).second);
+        Tag tag;
+        tag.name = list.tags[index].first;
+        tag.dir = dir.string();
+        tag.latest = true;
+        if (fs::is_regular_file(dir / "config.json")) {
+            try {
+                tag.config = nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
+                for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
+                    if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
+            } catch (const nlohmann::json::exception& e) {
+                tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
+            }
+        }
+
+        // Which tensor is in which file: the index's weight_map, or each unsharded file whole.
+        std::vector<std::pair<std::string, std::string>> wanted; // tensor, file name (index order)
+        std::vector<std::string> shardNames;
+        bool indexed = false;
+        for (const auto& i : indexFiles(dir)) {
+            if (!hasWeightMap(i)) continue;
+            nlohmann::ordered_json idx;
+            try {
+                idx = nlohmann::ordered_json::parse(io::readSmallFile(i.string(), kMaxIndexBytes));
+            } catch (const nlohmann::json::exception& e) {
+                throw Error("not a valid index: " + std::string(e.what()), i.string());
+            }
+            if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
+                throw Error("has no \"weight_map\" object", i.string());
+            for (const auto& [name, shard] : idx["weight_map"].items()) {
+                if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i.string());
+                const std::string s = shard.get<std::string>();
+                // A shard is a file in this folder: never a path that leaves it.
+                if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
+                    throw Error("weight_map['" + name + "'] names '" + s + "', not a file of this folder",
+                                i.string());
+                wanted.push_back({name, s});
+                if (std::find(shardNames.begin(), shardNames.end(), s) == shardNames.end()) shardNames.push_back(s);
+            }
+            tag.badges["index"] = i.filename().string();
+            indexed = true;
+            break;
+        }
+        if (!indexed)
+            for (const auto& f : singleWeightFiles(dir))
+                shardNames.push_back(f.filename().string());
+        if (shardNames.empty()) throw Error("no weight files", dir.string());
+
+        std::map<std::string, std::pair<const TensorFile*, std::string>> present; // tensor -> file
+        std::vector<std::shared_ptr<const TensorFile>> opened;
+        std::vector<std::string> missingFiles;
+        for (const auto& s : shardNames) {
+            const fs::path p = dir / s;
+            if (!fs::exists(p)) {
+                missingFiles.push_back(s);
+                continue;
+            }
+            auto f = files.get(p.string());
+            RankFile rf;
+            rf.path = p.string();
+            rf.name = s;
+            rf.size = fs::file_size(p);
+            tag.files.push_back(rf);
+            if (const auto* t = f->torch()) {
+                for (const auto& w : t->warnings())
+                    tag.warnings.push_back(s + ": " + w);
+                for (const auto& x : t->tensors())
+                    present.emplace(x.path, std::make_pair(f.get(), p.string()));
+            } else {
+                for (const auto& x : f->safetensors()->tensors())
+                    present.emplace(x.name, std::make_pair(f.get(), p.string()));
+            }
+            opened.push_back(std::move(f));
+        }
+        for (const auto& s : missingFiles)
+            tag.warnings.push_back("shard " + s + " named by the index does not exist");
+
+        if (!indexed) // every tensor of the file(s), in file order
+            for (const auto& f : opened) {
+                if (const auto* t = f->torch())
+                    for (const auto& x : t->tensors())
+                        wanted.push_back({x.path, fs::path(f->path()).filename().string()});
+                else
+                    for (const auto& x : f->safetensors()->tensors())
+                        wanted.push_back({x.name, fs::path(f->path()).filename().string()});
+            }
+
+        // safetensors' save_model keeps one copy of tied weights and names the dropped ones in the
+        // metadata (dropped -> kept): they are aliases, as torch.save's shared storages are.
+        std::vector<std::pair<std::string, std::string>> aliases;
+        for (const auto& f : opened)
+            if (const auto* st = f->safetensors())
+                for (const auto& [k, v] : st->metadata())
+                    if (k != "format" && present.count(v) && !present.count(k)) aliases.push_back({k, v});
+
+        std::set<std::string> listed;
+        std::vector<std::string> missing, misplaced;
+        for (const auto& [name, shard] : wanted) {
+            listed.insert(name);
+            const auto it = present.find(name);
+            if (it == present.end()) {
+                if (std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == name; }))
+                    continue; // a tied weight the index lists: added as an alias below
+                missing.push_back(name);
+                continue;
+            }
+            const TensorFile& f = *it->second.first;
+            if (fs::path(f.path()).filename().string() != shard) misplaced.push_back(name);
+            tag.params.push_back(paramFrom(f, name));
+        }
+        for (const auto& [name, target] : aliases) {
+            if (present.count(name)) continue;
+            Parameter p = paramFrom(*present[target].first, target);
+            p.name = name;
+            p.tiedTo = target;
+            p.slices.clear();
+            tag.params.push_back(std::move(p));
+        }
+        std::vector<std::string> extra;
+        for (const auto& [name, where] : present)
+            if (!listed.count(name)) extra.push_back(name);
+        auto listOf = [](const std::vector<std::string>& v) {
+            std::string s;
+            for (size_t i = 0; i < v.size() && i < 8; ++i)
+                s += (i ? ", '" : "'") + v[i] + "'";
+            if (v.size() > 8) s += " and " + std::to_string(v.size() - 8) + " more";
+            return s;
+        };
+        if (!missing.empty())
+            tag.warnings.push_back(std::to_string(missing.size()) +
+                                   " tensor(s) named by the index are in no shard: " + listOf(missing));
+        if (!misplaced.empty())
+            tag.warnings.push_back(std::to_string(misplaced.size()) +
+                                   " tensor(s) are in another shard than the index says: " + listOf(misplaced));
+        if (!extra.empty())
+            tag.warnings.push_back(std::to_string(extra.size()) +
+                                   " tensor(s) in the shards are not in the index (left out): " + listOf(extra));
+        return tag;
+    }
+
+private:
+    static Parameter paramFrom(const TensorFile& f, const std::string& name)
+    {
+        Parameter p;
+        p.name = name;
+        RankSlice s;
+        if (const auto* t = f.torch()) {
+            const torch::Tensor* x = t->tensor(name);
+            p.dtype = x->dtype;
+            p.shape = x->shape;
+            if (x->aliasOf >= 0) {
+                p.tiedTo = t->tensors()[size_t(x->aliasOf)].path;
+                return p;
+            }
+            if (x->storage < 0 || !x->note.empty()) {
+                p.unreadable = x->note.empty() ? "no data" : x->note;
+                return p;
+            }
+        } else {
+            const auto* x = f.stFind(name);
+            p.dtype = x->dtype;
+            p.shape = x->shape;
+        }
+        s.length = p.numel();
+        s.master.push_back({f.path(), name, 0, s.length, p.dtype, {}, {}});
+        p.slices.push_back(std::move(s));
+        return p;
+    }
+};
+
+} // namespace
+
+const Family& huggingFaceFamily()
+{
+    static const HuggingFaceFamily f;
+    return f;
+}
+
+} // namespace ckpt::layout
