@@ -50,6 +50,15 @@ struct SlimArgs
     bool json = false;
     bool quiet = false;
 };
+struct UniversalArgs
+{
+    std::string input;
+    std::string output;
+    std::string tag;
+    bool injectMissingState = false;
+    bool json = false;
+    bool quiet = false;
+};
 struct ScanArgs
 {
     std::string path;
@@ -60,6 +69,7 @@ int runInspect(const InspectArgs& a);
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel);
 int runScan(const ScanArgs& a);
 int runSlim(const SlimArgs& a, const ops::CancelToken& cancel);
+int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel);
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel);
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel);
 // The backend for --device auto|cpu|cuda; the choice and its reason go to stderr unless quiet.

@@ -13,10 +13,12 @@ namespace {
 ckpt::ops::CancelToken g_cancel;
 
 int run(CLI::App* inspect, CLI::App* exp, CLI::App* scan, CLI::App* stats, CLI::App* diff, CLI::App* slim,
-        const ckpt::cli::InspectArgs& ia, const ckpt::cli::ExportArgs& ea, const ckpt::cli::ScanArgs& sa,
-        const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df, const ckpt::cli::SlimArgs& sl)
+        CLI::App* uni, const ckpt::cli::InspectArgs& ia, const ckpt::cli::ExportArgs& ea,
+        const ckpt::cli::ScanArgs& sa, const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df,
+        const ckpt::cli::SlimArgs& sl, const ckpt::cli::UniversalArgs& ua)
 {
     if (*slim) return ckpt::cli::runSlim(sl, g_cancel);
+    if (*uni) return ckpt::cli::runUniversal(ua, g_cancel);
     if (*inspect) return ckpt::cli::runInspect(ia);
     if (*exp) return ckpt::cli::runExport(ea, g_cancel);
     if (*scan) return ckpt::cli::runScan(sa);
@@ -116,6 +118,21 @@ int main(int argc, char** argv)
     slim->add_flag("--json", sl.json, "Print one JSON document");
     slim->add_flag("-q,--quiet", sl.quiet, "No progress on stderr");
 
+    ckpt::cli::UniversalArgs ua;
+    auto* uni = app.add_subcommand(
+        "universal",
+        "Convert a DeepSpeed ZeRO 1/2/3 tag into a DeepSpeed Universal checkpoint (as ds_to_universal), "
+        "so DeepSpeed resumes it on another number of GPUs; latest_universal is written beside OUT");
+    uni->add_option("input", ua.input, "checkpoint folder (tag from `latest`) or tag folder")->required();
+    uni->add_option("output", ua.output, "the Universal folder to create (ds_to_universal's --output_folder)")
+        ->required();
+    uni->add_option("--tag", ua.tag, "Tag to convert (default: the one `latest` names)");
+    uni->add_flag("--inject-missing-state", ua.injectMissingState,
+                  "Convert a checkpoint without universal_checkpoint_info (a data-parallel-only model, e.g. "
+                  "Hugging Face) as ds_to_universal's --inject_missing_state does");
+    uni->add_flag("--json", ua.json, "Print one JSON document");
+    uni->add_flag("-q,--quiet", ua.quiet, "No progress on stderr");
+
     ckpt::cli::ScanArgs sa;
     auto* scan = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
     scan->add_option("path", sa.path, "file to scan")->required();
@@ -135,7 +152,7 @@ int main(int argc, char** argv)
     std::string error;
     int rc = 1;
     try {
-        rc = run(inspect, exp, scan, stats, diff, slim, ia, ea, sa, st, df, sl);
+        rc = run(inspect, exp, scan, stats, diff, slim, uni, ia, ea, sa, st, df, sl, ua);
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";
     } catch (const std::bad_alloc&) {

@@ -76,9 +76,10 @@ enum class Access { Reads, Writes };
 // writers() below, which runs it against every overlap case.
 const std::map<QString, Access>& subcommands()
 {
-    static const std::map<QString, Access> m{{"inspect", Access::Reads}, {"stats", Access::Reads},
-                                             {"diff", Access::Reads},    {"scan", Access::Reads},
-                                             {"export", Access::Writes}, {"slim", Access::Writes}};
+    static const std::map<QString, Access> m{{"inspect", Access::Reads},   {"stats", Access::Reads},
+                                             {"diff", Access::Reads},      {"scan", Access::Reads},
+                                             {"export", Access::Writes},   {"slim", Access::Writes},
+                                             {"universal", Access::Writes}};
     return m;
 }
 
@@ -105,6 +106,11 @@ const std::map<QString, Writer>& writers()
           },
           [](const QString& in, const QString& out) {
               return QStringList{"slim", in, out, "-q"};
+          }}},
+        {"universal",
+         {{}, // takes no single file
+          [](const QString& in, const QString& out) {
+              return QStringList{"universal", in, out, "--inject-missing-state", "-q"};
           }}},
     };
     return m;

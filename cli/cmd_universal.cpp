@@ -1,0 +1,58 @@
+#include "commands.h"
+
+#include "ops/inspect.h"
+#include "ops/universal.h"
+#include "progress.h"
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace ckpt::cli {
+
+int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
+{
+    ops::UniversalOptions o;
+    o.tag = a.tag;
+    o.injectMissingState = a.injectMissingState;
+    const auto start = std::chrono::steady_clock::now();
+    ops::UniversalResult r;
+    {
+        ProgressPrinter printer(a.quiet || a.json);
+        r = ops::universal(a.input, a.output, o, printer.sink(), cancel);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t moved = r.tensorBytes + r.copiedBytes;
+    if (a.json) {
+        nlohmann::ordered_json doc;
+        doc["input"] = a.input;
+        doc["tag"] = r.tag;
+        doc["output"] = r.output;
+        doc["latest_universal"] = r.latestFile;
+        doc["zero_stage"] = r.zeroStage;
+        doc["world_size"] = r.worldSize;
+        doc["optimizer"] = r.optimizer;
+        doc["parameters"] = r.parameters;
+        doc["files"] = r.files;
+        doc["tensor_bytes"] = r.tensorBytes;
+        doc["copied_bytes"] = r.copiedBytes;
+        doc["bytes_written"] = r.bytesWritten;
+        doc["seconds"] = seconds;
+        doc["warnings"] = r.warnings;
+        std::cout << doc.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "wrote " << r.output << ": Universal checkpoint of tag " << r.tag << " (ZeRO stage "
+              << r.zeroStage << ", " << r.worldSize << " ranks), " << r.parameters << " parameters, "
+              << r.files << " files, " << ops::humanBytes(r.bytesWritten) << " in " << std::fixed;
+    std::cout.precision(1);
+    std::cout << seconds << " s";
+    std::cout.precision(2);
+    if (seconds > 0) std::cout << " (" << double(moved) / seconds / 1e9 << " GB/s)";
+    std::cout << "\nwrote " << r.latestFile << " (load it with \"checkpoint\": {\"load_universal\": true})\n";
+    for (const auto& w : r.warnings)
+        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+    return 0;
+}
+
+} // namespace ckpt::cli

@@ -1,0 +1,899 @@
+#include "ops/universal.h"
+
+#include "compute_backend.h"
+#include "io/mapped_file.h"
+#include "io/output.h"
+#include "layout/deepspeed.h"
+#include "ops/tensor_source.h"
+#include "pickle/writer.h"
+#include "torch/torch_file.h"
+#include "torch/torch_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <xxhash.h>
+
+namespace ckpt::ops {
+
+namespace fs = std::filesystem;
+using pickle::Kind;
+using pickle::Value;
+using torch::asInt;
+using torch::asString;
+using torch::dictGet;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Which tag, and whether ds_to_universal would take it at all.
+
+struct TagChoice
+{
+    std::string name, dir;
+    bool latest = false;
+};
+
+TagChoice chooseTag(const std::string& input, const std::string& wanted)
+{
+    const layout::TagFolders found = layout::findDeepSpeedTags(input);
+    std::string names;
+    for (const auto& [n, d] : found.tags)
+        names += (names.empty() ? "" : ", ") + n;
+    auto pick = [&](const std::string& n) -> std::optional<TagChoice> {
+        for (const auto& [tn, dir] : found.tags)
+            if (tn == n) return TagChoice{tn, dir, tn == found.latest};
+        return std::nullopt;
+    };
+    if (!wanted.empty()) {
+        if (auto t = pick(wanted)) return *t;
+        throw Error("no tag '" + wanted + "' (tags: " + names + ")", input);
+    }
+    if (found.tags.size() == 1) return {found.tags[0].first, found.tags[0].second, true};
+    if (!found.latest.empty()) {
+        if (auto t = pick(found.latest)) return *t;
+        throw Error("'latest' names tag '" + found.latest +
+                        "', which does not exist; choose one with --tag (tags: " + names + ")",
+                    input);
+    }
+    throw Error("several tags and no 'latest': choose one with --tag (tags: " + names + ")", input);
+}
+
+// Refusals that need only file names and the first optimizer file, so that a missing rank
+// file is named as the file that is missing (not just "rank 3").
+void preflight(const std::string& tagDir)
+{
+    std::vector<layout::RankFile> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(tagDir, ec))
+        if (e.is_regular_file(ec)) files.push_back(layout::classifyTagFile(e.path().string()));
+    if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
+    std::map<int, const layout::RankFile*> optims;
+    std::string prefix;
+    bool stage3Models = false;
+    std::set<int> modelRanks;
+    for (const auto& f : files) {
+        if (f.role == layout::FileRole::Layer)
+            throw Error("pipeline-parallel checkpoint (layer files such as " + f.name +
+                            "): not converted to Universal yet",
+                        tagDir);
+        if (f.role == layout::FileRole::Expert || f.role == layout::FileRole::ExpertOptim)
+            throw Error("MoE checkpoint (expert files such as " + f.name +
+                            "): not converted to Universal yet",
+                        tagDir);
+        if ((f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates) &&
+            f.mpRank != 0)
+            throw Error("tensor-parallel checkpoint (" + f.name + " is model-parallel rank " +
+                            std::to_string(f.mpRank) + "): not converted to Universal yet",
+                        tagDir);
+        if (f.role == layout::FileRole::OptimStates) {
+            optims[f.dpRank] = &f;
+            prefix = f.prefix;
+        }
+        if (f.role == layout::FileRole::ModelStates && f.dpRank >= 0) {
+            stage3Models = true;
+            modelRanks.insert(f.dpRank);
+        }
+    }
+    if (optims.empty())
+        throw Error("no *_optim_states.pt files: a ZeRO-0 or non-ZeRO save has no optimizer partitions to "
+                    "convert (ds_to_universal: \"can't find *_optim_states.pt files\")",
+                    tagDir);
+    const auto optimName = [&](int r) {
+        return prefix + "zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt";
+    };
+    // Ranks 0..W-1 with W = partition_count of rank 0's file.
+    const layout::RankFile* first = optims.count(0) ? optims.at(0) : nullptr;
+    if (!first)
+        throw Error("missing: the optimizer states of rank 0", (fs::path(tagDir) / optimName(0)).string());
+    const auto f0 = torch::TorchFile::open(first->path);
+    const Value* pc = f0->value("optimizer_state_dict/partition_count");
+    int64_t world = 0;
+    if (auto n = asInt(pc))
+        world = *n;
+    else if (auto l = torch::asInts(pc); l && !l->empty())
+        world = *std::max_element(l->begin(), l->end());
+    if (world <= 0 || world > (1 << 20))
+        throw Error("no usable partition_count in the optimizer states", first->path);
+    for (int r = 0; r < world; ++r) {
+        if (!optims.count(r))
+            throw Error("missing: the optimizer states of rank " + std::to_string(r) + " of " +
+                            std::to_string(world) + " (the save did not complete on every rank)",
+                        (fs::path(tagDir) / optimName(r)).string());
+        if (stage3Models && !modelRanks.count(r))
+            throw Error(
+                "missing: the model states of rank " + std::to_string(r) + " of " + std::to_string(world),
+                (fs::path(tagDir) / ("zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_model_states.pt"))
+                    .string());
+    }
+    if (optims.rbegin()->first >= world)
+        throw Error("optimizer states of rank " + std::to_string(optims.rbegin()->first) +
+                        " but partition_count is " + std::to_string(world) +
+                        " (a stale file from an older save?)",
+                    optims.rbegin()->second->path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// universal_checkpoint_info: how ds_to_universal merges tensor-parallel slices. With one
+// tensor-parallel rank only the keys it writes and the vocabulary cut remain.
+
+struct Pattern
+{
+    std::string text;
+    std::regex re;
+};
+
+struct Rules
+{
+    std::vector<Pattern> replicated, average, row, vocab, twoSub, subParams;
+    std::optional<int64_t> originalVocab;
+    std::set<std::string> unused;
+
+    static std::vector<Pattern> list(const Value* info, const char* key, std::set<std::string>& all,
+                                     const std::string& file)
+    {
+        std::vector<Pattern> out;
+        const Value* l = dictGet(info, key);
+        if (!l || l->kind == Kind::None) return out;
+        if (l->kind != Kind::List && l->kind != Kind::Tuple)
+            throw Error(std::string("universal_checkpoint_info '") + key + "' is not a list of patterns",
+                        file);
+        for (const Value* p : l->items) {
+            const auto s = asString(p);
+            if (!s)
+                throw Error(std::string("universal_checkpoint_info '") + key + "' holds a non-string", file);
+            try {
+                out.push_back({*s, std::regex(*s)});
+            } catch (const std::regex_error& e) {
+                throw Error("universal_checkpoint_info pattern '" + *s +
+                                "' is not a regular expression we can read (" + e.what() + ")",
+                            file);
+            }
+            all.insert(*s);
+        }
+        return out;
+    }
+
+    // Python's re.match: anchored at the start only. More than one match is DeepSpeed's error too.
+    const Pattern* match(const std::vector<Pattern>& ps, const std::string& name, const std::string& file)
+    {
+        const Pattern* hit = nullptr;
+        for (const Pattern& p : ps)
+            if (std::regex_search(name, p.re, std::regex_constants::match_continuous)) {
+                if (hit)
+                    throw Error("parameter '" + name + "' matches more than one pattern ('" + hit->text +
+                                    "', '" + p.text + "') of universal_checkpoint_info",
+                                file);
+                hit = &p;
+            }
+        if (hit) unused.erase(hit->text);
+        return hit;
+    }
+};
+
+Rules readRules(const Value* info, const std::string& file)
+{
+    Rules r;
+    if (!info) return r;
+    if (info->kind != Kind::Dict) throw Error("universal_checkpoint_info is not a dict", file);
+    for (const char* refused : {"affine_map", "autotp_unsupported_parameter_patterns"}) {
+        const Value* v = dictGet(info, refused);
+        if (v && !(v->kind == Kind::Dict && v->entries.empty()) && v->kind != Kind::None)
+            throw Error(std::string("universal_checkpoint_info has '") + refused +
+                            "' (AutoTP metadata): not converted to Universal yet",
+                        file);
+    }
+    std::set<std::string> all;
+    r.replicated = Rules::list(info, "tp_replicated_parameter_patterns", all, file);
+    r.average = Rules::list(info, "parameter_to_average_patterns", all, file);
+    r.row = Rules::list(info, "parameter_with_row_parallelism_patterns", all, file);
+    r.vocab = Rules::list(info, "vocabulary_parameter_patterns", all, file);
+    r.twoSub = Rules::list(info, "parameter_with_2_sub_params_cat_dim_0", all, file);
+    if (const Value* sp = dictGet(info, "parameter_with_sub_params"); sp && !sp->items.empty())
+        throw Error(
+            "universal_checkpoint_info has 'parameter_with_sub_params': not converted to Universal yet",
+            file);
+    r.originalVocab = asInt(dictGet(info, "original_vocab_size"));
+    if (!r.vocab.empty() && !r.originalVocab)
+        throw Error("universal_checkpoint_info has vocabulary patterns but no original_vocab_size", file);
+    r.unused = all;
+    return r;
+}
+
+// What ds_to_universal's merge writes beside `param` for one parameter (stage <= 2).
+struct ParamForm
+{
+    std::vector<std::pair<std::string, int64_t>> intKeys; // cat_dim, param_n_sub_params
+    bool vocab = false;
+    bool average = false; // sum(slices) / n: exact, except that -0.0 becomes +0.0
+    std::vector<int64_t> shape;
+};
+
+ParamForm formOf(Rules& rules, const layout::Parameter& p, const std::string& file)
+{
+    ParamForm f;
+    f.shape = p.shape;
+    if (rules.match(rules.replicated, p.name, file)) {
+    } else if (rules.match(rules.average, p.name, file)) {
+        f.average = true;
+    } else if (rules.match(rules.twoSub, p.name, file)) {
+        f.intKeys = {{"cat_dim", 0}, {"param_n_sub_params", 2}};
+    } else {
+        f.intKeys = {{"cat_dim", rules.match(rules.row, p.name, file) ? 1 : 0}};
+    }
+    if (rules.match(rules.vocab, p.name, file)) {
+        if (f.shape.size() < 2)
+            throw Error("vocabulary parameter '" + p.name + "' has fewer than two dimensions", file);
+        f.vocab = true;
+        f.shape[0] = std::min(f.shape[0], *rules.originalVocab);
+    }
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pickle trees for the files we write, built from nodes as torch.save would pickle them.
+
+class Tree
+{
+public:
+    Value* node(Kind k) { return m_arena.make(k); }
+    Value* str(const std::string& s)
+    {
+        Value* v = node(Kind::Str);
+        v->text = s;
+        return v;
+    }
+    Value* integer(int64_t i)
+    {
+        Value* v = node(Kind::Int);
+        v->integer = i;
+        return v;
+    }
+    Value* boolean(bool b)
+    {
+        Value* v = node(Kind::Bool);
+        v->boolean = b;
+        return v;
+    }
+    Value* global(const std::string& module, const std::string& name)
+    {
+        Value* v = node(Kind::Global);
+        v->text = module;
+        v->name = name;
+        return v;
+    }
+    Value* tuple(std::vector<Value*> items)
+    {
+        Value* v = node(Kind::Tuple);
+        v->items = std::move(items);
+        return v;
+    }
+    Value* ints(const std::vector<int64_t>& xs)
+    {
+        std::vector<Value*> items;
+        for (int64_t x : xs)
+            items.push_back(integer(x));
+        return tuple(std::move(items));
+    }
+    Value* call(Value* callable, Value* args)
+    {
+        Value* v = node(Kind::Call);
+        v->callable = callable;
+        v->args = args;
+        return v;
+    }
+    // torch._utils._rebuild_tensor_v2 of a whole, contiguous storage `key` on the CPU.
+    Value* tensor(torch::DType dt, const std::vector<int64_t>& shape, const std::string& key)
+    {
+        const auto& inf = torch::info(dt);
+        if (inf.storageClass.empty())
+            throw Error("cannot write " + std::string(inf.name) + " tensors to a torch.save file");
+        std::vector<int64_t> stride(shape.size(), 1);
+        for (size_t i = shape.size(); i-- > 1;)
+            stride[i - 1] = stride[i] * std::max<int64_t>(shape[i], 1);
+        Value* pid = node(Kind::PersistentRef);
+        pid->args = tuple({str("storage"), global("torch", std::string(inf.storageClass)), str(key),
+                           str("cpu"), integer(int64_t(gpu::numelOf(shape)))});
+        return call(global("torch._utils", "_rebuild_tensor_v2"),
+                    tuple({pid, integer(0), ints(shape), ints(stride), boolean(false),
+                           call(global("collections", "OrderedDict"), tuple({}))}));
+    }
+
+private:
+    pickle::Arena m_arena;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading element ranges of the rank files' flat tensors.
+
+class RankFiles
+{
+public:
+    const torch::TorchFile& get(const std::string& path)
+    {
+        auto& f = m_files[path];
+        if (!f) f = torch::TorchFile::open(path);
+        return *f;
+    }
+
+private:
+    std::map<std::string, std::unique_ptr<torch::TorchFile>> m_files;
+};
+
+// `bytes` bytes of storage `storage` of `file`, from byte `offset`.
+struct Piece
+{
+    const torch::TorchFile* file = nullptr;
+    int storage = -1;
+    uint64_t offset = 0, bytes = 0;
+};
+
+Piece pieceOf(RankFiles& files, const layout::Source& s, torch::DType& dtype)
+{
+    const torch::TorchFile& f = files.get(s.file);
+    const torch::Tensor* t = f.tensor(s.tensorPath);
+    if (!t || t->storage < 0) throw Error("expected a tensor at '" + s.tensorPath + "'", s.file);
+    if (t->shape.size() != 1 || (t->shape[0] > 1 && t->stride[0] != 1))
+        throw Error("'" + s.tensorPath + "' is not a flat contiguous tensor", s.file);
+    if (s.offset + s.count > t->numel())
+        throw Error("'" + s.tensorPath + "' is shorter than the partition layout needs", s.file);
+    dtype = t->dtype;
+    const uint64_t es = torch::elementSize(t->dtype);
+    Piece p{&f, t->storage, (uint64_t(t->storageOffset) + s.offset) * es, s.count * es};
+    if (p.offset + p.bytes > f.storages()[size_t(t->storage)].nbytes)
+        throw Error("'" + s.tensorPath + "' reaches past the end of its storage", s.file);
+    return p;
+}
+
+// The bytes of one output tensor: its pieces concatenated.
+torch::OutTensor concatenation(const std::string& key, torch::DType dtype, std::vector<Piece> pieces,
+                               bool positiveZeros)
+{
+    torch::OutTensor o;
+    o.name = key;
+    o.dtype = dtype;
+    for (const Piece& p : pieces)
+        o.nbytes += p.bytes;
+    o.shape = {int64_t(o.nbytes / torch::elementSize(dtype))};
+    const uint32_t es = torch::elementSize(dtype);
+    o.fill = [pieces = std::move(pieces), positiveZeros, es](uint64_t offset, uint64_t count, uint8_t* dst) {
+        uint8_t* const start = dst;
+        const uint64_t n0 = count;
+        for (const Piece& p : pieces) {
+            if (!count) break;
+            if (offset >= p.bytes) {
+                offset -= p.bytes;
+                continue;
+            }
+            const uint64_t n = std::min(count, p.bytes - offset);
+            const io::Blob blob = p.file->storageBytes(p.storage);
+            const uint8_t* src = blob.bytes.data() + p.offset + offset;
+            std::memcpy(dst, src, n);
+            p.file->release(src, n); // read once, front to back: the pages may go
+            dst += n;
+            count -= n;
+            offset = 0;
+        }
+        if (positiveZeros) // DeepSpeed averages TP slices as 0 + x + ...: -0.0 comes out as +0.0
+            for (uint8_t* e = start; e + es <= start + n0; e += es) {
+                bool negZero = (e[es - 1] == 0x80);
+                for (uint32_t i = 0; i + 1 < es && negZero; ++i)
+                    negZero = e[i] == 0;
+                if (negZero) e[es - 1] = 0;
+            }
+    };
+    return o;
+}
+
+// A whole tensor of a file as float32, as `tensor.float()` gives it.
+torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, const torch::Tensor& t)
+{
+    const auto from = scalarOf(t.dtype);
+    if (!from || t.storage < 0) throw Error("'" + t.path + "' cannot be converted to float32", f.path());
+    torch::OutTensor o;
+    o.name = key;
+    o.dtype = torch::DType::Float32;
+    o.shape = {int64_t(t.numel())};
+    o.nbytes = t.numel() * 4;
+    const torch::TorchFile* file = &f;
+    o.fill = [file, t, from = *from](uint64_t offset, uint64_t count, uint8_t* dst) {
+        const io::Blob blob = file->storageBytes(t.storage);
+        const gpu::StridedView v{blob.bytes.data(), torch::elementSize(t.dtype), t.shape, t.stride,
+                                 t.storageOffset};
+        std::vector<uint8_t> staging(count / 4 * torch::elementSize(t.dtype));
+        gpu::cpuBackend().gather(v, offset / 4, count / 4, staging.data());
+        gpu::cpuBackend().cast(from, gpu::Scalar::F32, staging.data(), dst, count / 4);
+    };
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing: every file under its temporary name, re-read and checked before it counts.
+
+uint64_t hashStorage(const torch::TorchFile& f, int storage)
+{
+    const io::Blob blob = f.storageBytes(storage);
+    const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+    XXH3_64bits_reset(state.get());
+    const uint64_t chunk = 16u << 20;
+    for (uint64_t at = 0; at < blob.bytes.size(); at += chunk) {
+        const uint64_t n = std::min<uint64_t>(chunk, blob.bytes.size() - at);
+        XXH3_64bits_update(state.get(), blob.bytes.data() + at, n);
+        f.release(blob.bytes.data() + at, n);
+    }
+    return XXH3_64bits_digest(state.get());
+}
+
+class Writer
+{
+public:
+    Writer(io::OutputTransaction& tx, const ProgressSink& progress, const CancelToken& cancel, uint64_t total)
+        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total)
+    {
+    }
+
+    // A torch.save zip: `pickle` and one record per storage, then re-read: the pickle parses and
+    // every storage holds the bytes written.
+    void torchFile(const std::string& rel, const std::string& pickle,
+                   const std::vector<torch::OutTensor>& storages)
+    {
+        m_cancel.throwIfCancelled();
+        m_stage = rel;
+        io::AtomicFile& out = m_tx.create(rel);
+        const std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
+            out, fs::path(rel).stem().string(), pickle, storages, [this](uint64_t n) { advance(n); },
+            m_cancel);
+        out.finish();
+        const auto back = torch::TorchFile::open(out.tempPath());
+        std::unordered_map<std::string, size_t> want;
+        for (size_t i = 0; i < storages.size(); ++i)
+            want[storages[i].name] = i;
+        if (back->storages().size() != storages.size())
+            throw Error("verification failed: " + std::to_string(back->storages().size()) +
+                            " storages read back, " + std::to_string(storages.size()) + " written",
+                        out.finalPath());
+        for (size_t i = 0; i < back->storages().size(); ++i) {
+            const torch::Storage& s = back->storages()[i];
+            const auto it = want.find(s.key);
+            if (it == want.end() || s.nbytes != storages[it->second].nbytes ||
+                hashStorage(*back, int(i)) != hashes[it->second])
+                throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
+                            out.finalPath());
+        }
+        done(out);
+    }
+
+    // A byte-for-byte copy (shutil.copy2 in ds_to_universal), hashed on the way and re-read.
+    void copy(const std::string& from, const std::string& rel)
+    {
+        m_cancel.throwIfCancelled();
+        m_stage = rel;
+        const auto in = io::MappedFile::open(from);
+        io::AtomicFile& out = m_tx.create(rel);
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                             &XXH3_freeState);
+        XXH3_64bits_reset(state.get());
+        const uint64_t chunk = 16u << 20;
+        for (uint64_t at = 0; at < in->size(); at += chunk) {
+            m_cancel.throwIfCancelled();
+            const uint64_t n = std::min(chunk, in->size() - at);
+            const uint8_t* p = in->bytes().data() + at;
+            XXH3_64bits_update(state.get(), p, n);
+            out.write(p, n);
+            in->release(p, n);
+            advance(n);
+        }
+        out.finish();
+        const auto back = io::MappedFile::open(out.tempPath());
+        if (back->size() != in->size() ||
+            XXH3_64bits(back->bytes().data(), back->size()) != XXH3_64bits_digest(state.get()))
+            throw Error("verification failed: the copy differs from the input", out.finalPath());
+        back->release(back->bytes().data(), back->size());
+        done(out);
+    }
+
+    size_t files() const { return m_files; }
+    uint64_t written() const { return m_written; }
+
+private:
+    void advance(uint64_t n)
+    {
+        m_done += n;
+        if (m_progress)
+            m_progress({int(m_total ? std::min<uint64_t>(m_done * 990 / m_total, 990) : 990), m_stage, m_done,
+                        m_total});
+    }
+    void done(const io::AtomicFile& out)
+    {
+        ++m_files;
+        m_written += out.written();
+    }
+
+    io::OutputTransaction& m_tx;
+    const ProgressSink& m_progress;
+    const CancelToken& m_cancel;
+    uint64_t m_total = 0, m_done = 0, m_written = 0;
+    size_t m_files = 0;
+    std::string m_stage;
+};
+
+// `root` (a node of `src`'s pickle, or a new node over some of them) as torch.save writes a
+// loaded object: the same pickle, every storage it reaches copied whole.
+void writeTree(Writer& w, const std::string& rel, const Value* root, const torch::TorchFile& src)
+{
+    Tree tree;
+    std::unordered_map<const Value*, const Value*> subst;
+    std::vector<torch::OutTensor> records;
+    std::set<int> taken;
+    std::vector<const Value*> todo{root};
+    std::unordered_set<const Value*> seen;
+    const auto& storages = src.storages();
+    while (!todo.empty()) {
+        const Value* v = todo.back();
+        todo.pop_back();
+        if (!v || !seen.insert(v).second) continue;
+        if (v->kind != Kind::PersistentRef) {
+            pickle::forEachChild(v, [&](const Value* c) { todo.push_back(c); });
+            continue;
+        }
+        const Value* a = v->args;
+        if (v->integer < 0 || size_t(v->integer) >= storages.size() || !a || a->kind != Kind::Tuple ||
+            a->items.size() < 5)
+            throw Error("a persistent id that is not a storage", src.path());
+        const torch::Storage& s = storages[size_t(v->integer)];
+        if (s.viewOf >= 0)
+            throw Error("legacy storage views cannot be copied into a Universal checkpoint", src.path());
+        // Zip ids have five items; a legacy file's sixth (view metadata) has no place in a zip.
+        Value* pid = tree.node(Kind::PersistentRef);
+        pid->args = tree.tuple({a->items[0], a->items[1], tree.str(s.key), a->items[3], a->items[4]});
+        subst[v] = pid;
+        if (!taken.insert(int(v->integer)).second) continue;
+        torch::OutTensor o;
+        o.name = s.key;
+        o.dtype = torch::DType::UInt8;
+        o.shape = {int64_t(s.nbytes)};
+        o.nbytes = s.nbytes;
+        const torch::TorchFile* f = &src;
+        const int index = int(v->integer);
+        o.fill = [f, index](uint64_t offset, uint64_t count, uint8_t* dst) {
+            const io::Blob blob = f->storageBytes(index);
+            std::memcpy(dst, blob.bytes.data() + offset, count);
+            f->release(blob.bytes.data() + offset, count);
+        };
+        records.push_back(std::move(o));
+    }
+    pickle::WriteOptions o;
+    o.protocol = 2;
+    o.substitute = [&subst](const Value* v) -> const Value* {
+        const auto it = subst.find(v);
+        return it == subst.end() ? nullptr : it->second;
+    };
+    w.torchFile(rel, pickle::write(root, o), records);
+}
+
+// A file whose content is one new tensor (stage 3) or {keys..., 'param': tensor} (stage <= 2).
+void writeState(Writer& w, const std::string& rel, const std::vector<std::pair<std::string, Value*>>& keys,
+                bool asDict, torch::OutTensor data, const std::vector<int64_t>& shape)
+{
+    Tree tree;
+    data.name = "0";
+    Value* t = tree.tensor(data.dtype, shape, data.name);
+    Value* root = t;
+    if (asDict) {
+        root = tree.node(Kind::Dict);
+        for (const auto& [k, v] : keys)
+            root->entries.push_back({tree.str(k), v});
+        root->entries.push_back({tree.str("param"), t});
+    }
+    pickle::WriteOptions o;
+    o.protocol = 2;
+    w.torchFile(rel, pickle::write(root, o), {std::move(data)});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// ds_to_universal extracts groups 0..len(state)-1 of base_optimizer_state['state'] of each
+// rank: a group the optimizer has not stepped yet has no fragments.
+bool hasGroupState(const torch::TorchFile& f, int group)
+{
+    const Value* st = f.value("optimizer_state_dict/base_optimizer_state/state");
+    return st && group >= 0 && size_t(group) < st->entries.size() && dictGet(st, std::to_string(group));
+}
+
+struct Plan
+{
+    layout::Tag tag;
+    std::string optim0, model0;      // rank 0's optimizer file; the model file ds_to_universal reads
+    std::vector<std::string> copies; // model-states files copied into the output
+    uint64_t totalBytes = 0;
+};
+
+bool emptyOfFiles(const std::string& dir)
+{
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return true;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (!it->is_directory(ec) &&
+            it->path().filename().string().find(".ckpt-partial-") == std::string::npos)
+            return false;
+    return true;
+}
+
+} // namespace
+
+UniversalResult universal(const std::string& input, const std::string& output,
+                          const UniversalOptions& options, const ProgressSink& progress,
+                          const CancelToken& cancel)
+{
+    std::error_code ec;
+    if (!fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
+    const TagChoice choice = chooseTag(input, options.tag);
+
+    // OUT as ds_to_universal takes --output_folder; latest_universal names it from its parent.
+    fs::path out = fs::path(output).lexically_normal();
+    if (!out.has_filename()) out = out.parent_path();
+    if (out.empty() || out.filename() == "." || out.filename() == "..")
+        throw Error("give the Universal checkpoint a folder name of its own (latest_universal names it)",
+                    output);
+    const fs::path latestPath =
+        (out.has_parent_path() ? out.parent_path() : fs::path(".")) / "latest_universal";
+
+    // Given a tag folder (as ds_to_universal's --input_folder), OUT may lie beside it in the
+    // checkpoint root, where load_checkpoint(root) with load_universal looks; given the root,
+    // OUT may not lie in it (no output inside an input).
+    const std::vector<std::string> inputs = {input, choice.dir};
+    io::OutputTransaction tx(inputs, output, io::OutputTransaction::Shape::Folder);
+    reportNotes(progress, tx.notes());
+    if (!emptyOfFiles(out.string()))
+        throw Error("the output folder is not empty: a Universal checkpoint goes into a new or empty folder "
+                    "(files of an earlier conversion would mix with this one)",
+                    out.string());
+    io::OutputTransaction latestTx(inputs, latestPath.string(), io::OutputTransaction::Shape::File);
+    reportNotes(progress, latestTx.notes());
+
+    preflight(choice.dir);
+    if (progress) progress({0, "reading " + choice.dir, 0, 0});
+    Plan plan;
+    plan.tag = layout::openDeepSpeedTag(choice.dir, choice.name, choice.latest);
+    const layout::Tag& tag = plan.tag;
+    if (tag.optimizer != "zero" && tag.optimizer != "bf16_optimizer")
+        throw Error("no ZeRO optimizer partitions: nothing to convert to Universal", tag.dir);
+    if (tag.zeroStage < 1 || tag.zeroStage > 3)
+        throw Error("ZeRO stage " + std::to_string(tag.zeroStage) + " cannot be converted", tag.dir);
+    const bool stage3 = tag.zeroStage == 3;
+    for (const auto& f : tag.files) {
+        if (f.role == layout::FileRole::OptimStates && f.dpRank == 0) plan.optim0 = f.path;
+        if (f.role == layout::FileRole::ModelStates) {
+            if (plan.model0.empty()) plan.model0 = f.path;
+            // ds_to_universal copies mp_rank_* files (stage <= 2) or every *model_states.pt (3).
+            if (stage3 || f.name.rfind("mp_rank_", 0) == 0) plan.copies.push_back(f.path);
+        }
+    }
+    if (!stage3 &&
+        (plan.copies.empty() || fs::path(plan.model0).filename().string().rfind("mp_rank_", 0) != 0))
+        throw Error("no mp_rank_*_model_states.pt file (DeepSpeedCheckpoint needs one for ZeRO stage " +
+                        std::to_string(tag.zeroStage) + ")",
+                    tag.dir);
+
+    RankFiles files;
+    const torch::TorchFile& m0 = files.get(plan.model0);
+    const torch::TorchFile& o0 = files.get(plan.optim0);
+
+    // universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts), stage 3 with
+    // one tensor-parallel rank never reads it.
+    Rules rules;
+    if (!stage3) {
+        const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
+        if (info && info->kind == Kind::None) info = nullptr;
+        if (!info && !options.injectMissingState)
+            throw Error(
+                "no universal_checkpoint_info: DeepSpeed's ds_to_universal refuses it (\"Required "
+                "universal_checkpoint_info state is missing in checkpoint. Verify that client creates "
+                "this state.\"); the training script did not describe how tensor-parallel slices merge. "
+                "For a model trained with data parallelism only (Hugging Face, plain DeepSpeed) run "
+                "again with --inject-missing-state, as ds_to_universal's --inject_missing_state",
+                plan.model0);
+        rules = readRules(info, plan.model0);
+    }
+
+    // Every output, planned (with its size) before anything is written.
+    struct Item
+    {
+        std::string rel;
+        uint64_t bytes = 0;
+        std::function<void(Writer&)> write;
+    };
+    std::vector<Item> items;
+    std::set<std::string> dirs; // zero/<name> folders with an fp32.pt
+    Tree keysTree;              // nodes of the extra dict keys, shared by all state files
+    UniversalResult result;
+    const char* states[] = {"fp32", "exp_avg", "exp_avg_sq"};
+    for (const layout::Parameter& p : tag.params) {
+        if (p.kind != layout::Parameter::Kind::Trainable || !p.tiedTo.empty()) continue;
+        std::vector<const layout::RankSlice*> held;
+        for (const auto& s : p.slices)
+            if (s.length && (stage3 || hasGroupState(files.get(s.master.front().file), p.group)))
+                held.push_back(&s);
+        // No fragment anywhere (or no optimizer state yet: fp16 steps that all overflowed):
+        // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt below.
+        if (held.empty()) continue;
+        const ParamForm form = stage3 ? ParamForm{{}, false, false, p.shape} : formOf(rules, p, plan.model0);
+        std::vector<std::pair<std::string, Value*>> keys;
+        for (const auto& [k, v] : form.intKeys)
+            keys.push_back({k, keysTree.integer(v)});
+        if (form.vocab) keys.push_back({"vocab_tensor", keysTree.boolean(true)});
+        const std::string dir = "zero/" + p.name;
+        for (const char* state : states) {
+            std::vector<Piece> pieces;
+            torch::DType dtype = torch::DType::Float32;
+            for (const layout::RankSlice* s : held) {
+                const std::vector<layout::Source>* srcs = &s->master;
+                if (std::strcmp(state, "fp32") != 0) {
+                    srcs = nullptr;
+                    for (const auto& [name, v] : s->states)
+                        if (name == state) srcs = &v;
+                    if (!srcs)
+                        throw Error(std::string("no '") + state + "' optimizer state for parameter '" +
+                                        p.name +
+                                        "': DeepSpeed's Universal format holds Adam-style moments "
+                                        "(exp_avg, exp_avg_sq) only",
+                                    s->master.empty() ? tag.dir : s->master.front().file);
+                }
+                for (const layout::Source& src : *srcs)
+                    pieces.push_back(pieceOf(files, src, dtype));
+            }
+            torch::OutTensor data = concatenation("0", dtype, std::move(pieces), form.average);
+            const uint64_t es = torch::elementSize(dtype);
+            const std::vector<int64_t> shape = stage3 ? std::vector<int64_t>{int64_t(p.numel())} : form.shape;
+            data.nbytes = gpu::numelOf(shape) * es; // the vocabulary cut keeps the leading rows
+            const std::string rel = dir + "/" + state + ".pt";
+            items.push_back({rel, data.nbytes, [rel, keys, stage3, data = std::move(data), shape](Writer& w) {
+                                 writeState(w, rel, keys, !stage3, data, shape);
+                             }});
+        }
+        dirs.insert(p.name);
+        if (!stage3) { // the step as the optimizer saved it (int or tensor), from a rank holding the param
+            const std::string from = held.front()->master.front().file;
+            const torch::TorchFile& f = files.get(from);
+            const Value* step = f.value("optimizer_state_dict/base_optimizer_state/state/" +
+                                        std::to_string(p.group) + "/step");
+            if (step) {
+                const std::string rel = dir + "/step.pt";
+                items.push_back({rel, 8, [rel, step, &f](Writer& w) { writeTree(w, rel, step, f); }});
+            }
+        }
+    }
+    // Stage <= 2: every tensor of the model file's `module` without an fp32.pt (buffers, frozen
+    // and tied parameters) gets one with {'param': tensor.float()}, as ds_to_universal does.
+    if (!stage3)
+        for (const std::string& path : plan.copies) {
+            const torch::TorchFile& mf = files.get(path);
+            const Value* module = dictGet(mf.root(), "module");
+            if (!module) continue;
+            for (const auto& [k, v] : module->entries) {
+                const auto name = asString(k);
+                const torch::Tensor* t = name ? mf.tensor("module/" + *name) : nullptr;
+                if (!t || dirs.count(*name)) continue;
+                dirs.insert(*name);
+                const std::string rel = "zero/" + *name + "/fp32.pt";
+                torch::OutTensor data = asFloat32("0", mf, *t);
+                const std::vector<int64_t> shape = t->shape;
+                items.push_back({rel, data.nbytes, [rel, data = std::move(data), shape](Writer& w) {
+                                     writeState(w, rel, {}, true, data, shape);
+                                 }});
+            }
+        }
+    // zero/optimizer_state.pt: rank 0's optimizer_state_dict with param_groups beside it; at
+    // stage <= 2 without the partitioned tensors and with paddings cleared, as DeepSpeedCheckpoint
+    // hands it over.
+    const Value* osd = dictGet(o0.root(), "optimizer_state_dict");
+    if (!osd || osd->kind != Kind::Dict)
+        throw Error("optimizer states file has no optimizer_state_dict", plan.optim0);
+    Tree osdTree;
+    Value* outOsd = osdTree.node(Kind::Dict);
+    const Value* paramGroups = nullptr;
+    if (stage3) {
+        outOsd->entries = osd->entries;
+        paramGroups = dictGet(dictGet(osd, "optimizer_state_dict"), "param_groups");
+    } else {
+        static const std::set<std::string> sharded = {"base_optimizer_state", "param_slice_mappings",
+                                                      "single_partition_of_fp32_groups"};
+        for (const auto& [k, v] : osd->entries) {
+            const std::string key = asString(k).value_or("");
+            if (sharded.count(key)) continue;
+            Value* value = v;
+            if ((key == "group_paddings" || key == "partition_count") && v && v->kind == Kind::List &&
+                !v->items.empty()) {
+                value = osdTree.node(Kind::List);
+                for (size_t i = 0; i < v->items.size(); ++i)
+                    value->items.push_back(osdTree.integer(key == "group_paddings" ? 0 : tag.worldSize));
+            }
+            outOsd->entries.push_back({k, value});
+        }
+        paramGroups = dictGet(dictGet(osd, "base_optimizer_state"), "param_groups");
+    }
+    if (!paramGroups) throw Error("optimizer states have no param_groups", plan.optim0);
+    outOsd->entries.push_back({osdTree.str("param_groups"), const_cast<Value*>(paramGroups)});
+    {
+        uint64_t bytes = 0;
+        if (stage3)
+            for (const auto& s : o0.storages())
+                bytes += s.nbytes;
+        items.push_back({"zero/optimizer_state.pt", bytes,
+                         [outOsd, &o0](Writer& w) { writeTree(w, "zero/optimizer_state.pt", outOsd, o0); }});
+    }
+    for (const std::string& path : plan.copies) {
+        const std::string rel = fs::path(path).filename().string();
+        items.push_back({rel, fs::file_size(path, ec), [path, rel](Writer& w) { w.copy(path, rel); }});
+        result.copiedBytes += fs::file_size(path, ec);
+    }
+    if (!rules.unused.empty()) { // ds_to_universal's --strict (its default)
+        std::string list;
+        for (const auto& u : rules.unused)
+            list += (list.empty() ? "'" : ", '") + u + "'";
+        throw Error("universal_checkpoint_info patterns match no parameter: " + list +
+                        " (ds_to_universal stops here too: 'Unused patterns')",
+                    plan.model0);
+    }
+
+    uint64_t total = 0;
+    for (const Item& it : items)
+        total += it.bytes;
+    Writer writer(tx, progress, cancel, total);
+    for (Item& it : items) {
+        it.write(writer);
+        it.write = nullptr; // its pieces and pickle nodes are no longer needed
+    }
+    cancel.throwIfCancelled();
+    io::AtomicFile& latest = latestTx.create();
+    const std::string name = out.filename().string();
+    latest.write(name.data(), name.size());
+    latest.finish();
+    tx.commit();
+    latestTx.commit();
+
+    result.tag = tag.name;
+    result.tagDir = tag.dir;
+    result.output = out.string();
+    result.latestFile = latestPath.string();
+    result.zeroStage = tag.zeroStage;
+    result.worldSize = tag.worldSize;
+    result.optimizer = tag.optimizer;
+    result.parameters = dirs.size();
+    result.files = writer.files() + 1;
+    result.bytesWritten = writer.written() + name.size();
+    result.tensorBytes = total - result.copiedBytes;
+    result.warnings = tag.warnings;
+    if (progress) progress({1000, "done", total, total});
+    return result;
+}
+
+} // namespace ckpt::ops

@@ -1,0 +1,43 @@
+// `ckpt universal`: converts one DeepSpeed ZeRO 1/2/3 tag into a DeepSpeed Universal checkpoint
+// with the files, keys, value types and tensor bits DeepSpeed's ds_to_universal.py writes, so
+// DeepSpeed's load_universal resumes it on another world size. One pass over the rank files,
+// no temporary tree: each parameter's fragments are read from the mapped rank files and
+// streamed into its files as they are written; every file is re-read and checked, and the
+// whole output (and `latest_universal` beside it) appears at once or not at all.
+#pragma once
+
+#include "ops/job.h"
+
+#include <string>
+#include <vector>
+
+namespace ckpt::ops {
+
+struct UniversalOptions
+{
+    std::string tag; // empty: the tag `latest` names (or the only one)
+    // What ds_to_universal's --inject_missing_state does: a model file without
+    // universal_checkpoint_info converts as plain data parallelism (Hugging Face models).
+    bool injectMissingState = false;
+};
+
+struct UniversalResult
+{
+    std::string tag, tagDir;
+    std::string output, latestFile; // the folder, and `latest_universal` in its parent
+    int zeroStage = 0, worldSize = 0;
+    std::string optimizer; // "zero" or "bf16_optimizer"
+    size_t parameters = 0; // folders under zero/
+    size_t files = 0;      // files written, latest_universal included
+    uint64_t tensorBytes = 0, copiedBytes = 0, bytesWritten = 0;
+    std::vector<std::string> warnings;
+};
+
+// `input` a checkpoint root (tag from `latest` unless options.tag) or a tag folder; `output`
+// the Universal folder, as ds_to_universal's --output_folder. Throws Error naming the file on
+// anything it cannot convert exactly.
+UniversalResult universal(const std::string& input, const std::string& output,
+                          const UniversalOptions& options, const ProgressSink& progress,
+                          const CancelToken& cancel);
+
+} // namespace ckpt::ops
