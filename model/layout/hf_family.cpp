@@ -91,6 +91,9 @@ public:
         tag.name = list.tags[index].first;
         tag.dir = dir.string();
         tag.latest = true;
+        // Small files that make the folder loadable travel with an export of it.
+        for (const char* n : {"config.json", "generation_config.json"})
+            if (fs::is_regular_file(dir / n)) tag.exportFiles.push_back({n, io::readSmallFile((dir / n).string(), 16u << 20)});
         if (fs::is_regular_file(dir / "config.json")) {
             try {
                 tag.config = nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));

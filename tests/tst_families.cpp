@@ -1,0 +1,214 @@
+// The family registry: every checkpoint family is reached through layout::familyOf /
+// openCheckpoint, operations read any family's tensors from its layout, and each file is parsed
+// once per job. Hugging Face folders are checked against what transformers' save_pretrained wrote
+// (tests/data/hf, made by tools/fixtures/make_hf_fixtures.py).
+#include "testutil.h"
+
+#include "io/error.h"
+#include "layout/family.h"
+#include "ops/consolidate.h"
+#include "ops/inspect.h"
+#include "ops/tensor_source.h"
+#include "safetensors/safetensors_file.h"
+
+#include <QTemporaryDir>
+#include <filesystem>
+#include <map>
+#include <set>
+
+using namespace ckpt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string hashOf(const ops::SourceTensor& t)
+{
+    std::vector<uint8_t> bytes(t.tensor.nbytes);
+    if (!bytes.empty()) t.tensor.fill(0, bytes.size(), bytes.data());
+    return testutil::sha256Hex(bytes.data(), bytes.size());
+}
+
+bool anyContains(const std::vector<std::string>& lines, const std::string& what)
+{
+    for (const auto& l : lines)
+        if (l.find(what) != std::string::npos) return true;
+    return false;
+}
+
+size_t filesIn(const std::string& dir)
+{
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+        n += e.is_regular_file() && e.path().extension() == ".pt";
+    return n;
+}
+
+} // namespace
+
+class TestFamilies : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void hfFolders_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const char* n : {"safetensors", "safetensors_sharded", "bin", "bin_sharded", "damaged_index"})
+            QTest::newRow(n) << QString(n);
+    }
+
+    // Each save_pretrained layout is one tag whose tensors span the shards, with the values
+    // transformers wrote; the config is shown; tied weights are aliases, not copies.
+    void hfFolders()
+    {
+        QFETCH(QString, name);
+        const std::string dir = testutil::dataDir() + "/hf/" + name.toStdString();
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        QCOMPARE(std::string(layout::familyOf(dir).id()), std::string("hf"));
+        const auto opened = layout::openCheckpoint(dir);
+        QCOMPARE(opened->model.tags.size(), size_t(1));
+        const layout::Tag& tag = opened->model.tags.front();
+        QCOMPARE(tag.config["model_type"].get<std::string>(), std::string("llama"));
+        QCOMPARE(tag.badges["model_type"].get<std::string>(), std::string("llama"));
+
+        std::map<std::string, const layout::Parameter*> params;
+        for (const auto& p : tag.params)
+            params[p.name] = &p;
+        const ops::TensorSet set = ops::tagTensors(opened, tag, {});
+        std::map<std::string, const ops::SourceTensor*> tensors;
+        for (const auto& t : set.tensors)
+            tensors[t.tensor.name] = &t;
+        const nlohmann::json none = {{"in_index_not_in_shards", nlohmann::json::array()},
+                                     {"in_shards_not_in_index", nlohmann::json::array()}};
+        const auto& problems = expect["index_problems"].is_null() ? none : expect["index_problems"];
+        std::set<std::string> unindexed;
+        for (const auto& x : problems["in_shards_not_in_index"])
+            unindexed.insert(x.get<std::string>());
+        size_t checked = 0;
+        for (const auto& t : expect["tensors"]) {
+            const std::string n = t["name"];
+            if (unindexed.count(n)) continue; // left out, with a warning (below)
+            QVERIFY2(params.count(n), n.c_str());
+            const layout::Parameter& p = *params[n];
+            QCOMPARE(p.shape, t["shape"].get<std::vector<int64_t>>());
+            if (t.contains("shares_storage_with") && !p.tiedTo.empty()) {
+                QVERIFY(params.count(p.tiedTo)); // an alias of a tensor that is there
+                continue;
+            }
+            QVERIFY2(tensors.count(n), n.c_str());
+            QCOMPARE(hashOf(*tensors[n]), t["sha256"].get<std::string>());
+            ++checked;
+        }
+        QVERIFY(checked >= 20);
+        for (const auto& missing : problems["in_index_not_in_shards"])
+            QVERIFY2(anyContains(tag.warnings, missing.get<std::string>()), missing.get<std::string>().c_str());
+        for (const auto& extra : problems["in_shards_not_in_index"]) {
+            QVERIFY2(anyContains(tag.warnings, extra.get<std::string>()), extra.get<std::string>().c_str());
+            QVERIFY(!params.count(extra.get<std::string>()));
+        }
+        if (problems["in_index_not_in_shards"].empty() && problems["in_shards_not_in_index"].empty())
+            QVERIFY2(tag.warnings.empty(), tag.warnings.empty() ? "" : tag.warnings.front().c_str());
+    }
+
+    // `ckpt export` of a model folder reshards it: same tensors, same values, config alongside.
+    void hfFolderExports()
+    {
+        QTemporaryDir tmp;
+        const std::string in = testutil::dataDir() + "/hf/bin_sharded";
+        const std::string out = tmp.filePath("out").toStdString();
+        const auto r = ops::consolidate(in, out, {}, {}, {});
+        QVERIFY(fs::exists(out + "/model.safetensors"));
+        QVERIFY(fs::exists(out + "/config.json"));
+        const auto expect = testutil::readJson(in + ".expect.json");
+        const auto st = safetensors::SafetensorsFile::open(out + "/model.safetensors");
+        std::map<std::string, std::string> got;
+        for (const auto& t : st->tensors())
+            got[t.name] = testutil::sha256Hex(st->bytes(t).data(), st->bytes(t).size());
+        for (const auto& t : expect["tensors"]) {
+            const std::string n = t["name"];
+            if (t.contains("shares_storage_with") && !got.count(n)) continue; // tied: one copy
+            QVERIFY2(got.count(n), n.c_str());
+            QCOMPARE(got[n], t["sha256"].get<std::string>());
+        }
+    }
+
+    // Each rank file is parsed once per job, whatever the job reads from it (layout, tensors,
+    // byte roles): the opened checkpoint is shared, not reopened by path.
+    void eachFileIsParsedOncePerJob()
+    {
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        const size_t rankFiles = filesIn(ck + "/global_step4");
+        QCOMPARE(rankFiles, size_t(3));
+
+        uint64_t before = torch::TorchFile::parses();
+        QTemporaryDir tmp;
+        ops::consolidate(ck, tmp.filePath("out").toStdString(), {}, {}, {});
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(rankFiles));
+
+        before = torch::TorchFile::parses();
+        const ops::TensorSet set = ops::anyTensors(ck, {});
+        for (const auto& t : set.tensors)
+            if (t.aliasOf.empty()) hashOf(t);
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(rankFiles));
+
+        // inspect reads every tag's layout and its byte roles: still once per file
+        before = torch::TorchFile::parses();
+        ops::inspectCheckpoint(ck);
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(rankFiles + filesIn(ck + "/global_step2")));
+    }
+
+    // The same tensors through the registry as through the family's own reader, whatever the
+    // family: a DeepSpeed tag and the folder exported from it diff as equal.
+    void aConsolidatedFolderOpensAsAModelFolder()
+    {
+        QTemporaryDir tmp;
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero3_bf16_w2";
+        const std::string out = tmp.filePath("m").toStdString();
+        ops::ConsolidateOptions o;
+        o.maxShardSize = 2000; // several shards and an index
+        ops::consolidate(ck, out, o, {}, {});
+        QVERIFY(fs::exists(out + "/model.safetensors.index.json"));
+        QCOMPARE(std::string(layout::familyOf(out).id()), std::string("hf"));
+        const ops::TensorSet a = ops::anyTensors(ck, {}), b = ops::anyTensors(out, {});
+        std::map<std::string, std::string> hb;
+        for (const auto& t : b.tensors)
+            if (t.aliasOf.empty()) hb[t.tensor.name] = hashOf(t);
+        size_t n = 0;
+        for (const auto& t : a.tensors) {
+            if (!t.aliasOf.empty()) continue;
+            QVERIFY2(hb.count(t.tensor.name), t.tensor.name.c_str());
+            QCOMPARE(hb[t.tensor.name], hashOf(t));
+            ++n;
+        }
+        QCOMPARE(n, hb.size());
+    }
+
+    // A folder named like a model folder but holding no weights, or an index that points out
+    // of its folder, is refused with the file named.
+    void badModelFolders()
+    {
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.filePath("m").toStdString();
+        fs::create_directories(dir);
+        fs::copy(testutil::dataDir() + "/hf/safetensors_sharded", dir, fs::copy_options::recursive);
+        {
+            auto idx = testutil::readJson((dir / "model.safetensors.index.json").string());
+            idx["weight_map"]["model.norm.weight"] = "../../etc/passwd";
+            std::ofstream(dir / "model.safetensors.index.json") << idx.dump();
+        }
+        try {
+            layout::openCheckpointTag(dir.string(), {});
+            QFAIL("an index naming a path outside its folder was followed");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("not a file of this folder") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("model.safetensors.index.json") != std::string::npos, e.what());
+        }
+        fs::remove(dir / "model.safetensors.index.json");
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.path().extension() == ".safetensors") fs::remove(e.path());
+        QVERIFY_THROWS_EXCEPTION(Error, layout::familyOf(dir.string())); // nothing left to recognise
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFamilies)
+#include "tst_families.moc"
