@@ -115,6 +115,13 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
     return m_files.emplace(id, std::move(f)).first->second;
 }
 
+std::shared_ptr<const TensorFile> FileSet::find(const std::string& id) const
+{
+    std::lock_guard lock(m_mutex);
+    const auto it = m_files.find(id);
+    return it == m_files.end() ? nullptr : it->second;
+}
+
 void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> file)
 {
     std::lock_guard lock(m_mutex);

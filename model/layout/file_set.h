@@ -71,6 +71,8 @@ public:
     // The file with this id; a path not yet adopted is opened (parsed) now, once, whatever its
     // content (torch zip, legacy torch or safetensors, sniffed). Thread-safe.
     std::shared_ptr<const TensorFile> get(const std::string& id) const;
+    // The file with this id if it is already parsed, else nullptr (never opens anything).
+    std::shared_ptr<const TensorFile> find(const std::string& id) const;
     // Puts a file the recognizer already parsed (so the operation does not parse it again).
     void adopt(const std::string& id, std::shared_ptr<const TensorFile> file);
     void adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file);

@@ -75,9 +75,9 @@ ordered_json globalsJson(const std::vector<pickle::GlobalRef>& globals, ordered_
     return out;
 }
 
-ordered_json inspectTorch(const std::string& path)
+ordered_json describeTorch(const torch::TorchFile* f)
 {
-    const auto f = torch::TorchFile::open(path);
+    const std::string& path = f->path();
     ordered_json doc;
     doc["file"] = path;
     doc["format"] = f->formatName();
@@ -142,9 +142,14 @@ ordered_json inspectTorch(const std::string& path)
     return doc;
 }
 
-ordered_json inspectSafetensors(const std::string& path)
+ordered_json inspectTorch(const std::string& path)
 {
-    const auto f = safetensors::SafetensorsFile::open(path);
+    return describeTorch(torch::TorchFile::open(path).get());
+}
+
+ordered_json describeSafetensors(const safetensors::SafetensorsFile* f)
+{
+    const std::string& path = f->path();
     ordered_json doc;
     doc["file"] = path;
     doc["format"] = "safetensors";
@@ -177,6 +182,11 @@ ordered_json inspectSafetensors(const std::string& path)
     return doc;
 }
 
+ordered_json inspectSafetensors(const std::string& path)
+{
+    return describeSafetensors(safetensors::SafetensorsFile::open(path).get());
+}
+
 std::string joinInts(const ordered_json& a)
 {
     std::string s;
@@ -186,6 +196,11 @@ std::string joinInts(const ordered_json& a)
 }
 
 } // namespace
+
+ordered_json inspectFile(const layout::TensorFile& file)
+{
+    return file.torch() ? describeTorch(file.torch()) : describeSafetensors(file.safetensors());
+}
 
 ordered_json inspectFile(const std::string& path)
 {

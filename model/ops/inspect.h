@@ -2,6 +2,8 @@
 // and as readable text. Reads no tensor bytes.
 #pragma once
 
+#include "layout/file_set.h"
+
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -15,6 +17,8 @@ void printCheckpoint(const nlohmann::ordered_json& doc, std::ostream& out);
 
 // Opens `path` (torch zip, legacy torch or safetensors) and describes it.
 nlohmann::ordered_json inspectFile(const std::string& path);
+// The same for a file an opened checkpoint already parsed (no second parse).
+nlohmann::ordered_json inspectFile(const layout::TensorFile& file);
 void printInspect(const nlohmann::ordered_json& doc, std::ostream& out);
 
 std::string humanBytes(uint64_t n);
