@@ -132,6 +132,25 @@ private slots:
         }
     }
 
+    // An output named *.safetensors is one file with every tensor, whatever the family.
+    void exportToOneSafetensorsFile()
+    {
+        QTemporaryDir tmp;
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero3_bf16_w2";
+        const std::string out = tmp.filePath("model.safetensors").toStdString();
+        ops::ConsolidateOptions o;
+        o.maxShardSize = 2000; // would be several shards in a folder
+        const auto r = ops::consolidate(ck, out, o, {}, {});
+        QCOMPARE(r.files.size(), size_t(1));
+        QVERIFY(fs::is_regular_file(out));
+        const auto st = safetensors::SafetensorsFile::open(out);
+        const ops::TensorSet a = ops::anyTensors(ck, {});
+        size_t n = 0;
+        for (const auto& t : a.tensors)
+            n += t.aliasOf.empty();
+        QCOMPARE(st->tensors().size(), n);
+    }
+
     // Each rank file is parsed once per job, whatever the job reads from it (layout, tensors,
     // byte roles): the opened checkpoint is shared, not reopened by path.
     void eachFileIsParsedOncePerJob()

@@ -62,8 +62,13 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
                               const ConsolidateOptions& options, const ProgressSink& progress,
                               const CancelToken& cancel)
 {
+    // An output named *.safetensors is that one file (every tensor in it, no index); any other
+    // name is a folder as save_pretrained writes it.
+    const bool oneFile = options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
+                         outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
     // Before any work: the output may not be, contain, or lie inside the checkpoint.
-    io::OutputTransaction tx({checkpoint}, outDir, io::OutputTransaction::Shape::Folder);
+    io::OutputTransaction tx({checkpoint}, outDir,
+                             oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder);
     reportNotes(progress, tx.notes());
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     SourceOptions so;
@@ -89,11 +94,11 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         if (!p.aliasOf.empty()) continue;
         const uint64_t size = p.tensor.nbytes;
         totalSize += size;
-        if (size > options.maxShardSize) { // its own shard, listed before the one being filled
+        if (size > options.maxShardSize && !oneFile) { // its own shard, listed before the one being filled
             shards.push_back({i});
             continue;
         }
-        if (currentSize + size > options.maxShardSize && !current.empty()) {
+        if (currentSize + size > options.maxShardSize && !current.empty() && !oneFile) {
             shards.push_back(current);
             current.clear();
             currentSize = 0;
@@ -114,7 +119,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     };
     nlohmann::json weightMap = nlohmann::json::object();
     for (size_t s = 0; s < shards.size(); ++s) {
-        const std::string name = shardName(st, s, shards.size());
+        const std::string name = oneFile ? std::string() : shardName(st, s, shards.size());
         io::AtomicFile* file = &tx.create(name);
         std::vector<torch::OutTensor> tensors;
         for (size_t i : shards[s]) {
@@ -144,7 +149,10 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         result.bytes += file->written();
     }
     // What the family says belongs beside the weights (config.json, tokenizer files).
-    for (const auto& [name, content] : set.exportFiles) {
+    if (oneFile && !set.exportFiles.empty())
+        result.warnings.push_back("a single .safetensors output holds the weights only; export to a folder to "
+                                  "get the configuration files too");
+    for (const auto& [name, content] : oneFile ? decltype(set.exportFiles){} : set.exportFiles) {
         if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos)
             throw Error("refusing to write '" + name + "' named by the checkpoint: not a plain file name",
                         checkpoint);
