@@ -87,7 +87,7 @@ bool naturalLess(const std::string& a, const std::string& b)
     return a.size() - i < b.size() - j;
 }
 
-RankFile classify(const fs::path& p)
+RankFile classifyName(const std::string& name)
 {
     static const std::regex modelMp(R"(mp_rank_(\d+)_model_states\.pt)");
     static const std::regex modelZero(R"(zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt)");
@@ -96,12 +96,7 @@ RankFile classify(const fs::path& p)
     static const std::regex expert(R"((?:layer_\d+_)?expert_(\d+)_mp_rank_(\d+)_model_states\.pt)");
     static const std::regex expOptim(R"(expp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt)");
     RankFile f;
-    f.path = p.string();
-    f.name = p.filename().string();
-    std::error_code ec;
-    f.size = fs::file_size(p, ec);
-    // A size of "error" would show as 16 EiB (or 0) and hide that the folder changed under us.
-    if (ec) throw Error("cannot read the file's size: " + ec.message(), f.path);
+    f.name = name;
     std::smatch m;
     if (std::regex_match(f.name, m, modelZero)) {
         f.role = FileRole::ModelStates, f.dpRank = std::stoi(m[1]), f.mpRank = std::stoi(m[2]);
@@ -117,6 +112,17 @@ RankFile classify(const fs::path& p)
     } else if (std::regex_match(f.name, m, expOptim)) {
         f.role = FileRole::ExpertOptim, f.mpRank = std::stoi(m[2]);
     }
+    return f;
+}
+
+RankFile classify(const fs::path& p)
+{
+    RankFile f = classifyName(p.filename().string());
+    f.path = p.string();
+    std::error_code ec;
+    f.size = fs::file_size(p, ec);
+    // A size of "error" would show as 16 EiB (or 0) and hide that the folder changed under us.
+    if (ec) throw Error("cannot read the file's size: " + ec.message(), f.path);
     return f;
 }
 
@@ -269,6 +275,11 @@ std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name,
 RankFile classifyTagFile(const std::string& path)
 {
     return classify(path);
+}
+
+RankFile classifyTagFileName(const std::string& name)
+{
+    return classifyName(name);
 }
 
 bool looksLikeDeepSpeed(const std::string& path)
@@ -749,14 +760,21 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
 Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest, FileSet* fileSet)
 {
     FileSet local;
-    FileSet& files = fileSet ? *fileSet : local;
+    return openDeepSpeedTagFiles(listTagFolder(tagDir), tagDir, tagName, latest, fileSet ? *fileSet : local);
+}
+
+Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& tagDir,
+                          const std::string& tagName, bool latest, FileSet& files)
+{
     Tag tag;
     tag.name = tagName;
     tag.dir = tagDir;
     tag.latest = latest;
     // zero_to_fp32 writes every floating tensor as float32, buffers and frozen ones included.
     tag.exportDtype = torch::DType::Float32;
-    tag.files = listTagFolder(tagDir);
+    std::sort(rankFiles.begin(), rankFiles.end(),
+              [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
+    tag.files = std::move(rankFiles);
     const OpenTag open = openRankFiles(tag, files);
     const OpenFile& m0 = open.models.front();
     readModelFacts(tag, m0);

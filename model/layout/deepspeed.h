@@ -36,4 +36,12 @@ Checkpoint openDeepSpeed(const std::string& path);
 Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest,
                      FileSet* files = nullptr);
 
+// The same for rank files that are not a folder of their own (members of Composer's per-rank
+// tarballs): each file's `path` is its FileSet id, adopted into `files` beforehand, and `name`
+// its file name (classifyTagFileName). `tagDir` is only shown.
+Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& tagDir,
+                          const std::string& tagName, bool latest, FileSet& files);
+// What a rank file is from its name alone (path and size left for the caller).
+RankFile classifyTagFileName(const std::string& name);
+
 } // namespace ckpt::layout

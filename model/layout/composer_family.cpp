@@ -1,0 +1,506 @@
+// MosaicML Composer checkpoints (shared/specs/composer-peers-users.md §A): a torch.save of
+// {state, rng} (plain, in a tar, or raw-compressed), a run folder of ep{e}-ba{b}-rank{r}.pt…
+// files with its latest-rank0.pt symlink, and Composer <= 0.27's per-rank tarballs wrapping a
+// DeepSpeed tag. The model is state/model (the `model.` prefix of a HuggingFaceModel removed, as
+// Composer's own HF export does); every other tensor (optimizer state, RNG) is kept by its `/`
+// path, the one Composer's ignore_keys globs match.
+#include "io/archive.h"
+#include "io/error.h"
+#include "io/input_file.h"
+#include "layout/deepspeed.h"
+#include "layout/families.h"
+#include "torch/torch_file.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace ckpt::layout {
+
+namespace {
+
+using pickle::Kind;
+using pickle::Value;
+using torch::dictGet;
+
+constexpr const char* kStatesMember = "composer_states.pt";
+constexpr const char* kDeepSpeedDir = "deepspeed/";
+
+// The pickle of a Composer checkpoint opens with the root dict's first key, `state`, whose dict
+// starts with `model`: recognisable from the first bytes of data.pkl without parsing the rest.
+bool composerPickleHead(io::ByteSpan p)
+{
+    size_t i = 0;
+    auto at = [&](uint8_t op) { return i < p.size() && p[i] == op; };
+    auto skipMemo = [&] {
+        if (at('q'))
+            i += 2; // BINPUT
+        else if (at('r'))
+            i += 5; // LONG_BINPUT
+        else if (at(0x94))
+            i += 1; // MEMOIZE
+    };
+    auto key = [&](std::string_view want) {
+        uint64_t len = 0;
+        if ((at('X') || at('T')) && i + 5 <= p.size()) { // BINUNICODE, BINSTRING
+            len = uint64_t(p[i + 1]) | uint64_t(p[i + 2]) << 8 | uint64_t(p[i + 3]) << 16 |
+                  uint64_t(p[i + 4]) << 24;
+            i += 5;
+        } else if ((at(0x8c) || at('U')) && i + 2 <= p.size()) { // SHORT_BINUNICODE, SHORT_BINSTRING
+            len = p[i + 1];
+            i += 2;
+        } else {
+            return false;
+        }
+        if (len != want.size() || i + len > p.size() ||
+            std::string_view(reinterpret_cast<const char*>(p.data() + i), len) != want)
+            return false;
+        i += len;
+        skipMemo();
+        return true;
+    };
+    auto dictStart = [&] {
+        if (!at('}')) return false; // EMPTY_DICT, then its items (MARK ... SETITEMS, or one SETITEM)
+        ++i;
+        skipMemo();
+        if (at('(')) ++i;
+        return true;
+    };
+    if (!at(0x80) || p.size() < 2) return false;
+    i = 2;
+    if (at(0x95)) i += 9; // FRAME (protocol 4+)
+    return dictStart() && key("state") && dictStart() && key("model");
+}
+
+// A torch.save zip whose data.pkl (stored, as torch writes it) starts like a Composer pickle.
+bool looksLikeComposerZip(const std::string& path)
+{
+    const std::string head = io::readHead(path, 4096);
+    const auto* h = reinterpret_cast<const uint8_t*>(head.data());
+    auto u16 = [&](size_t o) { return uint32_t(h[o]) | uint32_t(h[o + 1]) << 8; };
+    if (head.size() < 30 || head.compare(0, 4, "PK\x03\x04") != 0 || u16(8) != 0) return false;
+    const size_t nameLen = u16(26), extraLen = u16(28), data = 30 + nameLen + extraLen;
+    const std::string name = head.substr(30, nameLen);
+    if (data >= head.size() || !(name == "data.pkl" || name.ends_with("/data.pkl"))) return false;
+    return composerPickleHead(io::ByteSpan(h + data, head.size() - data));
+}
+
+// Composer's default save_filename and its wrappers: ep{epoch}-ba{batch}-rank{rank}.pt[.tar.gz…]
+struct RunName
+{
+    int64_t epoch = 0, batch = 0;
+    int rank = 0;
+    std::string suffix;
+};
+std::optional<RunName> parseRunName(const std::string& name)
+{
+    static const std::regex re(R"(ep(\d{1,12})-ba(\d{1,15})-rank(\d{1,6})(\..*)?)");
+    std::smatch m;
+    if (!std::regex_match(name, m, re)) return std::nullopt;
+    return RunName{std::stoll(m[1]), std::stoll(m[2]), std::stoi(m[3]), m[4]};
+}
+
+bool looksLikeComposerFile(const std::string& path)
+{
+    return !io::wrapperOfFile(path).empty() || looksLikeComposerZip(path);
+}
+
+// A folder's checkpoint files of one save, by rank: the same epoch, batch and wrapper.
+std::vector<std::pair<int, fs::path>> rankFilesOf(const fs::path& dir, const RunName& of)
+{
+    std::vector<std::pair<int, fs::path>> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const auto n = parseRunName(e.path().filename().string());
+        if (n && n->epoch == of.epoch && n->batch == of.batch && n->suffix == of.suffix &&
+            !e.is_symlink(ec) && e.is_regular_file(ec))
+            out.push_back({n->rank, e.path()});
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// ---- the pickle's facts -------------------------------------------------------------------
+
+std::string keyText(const Value* k)
+{
+    if (k && (k->kind == Kind::Str || k->kind == Kind::Bytes)) return k->text;
+    if (k && k->kind == Kind::Int) return std::to_string(k->integer);
+    return torch::pyRepr(k, 200);
+}
+
+// A pickled JSON-like value (a config or tokenizer file Composer embedded) as JSON. Anything
+// else (an object) becomes its Python-like text: it was never JSON to begin with.
+template <typename J> J toJson(const Value* v, int depth = 0)
+{
+    if (!v || depth > 100) return nullptr;
+    switch (v->kind) {
+    case Kind::None:
+        return nullptr;
+    case Kind::Bool:
+        return v->boolean;
+    case Kind::Int:
+        return v->integer;
+    case Kind::BigInt: // e.g. tokenizer_config's model_max_length = int(1e30)
+        return std::stod(torch::bigIntToDecimal(v->text));
+    case Kind::Float:
+        return v->real;
+    case Kind::Str:
+        return v->text;
+    case Kind::List:
+    case Kind::Tuple: {
+        J a = J::array();
+        for (const Value* x : v->items)
+            a.push_back(toJson<J>(x, depth + 1));
+        return a;
+    }
+    case Kind::Dict:
+    case Kind::Call:
+        if (v->kind == Kind::Dict || v->calls("collections", "OrderedDict")) {
+            J o = J::object();
+            for (const auto& [k, x] : v->entries)
+                o[keyText(k)] = toJson<J>(x, depth + 1);
+            return o;
+        }
+        [[fallthrough]];
+    default:
+        return torch::pyRepr(v, 200);
+    }
+}
+
+// TorchVersion is a str subclass: pickled as a call on its text.
+std::optional<std::string> textOf(const Value* v)
+{
+    if (auto s = torch::asString(v)) return s;
+    if (v && v->kind == Kind::Call && v->args && !v->args->items.empty()) {
+        for (const Value* a : v->args->items)
+            if (auto s = torch::asString(a)) return s;
+    }
+    return std::nullopt;
+}
+
+std::string timedeltaText(const Value* v)
+{
+    // datetime.timedelta(days, seconds, microseconds), pickled as a REDUCE on those ints.
+    if (!v || !v->calls("datetime", "timedelta") || !v->args) return torch::pyRepr(v, 80);
+    int64_t part[3] = {0, 0, 0};
+    for (size_t i = 0; i < 3 && i < v->args->items.size(); ++i)
+        part[i] = torch::asInt(v->args->items[i]).value_or(0);
+    const int64_t secs = part[0] * 86400 + part[1];
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld.%06lld", (long long)(secs / 3600),
+                  (long long)(secs / 60 % 60), (long long)(secs % 60), (long long)part[2]);
+    return buf;
+}
+
+void readBadges(Tag& tag, const torch::TorchFile& f)
+{
+    const Value* state = f.value("state");
+    const Value* meta = dictGet(state, "metadata");
+    nlohmann::ordered_json& b = tag.badges;
+    b["family"] = "composer";
+    const Value* version = dictGet(dictGet(meta, "composer_env_info"), "composer_version");
+    if (!version) version = dictGet(meta, "composer_version"); // before composer_env_info nested it
+    if (auto s = textOf(version)) b["composer_version"] = *s;
+    if (auto s = textOf(dictGet(meta, "precision"))) b["precision"] = *s;
+    if (auto n = torch::asInt(dictGet(meta, "world_size")))
+        b["world_size"] = *n;
+    else if (const Value* rng = f.value("rng"); rng && (rng->kind == Kind::List || rng->kind == Kind::Tuple))
+        b["world_size"] = rng->items.size(); // one RNG state per rank, all-gathered by rank 0
+    if (auto s = textOf(dictGet(meta, "torch_version"))) b["torch_version"] = *s;
+    if (auto s = textOf(dictGet(meta, "device"))) b["device"] = *s;
+    if (auto s = textOf(dictGet(state, "run_name"))) b["run_name"] = *s;
+    // Weights-only saves keep model, integrations and metadata, and no optimizer.
+    const Value* optimizers = dictGet(state, "optimizers");
+    b["weights_only"] = !optimizers;
+    if (optimizers && !optimizers->entries.empty())
+        b["optimizer"] = keyText(optimizers->entries.front().first);
+    const Value* ts = dictGet(state, "timestamp");
+    if (const Value* inner = dictGet(ts, "Timestamp")) ts = inner;
+    for (const char* k : {"epoch", "batch", "sample", "token"})
+        if (auto n = torch::asInt(dictGet(ts, k))) b[k] = *n;
+    if (const Value* wct = dictGet(ts, "total_wct")) b["total_wct"] = timedeltaText(wct);
+    if (auto n = torch::asInt(dictGet(ts, "batch"))) tag.globalSteps = *n;
+    if (auto n = torch::asInt(dictGet(ts, "sample"))) tag.globalSamples = *n;
+    if (dictGet(dictGet(state, "integrations"), "huggingface")) b["huggingface"] = true;
+}
+
+// What Composer's write_huggingface_pretrained_from_composer_checkpoint writes beside the
+// weights: config.json (transformers' layout: sorted keys, indent 2) and the tokenizer files.
+void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
+{
+    const Value* hf = f.value("state/integrations/huggingface");
+    if (!hf) return;
+    if (const Value* cfg = dictGet(dictGet(dictGet(hf, "model"), "config"), "content")) {
+        const auto json = toJson<nlohmann::json>(cfg);
+        if (json.is_object()) {
+            tag.config = toJson<nlohmann::ordered_json>(cfg);
+            tag.exportFiles.push_back({"config.json", json.dump(2, ' ', true) + "\n"});
+            for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
+                if (json.contains(k)) tag.badges[k] = json[k];
+        }
+    }
+    const Value* tok = dictGet(hf, "tokenizer");
+    if (!tok) return;
+    for (const auto& [k, entry] : tok->entries) {
+        const std::string name = keyText(k);
+        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
+            name == "config.json") {
+            tag.warnings.push_back("embedded tokenizer file '" + name +
+                                   "' is not a plain file name; left out");
+            continue;
+        }
+        const Value* content = dictGet(entry, "content");
+        std::string text;
+        if (content && (content->kind == Kind::Str || content->kind == Kind::Bytes))
+            text = content->text; // text files as saved; a sentencepiece .model as its proto bytes
+        else if (content && content->kind == Kind::List) // readlines() of a vocab file
+            for (const Value* line : content->items)
+                text += torch::asString(line).value_or("");
+        else if (content)
+            text = toJson<nlohmann::ordered_json>(content).dump(2, ' ', false) + "\n";
+        else
+            continue;
+        tag.exportFiles.push_back({name, std::move(text)});
+    }
+}
+
+// The Composer dict of one file (already parsed and adopted under `id`) as a tag.
+void fillFromStates(Tag& tag, const torch::TorchFile& f, const std::string& id)
+{
+    for (const auto& w : f.warnings())
+        tag.warnings.push_back(w);
+    readBadges(tag, f);
+    readEmbeddedFiles(tag, f);
+    const bool hf = f.value("state/integrations/huggingface") != nullptr;
+    const std::string modelPrefix = "state/model/";
+    auto nameOf = [&](const torch::Tensor& t) {
+        if (!t.path.starts_with(modelPrefix)) return t.path;
+        std::string n = t.path.substr(modelPrefix.size());
+        if (hf && n.starts_with("model.")) n.erase(0, 6);
+        return n;
+    };
+    for (const torch::Tensor& t : f.tensors()) {
+        Parameter p;
+        p.name = nameOf(t);
+        p.path = t.path;
+        p.dtype = t.dtype;
+        p.shape = t.shape;
+        if (t.aliasOf >= 0) {
+            p.tiedTo = nameOf(f.tensors()[size_t(t.aliasOf)]);
+        } else if (t.storage < 0 || !t.note.empty()) {
+            p.unreadable = t.note.empty() ? "no data" : t.note;
+        } else {
+            RankSlice s;
+            s.length = p.numel();
+            s.master.push_back({id, t.path, 0, s.length, t.dtype, {}, {}});
+            p.slices.push_back(std::move(s));
+        }
+        (t.path.starts_with(modelPrefix) ? tag.params : tag.otherTensors).push_back(std::move(p));
+    }
+    if (tag.params.empty()) tag.warnings.push_back("state/model holds no tensors");
+}
+
+RankFile rankFile(const std::string& id, const std::string& name, uint64_t size)
+{
+    RankFile rf;
+    rf.path = id;
+    rf.name = name;
+    rf.size = size;
+    return rf;
+}
+
+std::shared_ptr<const torch::TorchFile> openTorch(std::shared_ptr<const io::MappedFile> data, FileSet& files)
+{
+    std::shared_ptr<const torch::TorchFile> t(torch::TorchFile::open(data));
+    files.adopt(data->path(), t);
+    return t;
+}
+
+// Composer <= 0.27 with DeepSpeed: every rank's tar holds its files of DeepSpeed's tag
+// `deepspeed/`, rank 0's also composer_states.pt. Members are adopted under "<tar>!<member>" and
+// the DeepSpeed reader consolidates them as it would the unpacked folder.
+Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, Tag base, FileSet& files)
+{
+    std::vector<RankFile> rankFiles;
+    std::shared_ptr<const torch::TorchFile> states;
+    std::string statesId;
+    auto wanted = [](const std::string& n) {
+        return n == kStatesMember || (n.starts_with(kDeepSpeedDir) && n.ends_with(".pt"));
+    };
+    for (const auto& [rank, tar] : tars) {
+        const io::Unwrapped u = io::unwrap(tar.string(), wanted);
+        for (const io::ArchiveMember& m : u.members) {
+            if (!m.data) continue;
+            if (m.name == kStatesMember) {
+                states = openTorch(m.data, files);
+                statesId = m.data->path();
+                continue;
+            }
+            if (m.name.find('/', std::string(kDeepSpeedDir).size()) != std::string::npos) continue;
+            openTorch(m.data, files);
+            RankFile rf = classifyTagFileName(m.name.substr(std::string(kDeepSpeedDir).size()));
+            rf.path = m.data->path();
+            rf.size = m.size;
+            rankFiles.push_back(std::move(rf));
+        }
+    }
+    Tag tag = openDeepSpeedTagFiles(std::move(rankFiles), base.dir, base.name, base.latest, files);
+    tag.badges["deepspeed_tag"] = "deepspeed";
+    if (states) {
+        Tag facts;
+        readBadges(facts, *states);
+        for (const auto& [k, v] : facts.badges.items())
+            tag.badges[k] = v;
+        tag.files.insert(tag.files.begin(), rankFile(statesId, kStatesMember, states->fileSize()));
+    }
+    tag.badges["rank_files"] = tars.size();
+    return tag;
+}
+
+// One checkpoint: a file (any wrapper), or Composer's DeepSpeed tarballs of one save.
+Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
+{
+    const std::string p = path.string();
+    const std::string wrapper = io::wrapperOfFile(p);
+    if (wrapper.empty()) {
+        const auto file = files.get(p);
+        if (!file->torch()) throw Error("not a torch.save file (Composer saves with torch.save)", p);
+        tag.files.push_back(rankFile(p, path.filename().string(), file->torch()->fileSize()));
+        fillFromStates(tag, *file->torch(), p);
+        return tag;
+    }
+    bool deepspeed = false;
+    const io::Unwrapped u = io::unwrap(p, [&](const std::string& n) {
+        deepspeed = deepspeed || n.starts_with(kDeepSpeedDir);
+        return n == kStatesMember;
+    });
+    if (!u.tar) { // a raw compressed torch.save: the file's own path names it
+        const auto t = openTorch(u.members.at(0).data, files);
+        tag.files.push_back(rankFile(p, path.filename().string(), fs::file_size(path)));
+        tag.badges["wrapper"] = u.wrapper;
+        fillFromStates(tag, *t, p);
+        return tag;
+    }
+    if (deepspeed) {
+        std::vector<std::pair<int, fs::path>> tars{{0, path}};
+        if (const auto n = parseRunName(path.filename().string()))
+            tars = rankFilesOf(path.parent_path().empty() ? fs::path(".") : path.parent_path(), *n);
+        Tag t = openDeepSpeedTarballs(tars, std::move(tag), files);
+        t.badges["wrapper"] = u.wrapper;
+        return t;
+    }
+    const auto it = std::find_if(u.members.begin(), u.members.end(), [](const io::ArchiveMember& m) {
+        return m.name == kStatesMember && m.data;
+    });
+    if (it == u.members.end())
+        throw Error(std::string("no ") + kStatesMember + " in the archive (not a Composer checkpoint)", p);
+    const auto t = openTorch(it->data, files);
+    tag.files.push_back(rankFile(it->data->path(), kStatesMember, it->size));
+    tag.badges["wrapper"] = u.wrapper + (u.inPlace ? " (read in place)" : "");
+    fillFromStates(tag, *t, it->data->path());
+    return tag;
+}
+
+// The checkpoints of a run folder, in training order; the rank-0 file names each.
+struct RunCheckpoint
+{
+    RunName name;
+    fs::path rank0;
+};
+std::vector<RunCheckpoint> runCheckpoints(const fs::path& dir)
+{
+    std::map<std::tuple<int64_t, int64_t, std::string>, RunCheckpoint> byStep;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const auto n = parseRunName(e.path().filename().string());
+        if (!n || e.is_symlink(ec) || !e.is_regular_file(ec)) continue;
+        auto& c = byStep[{n->epoch, n->batch, n->suffix}];
+        if (c.rank0.empty() || n->rank < c.name.rank) c = {*n, e.path()};
+    }
+    std::vector<RunCheckpoint> out;
+    for (auto& [k, c] : byStep)
+        out.push_back(std::move(c));
+    return out;
+}
+
+class ComposerFamily final : public Family
+{
+public:
+    std::string_view id() const override { return "composer"; }
+    std::string_view lookedFor() const override
+    {
+        return "a Composer run folder (ep{e}-ba{b}-rank{r}.pt files, possibly tarred or compressed)";
+    }
+    bool match(const std::string& path) const override
+    {
+        std::error_code ec;
+        if (fs::is_regular_file(path, ec)) return looksLikeComposerFile(path);
+        if (!fs::is_directory(path, ec)) return false;
+        // Only folders of checkpoint files: a Composer sharded save is a DCP folder per step.
+        const auto found = runCheckpoints(path);
+        return std::any_of(found.begin(), found.end(),
+                           [](const RunCheckpoint& c) { return looksLikeComposerFile(c.rank0.string()); });
+    }
+    TagList listTags(const std::string& path) const override
+    {
+        TagList l;
+        std::error_code ec;
+        if (!fs::is_directory(path, ec)) {
+            l.root = path;
+            l.tags.push_back({fs::path(path).filename().string(), path});
+            return l;
+        }
+        l.root = path;
+        for (const auto& c : runCheckpoints(path))
+            l.tags.push_back({c.rank0.filename().string(), c.rank0.string()});
+        if (l.tags.empty())
+            throw Error("no Composer checkpoint files (ep{e}-ba{b}-rank{r}.pt) in the folder", path);
+        // Composer points latest-rank0.pt (whatever the wrapper) at the newest save.
+        for (const auto& e : fs::directory_iterator(path, ec)) {
+            const std::string n = e.path().filename().string();
+            if (!n.starts_with("latest-rank0") || !e.is_symlink(ec)) continue;
+            const std::string target = fs::read_symlink(e.path(), ec).filename().string();
+            if (std::any_of(l.tags.begin(), l.tags.end(), [&](const auto& t) { return t.first == target; }))
+                l.latest = target;
+            else
+                l.warnings.push_back(n + " points to '" + target + "', which is not a checkpoint file here");
+        }
+        return l;
+    }
+    Tag openTag(const TagList& list, size_t index, FileSet& files) const override
+    {
+        const auto& [name, location] = list.tags.at(index);
+        Tag tag;
+        tag.name = name;
+        tag.dir = location;
+        tag.latest = name == list.latest || list.tags.size() == 1;
+        tag = openCheckpointFile(location, std::move(tag), files);
+        // Other ranks' files of a save that is not DeepSpeed's (legacy FSDP 'local' shards, say)
+        // are listed so they are seen, though the model is rank 0's.
+        const fs::path p(location);
+        if (const auto n = parseRunName(p.filename().string());
+            n && tag.badges.value("deepspeed_tag", "").empty())
+            for (const auto& [rank, other] : rankFilesOf(p.parent_path(), *n))
+                if (other != p) {
+                    std::error_code ec;
+                    tag.files.push_back(
+                        rankFile(other.string(), other.filename().string(), fs::file_size(other, ec)));
+                }
+        return tag;
+    }
+};
+
+} // namespace
+
+const Family& composerFamily()
+{
+    static const ComposerFamily f;
+    return f;
+}
+
+} // namespace ckpt::layout
