@@ -1,30 +1,28 @@
 #include "ops/analyze.h"
 
-#include "ops/inspect.h"
+#include "cast.h"
 
-#include <cmath>
+#include <algorithm>
 #include <map>
-#include <ostream>
 #include <tuple>
 
 namespace ckpt::ops {
-
-using nlohmann::ordered_json;
 
 namespace {
 
 constexpr uint64_t kChunk = 64u << 20;
 
-// JSON has no NaN/Inf: write them as strings, as Python's json would not (it writes NaN);
-// a string keeps the document valid for every parser.
-ordered_json num(double v)
+// Calls fn(view, len) for consecutive element ranges [first, first + len) of a tensor: in place
+// when its bytes lie contiguous in a mapped file, else through a bounded staging buffer.
+gpu::StridedView chunkView(const SourceTensor& t, uint32_t es, uint64_t first, uint64_t len,
+                           std::vector<uint8_t>& buf)
 {
-    if (std::isfinite(v)) return v;
-    return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+    if (t.direct) return gpu::StridedView{t.direct + first * es, es, {int64_t(len)}, {1}, 0};
+    buf.resize(len * es);
+    if (len) t.tensor.fill(first * es, len * es, buf.data());
+    return gpu::StridedView{buf.data(), es, {int64_t(len)}, {1}, 0};
 }
 
-// Calls fn(view) for consecutive element ranges of a tensor: in place when its bytes lie
-// contiguous in a mapped file, else through a bounded staging buffer.
 template <typename Fn>
 void chunks(const SourceTensor& t, std::vector<uint8_t>& buf, const CancelToken& cancel, Fn fn)
 {
@@ -34,58 +32,77 @@ void chunks(const SourceTensor& t, std::vector<uint8_t>& buf, const CancelToken&
     for (uint64_t first = 0; first < n || (n == 0 && first == 0); first += per) {
         cancel.throwIfCancelled();
         const uint64_t len = std::min(per, n - first);
-        const uint8_t* p;
-        if (t.direct) {
-            p = t.direct + first * es;
-        } else {
-            buf.resize(len * es);
-            if (len) t.tensor.fill(first * es, len * es, buf.data());
-            p = buf.data();
-        }
-        fn(gpu::StridedView{p, es, {int64_t(len)}, {1}, 0}, len);
+        fn(chunkView(t, es, first, len, buf), len);
         if (n == 0) break;
     }
 }
 
-ordered_json shapeJson(const torch::OutTensor& t)
+// Bins of one pass per chunk, added up: over a fixed [lo, hi] the parts sum to the whole.
+void addHistogram(gpu::Histogram& into, const gpu::Histogram& part)
 {
-    return {{"dtype", torch::name(t.dtype)}, {"shape", t.shape}};
+    for (size_t i = 0; i < into.bins.size() && i < part.bins.size(); ++i)
+        into.bins[i] += part.bins[i];
+    into.zeros += part.zeros;
+    into.nonFinite += part.nonFinite;
 }
 
-ordered_json histogramJson(const gpu::Histogram& h)
+gpu::Histogram emptyHistogram(int bins, bool log10, std::pair<double, double> range)
 {
-    return {{"lo", h.lo},     {"hi", h.hi},       {"log10", h.log10},
-            {"bins", h.bins}, {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
+    gpu::Histogram h;
+    h.log10 = log10;
+    std::tie(h.lo, h.hi) = range;
+    h.bins.assign(size_t(bins), 0);
+    return h;
 }
 
 // What went wrong in the backends without failing the job (a device replaced by the CPU).
-void addBackendWarnings(ordered_json& warnings, gpu::ComputeBackend& backend, const AnalyzeOptions& options)
+void addBackendWarnings(std::vector<std::string>& warnings, gpu::ComputeBackend& backend,
+                        std::initializer_list<const SourceOptions*> sources)
 {
     for (auto& w : backend.takeWarnings())
         warnings.push_back(std::move(w));
-    if (options.source.backend && options.source.backend.get() != &backend)
-        for (auto& w : options.source.backend->takeWarnings())
+    std::vector<gpu::ComputeBackend*> seen{&backend};
+    for (const SourceOptions* s : sources) {
+        gpu::ComputeBackend* b = s->backend.get();
+        if (!b || std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+        seen.push_back(b);
+        for (auto& w : b->takeWarnings())
             warnings.push_back(std::move(w));
+    }
+}
+
+// a - b as doubles, for the histogram of differences: the backend has no subtraction, and this
+// is one cheap pass over a chunk already in memory.
+void differences(const gpu::StridedView& a, gpu::Scalar ta, const gpu::StridedView& b, gpu::Scalar tb,
+                 uint64_t len, std::vector<double>& out)
+{
+    out.resize(len);
+    for (uint64_t i = 0; i < len; ++i)
+        out[i] =
+            gpu::toDouble(ta, a.base + i * a.elementSize) - gpu::toDouble(tb, b.base + i * b.elementSize);
 }
 
 } // namespace
 
-ordered_json computeStats(const std::string& path, const AnalyzeOptions& options,
-                          gpu::ComputeBackend& backend, const ProgressSink& progress,
-                          const CancelToken& cancel)
+StatsResult computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
+                         const ProgressSink& progress, const CancelToken& cancel)
 {
     const TensorSet set = anyTensors(path, options.source);
     uint64_t total = 0, done = 0;
     for (const auto& t : set.tensors)
         total += t.tensor.nbytes;
-    ordered_json doc;
-    doc["source"] = set.label;
-    doc["device"] = backend.name() + ": " + backend.device();
-    ordered_json tensors = ordered_json::array();
+    StatsResult r;
+    r.source = set.label;
+    r.device = backend.name() + ": " + backend.device();
     std::vector<uint8_t> buf;
     for (const auto& t : set.tensors) {
+        TensorStats out;
+        out.name = t.tensor.name;
+        out.dtype = t.tensor.dtype;
+        out.shape = t.tensor.shape;
         if (!t.aliasOf.empty()) {
-            tensors.push_back({{"name", t.tensor.name}, {"alias_of", t.aliasOf}});
+            out.aliasOf = t.aliasOf;
+            r.tensors.push_back(std::move(out));
             continue;
         }
         const auto type = scalarOf(t.tensor.dtype);
@@ -93,215 +110,235 @@ ordered_json computeStats(const std::string& path, const AnalyzeOptions& options
         // binned over the range the first pass found: the same bins as over the whole tensor.
         const bool chunkedHistogram = options.histogramBins > 0 && !t.direct;
         gpu::ValueRange range;
-        gpu::Stats s;
         chunks(t, buf, cancel, [&](const gpu::StridedView& v, uint64_t len) {
-            if (len) s.merge(backend.stats(v, *type));
+            if (len) out.stats.merge(backend.stats(v, *type));
             if (len && chunkedHistogram) range.merge(gpu::valueRange(v, *type, options.histogramLog10));
             done += len * v.elementSize;
             if (progress)
                 progress({int(total ? done * 1000 / total : 1000), "stats " + t.tensor.name, done, total});
         });
-        ordered_json j{{"name", t.tensor.name},
-                       {"dtype", torch::name(t.tensor.dtype)},
-                       {"shape", t.tensor.shape},
-                       {"count", s.count}};
-        const bool any = s.valid() > 0;
-        j["min"] = any ? num(s.min) : nullptr;
-        j["max"] = any ? num(s.max) : nullptr;
-        j["mean"] = any ? num(s.mean) : nullptr;
-        j["std"] = s.valid() > 1 ? num(s.std()) : nullptr;
-        j["absmax"] = any ? num(s.absmax) : nullptr;
-        j["l2"] = num(s.l2());
-        j["zeros"] = s.zeros;
-        j["nans"] = s.nans;
-        j["infs"] = s.infs;
         if (options.histogramBins > 0 && t.direct) {
             const uint32_t es = torch::elementSize(t.tensor.dtype);
-            const auto h =
+            out.histogram =
                 backend.histogram(gpu::StridedView{t.direct, es, {int64_t(t.tensor.nbytes / es)}, {1}, 0},
                                   *type, options.histogramBins, options.histogramLog10, 0, 0);
-            j["histogram"] = histogramJson(h);
         } else if (chunkedHistogram) {
-            gpu::Histogram h;
-            h.log10 = options.histogramLog10;
-            std::tie(h.lo, h.hi) = range.bounds();
-            h.bins.assign(size_t(options.histogramBins), 0);
+            gpu::Histogram h = emptyHistogram(options.histogramBins, options.histogramLog10, range.bounds());
             chunks(t, buf, cancel, [&](const gpu::StridedView& v, uint64_t len) {
-                if (!len) return;
-                const auto part = backend.histogram(v, *type, options.histogramBins, h.log10, h.lo, h.hi);
-                for (size_t i = 0; i < h.bins.size() && i < part.bins.size(); ++i)
-                    h.bins[i] += part.bins[i];
-                h.zeros += part.zeros;
-                h.nonFinite += part.nonFinite;
+                if (len)
+                    addHistogram(h, backend.histogram(v, *type, options.histogramBins, h.log10, h.lo, h.hi));
             });
-            j["histogram"] = histogramJson(h);
+            out.histogram = std::move(h);
         }
-        tensors.push_back(std::move(j));
+        r.tensors.push_back(std::move(out));
     }
-    doc["tensors"] = std::move(tensors);
-    doc["skipped"] = set.skipped;
-    doc["warnings"] = set.warnings;
-    addBackendWarnings(doc["warnings"], backend, options);
-    return doc;
+    r.skipped = set.skipped;
+    r.warnings = set.warnings;
+    addBackendWarnings(r.warnings, backend, {&options.source});
+    return r;
 }
 
-ordered_json computeDiff(const std::string& a, const std::string& b, const AnalyzeOptions& options,
-                         gpu::ComputeBackend& backend, const ProgressSink& progress,
-                         const CancelToken& cancel)
+const char* statusName(DiffStatus s)
 {
-    const TensorSet sa = anyTensors(a, options.source);
-    const TensorSet sb = anyTensors(b, options.source);
+    switch (s) {
+    case DiffStatus::Identical:
+        return "identical";
+    case DiffStatus::Changed:
+        return "changed";
+    case DiffStatus::OnlyInA:
+        return "only_a";
+    case DiffStatus::OnlyInB:
+        return "only_b";
+    case DiffStatus::ShapeOrDTypeChanged:
+        return "shape_or_dtype";
+    }
+    return "?";
+}
+
+DiffTotals totalsOf(const std::vector<TensorDiff>& tensors)
+{
+    DiffTotals t;
+    for (const auto& d : tensors) {
+        t.compared += d.compared;
+        switch (d.status) {
+        case DiffStatus::Identical:
+            ++t.identical;
+            break;
+        case DiffStatus::Changed:
+            ++t.changed;
+            break;
+        case DiffStatus::OnlyInA:
+            ++t.onlyA;
+            break;
+        case DiffStatus::OnlyInB:
+            ++t.onlyB;
+            break;
+        case DiffStatus::ShapeOrDTypeChanged:
+            ++t.shapeOrDType;
+            break;
+        }
+        if (d.compared) t.maxAbsDiff = std::max(t.maxAbsDiff, d.diff.maxAbsDiff);
+    }
+    return t;
+}
+
+namespace {
+
+// One tensor of both sides, compared chunk by chunk: the difference statistics always, each
+// side's statistics and the three histograms when asked. Histograms need a range first, so
+// they take a second pass; A and B share theirs so that they overlay bin for bin.
+class PairComparer
+{
+public:
+    PairComparer(const DiffOptions& o, gpu::ComputeBackend& backend, const CancelToken& cancel)
+        : m_options(o), m_backend(backend), m_cancel(cancel)
+    {
+    }
+
+    template <typename OnChunk>
+    void compare(const SourceTensor& ta, const SourceTensor& tb, TensorDiff& d, OnChunk onChunk)
+    {
+        const gpu::Scalar typeA = *scalarOf(ta.tensor.dtype), typeB = *scalarOf(tb.tensor.dtype);
+        const int bins = m_options.histogramBins;
+        gpu::ValueRange rangeAB, rangeD;
+        forEachChunk(ta, tb, [&](const gpu::StridedView& va, const gpu::StridedView& vb, uint64_t len) {
+            d.diff.merge(m_backend.diff(va, typeA, vb, typeB));
+            if (m_options.sideStats) {
+                d.statsA.merge(m_backend.stats(va, typeA));
+                d.statsB.merge(m_backend.stats(vb, typeB));
+            }
+            if (bins > 0) {
+                rangeAB.merge(gpu::valueRange(va, typeA, false));
+                rangeAB.merge(gpu::valueRange(vb, typeB, false));
+                differences(va, typeA, vb, typeB, len, m_delta);
+                rangeD.merge(gpu::valueRange(deltaView(len), gpu::Scalar::F64, false));
+            }
+            onChunk(len);
+        });
+        d.compared = true;
+        d.sideStats = m_options.sideStats;
+        if (bins <= 0) return;
+        gpu::Histogram ha = emptyHistogram(bins, false, rangeAB.bounds()), hb = ha,
+                       hd = emptyHistogram(bins, false, rangeD.bounds());
+        forEachChunk(ta, tb, [&](const gpu::StridedView& va, const gpu::StridedView& vb, uint64_t len) {
+            addHistogram(ha, m_backend.histogram(va, typeA, bins, false, ha.lo, ha.hi));
+            addHistogram(hb, m_backend.histogram(vb, typeB, bins, false, hb.lo, hb.hi));
+            differences(va, typeA, vb, typeB, len, m_delta);
+            addHistogram(hd,
+                         m_backend.histogram(deltaView(len), gpu::Scalar::F64, bins, false, hd.lo, hd.hi));
+        });
+        d.histA = std::move(ha);
+        d.histB = std::move(hb);
+        d.histDiff = std::move(hd);
+    }
+
+private:
+    template <typename Fn> void forEachChunk(const SourceTensor& ta, const SourceTensor& tb, Fn fn)
+    {
+        const uint32_t ea = torch::elementSize(ta.tensor.dtype), eb = torch::elementSize(tb.tensor.dtype);
+        const uint64_t n = ta.tensor.nbytes / ea, per = kChunk / std::max(ea, eb);
+        for (uint64_t first = 0; first < n; first += per) {
+            m_cancel.throwIfCancelled();
+            const uint64_t len = std::min(per, n - first);
+            fn(chunkView(ta, ea, first, len, m_bufA), chunkView(tb, eb, first, len, m_bufB), len);
+        }
+    }
+
+    gpu::StridedView deltaView(uint64_t len) const
+    {
+        return {reinterpret_cast<const uint8_t*>(m_delta.data()), 8, {int64_t(len)}, {1}, 0};
+    }
+
+    const DiffOptions& m_options;
+    gpu::ComputeBackend& m_backend;
+    const CancelToken& m_cancel;
+    std::vector<uint8_t> m_bufA, m_bufB;
+    std::vector<double> m_delta;
+};
+
+} // namespace
+
+DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOptions& options,
+                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
+                       const DiffSink& onTensor)
+{
+    const TensorSet sa = anyTensors(a, options.a);
+    cancel.throwIfCancelled();
+    const TensorSet sb = anyTensors(b, options.b);
     std::map<std::string, const SourceTensor*> inB;
     for (const auto& t : sb.tensors)
         if (t.aliasOf.empty()) inB[t.tensor.name] = &t;
     uint64_t total = 0, done = 0;
-    for (const auto& t : sa.tensors)
-        if (t.aliasOf.empty() && inB.count(t.tensor.name)) total += t.tensor.nbytes;
+    for (const auto& t : sa.tensors) {
+        auto it = inB.find(t.tensor.name);
+        if (t.aliasOf.empty() && it != inB.end() && it->second->tensor.shape == t.tensor.shape)
+            total += t.tensor.nbytes;
+    }
 
-    ordered_json doc;
-    doc["a"] = sa.label;
-    doc["b"] = sb.label;
-    doc["device"] = backend.name() + ": " + backend.device();
-    ordered_json tensors = ordered_json::array(), onlyA = ordered_json::array(),
-                 onlyB = ordered_json::array(), changed = ordered_json::array();
-    uint64_t identical = 0, different = 0;
-    double worst = 0;
-    std::vector<uint8_t> bufA, bufB;
+    DiffResult r;
+    r.a = {a, sa.label, sa.tag};
+    r.b = {b, sb.label, sb.tag};
+    r.device = backend.name() + ": " + backend.device();
+    PairComparer comparer(options, backend, cancel);
+    auto emit = [&](TensorDiff&& d) {
+        if (onTensor) onTensor(d);
+        r.tensors.push_back(std::move(d));
+    };
     std::map<std::string, bool> seenA;
     for (const auto& ta : sa.tensors) {
-        if (!ta.aliasOf.empty()) continue;
+        if (!ta.aliasOf.empty()) continue; // compared once, as the tensor it ties to
         seenA[ta.tensor.name] = true;
+        TensorDiff d;
+        d.name = ta.tensor.name;
+        d.dtypeA = ta.tensor.dtype;
+        d.shapeA = ta.tensor.shape;
         auto it = inB.find(ta.tensor.name);
         if (it == inB.end()) {
-            onlyA.push_back(ta.tensor.name);
+            d.status = DiffStatus::OnlyInA;
+            emit(std::move(d));
             continue;
         }
         const SourceTensor& tb = *it->second;
-        if (ta.tensor.shape != tb.tensor.shape || ta.tensor.dtype != tb.tensor.dtype) {
-            changed.push_back(
-                {{"name", ta.tensor.name}, {"a", shapeJson(ta.tensor)}, {"b", shapeJson(tb.tensor)}});
-            if (ta.tensor.shape != tb.tensor.shape) continue; // values are not comparable
-        }
-        const auto typeA = scalarOf(ta.tensor.dtype), typeB = scalarOf(tb.tensor.dtype);
-        const uint32_t ea = torch::elementSize(ta.tensor.dtype), eb = torch::elementSize(tb.tensor.dtype);
-        const uint64_t n = ta.tensor.nbytes / ea, per = kChunk / std::max(ea, eb);
-        gpu::DiffStats d;
-        for (uint64_t first = 0; first < n; first += per) {
+        d.dtypeB = tb.tensor.dtype;
+        d.shapeB = tb.tensor.shape;
+        d.bitwiseKnown = ta.tensor.dtype == tb.tensor.dtype;
+        const bool sameShape = ta.tensor.shape == tb.tensor.shape;
+        const bool comparable = scalarOf(ta.tensor.dtype) && scalarOf(tb.tensor.dtype);
+        if (sameShape && !comparable)
+            r.warnings.push_back(d.name + ": " + std::string(torch::name(ta.tensor.dtype)) +
+                                 " has no values to compare");
+        if (sameShape && comparable) {
             cancel.throwIfCancelled();
-            const uint64_t len = std::min(per, n - first);
-            auto view = [&](const SourceTensor& t, uint32_t es, std::vector<uint8_t>& buf) {
-                if (t.direct) return gpu::StridedView{t.direct + first * es, es, {int64_t(len)}, {1}, 0};
-                buf.resize(len * es);
-                t.tensor.fill(first * es, len * es, buf.data());
-                return gpu::StridedView{buf.data(), es, {int64_t(len)}, {1}, 0};
-            };
-            d.merge(backend.diff(view(ta, ea, bufA), *typeA, view(tb, eb, bufB), *typeB));
-            done += len * ea;
-            if (progress)
-                progress({int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
+            const uint32_t ea = torch::elementSize(ta.tensor.dtype);
+            comparer.compare(ta, tb, d, [&](uint64_t len) {
+                done += len * ea;
+                if (progress)
+                    progress(
+                        {int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
+            });
         }
-        const bool same =
-            d.nanMismatch == 0 && d.maxAbsDiff == 0 && (typeA != typeB || d.bitwiseEqual == d.count);
-        same ? ++identical : ++different;
-        worst = std::max(worst, d.maxAbsDiff);
-        tensors.push_back(
-            {{"name", ta.tensor.name},
-             {"count", d.count},
-             {"identical", same},
-             {"max_abs_diff", num(d.maxAbsDiff)},
-             {"l2_diff", num(d.l2Diff())},
-             {"rel_l2", num(d.relL2())},
-             {"cosine", num(d.cosine())},
-             {"bitwise_equal", typeA == typeB ? ordered_json(d.bitwiseEqual) : ordered_json(nullptr)},
-             {"nan_mismatch", d.nanMismatch}});
+        if (!sameShape || !d.bitwiseKnown)
+            d.status = DiffStatus::ShapeOrDTypeChanged;
+        else if (!comparable)
+            d.status = DiffStatus::Changed; // not known to be identical, and said so above
+        else
+            d.status =
+                d.diff.nanMismatch == 0 && d.diff.maxAbsDiff == 0 && d.diff.bitwiseEqual == d.diff.count
+                    ? DiffStatus::Identical
+                    : DiffStatus::Changed;
+        emit(std::move(d));
     }
-    for (const auto& tb : sb.tensors)
-        if (tb.aliasOf.empty() && !seenA.count(tb.tensor.name)) onlyB.push_back(tb.tensor.name);
-    doc["tensors"] = std::move(tensors);
-    doc["only_a"] = std::move(onlyA);
-    doc["only_b"] = std::move(onlyB);
-    doc["changed"] = std::move(changed);
-    doc["totals"] = {{"compared", identical + different},
-                     {"identical", identical},
-                     {"different", different},
-                     {"only_a", doc["only_a"].size()},
-                     {"only_b", doc["only_b"].size()},
-                     {"changed", doc["changed"].size()},
-                     {"max_abs_diff", num(worst)}};
-    doc["warnings"] = ordered_json::array();
-    addBackendWarnings(doc["warnings"], backend, options);
-    return doc;
-}
-
-namespace {
-std::string fmt(const ordered_json& v)
-{
-    if (v.is_null()) return "-";
-    if (v.is_string()) return v.get<std::string>();
-    char b[32];
-    std::snprintf(b, sizeof b, "%.6g", v.get<double>());
-    return b;
-}
-} // namespace
-
-void printStats(const ordered_json& doc, std::ostream& out)
-{
-    out << doc["source"].get<std::string>() << "  (" << doc["tensors"].size() << " tensors, "
-        << doc["device"].get<std::string>() << ")\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10s %6s %6s\n", "tensor", "dtype",
-                  "min", "max", "mean", "std", "zeros", "nan", "inf");
-    out << line;
-    for (const auto& t : doc["tensors"]) {
-        if (t.contains("alias_of")) {
-            out << t["name"].get<std::string>() << "  = " << t["alias_of"].get<std::string>() << "\n";
-            continue;
-        }
-        std::string name = t["name"].get<std::string>();
-        if (name.size() > 44) name = "..." + name.substr(name.size() - 41);
-        std::snprintf(
-            line, sizeof line, "%-44s %-9s %12s %12s %12s %12s %10llu %6llu %6llu\n", name.c_str(),
-            t["dtype"].get<std::string>().c_str(), fmt(t["min"]).c_str(), fmt(t["max"]).c_str(),
-            fmt(t["mean"]).c_str(), fmt(t["std"]).c_str(), (unsigned long long)t["zeros"].get<uint64_t>(),
-            (unsigned long long)t["nans"].get<uint64_t>(), (unsigned long long)t["infs"].get<uint64_t>());
-        out << line;
+    for (const auto& tb : sb.tensors) {
+        if (!tb.aliasOf.empty() || seenA.count(tb.tensor.name)) continue;
+        TensorDiff d;
+        d.name = tb.tensor.name;
+        d.status = DiffStatus::OnlyInB;
+        d.dtypeB = tb.tensor.dtype;
+        d.shapeB = tb.tensor.shape;
+        emit(std::move(d));
     }
-    for (const auto& s : doc["skipped"])
-        out << "skipped " << s.get<std::string>() << "\n";
-}
-
-void printDiff(const ordered_json& doc, std::ostream& out)
-{
-    out << "A: " << doc["a"].get<std::string>() << "\nB: " << doc["b"].get<std::string>() << "\n("
-        << doc["device"].get<std::string>() << ")\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", "tensor", "max|a-b|", "rel_l2", "cosine",
-                  "equal");
-    out << line;
-    for (const auto& t : doc["tensors"]) {
-        std::string name = t["name"].get<std::string>();
-        if (name.size() > 44) name = "..." + name.substr(name.size() - 41);
-        const std::string eq = t["identical"].get<bool>() ? "identical"
-                               : t["bitwise_equal"].is_null()
-                                   ? "-"
-                                   : std::to_string(t["bitwise_equal"].get<uint64_t>()) + "/" +
-                                         std::to_string(t["count"].get<uint64_t>());
-        std::snprintf(line, sizeof line, "%-44s %12s %12s %12s %10s\n", name.c_str(),
-                      fmt(t["max_abs_diff"]).c_str(), fmt(t["rel_l2"]).c_str(), fmt(t["cosine"]).c_str(),
-                      eq.c_str());
-        out << line;
-    }
-    for (const auto& n : doc["only_a"])
-        out << "only in A: " << n.get<std::string>() << "\n";
-    for (const auto& n : doc["only_b"])
-        out << "only in B: " << n.get<std::string>() << "\n";
-    for (const auto& c : doc["changed"])
-        out << "changed: " << c["name"].get<std::string>() << "  " << c["a"].dump() << " -> " << c["b"].dump()
-            << "\n";
-    const auto& t = doc["totals"];
-    out << t["compared"] << " compared: " << t["identical"] << " identical, " << t["different"]
-        << " different (max |a-b| " << fmt(t["max_abs_diff"]) << "); " << t["only_a"] << " only in A, "
-        << t["only_b"] << " only in B, " << t["changed"] << " changed shape or dtype\n";
+    addBackendWarnings(r.warnings, backend, {&options.a, &options.b});
+    return r;
 }
 
 } // namespace ckpt::ops

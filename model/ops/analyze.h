@@ -1,29 +1,105 @@
-// `ckpt stats` and `ckpt diff`: per-tensor statistics, and per-tensor comparison of two files
-// or two tags, streamed through the compute backend with progress and cancel.
+// `ckpt stats` and `ckpt diff` (and the window's comparison): per-tensor statistics, and the
+// per-tensor comparison of two files, checkpoints or tags, streamed through the compute backend
+// with progress and cancel. Results are plain values; cli/ renders them as text or JSON.
 #pragma once
 
 #include "compute_backend.h"
 #include "ops/job.h"
 #include "ops/tensor_source.h"
 
-#include <nlohmann/json.hpp>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ckpt::ops {
 
 struct AnalyzeOptions
 {
-    SourceOptions source;   // tag, dtype for checkpoints (stats/diff read what export would write)
-    int histogramBins = 0;  // stats: add a histogram with this many bins (0: none)
+    SourceOptions source;  // tag, dtype for checkpoints (stats/diff read what export would write)
+    int histogramBins = 0; // stats: add a histogram with this many bins (0: none)
     bool histogramLog10 = false;
 };
 
-nlohmann::ordered_json computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
-                                    const ProgressSink& progress, const CancelToken& cancel);
-nlohmann::ordered_json computeDiff(const std::string& a, const std::string& b, const AnalyzeOptions& options,
-                                   gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel);
+struct TensorStats
+{
+    std::string name;
+    std::string aliasOf; // a tied alias: no statistics of its own
+    torch::DType dtype = torch::DType::Float32;
+    std::vector<int64_t> shape;
+    gpu::Stats stats;
+    std::optional<gpu::Histogram> histogram;
+};
 
-void printStats(const nlohmann::ordered_json& doc, std::ostream& out);
-void printDiff(const nlohmann::ordered_json& doc, std::ostream& out);
+struct StatsResult
+{
+    std::string source; // the TensorSet's label
+    std::string device; // "cpu: 16 CPU threads"
+    std::vector<TensorStats> tensors;
+    std::vector<std::string> skipped, warnings;
+};
+
+StatsResult computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
+                         const ProgressSink& progress, const CancelToken& cancel);
+
+// --- diff -----------------------------------------------------------------------------------
+
+enum class DiffStatus { Identical, Changed, OnlyInA, OnlyInB, ShapeOrDTypeChanged };
+const char* statusName(DiffStatus s); // "identical", "changed", "only_a", "only_b", "shape_or_dtype"
+
+// One side of a comparison: what was read, and which tag of it.
+struct DiffSide
+{
+    std::string path;
+    std::string label; // "CHECKPOINT (tag global_step4)" or the file
+    std::string tag;   // checkpoints: the tag read; files: empty
+};
+
+struct TensorDiff
+{
+    std::string name;
+    DiffStatus status = DiffStatus::Identical;
+    torch::DType dtypeA = torch::DType::Float32, dtypeB = torch::DType::Float32;
+    std::vector<int64_t> shapeA, shapeB;
+    bool compared = false;     // values compared (both sides present, one shape)
+    bool bitwiseKnown = false; // one dtype on both sides: diff.bitwiseEqual means something
+    gpu::DiffStats diff;
+    bool sideStats = false; // statsA/statsB computed
+    gpu::Stats statsA, statsB;
+    // With DiffOptions::histogramBins: A and B over one shared range (so they overlay), a-b
+    // over its own.
+    std::optional<gpu::Histogram> histA, histB, histDiff;
+};
+
+struct DiffResult
+{
+    DiffSide a, b;
+    std::string device;
+    std::vector<TensorDiff> tensors; // A's order, then what only B has
+    std::vector<std::string> warnings;
+};
+
+struct DiffTotals
+{
+    uint64_t compared = 0, identical = 0, changed = 0, onlyA = 0, onlyB = 0, shapeOrDType = 0;
+    double maxAbsDiff = 0;
+};
+DiffTotals totalsOf(const std::vector<TensorDiff>& tensors);
+
+struct DiffOptions
+{
+    SourceOptions a, b;     // per side: tag (empty = latest), dtype, backend for casts
+    bool sideStats = false; // mean/std/... of A and B as well (one more reduction per side)
+    int histogramBins = 0;  // > 0: histograms of A, B and a-b (a second pass over chunked tensors)
+};
+
+// Called with each tensor's result as soon as it is known, on the computing thread.
+using DiffSink = std::function<void(const TensorDiff&)>;
+
+// Tensors are matched by name; a tied alias is compared once, as its target.
+// Throws Error on damage, Cancelled when cancelled.
+DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOptions& options,
+                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
+                       const DiffSink& onTensor = {});
 
 } // namespace ckpt::ops
