@@ -7,6 +7,7 @@ namespace ckpt::layout {
 
 const Family& composerFamily();    // composer_family.cpp
 const Family& deepSpeedFamily();   // deepspeed_family.cpp
+const Family& dcpFamily();         // dcp_family.cpp
 const Family& huggingFaceFamily(); // hf_family.cpp
 const Family& singleFileFamily();  // file_family.cpp
 

@@ -187,14 +187,23 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
         f.path = files[i].second;
         const FileKind kind = detect(files[i].first);
         f.torch = kind == FileKind::TorchZip || kind == FileKind::TorchLegacy;
+        std::shared_ptr<const layout::TensorFile> owner;
+        std::unique_ptr<torch::TorchFile> parsed;
+        const torch::TorchFile* tf = nullptr;
         if (f.torch) {
-            std::shared_ptr<const layout::TensorFile> owner;
-            std::unique_ptr<torch::TorchFile> parsed;
-            const torch::TorchFile* tf = nullptr;
-            if (fileSet && (owner = fileSet->get(files[i].first))->torch())
-                tf = owner->torch();
-            else
-                tf = (parsed = torch::TorchFile::open(files[i].first)).get();
+            try {
+                if (fileSet && (owner = fileSet->get(files[i].first))->torch())
+                    tf = owner->torch();
+                else
+                    tf = (parsed = torch::TorchFile::open(files[i].first)).get();
+            } catch (const Error&) {
+                // In a folder, a zip that is not one torch.save (a DCP .distcp concatenates
+                // many) counts as other bytes; the checkpoint's family reports real damage.
+                if (!fs::is_directory(path, ec)) throw;
+                f.torch = false;
+            }
+        }
+        if (f.torch) {
             f.fileBytes = tf->fileSize();
             f.bloat = analyzeBloat(*tf);
             for (const auto& s : f.bloat.storages) {

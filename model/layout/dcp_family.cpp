@@ -1,0 +1,366 @@
+// A PyTorch Distributed Checkpoint (DCP) folder — `.metadata` plus `__<rank>_<n>.distcp` data
+// files, written by torch.distributed.checkpoint for FSDP/DTensor training (plain PyTorch,
+// torchtitan, Composer's sharded saves) — and a run folder whose subfolders are such checkpoints.
+// `.metadata` gives every entry's full shape, dtype and chunks; each chunk is an item of a data
+// file, itself a complete little torch.save zip, read in place from a slice of the mapped file.
+#include "io/error.h"
+#include "io/input_file.h"
+#include "io/mapped_file.h"
+#include "layout/dcp_metadata.h"
+#include "layout/families.h"
+#include "torch/torch_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace ckpt::layout {
+
+namespace {
+
+bool isDcpFolder(const fs::path& dir)
+{
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || !fs::is_regular_file(dir / ".metadata", ec)) return false;
+    if (!dcp::looksLikeMetadata(io::readHead((dir / ".metadata").string(), 4096))) return false;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".distcp" && e.is_regular_file(ec)) return true;
+    return false;
+}
+
+// The subfolders of a run folder that are DCP checkpoints.
+std::vector<fs::path> dcpSubfolders(const fs::path& dir)
+{
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (!e.is_symlink(ec) && e.is_directory(ec) && isDcpFolder(e.path())) out.push_back(e.path());
+    return out;
+}
+
+// Training order from the names: the numbers in them compared as numbers (Composer's ep0-ba10
+// after ep0-ba9, torchtitan's step-100 after step-20), then the names themselves.
+std::pair<std::vector<uint64_t>, std::string> trainingOrder(const std::string& name)
+{
+    std::pair<std::vector<uint64_t>, std::string> key{{}, name};
+    for (size_t i = 0; i < name.size(); ++i) {
+        if (!std::isdigit(uint8_t(name[i]))) continue;
+        uint64_t n = 0;
+        for (; i < name.size() && std::isdigit(uint8_t(name[i])); ++i)
+            n = std::min<uint64_t>(n * 10 + uint64_t(name[i] - '0'), UINT64_MAX / 10);
+        key.first.push_back(n);
+    }
+    return key;
+}
+
+// `__<rank>_<n>.distcp`: the rank that wrote the file, or -1.
+int rankOf(const std::string& name)
+{
+    if (!name.starts_with("__")) return -1;
+    int r = 0;
+    size_t i = 2;
+    for (; i < name.size() && std::isdigit(uint8_t(name[i])) && r < 1'000'000; ++i)
+        r = r * 10 + (name[i] - '0');
+    return i > 2 && i < name.size() && name[i] == '_' ? r : -1;
+}
+
+std::string join(const std::vector<std::string>& parts, size_t from, const char* sep)
+{
+    std::string s;
+    for (size_t i = from; i < parts.size(); ++i)
+        s += (i > from ? sep : "") + parts[i];
+    return s;
+}
+
+// A pickled value for the tag's info: scalars as JSON, anything else as its repr.
+nlohmann::ordered_json valueJson(const pickle::Value* v)
+{
+    using pickle::Kind;
+    if (!v || v->kind == Kind::None) return nullptr;
+    if (v->kind == Kind::Bool) return v->boolean;
+    if (v->kind == Kind::Int) return v->integer;
+    if (v->kind == Kind::Float) return v->real;
+    return v->kind == Kind::Str ? nlohmann::ordered_json(v->text)
+                                : nlohmann::ordered_json(torch::pyRepr(v, 200));
+}
+
+// Which entries are the model, and how they are named: tensors under a top-level `model`
+// (plain FSDP state dicts) or `state/model` (Composer), named by FQN without that prefix; with
+// neither (torchtitan puts model keys at the top level beside its own entries), every tensor
+// outside those entries.
+struct ModelRule
+{
+    std::vector<std::string> prefix;
+    std::string layout;
+
+    explicit ModelRule(const dcp::Metadata& md)
+    {
+        auto under = [&](const std::vector<std::string>& p) {
+            return std::any_of(md.entries.begin(), md.entries.end(), [&](const dcp::Entry& e) {
+                return e.tensor && e.keyPath.size() > p.size() &&
+                       std::equal(p.begin(), p.end(), e.keyPath.begin());
+            });
+        };
+        if (under({"model"}))
+            prefix = {"model"}, layout = "model";
+        else if (under({"state", "model"}))
+            prefix = {"state", "model"}, layout = "composer";
+        else
+            layout = "torchtitan";
+    }
+
+    bool isModel(const dcp::Entry& e) const
+    {
+        if (!prefix.empty())
+            return e.keyPath.size() > prefix.size() &&
+                   std::equal(prefix.begin(), prefix.end(), e.keyPath.begin());
+        static const std::set<std::string> kTrainerKeys = {"optimizer", "lr_scheduler", "dataloader",
+                                                           "train_state"};
+        return !kTrainerKeys.count(e.keyPath.front());
+    }
+
+    std::string modelName(const dcp::Entry& e) const { return join(e.keyPath, prefix.size(), "."); }
+};
+
+// Composer's facts for the overview (as its monolithic saves show them), from the values DCP
+// saved beside the tensors.
+void composerBadges(Tag& tag)
+{
+    tag.badges["family"] = "composer";
+    static const std::pair<const char*, const char*> kFacts[] = {
+        {"composer_version", "/state/metadata/composer_env_info/composer_version"},
+        {"precision", "/state/metadata/precision"},
+        {"world_size", "/state/metadata/world_size"},
+        {"run_name", "/state/run_name"},
+        {"epoch", "/state/timestamp/Timestamp/epoch"},
+        {"batch", "/state/timestamp/Timestamp/batch"},
+        {"sample", "/state/timestamp/Timestamp/sample"}};
+    for (const auto& [badge, where] : kFacts) {
+        const nlohmann::ordered_json::json_pointer at(where);
+        if (tag.clientState.contains(at) && !tag.clientState[at].is_null())
+            tag.badges[badge] = tag.clientState[at];
+    }
+    if (tag.badges.contains("batch") && tag.badges["batch"].is_number_integer())
+        tag.globalSteps = tag.badges["batch"].get<int64_t>();
+}
+
+class Opener
+{
+public:
+    Opener(const fs::path& dir, FileSet& files) : m_dir(dir), m_files(files) {}
+
+    Tag open(const std::string& name, bool latest)
+    {
+        Tag tag;
+        tag.name = name;
+        tag.dir = m_dir.string();
+        tag.latest = latest;
+        const std::string mdPath = (m_dir / ".metadata").string();
+        const dcp::Metadata md = dcp::parseMetadata(io::MappedFile::open(mdPath)->bytes(), mdPath);
+        const ModelRule rule(md);
+
+        tag.clientState = nlohmann::ordered_json::object();
+        for (const dcp::Entry& e : md.entries) {
+            if (!e.tensor) {
+                addValue(tag, e);
+                continue;
+            }
+            Parameter p;
+            p.shape = e.shape;
+            p.dtype = e.dtype;
+            p.path = join(e.keyPath, 0, "/");
+            const bool model = rule.isModel(e);
+            p.name = model ? rule.modelName(e) : p.path;
+            const uint64_t numel = p.numel();
+            const bool whole = e.chunks.size() == 1 && e.chunks[0].sizes == e.shape;
+            for (const dcp::Chunk& c : e.chunks) {
+                const std::string id = itemFile(e, c.item, &c.sizes);
+                RankSlice s;
+                s.rank = rankOf(c.item.file);
+                s.length = 1;
+                for (int64_t x : c.sizes)
+                    s.length *= uint64_t(x);
+                for (size_t i = 0, stride = 1; i < c.offsets.size(); ++i) {
+                    const size_t d = c.offsets.size() - 1 - i;
+                    s.paramOffset += uint64_t(c.offsets[d]) * stride;
+                    stride *= size_t(e.shape[d]);
+                }
+                // A whole tensor (a replicated one, a 0-d step) reads flat, in place.
+                if (whole)
+                    s.master.push_back({id, "", 0, numel, e.dtype, {}, {}});
+                else
+                    s.master.push_back({id, "", 0, s.length, e.dtype, c.offsets, c.sizes});
+                p.slices.push_back(std::move(s));
+            }
+            (model ? tag.params : tag.otherTensors).push_back(std::move(p));
+        }
+
+        std::set<int> ranks;
+        for (const auto& [file, mapped] : m_data) {
+            RankFile rf;
+            rf.path = (m_dir / file).string();
+            rf.name = file;
+            rf.dpRank = rankOf(file);
+            rf.size = mapped->size();
+            tag.files.push_back(std::move(rf));
+            ranks.insert(rankOf(file));
+        }
+        tag.badges["format"] = "PyTorch DCP";
+        if (!md.version.empty()) tag.badges["dcp_version"] = md.version;
+        tag.badges["layout"] = rule.layout;
+        tag.badges["ranks"] = ranks.size();
+        if (rule.layout == "composer") composerBadges(tag);
+        if (tag.params.empty())
+            tag.warnings.push_back(
+                "no model tensors (looked for the entries under " +
+                (rule.prefix.empty() ? std::string("the top level") : "'" + join(rule.prefix, 0, "/") + "'") +
+                "); `--all` exports every tensor");
+        return tag;
+    }
+
+private:
+    // The item's own torch.save zip, parsed once and adopted into the file set under
+    // "<data file>@<offset>"; for a tensor chunk (`sizes`), checked against its metadata.
+    std::string itemFile(const dcp::Entry& e, const dcp::Item& item, const std::vector<int64_t>* sizes)
+    {
+        const std::string path = (m_dir / item.file).string();
+        const std::string id = path + "@" + std::to_string(item.offset);
+        const std::string what = "the item of '" + e.fqn + "' at bytes " + std::to_string(item.offset) +
+                                 "..+" + std::to_string(item.length);
+        const torch::TorchFile* tf = nullptr;
+        if (const auto it = m_items.find(id); it != m_items.end()) {
+            tf = it->second.get();
+        } else {
+            const auto data = dataFile(item.file);
+            if (!io::rangeFits(item.offset, item.length, data->size()))
+                throw Error(what + " lies beyond the end of the file (" + std::to_string(data->size()) +
+                                " bytes; truncated?)",
+                            path);
+            std::shared_ptr<const torch::TorchFile> parsed;
+            try {
+                parsed = torch::TorchFile::open(io::MappedFile::slice(data, item.offset, item.length, id));
+            } catch (const Error& x) {
+                throw Error(what + ": " + x.message(), path);
+            }
+            m_files.adopt(id, parsed);
+            tf = m_items.emplace(id, std::move(parsed)).first->second.get();
+        }
+        if (sizes) {
+            const torch::Tensor* t = tf->tensor("");
+            if (!t || t->storage < 0 || !t->note.empty())
+                throw Error(what + " is not a tensor with data", path);
+            if (t->dtype != e.dtype || t->shape != *sizes)
+                throw Error(what + " holds a " + std::string(torch::name(t->dtype)) +
+                                " tensor of another shape or " + "dtype than .metadata's " +
+                                std::string(torch::name(e.dtype)) + " chunk",
+                            path);
+        }
+        return id;
+    }
+
+    std::shared_ptr<const io::MappedFile> dataFile(const std::string& name)
+    {
+        if (const auto it = m_data.find(name); it != m_data.end()) return it->second;
+        const std::string path = (m_dir / name).string();
+        std::error_code ec;
+        if (!fs::exists(path, ec)) throw Error("missing: .metadata stores items in it", path);
+        io::requireRegularFile(path);
+        return m_data.emplace(name, io::MappedFile::open(path)).first->second;
+    }
+
+    // A non-tensor leaf (BytesStorageMetadata): DCP's planner torch.save()s it into its item.
+    // Its value goes to the tag's info; tensors inside it (an object DCP did not flatten) are
+    // other tensors under its path.
+    void addValue(Tag& tag, const dcp::Entry& e)
+    {
+        const std::string id = itemFile(e, e.item, nullptr);
+        const torch::TorchFile& tf = *m_items.at(id);
+        nlohmann::ordered_json* node = &tag.clientState;
+        for (size_t i = 0; i + 1 < e.keyPath.size() && (node->is_object() || node->is_null()); ++i)
+            node = &(*node)[e.keyPath[i]];
+        if (node->is_object() || node->is_null()) (*node)[e.keyPath.back()] = valueJson(tf.root());
+        const std::string base = join(e.keyPath, 0, "/");
+        for (const torch::Tensor& t : tf.tensors()) {
+            if (t.aliasOf >= 0 || t.storage < 0 || !t.note.empty()) continue;
+            Parameter p;
+            p.name = p.path = t.path.empty() ? base : base + "/" + t.path;
+            p.shape = t.shape;
+            p.dtype = t.dtype;
+            RankSlice s;
+            s.rank = rankOf(e.item.file);
+            s.length = p.numel();
+            s.master.push_back({id, t.path, 0, s.length, t.dtype, {}, {}});
+            p.slices.push_back(std::move(s));
+            tag.otherTensors.push_back(std::move(p));
+        }
+    }
+
+    fs::path m_dir;
+    FileSet& m_files;
+    std::map<std::string, std::shared_ptr<const io::MappedFile>> m_data;    // by file name
+    std::map<std::string, std::shared_ptr<const torch::TorchFile>> m_items; // by id
+};
+
+class DcpFamily final : public Family
+{
+public:
+    std::string_view id() const override { return "dcp"; }
+    std::string_view lookedFor() const override
+    {
+        return "a PyTorch DCP checkpoint (.metadata and *.distcp files) or a run folder of them";
+    }
+    bool match(const std::string& path) const override
+    {
+        std::error_code ec;
+        if (!fs::is_directory(path, ec)) return false;
+        return isDcpFolder(path) ||
+               (!fs::exists(fs::path(path) / ".metadata", ec) && !dcpSubfolders(path).empty());
+    }
+    TagList listTags(const std::string& path) const override
+    {
+        TagList l;
+        l.root = path;
+        if (isDcpFolder(path)) {
+            l.tags.push_back({fs::path(path).filename().string(), path});
+            l.latest = l.tags.front().first;
+            return l;
+        }
+        std::vector<std::string> names;
+        for (const auto& d : dcpSubfolders(path))
+            names.push_back(d.filename().string());
+        if (names.empty()) throw Error("no DCP checkpoint folders (.metadata and *.distcp) in it", path);
+        std::sort(names.begin(), names.end(),
+                  [](const auto& a, const auto& b) { return trainingOrder(a) < trainingOrder(b); });
+        for (const auto& n : names)
+            l.tags.push_back({n, (fs::path(path) / n).string()});
+        // Composer's `latest-rank0.pt` (and similar pointers) is a symlink to the newest folder.
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(path, ec)) {
+            if (!e.is_symlink(ec) || !e.path().filename().string().starts_with("latest")) continue;
+            fs::path target = fs::read_symlink(e.path(), ec);
+            if (target.filename().empty()) target = target.parent_path(); // "ep0-ba2/"
+            const std::string t = target.filename().string();
+            if (std::find(names.begin(), names.end(), t) != names.end()) l.latest = t;
+        }
+        return l;
+    }
+    Tag openTag(const TagList& list, size_t index, FileSet& files) const override
+    {
+        const auto& [name, dir] = list.tags.at(index);
+        return Opener(dir, files).open(name, name == list.latest);
+    }
+};
+
+} // namespace
+
+const Family& dcpFamily()
+{
+    static const DcpFamily f;
+    return f;
+}
+
+} // namespace ckpt::layout

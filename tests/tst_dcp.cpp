@@ -1,0 +1,324 @@
+// PyTorch DCP folders saved by torch itself (tests/data/dcp) and Composer's real sharded run
+// folder: the domain model through the registry (shapes, dtypes, chunks), tensor values and
+// `ckpt export` (model and --all) against what torch's dcp_to_torch_save produced, each item
+// parsed once, and damaged copies giving one clear error naming the damaged file.
+#include "layout/family.h"
+#include "ops/consolidate.h"
+#include "ops/tensor_source.h"
+#include "safetensors/safetensors_file.h"
+#include "testutil.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace ckpt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Expected
+{
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::string sha256;
+};
+
+// Fixture folder -> its expectation file, for every DCP fixture.
+std::vector<std::pair<std::string, std::string>> fixtures()
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& e : fs::directory_iterator(testutil::dataDir() + "/dcp")) {
+        const std::string p = e.path().string();
+        if (p.ends_with(".expect.json")) out.push_back({p.substr(0, p.size() - 12), p});
+    }
+    std::sort(out.begin(), out.end());
+    out.push_back({testutil::dataDir() + "/composer/fsdp2_sharded",
+                   testutil::dataDir() + "/composer/fsdp2_sharded.expect.json"});
+    return out;
+}
+
+void addFixtureRows()
+{
+    QTest::addColumn<QString>("dir");
+    QTest::addColumn<QString>("expect");
+    for (const auto& [dir, expect] : fixtures())
+        QTest::newRow(dir.substr(testutil::dataDir().size() + 1).c_str())
+            << QString::fromStdString(dir) << QString::fromStdString(expect);
+}
+
+std::map<std::string, Expected> expected(const nlohmann::json& list, const char* nameKey)
+{
+    std::map<std::string, Expected> out;
+    for (const auto& t : list)
+        out[t[nameKey].get<std::string>()] = {t["dtype"], t["shape"].get<std::vector<int64_t>>(),
+                                              t["sha256"]};
+    return out;
+}
+
+std::map<std::string, Expected> hashed(const ops::TensorSet& set)
+{
+    std::map<std::string, Expected> out;
+    for (const auto& s : set.tensors) {
+        std::vector<uint8_t> b(s.tensor.nbytes);
+        if (!b.empty()) s.tensor.fill(0, b.size(), b.data());
+        out[s.tensor.name] = {std::string(torch::name(s.tensor.dtype)), s.tensor.shape,
+                              testutil::sha256Hex(b.data(), b.size())};
+    }
+    return out;
+}
+
+std::map<std::string, Expected> readSafetensors(const std::string& dir)
+{
+    std::map<std::string, Expected> out;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".safetensors") {
+            const auto f = safetensors::SafetensorsFile::open(e.path().string());
+            for (const auto& t : f->tensors()) {
+                const auto b = f->bytes(t);
+                out[t.name] = {std::string(torch::name(t.dtype)), t.shape,
+                               testutil::sha256Hex(b.data(), b.size())};
+            }
+        }
+    return out;
+}
+
+void compare(const std::map<std::string, Expected>& got, const std::map<std::string, Expected>& want)
+{
+    QCOMPARE(got.size(), want.size());
+    for (const auto& [name, w] : want) {
+        const auto it = got.find(name);
+        QVERIFY2(it != got.end(), ("missing " + name).c_str());
+        QCOMPARE(it->second.dtype, w.dtype);
+        QCOMPARE(it->second.shape, w.shape);
+        QVERIFY2(it->second.sha256 == w.sha256, ("values of " + name).c_str());
+    }
+}
+
+// A copy of a fixture folder to damage.
+std::string copyFixture(const QTemporaryDir& tmp, const std::string& dir)
+{
+    const fs::path dst = fs::path(tmp.path().toStdString()) / fs::path(dir).filename();
+    fs::copy(dir, dst, fs::copy_options::recursive);
+    return dst.string();
+}
+
+// Overwrites bytes of a file in place.
+void overwrite(const std::string& path, uint64_t offset, const std::string& bytes)
+{
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(offset));
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// The one error opening `dir` for export gives.
+std::string exportError(const std::string& dir)
+{
+    try {
+        ops::anyTensors(dir, {});
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+} // namespace
+
+class TestDcp : public QObject
+{
+    Q_OBJECT
+private slots:
+    void inspect_data() { addFixtureRows(); }
+    void inspect()
+    {
+        QFETCH(QString, dir);
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        QCOMPARE(std::string(layout::familyOf(dir.toStdString()).id()), std::string("dcp"));
+        const auto opened = layout::openCheckpoint(dir.toStdString());
+        QCOMPARE(opened->model.family, std::string("dcp"));
+        QCOMPARE(opened->model.tags.size(), size_t(1));
+        const layout::Tag& tag = opened->chooseTag("");
+        QVERIFY2(tag.warnings.empty(), tag.warnings.empty() ? "" : tag.warnings.front().c_str());
+        QVERIFY(tag.latest);
+
+        // Every tensor entry, as the model (prefix removed) or as another tensor (`/` path).
+        std::map<std::string, const layout::Parameter*> byPath;
+        for (const auto* list : {&tag.params, &tag.otherTensors})
+            for (const auto& p : *list)
+                byPath[p.path] = &p;
+        size_t tensors = 0;
+        for (const auto& e : exp["entries"]) {
+            if (e["kind"] != "tensor") continue;
+            ++tensors;
+            std::string path;
+            for (const auto& k : e["key_path"])
+                path += (path.empty() ? "" : "/") +
+                        (k.is_string() ? k.get<std::string>() : std::to_string(k.get<int>()));
+            const auto it = byPath.find(path);
+            QVERIFY2(it != byPath.end(), ("no tensor " + path).c_str());
+            const layout::Parameter& p = *it->second;
+            QCOMPARE(std::string(torch::name(p.dtype)), e["dtype"].get<std::string>());
+            QCOMPARE(p.shape, e["shape"].get<std::vector<int64_t>>());
+            QCOMPARE(p.slices.size(), e["chunks"].size());
+            for (size_t i = 0; i < p.slices.size(); ++i) {
+                const auto& c = e["chunks"][i];
+                const auto& src = p.slices[i].master.at(0);
+                QVERIFY(src.file.ends_with(c["file"].get<std::string>() + "@" +
+                                           std::to_string(c["offset"].get<uint64_t>())));
+                if (p.slices.size() > 1) {
+                    QCOMPARE(src.chunkOffsets, c["offsets"].get<std::vector<int64_t>>());
+                    QCOMPARE(src.chunkShape, c["sizes"].get<std::vector<int64_t>>());
+                }
+            }
+        }
+        QCOMPARE(byPath.size(), tensors);
+        std::vector<std::string> modelNames, wantNames;
+        for (const auto& p : tag.params)
+            modelNames.push_back(p.name);
+        for (const auto& t : exp["export"]["tensors"])
+            wantNames.push_back(t["name"]);
+        QCOMPARE(modelNames, wantNames); // metadata order, as dcp_to_torch_save's dict
+    }
+
+    void values_data() { addFixtureRows(); }
+    void values()
+    {
+        QFETCH(QString, dir);
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        const uint64_t before = torch::TorchFile::parses();
+        compare(hashed(ops::anyTensors(dir.toStdString(), {})), expected(exp["export"]["tensors"], "name"));
+        // Each item of each data file parsed once: tensor chunks and values, nothing more.
+        uint64_t items = 0;
+        for (const auto& e : exp["entries"])
+            items += e["kind"] == "tensor" ? e["chunks"].size() : 1;
+        QCOMPARE(torch::TorchFile::parses() - before, items);
+
+        ops::SourceOptions all;
+        all.all = true;
+        // --all names the model tensors by FQN too; the reference names them by their `/` path.
+        auto want = expected(exp["dcp_to_torch_save"]["tensors"], "path");
+        for (const auto& t : exp["export"]["tensors"])
+            for (auto it = want.begin(); it != want.end(); ++it)
+                if (it->second.sha256 == t["sha256"] &&
+                    it->first.ends_with("/" + t["name"].get<std::string>())) {
+                    want.emplace(t["name"].get<std::string>(), it->second);
+                    want.erase(it);
+                    break;
+                }
+        compare(hashed(ops::anyTensors(dir.toStdString(), all)), want);
+    }
+
+    void exportMatchesDcpToTorchSave_data() { addFixtureRows(); }
+    void exportMatchesDcpToTorchSave()
+    {
+        QFETCH(QString, dir);
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        QTemporaryDir out;
+        ops::ConsolidateOptions opt;
+        opt.maxShardSize = 100; // bytes: sharded, with an index
+        ops::CancelToken cancel;
+        ops::consolidate(dir.toStdString(), out.path().toStdString(), opt, {}, cancel);
+        compare(readSafetensors(out.path().toStdString()), expected(exp["export"]["tensors"], "name"));
+        QVERIFY(fs::exists(out.path().toStdString() + "/model.safetensors.index.json"));
+
+        // The command line, --all: the optimizer state too.
+        QTemporaryDir out2;
+        QProcess p;
+        p.start(CKPT_BINARY, {"export", dir, out2.path() + "/all", "--all"});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const auto got = readSafetensors(out2.path().toStdString() + "/all");
+        for (const auto& t : exp["dcp_to_torch_save"]["tensors"]) {
+            const std::string path = t["path"];
+            if (path.find("/exp_avg") == std::string::npos) continue;
+            QVERIFY2(got.count(path), ("--all lacks " + path).c_str());
+            QCOMPARE(got.at(path).sha256, t["sha256"].get<std::string>());
+        }
+    }
+
+    void runFolderLatestFromSymlink()
+    {
+        const auto opened = layout::openCheckpoint(testutil::dataDir() + "/composer/fsdp2_sharded");
+        QCOMPARE(opened->model.tags.size(), size_t(1));
+        QCOMPARE(opened->model.tags[0].name, std::string("ep0-ba2"));
+        QVERIFY(opened->model.tags[0].latest);
+        QCOMPARE(opened->model.tags[0].badges["layout"].get<std::string>(), std::string("composer"));
+        const auto& values = opened->model.tags[0].clientState;
+        QCOMPARE(values["state"]["run_name"].get<std::string>(), std::string("fixture-fsdp2"));
+        QCOMPARE(values["state"]["timestamp"]["Timestamp"]["batch"].get<int>(), 2);
+        QCOMPARE(values["state"]["optimizers"]["Adam"]["param_groups"]["0"]["lr"].get<double>(), 0.01);
+        const auto& badges = opened->model.tags[0].badges;
+        QCOMPARE(badges["composer_version"].get<std::string>(), std::string("0.32.1"));
+        QCOMPARE(badges["world_size"].get<int>(), 2);
+        QCOMPARE(opened->model.tags[0].globalSteps, int64_t(2));
+    }
+
+    void truncatedDataFile()
+    {
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/fsdp2_bf16_w3");
+        const std::string victim = dir + "/__1_0.distcp";
+        fs::resize_file(victim, fs::file_size(victim) - 100);
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(victim + ": "), err.c_str());
+        QVERIFY2(err.find("beyond the end") != std::string::npos, err.c_str());
+    }
+
+    void missingDataFile()
+    {
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
+        fs::remove(dir + "/__1_0.distcp");
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(dir + "/__1_0.distcp: "), err.c_str());
+    }
+
+    void damagedItem()
+    {
+        // Bytes inside one chunk's little zip (its pickle) overwritten.
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/dtensor_mixed_w3");
+        const std::string victim = dir + "/__0_0.distcp";
+        overwrite(victim, 1577 + 60, std::string(8, '\xff')); // the second item's data.pkl
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(victim + ": the item of 'model.p.w_cols' at bytes 1577"), err.c_str());
+    }
+
+    void damagedMetadata()
+    {
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/torchtitan_fp32_w2");
+        const std::string victim = dir + "/.metadata";
+        overwrite(victim, fs::file_size(victim) / 2, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c");
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(victim + ": "), err.c_str());
+
+        fs::resize_file(victim, fs::file_size(victim) / 3);
+        const std::string err2 = exportError(dir);
+        QVERIFY2(err2.starts_with(victim + ": "), err2.c_str());
+    }
+
+    void itemOfAnotherDtype()
+    {
+        // A chunk whose little torch.save claims int16 where .metadata says float32.
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
+        const std::string victim = dir + "/__0_0.distcp";
+        std::ifstream in(victim, std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        const size_t at = bytes.find("FloatStorage");
+        QVERIFY(at != std::string::npos);
+        overwrite(victim, at, "ShortStorage"); // same length: the zip stays well formed
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(victim + ": the item of "), err.c_str());
+    }
+};
+
+QTEST_MAIN(TestDcp)
+#include "tst_dcp.moc"
