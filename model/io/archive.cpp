@@ -280,7 +280,11 @@ Unwrapped unwrap(const std::string& path, const std::function<bool(const std::st
     for (;;) {
         const int r = archive_read_next_header(a.get(), &e);
         if (r == ARCHIVE_EOF) break;
-        if (r < ARCHIVE_WARN) throw Error(reasonOf(a.get()), path);
+        if (r < ARCHIVE_WARN) // most often a truncated file: say where it broke off
+            throw Error(
+                (u.members.empty() ? std::string() : "after member '" + u.members.back().name + "': ") +
+                    reasonOf(a.get()),
+                path);
         const int format = archive_format(a.get()) & ARCHIVE_FORMAT_BASE_MASK;
         if (format == ARCHIVE_FORMAT_RAW) {
             ArchiveMember m;
@@ -332,7 +336,9 @@ Unwrapped unwrap(const std::string& path, const std::function<bool(const std::st
         }
         u.members.push_back(std::move(m));
     }
-    if (u.members.empty() && !u.tar) throw Error("empty compressed stream", path);
+    // (A stream of zeros reads as an empty tar: its first block is tar's end marker.)
+    if (u.members.empty() && !u.tar)
+        throw Error("holds no data: neither a tar member nor a compressed file", path);
     return u;
 }
 

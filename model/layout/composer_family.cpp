@@ -324,16 +324,22 @@ std::shared_ptr<const torch::TorchFile> openTorch(std::shared_ptr<const io::Mapp
 // Composer <= 0.27 with DeepSpeed: every rank's tar holds its files of DeepSpeed's tag
 // `deepspeed/`, rank 0's also composer_states.pt. Members are adopted under "<tar>!<member>" and
 // the DeepSpeed reader consolidates them as it would the unpacked folder.
-Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, Tag base, FileSet& files)
+bool wantedMember(const std::string& n)
+{
+    return n == kStatesMember || (n.starts_with(kDeepSpeedDir) && n.ends_with(".pt"));
+}
+
+// `opened`: the one tarball already unwrapped (the path the user gave), not read twice.
+Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, const fs::path& openedPath,
+                          const io::Unwrapped& opened, Tag base, FileSet& files)
 {
     std::vector<RankFile> rankFiles;
     std::shared_ptr<const torch::TorchFile> states;
     std::string statesId;
-    auto wanted = [](const std::string& n) {
-        return n == kStatesMember || (n.starts_with(kDeepSpeedDir) && n.ends_with(".pt"));
-    };
     for (const auto& [rank, tar] : tars) {
-        const io::Unwrapped u = io::unwrap(tar.string(), wanted);
+        std::error_code ec;
+        const io::Unwrapped u =
+            fs::equivalent(tar, openedPath, ec) ? opened : io::unwrap(tar.string(), wantedMember);
         for (const io::ArchiveMember& m : u.members) {
             if (!m.data) continue;
             if (m.name == kStatesMember) {
@@ -377,11 +383,12 @@ Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
     bool deepspeed = false;
     const io::Unwrapped u = io::unwrap(p, [&](const std::string& n) {
         deepspeed = deepspeed || n.starts_with(kDeepSpeedDir);
-        return n == kStatesMember;
+        return wantedMember(n);
     });
     if (!u.tar) { // a raw compressed torch.save: the file's own path names it
         const auto t = openTorch(u.members.at(0).data, files);
-        tag.files.push_back(rankFile(p, path.filename().string(), fs::file_size(path)));
+        std::error_code ec;
+        tag.files.push_back(rankFile(p, path.filename().string(), fs::file_size(path, ec)));
         tag.badges["wrapper"] = u.wrapper;
         fillFromStates(tag, *t, p);
         return tag;
@@ -390,7 +397,11 @@ Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
         std::vector<std::pair<int, fs::path>> tars{{0, path}};
         if (const auto n = parseRunName(path.filename().string()))
             tars = rankFilesOf(path.parent_path().empty() ? fs::path(".") : path.parent_path(), *n);
-        Tag t = openDeepSpeedTarballs(tars, std::move(tag), files);
+        std::error_code ec;
+        if (std::none_of(tars.begin(), tars.end(),
+                         [&](const auto& t) { return fs::equivalent(t.second, path, ec); }))
+            tars.insert(tars.begin(), {-1, path});
+        Tag t = openDeepSpeedTarballs(tars, path, u, std::move(tag), files);
         t.badges["wrapper"] = u.wrapper;
         return t;
     }
@@ -451,6 +462,9 @@ public:
         TagList l;
         std::error_code ec;
         if (!fs::is_directory(path, ec)) {
+            // An uncompressed tar's headers are read in place, so a hostile one is refused here,
+            // before any tag is listed; compressed ones are checked as they are read.
+            if (io::wrapperOfFile(path) == "tar") io::unwrap(path, [](const std::string&) { return false; });
             l.root = path;
             l.tags.push_back({fs::path(path).filename().string(), path});
             return l;
