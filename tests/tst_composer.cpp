@@ -11,6 +11,7 @@
 #include "ops/consolidate.h"
 #include "ops/tensor_source.h"
 
+#include <QProcess>
 #include <QTemporaryDir>
 #include <filesystem>
 #include <map>
@@ -222,6 +223,29 @@ private slots:
             QCOMPARE(t.tensor.shape, w["shape"].get<std::vector<int64_t>>());
             if (t.aliasOf.empty()) QCOMPARE(hashOf(t), w["sha256"].get<std::string>());
         }
+    }
+
+    // `ckpt export` of one Composer file (not the run folder) is an HF-style folder too, and a
+    // hostile archive makes it exit 1 naming the archive and the member.
+    void cliExport()
+    {
+        QTemporaryDir tmp;
+        const QString out = tmp.path() + "/hf";
+        QProcess p;
+        p.start(CKPT_BINARY,
+                {"export", QString::fromStdString(composerDir() + "/hf_run/ep0-ba2-rank0.pt"), out});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        for (const char* f : {"model.safetensors", "config.json", "tokenizer.json"})
+            QVERIFY2(QFile::exists(out + "/" + f), f);
+        const std::string evil = testutil::dataDir() + "/composer-hostile/dotdot.tar";
+        p.start(CKPT_BINARY, {"export", QString::fromStdString(evil), tmp.path() + "/evil"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 1);
+        const std::string err = p.readAllStandardError().toStdString();
+        QVERIFY2(err.find(evil) != std::string::npos && err.find("../evil") != std::string::npos,
+                 err.c_str());
+        QVERIFY(!QFile::exists(tmp.path() + "/evil"));
     }
 
     // --ignore takes Composer's ignore_keys globs over `/` paths.
