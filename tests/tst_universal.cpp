@@ -4,6 +4,8 @@
 // pickle the way the recorder rendered DeepSpeed's loaded objects. Then the refusals: no
 // universal_checkpoint_info, missing and truncated rank files, a non-empty or overlapping output,
 // a cancel — each with nothing left behind.
+#include "layout/family.h"
+#include "ops/tensor_source.h"
 #include "ops/universal.h"
 #include "testutil.h"
 
@@ -382,6 +384,96 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Cancelled, ops::universal(testutil::dataDir() + "/deepspeed/zero3_bf16_w4",
                                                            out, injected(), progress, cancel));
         QVERIFY(!fs::exists(tmp.filePath("a").toStdString()));
+    }
+
+    // The output opens as a checkpoint of its own (the Universal family, before DeepSpeed's, whose
+    // model files it holds): every zero/<name> folder a parameter, and each parameter's values
+    // those of the ZeRO tag it came from.
+    void universalFolderOpens_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("zero2 bf16") << "deepspeed/zero2_bf16_w2";
+        QTest::newRow("zero1 fp32") << "deepspeed/zero1_fp32_w2";
+        QTest::newRow("zero3 sub-groups") << "deepspeed/zero3_fp32_w2_subgroups";
+        QTest::newRow("zero3 11 ranks") << "universal/zero3_bf16_w11";
+    }
+
+    void universalFolderOpens()
+    {
+        QFETCH(QString, fixture);
+        const std::string in = testutil::dataDir() + "/" + fixture.toStdString();
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        const auto r = ops::universal(in, out, injected(), {}, cancel);
+        for (const std::string& path : {out, tmp.path().toStdString()}) { // the folder, and its root
+            const auto c = layout::openCheckpointTag(path, "");
+            QCOMPARE(c->model.family, std::string("universal"));
+            const layout::Tag& t = c->model.tags.front();
+            QCOMPARE(t.name, std::string("uni"));
+            QVERIFY(t.latest);
+            QCOMPARE(t.params.size(), r.parameters);
+            for (const auto& p : t.params)
+                if (p.kind == layout::Parameter::Kind::Trainable)
+                    QCOMPARE(p.slices.front().states.size(), size_t(2));
+        }
+        const ops::TensorSet ours = ops::anyTensors(out, {});
+        const ops::TensorSet zero = ops::anyTensors(in, {});
+        std::map<std::string, const ops::SourceTensor*> byName;
+        for (const auto& t : zero.tensors)
+            byName[t.tensor.name] = &t;
+        size_t compared = 0;
+        auto bytesOf = [](const ops::SourceTensor& t) {
+            std::vector<uint8_t> b(t.tensor.nbytes);
+            if (!b.empty()) t.tensor.fill(0, b.size(), b.data());
+            return b;
+        };
+        for (const auto& t : ours.tensors) {
+            const auto it = byName.find(t.tensor.name);
+            // Tied aliases (their own copy here, from the model weights) and integer buffers (made
+            // float, as ds_to_universal does) are not the ZeRO tag's values.
+            if (it == byName.end() || !it->second->aliasOf.empty() ||
+                it->second->tensor.dtype != t.tensor.dtype)
+                continue;
+            QCOMPARE(t.tensor.shape, it->second->tensor.shape);
+            QVERIFY2(bytesOf(t) == bytesOf(*it->second), t.tensor.name.c_str());
+            ++compared;
+        }
+        QVERIFY(compared >= 7);
+    }
+
+    void damagedUniversalFolderIsNamed()
+    {
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        ops::universal(testutil::dataDir() + "/deepspeed/zero2_fp32_w2", out, injected(), {}, cancel);
+        // A moment of another parameter's size in place of its own.
+        const std::string wrong = out + "/zero/fc1.bias/exp_avg.pt";
+        fs::copy_file(wrong, tmp.filePath("saved.pt").toStdString());
+        fs::copy_file(out + "/zero/embed.weight/exp_avg.pt", wrong, fs::copy_options::overwrite_existing);
+        try {
+            layout::openCheckpointTag(out, "");
+            QFAIL("opened a Universal folder with a mismatched moment");
+        } catch (const Error& e) {
+            QCOMPARE(e.file(), wrong);
+        }
+        fs::copy_file(tmp.filePath("saved.pt").toStdString(), wrong, fs::copy_options::overwrite_existing);
+        const std::string gone = out + "/zero/fc2.weight/fp32.pt";
+        fs::remove(gone);
+        try {
+            layout::openCheckpointTag(out, "");
+            QFAIL("opened a Universal folder with a missing parameter file");
+        } catch (const Error& e) {
+            QCOMPARE(e.file(), gone);
+        }
+        fs::remove_all(out + "/zero/fc2.weight"); // the whole folder gone: still named
+        try {
+            layout::openCheckpointTag(out, "");
+            QFAIL("opened a Universal folder with a missing parameter file");
+        } catch (const Error& e) {
+            QCOMPARE(e.file(), gone);
+        }
     }
 
     void cli()

@@ -15,8 +15,10 @@ const std::vector<const Family*>& families()
 {
     // Order matters only where two could match one path: specific folders before the generic
     // single file, which takes any regular file and lets its reader say what is wrong with it.
-    static const std::vector<const Family*> all = {&deepSpeedFamily(), &dcpFamily(), &huggingFaceFamily(),
-                                                   &composerFamily(), &singleFileFamily()};
+    // A Universal folder holds copied DeepSpeed model files too: it is tried before DeepSpeed's.
+    static const std::vector<const Family*> all = {&universalFamily(), &deepSpeedFamily(), &dcpFamily(),
+                                                   &huggingFaceFamily(), &composerFamily(),
+                                                   &singleFileFamily()};
     return all;
 }
 

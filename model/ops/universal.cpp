@@ -438,18 +438,25 @@ torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, co
 // ---------------------------------------------------------------------------------------------
 // Writing: every file under its temporary name, re-read and checked before it counts.
 
-uint64_t hashStorage(const torch::TorchFile& f, int storage)
+// xxh3 of mapped bytes, chunk by chunk, letting each chunk's pages go behind the reader: a
+// re-read for verification must not hold a whole file (the lp model file is GBs) resident.
+template <typename Mapped> uint64_t hashReleasing(const Mapped& owner, const uint8_t* data, uint64_t size)
 {
-    const io::Blob blob = f.storageBytes(storage);
     const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
     XXH3_64bits_reset(state.get());
     const uint64_t chunk = 16u << 20;
-    for (uint64_t at = 0; at < blob.bytes.size(); at += chunk) {
-        const uint64_t n = std::min<uint64_t>(chunk, blob.bytes.size() - at);
-        XXH3_64bits_update(state.get(), blob.bytes.data() + at, n);
-        f.release(blob.bytes.data() + at, n);
+    for (uint64_t at = 0; at < size; at += chunk) {
+        const uint64_t n = std::min<uint64_t>(chunk, size - at);
+        XXH3_64bits_update(state.get(), data + at, n);
+        owner.release(data + at, n);
     }
     return XXH3_64bits_digest(state.get());
+}
+
+uint64_t hashStorage(const torch::TorchFile& f, int storage)
+{
+    const io::Blob blob = f.storageBytes(storage);
+    return hashReleasing(f, blob.bytes.data(), blob.bytes.size());
 }
 
 class Writer
@@ -514,9 +521,8 @@ public:
         out.finish();
         const auto back = io::MappedFile::open(out.tempPath());
         if (back->size() != in->size() ||
-            XXH3_64bits(back->bytes().data(), back->size()) != XXH3_64bits_digest(state.get()))
+            hashReleasing(*back, back->bytes().data(), back->size()) != XXH3_64bits_digest(state.get()))
             throw Error("verification failed: the copy differs from the input", out.finalPath());
-        back->release(back->bytes().data(), back->size());
         done(out);
     }
 
