@@ -257,6 +257,9 @@ private slots:
         QCOMPARE(badges["composer_version"].get<std::string>(), std::string("0.32.1"));
         QCOMPARE(badges["world_size"].get<int>(), 2);
         QCOMPARE(opened->model.tags[0].globalSteps, int64_t(2));
+        // A DCP folder given with a trailing slash is still named by its folder.
+        QCOMPARE(layout::openCheckpoint(testutil::dataDir() + "/dcp/fsdp2_fp32_w2/")->model.tags.at(0).name,
+                 std::string("fsdp2_fp32_w2"));
     }
 
     void truncatedDataFile()

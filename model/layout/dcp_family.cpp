@@ -325,7 +325,9 @@ public:
         TagList l;
         l.root = path;
         if (isDcpFolder(path)) {
-            l.tags.push_back({fs::path(path).filename().string(), path});
+            fs::path named(path);
+            if (named.filename().empty()) named = named.parent_path(); // "ckpt/step-100/"
+            l.tags.push_back({named.filename().string(), path});
             l.latest = l.tags.front().first;
             return l;
         }

@@ -97,9 +97,16 @@ struct Reader
             gpu::cpuBackend().gather(v, first, n, staging.data());
             backend->cast(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
         }
-        // Sources are read once, front to back: let their pages go (bounded RSS).
-        if (b.contiguous)
-            p.file->release(b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs, n * fs);
+        // Sources are read once, front to back: let their pages go (bounded RSS). From the start
+        // of the first page: its head was read before (the previous row of a DCP chunk, the
+        // previous range), and only whole pages are dropped, so rows shorter than a few pages
+        // would otherwise leave a page each behind.
+        if (b.contiguous) {
+            const uint8_t* at = b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs;
+            const uint64_t back =
+                std::min<uint64_t>(reinterpret_cast<uintptr_t>(at) % 4096, uint64_t(at - b.storage.bytes.data()));
+            p.file->release(at - back, n * fs + back);
+        }
     }
 
     void fill(uint64_t byteOffset, uint64_t byteCount, uint8_t* dst) const
