@@ -189,6 +189,30 @@ private slots:
         QVERIFY(!zip.find("no/such/record"));
     }
 
+    // Composer pickles timedeltas, numpy arrays (the numpy RNG state) and TorchVersion strings:
+    // they are values, shown as Python prints them, not opaque calls.
+    void valuesComposerPickles()
+    {
+        const auto f = ckpt::torch::TorchFile::open(testutil::dataDir() + "/composer/classifier.pt");
+        auto entry = [&](const std::string& path) -> const ckpt::torch::Entry* {
+            for (const auto& e : f->entries())
+                if (e.path == path) return &e;
+            return nullptr;
+        };
+        const auto* wct = entry("state/callbacks/CheckpointSaver/all_saved_checkpoints_to_timestamp/2/1/total_wct");
+        QVERIFY(wct);
+        QVERIFY(wct->kind == ckpt::torch::EntryKind::Value);
+        QCOMPARE(wct->summary, std::string("datetime.timedelta(microseconds=185302)"));
+        const auto* version = entry("state/metadata/torch_version");
+        QVERIFY(version);
+        QCOMPARE(version->summary, std::string("'2.7.0+cu126'"));
+        const auto* rng = entry("rng/0/numpy/1");
+        QVERIFY(rng);
+        QVERIFY(rng->kind == ckpt::torch::EntryKind::Value);
+        QVERIFY2(rng->summary.rfind("array([", 0) == 0, rng->summary.c_str());
+        QVERIFY2(rng->summary.find("shape=(624,), dtype=uint32)") != std::string::npos, rng->summary.c_str());
+    }
+
     void legacyFileInPickleProtocol1()
     {
         // Written by Debian's torch 1.13 (tools/fixtures/make_legacy_protocol_fixtures.py).
