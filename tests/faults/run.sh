@@ -37,7 +37,7 @@ WRITE_OPS=(
   "export-sharded | ds | export IN OUT --max-shard-size 100MB -q | exported          | hf_folder"
   "slim-file      | pt | slim IN OUT -q                          | slim.pt           | inspect"
   "slim-folder    | ds | slim IN OUT -q                          | slimmed           | inspect"
-  # "universal    | ds | universal IN OUT                        | universal         | inspect"
+  "universal      | ds | universal IN OUT --inject-missing-state -q | universal   | inspect"
 )
 # Pairs of the above started at the same moment into the same folder (same input, different
 # outputs, so a mix of the two would be visible).
