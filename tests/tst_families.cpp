@@ -202,6 +202,26 @@ private slots:
         QCOMPARE(n, hb.size());
     }
 
+    // A checkpoint none of whose tags can be read is an error naming the file, not an empty tree;
+    // one bad tag among good ones is a warning.
+    void nothingReadableIsAnError()
+    {
+        QTemporaryDir tmp;
+        const fs::path ck = tmp.filePath("ck").toStdString();
+        fs::copy(testutil::dataDir() + "/deepspeed/zero2_fp32_w1", ck, fs::copy_options::recursive);
+        const fs::path model = ck / "global_step2" / "mp_rank_00_model_states.pt";
+        fs::resize_file(model, fs::file_size(model) / 2);
+        const auto opened = layout::openCheckpoint(ck.string());
+        QVERIFY(anyContains(opened->model.warnings, "global_step2"));
+        fs::remove_all(ck / "global_step4");
+        try {
+            layout::openCheckpoint(ck.string());
+            QFAIL("a checkpoint with nothing readable opened");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("mp_rank_00_model_states.pt") != std::string::npos, e.what());
+        }
+    }
+
     // A folder named like a model folder but holding no weights, or an index that points out
     // of its folder, is refused with the file named.
     void badModelFolders()

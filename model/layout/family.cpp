@@ -5,6 +5,7 @@
 #include "layout/families.h"
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -81,11 +82,13 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path)
 {
     TagList list;
     auto c = start(path, list);
+    std::optional<Error> firstError;
     for (size_t i = 0; i < list.tags.size(); ++i) {
         const auto& [name, dir] = list.tags[i];
         try {
             c->model.tags.push_back(c->family->openTag(list, i, *c->files));
         } catch (const Error& e) {
+            if (!firstError) firstError = e;
             Tag t;
             t.name = name;
             t.dir = dir;
@@ -95,6 +98,11 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path)
             c->model.tags.push_back(std::move(t));
         }
     }
+    // Nothing readable is an error (the first tag's, which names the file), not an empty tree.
+    if (firstError && c->model.tags.size() == list.tags.size() &&
+        std::all_of(c->model.tags.begin(), c->model.tags.end(),
+                    [](const Tag& t) { return t.files.empty() && t.params.empty(); }))
+        throw *firstError;
     return c;
 }
 
