@@ -3,6 +3,7 @@
 #include "cast.h"
 #include "ops/tensor_source.h"
 #include "partition_bar.h"
+#include "tag_overview.h"
 #include "tree_model.h"
 
 #include <QHeaderView>
@@ -112,6 +113,9 @@ DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
     layout->addWidget(m_json, 1);
     layout->addWidget(m_statsButton);
     layout->addWidget(m_stats);
+    m_overview = new TagOverview(this);
+    layout->addWidget(m_overview, 1);
+    connect(m_overview, &TagOverview::parameterClicked, this, &DetailsPane::parameterClicked);
     connect(m_statsButton, &QPushButton::clicked, this, &DetailsPane::computeStatistics);
     connect(m_search, &QLineEdit::returnPressed, this, [this] {
         if (!m_json->find(m_search->text())) {
@@ -147,6 +151,21 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     m_partitions->setVisible(false);
     m_search->setVisible(false);
     m_json->setVisible(false);
+    // A tag, or a checkpoint (its latest tag, below the list of all): the overview and the map.
+    const layout::Tag* overview = nullptr;
+    if (node && snapshot && node->kind == NodeKind::Tag && node->tag >= 0)
+        overview = &snapshot->tags[size_t(node->tag)];
+    if (node && snapshot && !node->parent && !snapshot->tags.empty()) {
+        overview = &snapshot->tags.back();
+        for (const auto& t : snapshot->tags)
+            if (t.latest) overview = &t;
+    }
+    m_overview->setVisible(overview);
+    m_summary->setVisible(!overview);
+    if (overview) {
+        m_overview->setTag(*overview, node->parent ? std::vector<layout::Tag>{} : snapshot->tags);
+        return;
+    }
     if (!node) {
         m_summary->setHtml(tr("<p>Select an item to see its details.</p>"));
         return;

@@ -1,6 +1,6 @@
 // The details of the selected node: a tensor's layout, a parameter's partition table and bar,
 // a configuration as pretty JSON with search, and on demand the first values and statistics,
-// computed on a worker.
+// computed on a worker; for a checkpoint or a tag, the tag overview and its sharding map.
 #pragma once
 
 #include "snapshot.h"
@@ -18,6 +18,7 @@ class QTextBrowser;
 namespace ckpt::app {
 
 class PartitionBar;
+class TagOverview;
 
 class DetailsPane : public QWidget
 {
@@ -27,9 +28,11 @@ public:
     void show(const Snapshot* snapshot, const Node* node);
     QTableWidget* partitionTable() const { return m_partitions; }
     QString statisticsText() const;
+    TagOverview* overview() const { return m_overview; }
 
 signals:
     void statisticsReady();
+    void parameterClicked(const QString& tag, const QString& name); // in the sharding map
 
 private:
     void computeStatistics();
@@ -43,6 +46,7 @@ private:
     QPlainTextEdit* m_json;
     QPushButton* m_statsButton;
     QLabel* m_stats;
+    TagOverview* m_overview;
     QFutureWatcher<QString> m_watcher;
 };
 

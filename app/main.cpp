@@ -2,9 +2,10 @@
 // desktop file name, palette), the window, and the --screenshot mode used by tests, docs and the
 // README.
 #include "bloat_mode.h"
+#include "compare_window.h"
 #include "export_dialog.h"
-#include "main_window.h"
 #include "io/interrupt.h"
+#include "main_window.h"
 #include "tree_model.h"
 
 #include <QApplication>
@@ -155,6 +156,14 @@ int main(int argc, char** argv)
                                 "temporary folder."),
         QStringLiteral("PATH"));
     cli.addOption(bloat);
+    QCommandLineOption compare(
+        QStringLiteral("compare"),
+        QApplication::translate(
+            "main", "Compare A with the checkpoint, tag folder or file B given as the path (the "
+                    "comparison window). With --screenshot, save it once computed; with --select, "
+                    "that tensor selected."),
+        QStringLiteral("A"));
+    cli.addOption(compare);
     cli.addPositionalArgument(QStringLiteral("path"),
                               QApplication::translate("main", "Checkpoint folder or file to open."));
     cli.process(app);
@@ -169,6 +178,15 @@ int main(int argc, char** argv)
         applyPalette(QStringLiteral("system")); // no setting, or one we do not know
     }
 
+    if (cli.isSet(compare)) { // the comparison window alone
+        if (cli.positionalArguments().size() != 1) {
+            std::fprintf(stderr, "checkpoint-studio: --compare A B takes exactly one more path, B\n");
+            return 2;
+        }
+        const int rc = ckpt::app::runCompareMode(cli.value(compare), cli.positionalArguments().first(),
+                                                 cli.value(shot), cli.value(select));
+        return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
+    }
     ckpt::app::MainWindow window;
     window.show();
     if (cli.isSet(bloat)) { // its own event loop: the Bloat view, and its screenshots

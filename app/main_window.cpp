@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "bloat_view.h"
+#include "compare_window.h"
 #include "compute_backend.h"
 #include "details_pane.h"
 #include "export_dialog.h"
@@ -22,8 +23,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -83,6 +86,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         const QString d = QFileDialog::getExistingDirectory(this, tr("Folder to analyse"));
         if (!d.isEmpty()) showBloat(d);
     });
+    fileMenu->addAction(tr("&Compare..."), this, &MainWindow::askCompare);
+    m_compareTags = fileMenu->addAction(tr("Compare Selected &Tags"), this, [this] {
+        const QStringList tags = selectedTagPaths();
+        if (tags.size() == 2) openCompare(tags[0], tags[1]);
+    });
+    m_compareTags->setToolTip(
+        tr("Select two tags in the tree (Ctrl+click) to compare them tensor by tensor"));
+    m_compareTags->setEnabled(false);
     fileMenu->addSeparator();
     fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
     fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
@@ -156,7 +167,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
+    // Two tags selected together are what "Compare" compares.
+    m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_tree, &QWidget::customContextMenuRequested, this, &MainWindow::treeMenu);
     m_details = new DetailsPane(browser);
+    connect(m_details, &DetailsPane::parameterClicked, this, [this](const QString& tag, const QString& name) {
+        // The tree's name for it (snapshot.cpp): TAG/parameters/NAME.
+        const QString path = tag + QStringLiteral("/parameters/") + name;
+        if (!m_proxy->mapFromSource(m_model->indexOfPath(path)).isValid()) m_filter->clear();
+        select(path);
+    });
     auto* split = new QSplitter(browser);
     auto* left = new QWidget(split);
     auto* ll = new QVBoxLayout(left);
@@ -184,15 +205,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
                 followSelection(TreeModel::node(m_proxy->mapToSource(cur)));
             });
+    connect(m_tree->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { m_compareTags->setEnabled(selectedTagPaths().size() == 2); });
 
     m_busy = new QProgressBar(this);
-    m_busy->setRange(0, 0); // no progress numbers while opening: a busy indicator
-    m_busy->setMaximumWidth(160);
+    m_busy->setRange(0, 1000);
+    m_busy->setMaximumWidth(220);
     m_busy->hide();
     m_cancelOpen = new QPushButton(tr("Cancel"), this);
     m_cancelOpen->hide();
     connect(m_cancelOpen, &QPushButton::clicked, this, [this] {
-        ++m_generation; // the worker finishes, its result is dropped
+        if (m_openToken) m_openToken->cancel(); // the worker stops at its next file
+        ++m_generation;                         // and what it had is dropped
         m_busy->hide();
         m_cancelOpen->hide();
         statusBar()->showMessage(tr("Opening cancelled"), 4000);
@@ -221,19 +245,38 @@ void MainWindow::open(const QString& path)
 {
     m_pending = QFileInfo(path).absoluteFilePath();
     const int gen = ++m_generation;
+    if (m_openToken) m_openToken->cancel(); // the previous opening stops; the latest wins
+    m_openToken = std::make_shared<ops::CancelToken>();
+    m_busy->setValue(0);
+    m_busy->setFormat(tr("Reading the layout"));
     m_busy->show();
     m_cancelOpen->show();
     statusBar()->showMessage(tr("Opening %1...").arg(m_pending));
     const std::string p = m_pending.toStdString();
+    QPointer<MainWindow> self(this);
     // Reading pickles and zip directories happens here, never on the GUI thread.
-    m_watcher.setFuture(QtConcurrent::run([p, gen] {
+    m_watcher.setFuture(QtConcurrent::run([p, gen, self, token = m_openToken] {
         LoadResult r;
         try {
-            r.snapshot = loadSnapshot(p);
+            r.snapshot = loadSnapshot(
+                p,
+                [self, gen](const ops::Progress& pr) {
+                    QMetaObject::invokeMethod(
+                        self,
+                        [self, gen, pr] {
+                            if (!self || gen != self->m_generation) return;
+                            self->m_busy->setValue(pr.permille);
+                            self->m_busy->setFormat(QStringLiteral("%p%  ") +
+                                                    QString::fromStdString(pr.stage));
+                        },
+                        Qt::QueuedConnection);
+                },
+                token.get());
+        } catch (const Cancelled&) {
+            r.error = tr("Opening cancelled");
         } catch (const std::exception& e) {
             r.error = QString::fromUtf8(e.what());
         }
-        (void)gen;
         return r;
     }));
     m_watcher.setProperty("generation", gen);
@@ -456,6 +499,55 @@ void MainWindow::dropEvent(QDropEvent* e)
 {
     const auto urls = e->mimeData()->urls();
     if (!urls.isEmpty() && urls.first().isLocalFile()) open(urls.first().toLocalFile());
+}
+
+QStringList MainWindow::selectedTagPaths() const
+{
+    std::vector<const Node*> tags;
+    for (const QModelIndex& i : m_tree->selectionModel()->selectedRows()) {
+        const Node* n = TreeModel::node(m_proxy->mapToSource(i));
+        if (n && n->kind == NodeKind::Tag) tags.push_back(n);
+    }
+    if (tags.size() != 2) return {};
+    // The tree's order is the save order: the earlier tag is A, what changed is B - A.
+    if (tags[0]->tag > tags[1]->tag) std::swap(tags[0], tags[1]);
+    return {diskPathOf(tags[0]), diskPathOf(tags[1])};
+}
+
+CompareWindow* MainWindow::openCompare(const QString& a, const QString& b)
+{
+    auto* w = new CompareWindow(this);
+    w->setWindowFlag(Qt::Window); // its own top-level window, closed with this one
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    w->show();
+    w->start(a, b);
+    return w;
+}
+
+void MainWindow::askCompare()
+{
+    // Prefilled with the selected tags, else the open checkpoint's last two tags.
+    QStringList sides = selectedTagPaths();
+    const Snapshot* s = m_model->snapshot();
+    if (sides.isEmpty() && s && s->tags.size() >= 2)
+        sides = {QString::fromStdString(s->tags[s->tags.size() - 2].dir),
+                 QString::fromStdString(s->tags.back().dir)};
+    else if (sides.isEmpty() && s)
+        sides = {QString::fromStdString(s->path), QString()};
+    QString a = sides.value(0), b = sides.value(1);
+    if (CompareWindow::askSides(this, a, b)) openCompare(a, b);
+}
+
+void MainWindow::treeMenu(const QPoint& pos)
+{
+    QMenu menu(this);
+    const QStringList tags = selectedTagPaths();
+    QAction* compare = menu.addAction(tr("Compare"), this, [this, tags] { openCompare(tags[0], tags[1]); });
+    compare->setEnabled(tags.size() == 2);
+    if (tags.size() != 2) compare->setText(tr("Compare (select two tags)"));
+    menu.addAction(m_exportAction);
+    menu.addAction(m_slimAction);
+    menu.exec(m_tree->viewport()->mapToGlobal(pos));
 }
 
 } // namespace ckpt::app

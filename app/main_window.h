@@ -1,7 +1,7 @@
 // The window: a start page (recent items, the bundled example), then the checkpoint tree with
 // a filter box, the details pane, a warnings banner and the export dialog; the Bloat view in a
-// dock (it follows the tree's selection) and the Slim dialog. Opening runs on a worker; the
-// latest request wins and an older result is dropped.
+// dock (it follows the tree's selection), the Slim dialog and the comparison window. Opening runs on a
+// worker; the latest request wins and an older result is dropped.
 #pragma once
 
 #include "snapshot.h"
@@ -23,6 +23,7 @@ class QTreeView;
 namespace ckpt::app {
 
 class BloatView;
+class CompareWindow;
 class DetailsPane;
 class ExportDialog;
 class SlimDialog;
@@ -40,6 +41,10 @@ class MainWindow : public QMainWindow
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override
+    {
+        if (m_openToken) m_openToken->cancel(); // an opening still running stops early
+    }
 
     void open(const QString& path);
     bool loading() const { return m_watcher.isRunning(); }
@@ -65,6 +70,11 @@ public:
     // The file, tag folder or checkpoint a node belongs to, on disk.
     QString diskPathOf(const Node* node) const;
 
+    // The comparison window (issue 12) for two checkpoints, tag folders or files, computing.
+    CompareWindow* openCompare(const QString& a, const QString& b);
+    // The two tags selected in the tree (older first), else empty: what "Compare" compares.
+    QStringList selectedTagPaths() const;
+
 signals:
     void loaded(bool ok);
 
@@ -82,6 +92,8 @@ private:
     void updateSlimAction();
     void fitBloatDock();
     void openSlimResult(const QString& input, const QString& output);
+    void askCompare();
+    void treeMenu(const QPoint& pos);
 
     TreeModel* m_model;
     FilterProxy* m_proxy;
@@ -96,9 +108,11 @@ private:
     QPushButton* m_cancelOpen;
     QAction* m_exportAction = nullptr;
     QAction* m_slimAction = nullptr;
+    QAction* m_compareTags = nullptr;
     QDockWidget* m_bloatDock = nullptr;
     BloatView* m_bloat = nullptr;
     QFutureWatcher<LoadResult> m_watcher;
+    std::shared_ptr<ops::CancelToken> m_openToken;
     int m_generation = 0;
     QString m_pending;
     QString m_lastError;

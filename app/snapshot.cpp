@@ -89,7 +89,8 @@ int loadsOnGuiThread()
     return g_guiLoads;
 }
 
-std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
+std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops::ProgressSink& progress,
+                                             const ops::CancelToken* cancel)
 {
     if (g_guiThread && QThread::currentThread() == g_guiThread) ++g_guiLoads;
     auto s = std::make_shared<Snapshot>();
@@ -105,6 +106,12 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
         s->family = ck.family;
         s->warnings = ck.warnings;
         root->kindText = "DeepSpeed checkpoint";
+        // The layout is read; what is left is parsing each rank file's pickle, which is where
+        // the time goes on a large checkpoint: progress counts those files' bytes.
+        uint64_t total = 0, done = 0;
+        for (const auto& t : ck.tags)
+            for (const auto& f : t.files)
+                total += f.size;
         for (size_t ti = 0; ti < ck.tags.size(); ++ti) {
             const layout::Tag& t = ck.tags[ti];
             s->tags.push_back(t);
@@ -125,6 +132,10 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path)
                 {"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
             Node* files = add(tn, "rank files", NodeKind::Group, "files");
             for (const auto& f : t.files) {
+                if (cancel) cancel->throwIfCancelled();
+                if (progress)
+                    progress({int(total ? done * 1000 / total : 0), t.name + "/" + f.name, done, total});
+                done += f.size;
                 Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
                 fn->bytes = f.size;
                 fn->info = {{"file", f.path},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "layout/checkpoint.h"
+#include "ops/job.h"
 
 #include <cstdint>
 #include <memory>
@@ -42,8 +43,10 @@ struct Snapshot
     std::unique_ptr<Node> root;
 };
 
-// Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error.
-std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path);
+// Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
+// Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.
+std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops::ProgressSink& progress = {},
+                                             const ops::CancelToken* cancel = nullptr);
 
 // How many snapshots were built on the GUI thread (a test asserts 0: file reading belongs on
 // workers). Set by the window at start-up.

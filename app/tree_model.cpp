@@ -108,6 +108,8 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (n->kind == NodeKind::Group || n->kind == NodeKind::Config) return tr(n->name.c_str());
         return QString::fromStdString(n->name);
     case Kind:
+        // _codecs.encode(str, 'latin1') is how protocol 2 pickles bytes: it is data, not a call.
+        if (n->kindText == "encode") return tr("bytes");
         return tr(n->kindText.c_str());
     case DType:
         return QString::fromStdString(n->dtype);
@@ -127,6 +129,10 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
     case Ranks:
         if (sort) return n->ranks;
         return n->ranks ? QString::number(n->ranks) : QString();
+    case Value:
+        return n->kind == NodeKind::Entry && n->info.contains("value") && n->info["value"].is_string()
+                   ? QString::fromStdString(n->info["value"].get<std::string>())
+                   : QString();
     }
     return {};
 }
@@ -149,6 +155,8 @@ QVariant TreeModel::headerData(int section, Qt::Orientation orientation, int rol
         return tr("Bytes");
     case Ranks:
         return tr("Ranks");
+    case Value:
+        return tr("Value");
     }
     return {};
 }

@@ -15,7 +15,8 @@ class TreeModel : public QAbstractItemModel
 {
     Q_OBJECT
 public:
-    enum Column { Name, Kind, DType, Shape, Elements, Bytes, Ranks, ColumnCount };
+    // Value: a scalar entry's value as Python would print it ("0.1", "torch.Size([2, 3])").
+    enum Column { Name, Kind, DType, Shape, Elements, Bytes, Ranks, Value, ColumnCount };
     enum Role { SortRole = Qt::UserRole + 1, PathRole, NodeRole };
 
     explicit TreeModel(QObject* parent = nullptr);

@@ -141,19 +141,408 @@
     </message>
 </context>
 <context>
+    <name>ckpt::app::CompareHeatmap</name>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="115" />
+        <source>No tensors compared yet</source>
+        <translation>尚未比较任何张量</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="183" />
+        <source>rel. L2 change</source>
+        <translation>相对 L2 变化</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="190" />
+        <location filename="../app/compare_heatmap.cpp" line="191" />
+        <location filename="../app/compare_heatmap.cpp" line="211" />
+        <source>identical</source>
+        <translation>相同</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="195" />
+        <source>not comparable</source>
+        <translation>无法比较</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="213" />
+        <source>rel. L2 %1</source>
+        <translation>相对 L2 %1</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::CompareHistograms</name>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="136" />
+        <source>Log counts</source>
+        <translation>对数计数</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="137" />
+        <source>Count axis on a log scale: rare values (outliers) stay visible</source>
+        <translation>计数轴使用对数刻度：少见的值（离群值）仍然可见</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="194" />
+        <source>A</source>
+        <translation>A</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="195" />
+        <source>B</source>
+        <translation>B</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="198" />
+        <location filename="../app/compare_histograms.cpp" line="200" />
+        <source>a - b</source>
+        <translation>a - b</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="199" />
+        <source>value</source>
+        <translation>数值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="203" />
+        <source>Select a tensor to see its values</source>
+        <translation>选择一个张量以查看其数值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="210" />
+        <source>Not compared: the tensor is only on one side, or its shape differs.</source>
+        <translation>未比较：该张量只在一侧存在，或形状不同。</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="222" />
+        <source>dtype</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="224" />
+        <source>min</source>
+        <translation>最小值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="224" />
+        <source>max</source>
+        <translation>最大值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="225" />
+        <source>mean</source>
+        <translation>均值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="225" />
+        <source>std</source>
+        <translation>标准差</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="226" />
+        <source>L2 norm</source>
+        <translation>L2 范数</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="227" />
+        <source>zeros</source>
+        <translation>零值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="228" />
+        <source>NaN / Inf</source>
+        <translation>NaN / Inf</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="233" />
+        <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3 &amp;nbsp; bitwise equal %4 of %5&lt;/p&gt;</source>
+        <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3 &amp;nbsp; 按位相同 %4 / %5&lt;/p&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::CompareModel</name>
+    <message>
+        <location filename="../app/compare_model.cpp" line="54" />
+        <source>identical</source>
+        <translation>相同</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="56" />
+        <source>changed</source>
+        <translation>有变化</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="58" />
+        <source>only in A</source>
+        <translation>仅在 A 中</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="60" />
+        <source>only in B</source>
+        <translation>仅在 B 中</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="62" />
+        <source>shape or dtype changed</source>
+        <translation>形状或数据类型不同</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="125" />
+        <source>A: %1</source>
+        <translation>A：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="127" />
+        <source>B: %1</source>
+        <translation>B：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="157" />
+        <source>||a - b|| / ||a||</source>
+        <translation>||a - b|| / ||a||</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="159" />
+        <source>a.b / (||a|| ||b||)</source>
+        <translation>a.b / (||a|| ||b||)</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="161" />
+        <source>Share of elements whose bits are equal</source>
+        <translation>比特完全相同的元素所占比例</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="168" />
+        <source>Tensor</source>
+        <translation>张量</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="170" />
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="172" />
+        <source>max |a-b|</source>
+        <translation>最大 |a-b|</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="174" />
+        <source>rel. L2</source>
+        <translation>相对 L2</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="176" />
+        <source>cosine</source>
+        <translation>余弦</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="178" />
+        <source>bitwise equal</source>
+        <translation>按位相同</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="180" />
+        <source>mean A</source>
+        <translation>A 均值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="182" />
+        <source>mean B</source>
+        <translation>B 均值</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="184" />
+        <source>std A</source>
+        <translation>A 标准差</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="186" />
+        <source>std B</source>
+        <translation>B 标准差</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::CompareWindow</name>
+    <message>
+        <location filename="../app/compare_window.cpp" line="89" />
+        <source>Compare - Checkpoint Studio</source>
+        <translation>比较 - Checkpoint Studio</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="110" />
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="118" />
+        <source>Filter by name (wildcards)</source>
+        <translation>按名称筛选（通配符）</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="121" />
+        <source>All tensors</source>
+        <translation>全部张量</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="122" />
+        <source>All but identical</source>
+        <translation>除相同以外的全部</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="126" />
+        <source>Export...</source>
+        <translation>导出...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="127" />
+        <source>Save the table as CSV or JSON</source>
+        <translation>将表格保存为 CSV 或 JSON</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="203" />
+        <location filename="../app/compare_window.cpp" line="281" />
+        <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
+        <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="204" />
+        <source>Reading both sides...</source>
+        <translation>正在读取两侧...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="205" />
+        <source>%1 vs %2 - Compare</source>
+        <translation>%1 与 %2 - 比较</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="207" />
+        <location filename="../app/compare_window.cpp" line="246" />
+        <source>Opening</source>
+        <translation>正在打开</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="224" />
+        <source>Cancelling...</source>
+        <translation>正在取消...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="253" />
+        <source>%1 MB/s, about %2 left</source>
+        <translation>%1 MB/s，约剩 %2</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="269" />
+        <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
+        <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/compare_window.cpp" line="275" />
+        <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
+        <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="287" />
+        <source>Warning: %1</source>
+        <translation>警告：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="289" />
+        <source>Computed on %1 in %2 s</source>
+        <translation>在 %1 上计算，用时 %2 秒</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/compare_window.cpp" line="314" />
+        <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
+        <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="315" />
+        <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed</source>
+        <translation>%1 个有变化，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个形状或数据类型不同</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="321" />
+        <source>. Largest relative change: %1</source>
+        <translation>。相对变化最大：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="362" />
+        <location filename="../app/compare_window.cpp" line="370" />
+        <source>Export comparison</source>
+        <translation>导出比较结果</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="363" />
+        <source>CSV (*.csv);;JSON (*.json)</source>
+        <translation>CSV (*.csv);;JSON (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="371" />
+        <source>Cannot write %1: %2</source>
+        <translation>无法写入 %1：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="374" />
+        <source>Saved %1</source>
+        <translation>已保存 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="380" />
+        <location filename="../app/compare_window.cpp" line="408" />
+        <source>Compare</source>
+        <translation>比较</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="385" />
+        <source>Checkpoint folder, tag folder or file</source>
+        <translation>检查点文件夹、标签文件夹或文件</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="386" />
+        <source>Folder...</source>
+        <translation>文件夹...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="387" />
+        <source>File...</source>
+        <translation>文件...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="390" />
+        <source>Checkpoint or tag folder</source>
+        <translation>检查点或标签文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="394" />
+        <source>Checkpoint file</source>
+        <translation>检查点文件</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="405" />
+        <source>A:</source>
+        <translation>A：</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="406" />
+        <source>B:</source>
+        <translation>B：</translation>
+    </message>
+</context>
+<context>
     <name>ckpt::app::DetailsPane</name>
     <message>
-        <location filename="../app/details_pane.cpp" line="52" />
+        <location filename="../app/details_pane.cpp" line="53" />
         <source>No data to read for this tensor.</source>
         <translation>此张量没有可读取的数据。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="54" />
+        <location filename="../app/details_pane.cpp" line="55" />
         <source>This dtype has no statistics.</source>
         <translation>此数据类型没有统计信息。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="72" />
+        <location filename="../app/details_pane.cpp" line="73" />
         <source>First values: %1
 min %2  max %3  mean %4  std %5
 zeros %6  NaN %7  Inf %8</source>
@@ -162,128 +551,128 @@ zeros %6  NaN %7  Inf %8</source>
 零 %6  NaN %7  Inf %8</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="82" />
+        <location filename="../app/details_pane.cpp" line="83" />
         <source>Could not compute: %1</source>
         <translation>无法计算：%1</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
+        <location filename="../app/details_pane.cpp" line="97" />
         <source>Rank</source>
         <translation>Rank</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
-        <location filename="../app/details_pane.cpp" line="169" />
+        <location filename="../app/details_pane.cpp" line="97" />
+        <location filename="../app/details_pane.cpp" line="188" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
+        <location filename="../app/details_pane.cpp" line="97" />
         <source>Offset</source>
         <translation>偏移</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
+        <location filename="../app/details_pane.cpp" line="97" />
         <source>Length</source>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
+        <location filename="../app/details_pane.cpp" line="97" />
         <source>Padding</source>
         <translation>填充</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="101" />
+        <location filename="../app/details_pane.cpp" line="102" />
         <source>Search the configuration</source>
         <translation>搜索配置</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="104" />
+        <location filename="../app/details_pane.cpp" line="105" />
         <source>Show values and statistics</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="151" />
+        <location filename="../app/details_pane.cpp" line="170" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="155" />
+        <location filename="../app/details_pane.cpp" line="174" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="157" />
+        <location filename="../app/details_pane.cpp" line="176" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="157" />
+        <location filename="../app/details_pane.cpp" line="176" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="158" />
+        <location filename="../app/details_pane.cpp" line="177" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="159" />
+        <location filename="../app/details_pane.cpp" line="178" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="162" />
+        <location filename="../app/details_pane.cpp" line="181" />
         <source>Stride</source>
         <translation>步长</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="163" />
+        <location filename="../app/details_pane.cpp" line="182" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="164" />
+        <location filename="../app/details_pane.cpp" line="183" />
         <source>record %1, offset %2, %3</source>
         <translation>记录 %1，偏移 %2，%3</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="168" />
+        <location filename="../app/details_pane.cpp" line="187" />
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="174" />
+        <location filename="../app/details_pane.cpp" line="193" />
         <source>Shares storage with</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="180" />
+        <location filename="../app/details_pane.cpp" line="199" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="181" />
+        <location filename="../app/details_pane.cpp" line="200" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="200" />
+        <location filename="../app/details_pane.cpp" line="219" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="215" />
+        <location filename="../app/details_pane.cpp" line="234" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="216" />
+        <location filename="../app/details_pane.cpp" line="235" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="233" />
+        <location filename="../app/details_pane.cpp" line="252" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -519,164 +908,195 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="50" />
+        <location filename="../app/main_window.cpp" line="53" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="58" />
+        <location filename="../app/main_window.cpp" line="61" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="59" />
+        <location filename="../app/main_window.cpp" line="62" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="60" />
+        <location filename="../app/main_window.cpp" line="63" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="63" />
+        <location filename="../app/main_window.cpp" line="66" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="65" />
+        <location filename="../app/main_window.cpp" line="68" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="66" />
+        <location filename="../app/main_window.cpp" line="69" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="69" />
+        <location filename="../app/main_window.cpp" line="72" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="71" />
+        <location filename="../app/main_window.cpp" line="74" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="78" />
+        <location filename="../app/main_window.cpp" line="81" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="80" />
+        <location filename="../app/main_window.cpp" line="83" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="83" />
+        <location filename="../app/main_window.cpp" line="86" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="87" />
+        <location filename="../app/main_window.cpp" line="89" />
+        <source>&amp;Compare...</source>
+        <translation>比较(&amp;C)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="90" />
+        <source>Compare Selected &amp;Tags</source>
+        <translation>比较所选标签(&amp;T)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="95" />
+        <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
+        <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="98" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="88" />
+        <location filename="../app/main_window.cpp" line="99" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="89" />
+        <location filename="../app/main_window.cpp" line="100" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="98" />
+        <location filename="../app/main_window.cpp" line="109" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="104" />
+        <location filename="../app/main_window.cpp" line="115" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="107" />
+        <location filename="../app/main_window.cpp" line="118" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="108" />
+        <location filename="../app/main_window.cpp" line="119" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="122" />
+        <location filename="../app/main_window.cpp" line="133" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="130" />
+        <location filename="../app/main_window.cpp" line="141" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="134" />
+        <location filename="../app/main_window.cpp" line="145" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="149" />
+        <location filename="../app/main_window.cpp" line="160" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="150" />
+        <location filename="../app/main_window.cpp" line="161" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="192" />
+        <location filename="../app/main_window.cpp" line="215" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="198" />
+        <location filename="../app/main_window.cpp" line="222" />
+        <location filename="../app/main_window.cpp" line="276" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="208" />
+        <location filename="../app/main_window.cpp" line="232" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="226" />
+        <location filename="../app/main_window.cpp" line="251" />
+        <source>Reading the layout</source>
+        <translation>正在读取布局</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="254" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="250" />
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="269" />
+        <location filename="../app/main_window.cpp" line="312" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="281" />
+        <location filename="../app/main_window.cpp" line="324" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="282" />
+        <location filename="../app/main_window.cpp" line="325" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="545" />
+        <source>Compare</source>
+        <translation>比较</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="547" />
+        <source>Compare (select two tags)</source>
+        <translation>比较（请选择两个标签）</translation>
     </message>
 </context>
 <context>
@@ -690,6 +1110,50 @@ zeros %6  NaN %7  Inf %8</source>
         <location filename="../app/bloat_bars.cpp" line="379" />
         <source>%1: %2 bytes (%3), %4% of %5</source>
         <translation>%1：%2 字节（%3），占 %5 的 %4%</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::ShardingMap</name>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="240" />
+        <source>rank %1: elements %2 to %3 (%4)</source>
+        <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="247" />
+        <source>rank %1 holds %2 elements, %3 of padding</source>
+        <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="264" />
+        <source>No partitioned parameters to draw (not a ZeRO-1, 2 or 3 tag)</source>
+        <translation>没有可绘制的分片参数（不是 ZeRO-1、2 或 3 的标签）</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="142" />
+        <location filename="../app/sharding_map.cpp" line="317" />
+        <source>rank %1</source>
+        <translation>rank %1</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="324" />
+        <source>group %1</source>
+        <translation>组 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="335" />
+        <source>%1 elements</source>
+        <translation>%1 个元素</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/sharding_map.cpp" line="379" />
+        <source>%n parameter(s) x %1 ranks</source>
+        <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="387" />
+        <source>padding / unused</source>
+        <translation>填充 / 未使用</translation>
     </message>
 </context>
 <context>
@@ -957,41 +1421,174 @@ Click to select it in the tree.</source>
     </message>
 </context>
 <context>
-    <name>ckpt::app::TreeModel</name>
-    <message>
-        <location filename="../app/tree_model.cpp" line="139" />
-        <source>Name</source>
-        <translation>名称</translation>
+    <name>ckpt::app::TagOverview</name>
+    <message numerus="yes">
+        <location filename="../app/tag_overview.cpp" line="126" />
+        <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
+        <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="141" />
-        <source>Kind</source>
-        <translation>类型</translation>
+        <location filename="../app/tag_overview.cpp" line="132" />
+        <location filename="../app/tag_overview.cpp" line="137" />
+        <source> (latest)</source>
+        <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="143" />
+        <location filename="../app/tag_overview.cpp" line="133" />
+        <source>step %1, %2 in %3 files</source>
+        <translation>第 %1 步，%2，共 %3 个文件</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="138" />
+        <source>ZeRO stage</source>
+        <translation>ZeRO 阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="138" />
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="140" />
+        <source>World size</source>
+        <translation>world size</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="140" />
+        <source>%1 data-parallel x %2 model-parallel</source>
+        <translation>%1 数据并行 x %2 模型并行</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="141" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
+        <location filename="../app/tag_overview.cpp" line="142" />
+        <source>Optimizer</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="143" />
+        <source>DeepSpeed version</source>
+        <translation>DeepSpeed 版本</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="143" />
+        <location filename="../app/tag_overview.cpp" line="146" />
+        <location filename="../app/tag_overview.cpp" line="147" />
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="144" />
+        <source>Step / samples</source>
+        <translation>步数 / 样本数</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="149" />
+        <source>Trainable</source>
+        <translation>可训练</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="150" />
+        <location filename="../app/tag_overview.cpp" line="151" />
+        <location filename="../app/tag_overview.cpp" line="152" />
+        <source>%1 tensors, %2 elements</source>
+        <translation>%1 个张量，%2 个元素</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="151" />
+        <source>Frozen</source>
+        <translation>冻结</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="152" />
+        <source>Buffers</source>
+        <translation>缓冲区</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="153" />
+        <source>Tied</source>
+        <translation>绑定</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/tag_overview.cpp" line="153" />
+        <source>%n alias(es)</source>
+        <translation><numerusform>%n 个别名</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="154" />
+        <source>Bytes on disk by role</source>
+        <translation>按用途统计的磁盘字节数</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="156" />
+        <source>Reading the files...</source>
+        <translation>正在读取文件...</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="158" />
+        <source>Cannot read</source>
+        <translation>无法读取</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="163" />
+        <source>total</source>
+        <translation>合计</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="165" />
+        <source>Rank files</source>
+        <translation>rank 文件</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::TreeModel</name>
+    <message>
+        <location filename="../app/tree_model.cpp" line="112" />
+        <source>bytes</source>
+        <translation>字节串</translation>
+    </message>
+    <message>
         <location filename="../app/tree_model.cpp" line="145" />
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="147" />
+        <source>Kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="149" />
+        <source>dtype</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="151" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="147" />
+        <location filename="../app/tree_model.cpp" line="153" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="149" />
+        <location filename="../app/tree_model.cpp" line="155" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="151" />
+        <location filename="../app/tree_model.cpp" line="157" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="159" />
+        <source>Value</source>
+        <translation>值</translation>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="16" />
@@ -1097,42 +1694,47 @@ Click to select it in the tree.</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="114" />
+        <location filename="../app/main.cpp" line="115" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="126" />
+        <location filename="../app/main.cpp" line="127" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="131" />
+        <location filename="../app/main.cpp" line="132" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="134" />
+        <location filename="../app/main.cpp" line="135" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="138" />
+        <location filename="../app/main.cpp" line="139" />
         <source>Save a screenshot of the export dialog while it runs, then exit.</source>
         <translation>导出运行时保存导出对话框的截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="142" />
+        <location filename="../app/main.cpp" line="143" />
         <source>Colours: system (follow the desktop), light or dark. The default is the "palette" setting, else system.</source>
         <translation>配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 "palette" 设置，否则为 system。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="151" />
+        <location filename="../app/main.cpp" line="152" />
         <source>Show where the bytes of this file or folder go (the Bloat view). With --screenshot, save the window once that is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.</source>
         <translation>在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="159" />
+        <location filename="../app/main.cpp" line="161" />
+        <source>Compare A with the checkpoint, tag folder or file B given as the path (the comparison window). With --screenshot, save it once computed; with --select, that tensor selected.</source>
+        <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="168" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

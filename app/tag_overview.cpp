@@ -1,0 +1,171 @@
+#include "tag_overview.h"
+
+#include "bloat_view.h"
+#include "sharding_map.h"
+#include "tree_model.h"
+
+#include <QLocale>
+#include <QPointer>
+#include <QSplitter>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace ckpt::app {
+
+namespace {
+
+QString esc(const std::string& s)
+{
+    return QString::fromStdString(s).toHtmlEscaped();
+}
+
+QString row(const QString& k, const QString& v)
+{
+    return QStringLiteral("<tr><td><b>%1</b></td><td>&nbsp;&nbsp;%2</td></tr>").arg(k, v);
+}
+
+QString count(uint64_t n)
+{
+    return QLocale().toString(qulonglong(n));
+}
+
+} // namespace
+
+ParameterCounts countParameters(const layout::Tag& tag)
+{
+    ParameterCounts c;
+    for (const auto& p : tag.params) {
+        if (!p.tiedTo.empty()) {
+            ++c.tied; // an alias: no elements of its own
+            continue;
+        }
+        switch (p.kind) {
+        case layout::Parameter::Kind::Trainable:
+            ++c.trainable, c.trainableElements += p.numel();
+            break;
+        case layout::Parameter::Kind::Frozen:
+            ++c.frozen, c.frozenElements += p.numel();
+            break;
+        case layout::Parameter::Kind::Buffer:
+            ++c.buffers, c.bufferElements += p.numel();
+            break;
+        }
+    }
+    return c;
+}
+
+TagOverview::TagOverview(QWidget* parent) : QWidget(parent)
+{
+    auto* l = new QVBoxLayout(this);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    m_text = new QTextBrowser(split);
+    m_map = new ShardingMap(split);
+    split->addWidget(m_text);
+    split->addWidget(m_map);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    l->addWidget(split);
+    connect(m_map, &ShardingMap::parameterClicked, this,
+            [this](const QString& name) { emit parameterClicked(QString::fromStdString(m_tag.name), name); });
+    connect(&m_watcher, &QFutureWatcher<RoleBytesResult>::finished, this, [this] {
+        RoleBytesResult r = m_watcher.result();
+        if (r.cancelled || r.dir != m_tag.dir) return; // an earlier tag's
+        m_roles = std::move(r);
+        render();
+        emit rolesReady();
+    });
+}
+
+TagOverview::~TagOverview()
+{
+    if (m_token) m_token->cancel();
+}
+
+void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others)
+{
+    const bool same = tag.dir == m_tag.dir && m_roles;
+    m_tag = tag;
+    m_others = others;
+    m_map->setSharding(shardingLayout(tag));
+    if (!same) {
+        m_roles.reset();
+        if (m_token) m_token->cancel(); // the previous tag's reading stops; its result is dropped
+        m_token = std::make_shared<ops::CancelToken>();
+        auto token = m_token;
+        const std::string dir = tag.dir;
+        // Reading every pickle of the tag's files: never on the GUI thread.
+        m_watcher.setFuture(QtConcurrent::run([dir, token] {
+            RoleBytesResult r;
+            r.dir = dir;
+            try {
+                r.bloat = ops::analyzeFolderBloat(dir, {}, *token);
+            } catch (const Cancelled&) {
+                r.cancelled = true;
+            } catch (const std::exception& e) {
+                r.error = QString::fromUtf8(e.what());
+            }
+            return r;
+        }));
+    }
+    render();
+}
+
+QString TagOverview::text() const
+{
+    return m_text->toPlainText();
+}
+
+void TagOverview::render()
+{
+    const layout::Tag& t = m_tag;
+    const QLocale loc;
+    QString html;
+    if (!m_others.empty()) {
+        html += tr("<h3>%n tag(s)</h3>", nullptr, int(m_others.size())) + QStringLiteral("<table>");
+        for (const auto& o : m_others) {
+            uint64_t bytes = 0;
+            for (const auto& f : o.files)
+                bytes += f.size;
+            html += row(
+                esc(o.name) + (o.latest ? tr(" (latest)") : QString()),
+                tr("step %1, %2 in %3 files").arg(o.globalSteps).arg(humanBytes(bytes)).arg(o.files.size()));
+        }
+        html += QStringLiteral("</table>");
+    }
+    html += QStringLiteral("<h3>%1%2</h3><table>").arg(esc(t.name), t.latest ? tr(" (latest)") : QString());
+    html += row(tr("ZeRO stage"), t.zeroStage >= 0 ? QString::number(t.zeroStage) : tr("none"));
+    html +=
+        row(tr("World size"), tr("%1 data-parallel x %2 model-parallel").arg(t.worldSize).arg(t.mpWorldSize));
+    html += row(tr("dtype"), esc(t.dtype));
+    html += row(tr("Optimizer"), esc(t.optimizer));
+    html += row(tr("DeepSpeed version"), t.dsVersion.empty() ? tr("unknown") : esc(t.dsVersion));
+    html += row(tr("Step / samples"),
+                QStringLiteral("%1 / %2")
+                    .arg(t.globalSteps >= 0 ? count(uint64_t(t.globalSteps)) : tr("unknown"))
+                    .arg(t.globalSamples >= 0 ? count(uint64_t(t.globalSamples)) : tr("unknown")));
+    const ParameterCounts c = countParameters(t);
+    html += row(tr("Trainable"),
+                tr("%1 tensors, %2 elements").arg(count(c.trainable), count(c.trainableElements)));
+    html += row(tr("Frozen"), tr("%1 tensors, %2 elements").arg(count(c.frozen), count(c.frozenElements)));
+    html += row(tr("Buffers"), tr("%1 tensors, %2 elements").arg(count(c.buffers), count(c.bufferElements)));
+    html += row(tr("Tied"), tr("%n alias(es)", nullptr, int(c.tied)));
+    html += QStringLiteral("</table><h4>%1</h4><table>").arg(tr("Bytes on disk by role"));
+    if (!m_roles) {
+        html += row(tr("Reading the files..."), QString());
+    } else if (!m_roles->error.isEmpty()) {
+        html += row(tr("Cannot read"), m_roles->error.toHtmlEscaped());
+    } else {
+        for (size_t r = 0; r < ops::kByteRoles; ++r)
+            if (m_roles->bloat.roleBytes[r])
+                html += row(BloatView::roleLabel(ops::ByteRole(r)), humanBytes(m_roles->bloat.roleBytes[r]));
+        html += row(tr("total"), humanBytes(m_roles->bloat.fileBytes));
+    }
+    html += QStringLiteral("</table><h4>%1</h4><table>").arg(tr("Rank files"));
+    for (const auto& f : t.files)
+        html += row(esc(f.name), humanBytes(f.size));
+    m_text->setHtml(html + QStringLiteral("</table>"));
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,64 @@
+// What a tag holds at a glance, shown when a checkpoint or tag is selected: ZeRO stage, world
+// sizes, dtype, DeepSpeed version, step and samples, parameter counts (trainable, frozen,
+// buffers, tied), bytes on disk by role (on a worker: ops::analyzeFolderBloat reads every
+// pickle) and per rank file, and the sharding map.
+#pragma once
+
+#include "layout/checkpoint.h"
+#include "ops/bloat.h"
+
+#include <QFutureWatcher>
+#include <QWidget>
+#include <memory>
+
+class QTextBrowser;
+
+namespace ckpt::app {
+
+class ShardingMap;
+
+struct RoleBytesResult
+{
+    std::string dir;
+    ops::FolderBloat bloat;
+    QString error;
+    bool cancelled = false;
+};
+
+class TagOverview : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit TagOverview(QWidget* parent = nullptr);
+    ~TagOverview() override;
+    // `others`: every tag of the checkpoint, listed when the checkpoint itself is selected.
+    void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {});
+    ShardingMap* map() const { return m_map; }
+    QString text() const; // the summary as plain text (tests)
+    bool busy() const { return m_watcher.isRunning(); }
+
+signals:
+    void parameterClicked(const QString& tag, const QString& name);
+    void rolesReady();
+
+private:
+    void render();
+
+    layout::Tag m_tag;
+    std::vector<layout::Tag> m_others;
+    std::optional<RoleBytesResult> m_roles;
+    QTextBrowser* m_text;
+    ShardingMap* m_map;
+    QFutureWatcher<RoleBytesResult> m_watcher;
+    std::shared_ptr<ops::CancelToken> m_token;
+};
+
+// The summary's parameter counts, kept apart so tests can check them against the layout.
+struct ParameterCounts
+{
+    uint64_t trainable = 0, frozen = 0, buffers = 0, tied = 0;              // tensors
+    uint64_t trainableElements = 0, frozenElements = 0, bufferElements = 0; // elements
+};
+ParameterCounts countParameters(const layout::Tag& tag);
+
+} // namespace ckpt::app

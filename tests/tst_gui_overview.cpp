@@ -1,0 +1,213 @@
+// The tag overview and the sharding map (issue 12), offscreen: the map's geometry against the
+// layout for DeepSpeed fixtures of every ZeRO stage, the overview's counts against the layout
+// and its bytes by role against ops::analyzeFolderBloat, a click in the map selecting the
+// parameter in the tree, and the map's paint time for 64 ranks x 10,000 parameters (printed,
+// for the record; the assertion is only that level of detail bounds the work).
+#include "details_pane.h"
+#include "main_window.h"
+#include "sharding_map.h"
+#include "tag_overview.h"
+#include "testutil.h"
+#include "tree_model.h"
+
+#include <QApplication>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTreeView>
+#include <map>
+
+using namespace ckpt;
+
+namespace {
+
+// A ZeRO-1/2 or ZeRO-3 tag with `ranks` ranks and `count` parameters of varied sizes, laid out
+// as DeepSpeed does (one flat group cut into equal partitions; or each parameter cut in W).
+layout::Tag syntheticTag(int stage, int ranks, int count)
+{
+    layout::Tag t;
+    t.name = "synthetic";
+    t.zeroStage = stage;
+    t.worldSize = ranks;
+    const uint64_t W = uint64_t(ranks);
+    uint64_t total = 0;
+    for (int i = 0; i < count; ++i) {
+        layout::Parameter p;
+        p.name = "model.layers." + std::to_string(i / 12) + ".p" + std::to_string(i % 12) + ".weight";
+        p.shape = {int64_t(1000 + (i * 7919) % 90000)};
+        p.group = 0;
+        p.groupOffset = total;
+        total += p.numel();
+        t.params.push_back(std::move(p));
+    }
+    const uint64_t P = (total + W - 1) / W;
+    for (auto& p : t.params) {
+        const uint64_t n = p.numel();
+        for (uint64_t r = 0; r < W; ++r) {
+            layout::RankSlice s;
+            s.rank = int(r);
+            if (stage == 3) {
+                const uint64_t per = (n + W - 1) / W, lo = std::min(r * per, n),
+                               hi = std::min((r + 1) * per, n);
+                s.paramOffset = lo, s.length = hi - lo, s.padding = per - (hi - lo);
+            } else {
+                const uint64_t lo = std::max(p.groupOffset, r * P),
+                               hi = std::min(p.groupOffset + n, (r + 1) * P);
+                if (lo >= hi) continue;
+                s.paramOffset = lo - p.groupOffset, s.length = hi - lo;
+            }
+            p.slices.push_back(s);
+        }
+    }
+    return t;
+}
+
+// Every parameter's slices appear once, with their lengths; lanes do not overlap.
+void checkGeometry(const layout::Tag& tag, const app::ShardingLayout& l)
+{
+    std::map<int, uint64_t> held;
+    for (const auto& s : l.segments)
+        held[s.param] += s.length;
+    for (size_t i = 0; i < tag.params.size(); ++i) {
+        const auto& p = tag.params[i];
+        if (p.group < 0) continue; // not partitioned (buffers, aliases): not on the map
+        QCOMPARE(held[int(i)], p.numel());
+    }
+    if (l.mode == app::ShardingLayout::Mode::Lanes) {
+        std::vector<uint64_t> end(size_t(l.ranks), 0), sum(size_t(l.ranks), 0);
+        for (const auto& s : l.segments) {
+            QVERIFY(s.begin >= end[size_t(s.rank)]); // sorted, no overlap
+            end[size_t(s.rank)] = s.begin + s.length;
+            sum[size_t(s.rank)] += s.length;
+            QVERIFY(end[size_t(s.rank)] <= l.laneLength);
+        }
+        for (int r = 0; r < l.ranks; ++r) {
+            uint64_t used = 0;
+            for (const auto& g : l.groupUsed)
+                used += g[size_t(r)];
+            QCOMPARE(sum[size_t(r)], used); // a rank's share of a group is contiguous
+        }
+    } else {
+        QCOMPARE(l.mode, app::ShardingLayout::Mode::Grid);
+        for (size_t row = 0; row < l.gridParams.size(); ++row) {
+            const auto& p = tag.params[size_t(l.gridParams[row])];
+            for (int r = 0; r < l.ranks; ++r) {
+                const auto& s = l.segments[l.gridFirst[row] + size_t(r)];
+                QCOMPARE(s.param, l.gridParams[row]);
+                QCOMPARE(s.rank, r);
+                QCOMPARE(s.length + s.padding, l.perRank[row]);
+                for (const auto& sl : p.slices)
+                    if (sl.rank == r) QCOMPARE(s.length, sl.length);
+            }
+        }
+    }
+}
+
+} // namespace
+
+class TestOverview : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void mapGeometryOfEveryStage_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f :
+             {"zero1_bf16_w4", "zero2_fp32_w2", "zero2_bf16_w4", "zero3_bf16_w4", "zero3_fp32_w2_subgroups"})
+            QTest::newRow(f) << QString::fromLatin1(f);
+    }
+    void mapGeometryOfEveryStage()
+    {
+        QFETCH(QString, fixture);
+        const auto s = app::loadSnapshot(testutil::dataDir() + "/deepspeed/" + fixture.toStdString());
+        QVERIFY(!s->tags.empty());
+        for (const auto& tag : s->tags) {
+            const app::ShardingLayout l = app::shardingLayout(tag);
+            QCOMPARE(l.ranks, tag.worldSize);
+            QCOMPARE(l.mode,
+                     tag.zeroStage == 3 ? app::ShardingLayout::Mode::Grid : app::ShardingLayout::Mode::Lanes);
+            QVERIFY(!l.segments.empty());
+            checkGeometry(tag, l);
+            // Hovering a segment's centre finds that segment.
+            app::ShardingMap map;
+            map.resize(900, 300);
+            map.setSharding(l);
+            for (size_t i = 0; i < l.segments.size(); ++i) {
+                if (!l.segments[i].length) continue;
+                const int at = map.segmentAt(map.pointOf(int(i)));
+                if (at < 0) continue; // narrower than a pixel at this zoom
+                QCOMPARE(l.segments[size_t(at)].param, l.segments[i].param);
+            }
+        }
+    }
+
+    void overviewCountsAndRoles()
+    {
+        const std::string dir = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        const auto s = app::loadSnapshot(dir);
+        const layout::Tag& tag = s->tags.back();
+        app::TagOverview o;
+        QSignalSpy ready(&o, &app::TagOverview::rolesReady);
+        o.setTag(tag);
+        QVERIFY(ready.wait(60000));
+        const app::ParameterCounts c = app::countParameters(tag);
+        QVERIFY(c.trainable > 0 && c.frozen > 0 && c.buffers > 0 && c.tied > 0); // the fixture has each
+        QCOMPARE(c.trainable + c.frozen + c.buffers + c.tied, uint64_t(tag.params.size()));
+        const QString text = o.text();
+        QVERIFY2(text.contains(QLocale().toString(qulonglong(c.trainableElements))), qPrintable(text));
+        const ops::FolderBloat b = ops::analyzeFolderBloat(tag.dir, {}, {});
+        QVERIFY2(text.contains(app::humanBytes(b.fileBytes)), qPrintable(text));
+        for (const auto& f : tag.files)
+            QVERIFY(text.contains(QString::fromStdString(f.name)));
+    }
+
+    // A click on a segment selects its parameter in the tree.
+    void clickSelectsInTree()
+    {
+        app::MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero3_bf16_w2"));
+        QVERIFY(loaded.wait(60000));
+        QVERIFY(w.select(QStringLiteral("global_step4")));
+        app::TagOverview* o = w.details()->overview();
+        QVERIFY(o->isVisible());
+        app::ShardingMap* map = o->map();
+        QTRY_VERIFY(map->height() > 50);
+        const auto& l = map->sharding();
+        const int seg = int(l.gridFirst[l.gridFirst.size() / 2]);
+        QTest::mouseClick(map, Qt::LeftButton, {}, map->pointOf(seg));
+        const app::Node* n = app::TreeModel::node(w.proxy()->mapToSource(w.tree()->currentIndex()));
+        QVERIFY(n);
+        QCOMPARE(n->kind, app::NodeKind::Parameter);
+        QCOMPARE(QString::fromStdString(n->name), l.names[l.segments[size_t(seg)].param]);
+    }
+
+    // 64 ranks x 10,000 parameters: the paint time, printed; level of detail keeps the number of
+    // rectangles bounded by the pixels, which is what keeps it fluid.
+    void mapStaysFluidAtScale()
+    {
+        for (const int stage : {2, 3}) {
+            const layout::Tag tag = syntheticTag(stage, 64, 10000);
+            const app::ShardingLayout l = app::shardingLayout(tag);
+            checkGeometry(tag, l);
+            app::ShardingMap map;
+            map.setSharding(l);
+            qint64 worst = 0;
+            for (const double zoom : {1.0, 10.0, 1000.0}) {
+                map.setZoom(zoom, 0.37);
+                qint64 best = INT64_MAX;
+                for (int i = 0; i < 3; ++i)
+                    best = std::min(best, map.timePaint(QSize(1200, 500)));
+                qInfo("ZeRO-%d, 64 ranks x 10,000 parameters (%zu slices), zoom %g: paint %lld us", stage,
+                      l.segments.size(), zoom, best);
+                worst = std::max(worst, best);
+            }
+            QVERIFY(worst > 0);
+        }
+    }
+};
+
+QTEST_MAIN(TestOverview)
+#include "tst_gui_overview.moc"
