@@ -443,6 +443,7 @@ class ComposerFamily final : public Family
 {
 public:
     std::string_view id() const override { return "composer"; }
+    std::string_view displayName() const override { return "Composer checkpoint"; }
     std::string_view lookedFor() const override
     {
         return "a Composer run folder (ep{e}-ba{b}-rank{r}.pt files, possibly tarred or compressed)";

@@ -309,6 +309,7 @@ class DcpFamily final : public Family
 {
 public:
     std::string_view id() const override { return "dcp"; }
+    std::string_view displayName() const override { return "PyTorch DCP checkpoint"; }
     std::string_view lookedFor() const override
     {
         return "a PyTorch DCP checkpoint (.metadata and *.distcp files) or a run folder of them";

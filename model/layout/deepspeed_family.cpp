@@ -10,6 +10,7 @@ class DeepSpeedFamily final : public Family
 {
 public:
     std::string_view id() const override { return "deepspeed"; }
+    std::string_view displayName() const override { return "DeepSpeed checkpoint"; }
     std::string_view lookedFor() const override
     {
         return "a DeepSpeed checkpoint (a `latest` file or tag folders holding *_model_states.pt / "

@@ -69,6 +69,7 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
     list = c->family->listTags(path);
     c->model.root = list.root;
     c->model.family = std::string(c->family->id());
+    c->model.familyName = std::string(c->family->displayName());
     c->model.warnings = list.warnings;
     if (!list.latest.empty() &&
         std::none_of(list.tags.begin(), list.tags.end(), [&](const auto& t) { return t.first == list.latest; }))

@@ -28,6 +28,7 @@ class Family
 public:
     virtual ~Family() = default;
     virtual std::string_view id() const = 0;
+    virtual std::string_view displayName() const = 0; // "DeepSpeed checkpoint", for people
     // For "no checkpoint found; looked for ...": what this family looks like on disk.
     virtual std::string_view lookedFor() const = 0;
     // Cheap and content-based (magic bytes, `latest`, `.metadata`, an index JSON; never a name

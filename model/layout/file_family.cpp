@@ -31,6 +31,7 @@ class SingleFileFamily final : public Family
 {
 public:
     std::string_view id() const override { return "file"; }
+    std::string_view displayName() const override { return "file"; }
     std::string_view lookedFor() const override { return "a torch.save or safetensors file"; }
     bool match(const std::string& path) const override
     {

@@ -63,6 +63,7 @@ class HuggingFaceFamily final : public Family
 {
 public:
     std::string_view id() const override { return "hf"; }
+    std::string_view displayName() const override { return "Hugging Face model folder"; }
     std::string_view lookedFor() const override
     {
         return "a Hugging Face model folder (model.safetensors, pytorch_model.bin, or an *.index.json "

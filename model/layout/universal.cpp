@@ -64,6 +64,7 @@ class UniversalFamily final : public Family
 {
 public:
     std::string_view id() const override { return "universal"; }
+    std::string_view displayName() const override { return "DeepSpeed Universal checkpoint"; }
     std::string_view lookedFor() const override
     {
         return "a DeepSpeed Universal checkpoint (zero/<param>/fp32.pt beside *_model_states.pt, or a folder "
