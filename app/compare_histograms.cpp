@@ -95,6 +95,12 @@ void fill(QChart* chart, const std::vector<std::pair<QAreaSeries*, const gpu::Hi
     x->setTickType(QValueAxis::TicksDynamic);
     x->setTickAnchor(0);
     x->setTickInterval(step);
+    // Qt adds the step up from the first tick, so 0 comes out as 6.9e-18 under %g: as many
+    // decimals as the step has reads right, where the step is neither tiny nor huge.
+    if (step >= 1e-4 && step < 1e5)
+        x->setLabelFormat(QStringLiteral("%.") +
+                          QString::number(std::max(0, int(-std::floor(std::log10(step))))) +
+                          QLatin1Char('f'));
     x->setTitleText(xTitle);
     QAbstractAxis* y;
     if (log) {

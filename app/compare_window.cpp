@@ -138,10 +138,14 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     m_table->verticalHeader()->hide();
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+    // Names are what people read: the name column starts wide, the numbers fit their contents
+    // and the table scrolls sideways when the window is narrow.
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setSectionResizeMode(CompareModel::Name, QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(CompareModel::Name, QHeaderView::Interactive);
     m_table->horizontalHeader()->setMinimumSectionSize(60);
+    m_table->setColumnWidth(CompareModel::Name, 320);
     m_table->setAlternatingRowColors(true);
+    m_table->setTextElideMode(Qt::ElideMiddle); // "model.layers.17...weight": both ends say which
     m_heatmap = new CompareHeatmap(central);
     m_histograms = new CompareHistograms(central);
 
@@ -195,6 +199,7 @@ void CompareWindow::start(const QString& a, const QString& b)
     m_a = QFileInfo(a).absoluteFilePath();
     m_b = QFileInfo(b).absoluteFilePath();
     m_outcome = {};
+    m_done = false;
     m_userPicked = false;
     m_largest = -1;
     m_model->clear();
@@ -261,6 +266,7 @@ void CompareWindow::onFinished()
     drain();
     m_poll.stop();
     m_outcome = m_watcher.result();
+    m_done = true;
     m_progress->hide();
     m_eta->hide();
     m_cancel->hide();

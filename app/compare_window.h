@@ -58,6 +58,8 @@ public:
     void start(const QString& a, const QString& b);
     void cancel();
     bool running() const { return m_watcher.isRunning(); }
+    // The last start() has finished and its outcome is in (its finished() was emitted).
+    bool done() const { return m_done; }
     // The tensor's row selected in the table (the filter cleared if it hid it).
     bool selectTensor(const QString& name);
 
@@ -104,6 +106,7 @@ private:
     QFutureWatcher<CompareOutcome> m_watcher;
     CompareOutcome m_outcome;
     QString m_a, m_b;
+    bool m_done = false;
     bool m_userPicked = false; // a tensor was clicked: the window leaves the selection alone
     int m_largest = -1;        // the row with the largest relative change, -1 when none
 };

@@ -171,7 +171,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         return;
     }
     QString html = QStringLiteral("<h3>%1</h3><table>").arg(esc(node->name));
-    html += row(tr("Kind"), tr(node->kindText.c_str()));
+    html += row(tr("Kind"), TreeModel::kindLabel(*node));
     if (!node->dtype.empty())
         html += row(tr("dtype"), esc(node->dtype)) + row(tr("Shape"), ints(node->shape));
     if (node->elements) html += row(tr("Elements"), QLocale().toString(qulonglong(node->elements)));

@@ -301,6 +301,8 @@ void MainWindow::onLoaded()
     m_tree->expandToDepth(1);
     for (int c = 0; c < TreeModel::ColumnCount; ++c)
         m_tree->resizeColumnToContents(c);
+    // Values can be long reprs (a config string): the column shows their start, the tooltip all.
+    m_tree->setColumnWidth(TreeModel::Value, std::min(m_tree->columnWidth(TreeModel::Value), 180));
     m_tree->setColumnWidth(0, std::max(m_tree->columnWidth(0), 300));
     m_details->show(r.snapshot.get(), nullptr);
     if (r.snapshot->warnings.empty()) {

@@ -33,6 +33,13 @@ const Node* TreeModel::node(const QModelIndex& index)
     return index.isValid() ? static_cast<const Node*>(index.internalPointer()) : nullptr;
 }
 
+QString TreeModel::kindLabel(const Node& n)
+{
+    // _codecs.encode(str, 'latin1') is how protocol 2 pickles bytes: it is data, not a call.
+    if (n.kindText == "encode") return tr("bytes");
+    return tr(n.kindText.c_str());
+}
+
 QModelIndex TreeModel::indexOf(const Node* n, int column) const
 {
     if (!n || !n->parent) return createIndex(0, column, const_cast<Node*>(n));
@@ -101,6 +108,7 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (role == Qt::TextAlignmentRole && index.column() >= Elements)
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
         if (role == Qt::ToolTipRole && index.column() == Name) return QString::fromStdString(n->path);
+        if (role == Qt::ToolTipRole && index.column() == Value) return data(index, Qt::DisplayRole);
         return {};
     }
     switch (index.column()) {
@@ -108,9 +116,7 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (n->kind == NodeKind::Group || n->kind == NodeKind::Config) return tr(n->name.c_str());
         return QString::fromStdString(n->name);
     case Kind:
-        // _codecs.encode(str, 'latin1') is how protocol 2 pickles bytes: it is data, not a call.
-        if (n->kindText == "encode") return tr("bytes");
-        return tr(n->kindText.c_str());
+        return kindLabel(*n);
     case DType:
         return QString::fromStdString(n->dtype);
     case Shape: {

@@ -16,7 +16,7 @@ class TreeModel : public QAbstractItemModel
     Q_OBJECT
 public:
     // Value: a scalar entry's value as Python would print it ("0.1", "torch.Size([2, 3])").
-    enum Column { Name, Kind, DType, Shape, Elements, Bytes, Ranks, Value, ColumnCount };
+    enum Column { Name, Kind, Value, DType, Shape, Elements, Bytes, Ranks, ColumnCount };
     enum Role { SortRole = Qt::UserRole + 1, PathRole, NodeRole };
 
     explicit TreeModel(QObject* parent = nullptr);
@@ -24,6 +24,7 @@ public:
     void setSnapshot(std::shared_ptr<const Snapshot> snapshot);
     const Snapshot* snapshot() const { return m_snapshot.get(); }
     static const Node* node(const QModelIndex& index);
+    static QString kindLabel(const Node& n); // the Kind column's text, translated
     QModelIndex indexOfPath(const QString& path) const;
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;

@@ -76,8 +76,9 @@ double jsonNumber(const QJsonValue& v)
 
 bool waitFinished(app::CompareWindow& w, int ms = 120000)
 {
+    // The worker may be done before its outcome is taken in (a queued signal): wait for that.
     QSignalSpy spy(&w, &app::CompareWindow::finished);
-    return w.running() ? spy.wait(ms) : true;
+    return w.done() || spy.wait(ms);
 }
 
 } // namespace

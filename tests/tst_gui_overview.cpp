@@ -1,8 +1,8 @@
 // The tag overview and the sharding map (issue 12), offscreen: the map's geometry against the
 // layout for DeepSpeed fixtures of every ZeRO stage, the overview's counts against the layout
 // and its bytes by role against ops::analyzeFolderBloat, a click in the map selecting the
-// parameter in the tree, and the map's paint time for 64 ranks x 10,000 parameters (printed,
-// for the record; the assertion is only that level of detail bounds the work).
+// parameter in the tree, the tree's Value column, and the map's paint time for 64 ranks x 10,000 parameters
+// (printed, for the record; the assertion is only that level of detail bounds the work).
 #include "details_pane.h"
 #include "main_window.h"
 #include "sharding_map.h"
@@ -182,6 +182,22 @@ private slots:
         QVERIFY(n);
         QCOMPARE(n->kind, app::NodeKind::Parameter);
         QCOMPARE(QString::fromStdString(n->name), l.names[l.segments[size_t(seg)].param]);
+    }
+
+    // Scalars show their value in the tree; bytes pickled as _codecs.encode(...) are bytes.
+    void valueColumnShowsScalars()
+    {
+        app::TreeModel model;
+        model.setSnapshot(app::loadSnapshot(testutil::dataDir() + "/torch/torch-1.13/nested.pt"));
+        auto cell = [&](const char* path, int column) {
+            const QModelIndex i = model.indexOfPath(QLatin1String(path));
+            return i.siblingAtColumn(column).data().toString();
+        };
+        QCOMPARE(cell("config/lr", app::TreeModel::Value), QStringLiteral("3e-04"));
+        QCOMPARE(cell("config/name", app::TreeModel::Value), QStringLiteral("'run-7'"));
+        QCOMPARE(cell("bytes", app::TreeModel::Kind), QStringLiteral("bytes"));
+        QCOMPARE(cell("bytes", app::TreeModel::Value), QStringLiteral("b'\\x00\\x01binary'"));
+        QCOMPARE(cell("config/weights", app::TreeModel::Value), QString()); // a tensor has no value
     }
 
     // 64 ranks x 10,000 parameters: the paint time, printed; level of detail keeps the number of
