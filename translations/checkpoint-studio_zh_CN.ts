@@ -173,88 +173,88 @@
 <context>
     <name>ckpt::app::CompareHistograms</name>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="136" />
+        <location filename="../app/compare_histograms.cpp" line="142" />
         <source>Log counts</source>
         <translation>对数计数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="137" />
+        <location filename="../app/compare_histograms.cpp" line="143" />
         <source>Count axis on a log scale: rare values (outliers) stay visible</source>
         <translation>计数轴使用对数刻度：少见的值（离群值）仍然可见</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="194" />
+        <location filename="../app/compare_histograms.cpp" line="200" />
         <source>A</source>
         <translation>A</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="195" />
+        <location filename="../app/compare_histograms.cpp" line="201" />
         <source>B</source>
         <translation>B</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="198" />
-        <location filename="../app/compare_histograms.cpp" line="200" />
+        <location filename="../app/compare_histograms.cpp" line="204" />
+        <location filename="../app/compare_histograms.cpp" line="206" />
         <source>a - b</source>
         <translation>a - b</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="199" />
+        <location filename="../app/compare_histograms.cpp" line="205" />
         <source>value</source>
         <translation>数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="203" />
+        <location filename="../app/compare_histograms.cpp" line="209" />
         <source>Select a tensor to see its values</source>
         <translation>选择一个张量以查看其数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="210" />
+        <location filename="../app/compare_histograms.cpp" line="216" />
         <source>Not compared: the tensor is only on one side, or its shape differs.</source>
         <translation>未比较：该张量只在一侧存在，或形状不同。</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="222" />
+        <location filename="../app/compare_histograms.cpp" line="228" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="224" />
+        <location filename="../app/compare_histograms.cpp" line="230" />
         <source>min</source>
         <translation>最小值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="224" />
+        <location filename="../app/compare_histograms.cpp" line="230" />
         <source>max</source>
         <translation>最大值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="225" />
+        <location filename="../app/compare_histograms.cpp" line="231" />
         <source>mean</source>
         <translation>均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="225" />
+        <location filename="../app/compare_histograms.cpp" line="231" />
         <source>std</source>
         <translation>标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="226" />
+        <location filename="../app/compare_histograms.cpp" line="232" />
         <source>L2 norm</source>
         <translation>L2 范数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="227" />
+        <location filename="../app/compare_histograms.cpp" line="233" />
         <source>zeros</source>
         <translation>零值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="228" />
+        <location filename="../app/compare_histograms.cpp" line="234" />
         <source>NaN / Inf</source>
         <translation>NaN / Inf</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="233" />
+        <location filename="../app/compare_histograms.cpp" line="239" />
         <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3 &amp;nbsp; bitwise equal %4 of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3 &amp;nbsp; 按位相同 %4 / %5&lt;/p&gt;</translation>
     </message>
@@ -400,131 +400,131 @@
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="203" />
-        <location filename="../app/compare_window.cpp" line="281" />
+        <location filename="../app/compare_window.cpp" line="208" />
+        <location filename="../app/compare_window.cpp" line="287" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="204" />
+        <location filename="../app/compare_window.cpp" line="209" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="205" />
+        <location filename="../app/compare_window.cpp" line="210" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="207" />
-        <location filename="../app/compare_window.cpp" line="246" />
+        <location filename="../app/compare_window.cpp" line="212" />
+        <location filename="../app/compare_window.cpp" line="251" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="224" />
+        <location filename="../app/compare_window.cpp" line="229" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="253" />
+        <location filename="../app/compare_window.cpp" line="258" />
         <source>%1 MB/s, about %2 left</source>
         <translation>%1 MB/s，约剩 %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="269" />
+        <location filename="../app/compare_window.cpp" line="275" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="275" />
+        <location filename="../app/compare_window.cpp" line="281" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="287" />
+        <location filename="../app/compare_window.cpp" line="293" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="289" />
+        <location filename="../app/compare_window.cpp" line="295" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="314" />
+        <location filename="../app/compare_window.cpp" line="320" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="315" />
+        <location filename="../app/compare_window.cpp" line="321" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed</source>
         <translation>%1 个有变化，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个形状或数据类型不同</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="321" />
+        <location filename="../app/compare_window.cpp" line="327" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="362" />
-        <location filename="../app/compare_window.cpp" line="370" />
+        <location filename="../app/compare_window.cpp" line="368" />
+        <location filename="../app/compare_window.cpp" line="376" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="363" />
+        <location filename="../app/compare_window.cpp" line="369" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="371" />
+        <location filename="../app/compare_window.cpp" line="377" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="374" />
+        <location filename="../app/compare_window.cpp" line="380" />
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="380" />
-        <location filename="../app/compare_window.cpp" line="408" />
+        <location filename="../app/compare_window.cpp" line="386" />
+        <location filename="../app/compare_window.cpp" line="414" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="385" />
+        <location filename="../app/compare_window.cpp" line="391" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="386" />
+        <location filename="../app/compare_window.cpp" line="392" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="387" />
+        <location filename="../app/compare_window.cpp" line="393" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="390" />
+        <location filename="../app/compare_window.cpp" line="396" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="394" />
+        <location filename="../app/compare_window.cpp" line="400" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="405" />
+        <location filename="../app/compare_window.cpp" line="411" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="406" />
+        <location filename="../app/compare_window.cpp" line="412" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
@@ -1074,27 +1074,27 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>无法打开：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="312" />
+        <location filename="../app/main_window.cpp" line="314" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="324" />
+        <location filename="../app/main_window.cpp" line="326" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="325" />
+        <location filename="../app/main_window.cpp" line="327" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="545" />
+        <location filename="../app/main_window.cpp" line="547" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="547" />
+        <location filename="../app/main_window.cpp" line="549" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1546,47 +1546,47 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TreeModel</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="112" />
+        <location filename="../app/tree_model.cpp" line="39" />
         <source>bytes</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="145" />
+        <location filename="../app/tree_model.cpp" line="151" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="147" />
+        <location filename="../app/tree_model.cpp" line="153" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="149" />
+        <location filename="../app/tree_model.cpp" line="155" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="151" />
+        <location filename="../app/tree_model.cpp" line="157" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="153" />
+        <location filename="../app/tree_model.cpp" line="159" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="155" />
+        <location filename="../app/tree_model.cpp" line="161" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="157" />
+        <location filename="../app/tree_model.cpp" line="163" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="159" />
+        <location filename="../app/tree_model.cpp" line="165" />
         <source>Value</source>
         <translation>值</translation>
     </message>
