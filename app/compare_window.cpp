@@ -245,6 +245,10 @@ void CompareWindow::drain()
         m_heatmap->setGrid(heatmapGrid(m_model->rows()));
         updateSummary();
         if (first && !m_table->currentIndex().isValid()) m_table->selectRow(0);
+        // As wide as the names so far, within reason: short names leave room for the numbers.
+        m_table->resizeColumnToContents(CompareModel::Name);
+        m_table->setColumnWidth(CompareModel::Name,
+                                std::clamp(m_table->columnWidth(CompareModel::Name), 160, 420));
     }
     if (!running()) return;
     m_progress->setValue(p.permille);
