@@ -39,14 +39,16 @@ QString ints(const std::vector<int64_t>& v)
     return QLatin1Char('[') + l.join(QLatin1String(", ")) + QLatin1Char(']');
 }
 
-// Runs on a worker: the first values and the statistics of one named tensor of a source.
-QString tensorReport(std::string source, std::string tag, std::string name)
+// Runs on a worker: the first values and the statistics of one named tensor: of a tag of the
+// checkpoint the window opened (its parsed files are reused, nothing is opened again), or of a
+// file shown on its own.
+QString tensorReport(std::shared_ptr<const layout::OpenedCheckpoint> opened, int tagIndex, std::string source,
+                     std::string name)
 {
     try {
-        ops::SourceOptions so;
-        so.tag = tag;
-        const ops::TensorSet set =
-            tag.empty() ? ops::fileTensors(source) : ops::checkpointTensors(source, so);
+        const ops::TensorSet set = opened && tagIndex >= 0
+                                       ? ops::tagTensors(opened, opened->model.tags.at(size_t(tagIndex)), {})
+                                       : ops::fileTensors(source);
         const ops::SourceTensor* t = nullptr;
         for (const auto& s : set.tensors)
             if (s.tensor.name == name && s.aliasOf.empty()) t = &s;
@@ -239,10 +241,11 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
 void DetailsPane::computeStatistics()
 {
     if (!m_node || !m_snapshot) return;
-    std::string source, tag, name;
+    std::string source, name;
+    int tag = -1;
     if (m_node->kind == NodeKind::Parameter) {
         source = m_snapshot->path;
-        tag = m_snapshot->tags[size_t(m_node->tag)].name;
+        tag = m_node->tag;
         name = m_node->name;
     } else {
         source = m_node->info.value("file", m_snapshot->path);
@@ -250,7 +253,7 @@ void DetailsPane::computeStatistics()
     }
     m_statsButton->setEnabled(false);
     m_stats->setText(tr("Computing..."));
-    m_watcher.setFuture(QtConcurrent::run(tensorReport, source, tag, name));
+    m_watcher.setFuture(QtConcurrent::run(tensorReport, m_snapshot->opened, tag, source, name));
 }
 
 } // namespace ckpt::app

@@ -103,9 +103,10 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
     if (layout::familyOf(path).id() != "file") {
         const auto opened = layout::openCheckpoint(path);
         const layout::Checkpoint& ck = opened->model;
+        s->opened = opened;
         s->family = ck.family;
         s->warnings = ck.warnings;
-        root->kindText = "DeepSpeed checkpoint";
+        root->kindText = ck.familyName;
         // The layout is read; what is left is parsing each rank file's pickle, which is where
         // the time goes on a large checkpoint: progress counts those files' bytes.
         uint64_t total = 0, done = 0;
@@ -142,10 +143,15 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                             {"role", layout::roleName(f.role)},
                             {"dp_rank", f.dpRank},
                             {"mp_rank", f.mpRank}};
-                try {
-                    addFileEntries(fn, ops::inspectFile(f.path));
-                } catch (const ckpt::Error& e) {
-                    fn->info["error"] = e.what();
+                // The file as the layout parsed it: never a second parse. Files the layout did
+                // not parse as one torch file (a .distcp of many items, an unused extra file)
+                // are listed without their object tree.
+                if (const auto parsed = opened->files->find(f.path)) {
+                    try {
+                        addFileEntries(fn, ops::inspectFile(*parsed));
+                    } catch (const ckpt::Error& e) {
+                        fn->info["error"] = e.what();
+                    }
                 }
                 files->bytes += f.size;
             }

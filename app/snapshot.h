@@ -4,6 +4,7 @@
 #pragma once
 
 #include "layout/checkpoint.h"
+#include "layout/family.h"
 #include "ops/job.h"
 
 #include <cstdint>
@@ -41,6 +42,9 @@ struct Snapshot
     std::vector<layout::Tag> tags;
     std::vector<std::string> warnings;
     std::unique_ptr<Node> root;
+    // The checkpoint as opened (parsed files and layout), shared with the jobs the window runs
+    // on it, so none of them parses a file again. Null for a single file.
+    std::shared_ptr<const layout::OpenedCheckpoint> opened;
 };
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and

@@ -54,10 +54,10 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
     }
     if (!a.tag.empty() || !a.dtype.empty() || a.format != "safetensors" || a.excludeFrozen || a.all ||
         !a.ignore.empty())
-        throw Error(
-            "--tag, --dtype, --format, --exclude-frozen, --all and --ignore apply to checkpoints; a single file is "
-            "exported as one safetensors file",
-            a.input);
+        throw Error("--tag, --dtype, --format, --exclude-frozen, --all and --ignore apply to checkpoints; a "
+                    "single file is "
+                    "exported as one safetensors file",
+                    a.input);
     ops::ExportOptions opt;
     opt.skipUnsupported = a.skipUnsupported;
     ops::ExportResult r;

@@ -57,7 +57,8 @@ int main(int argc, char** argv)
         "Write the model of a checkpoint as a Hugging Face style folder: a DeepSpeed tag consolidated "
         "(as zero_to_fp32), a Hugging Face folder resharded; or copy every tensor of a torch.save file "
         "into one safetensors file");
-    exp->add_option("input", ea.input, "checkpoint folder (or tag folder), model folder, or a torch.save file")
+    exp->add_option("input", ea.input,
+                    "checkpoint folder (or tag folder), model folder, or a torch.save file")
         ->required();
     exp->add_option("output", ea.output,
                     "output folder for a checkpoint; output .safetensors file for a file")
@@ -72,10 +73,12 @@ int main(int argc, char** argv)
                     "zero_to_fp32; as stored for other checkpoints)")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
-    exp->add_option("--ignore", ea.ignore,
-                    "Leave out tensors whose `/` path (state/model/fc.weight) or an ancestor matches this glob, "
-                    "as Composer's ignore_keys; repeatable");
-    exp->add_flag("--all", ea.all, "Every tensor (optimizer state too), named by its `/` path, not only the model");
+    exp->add_option(
+        "--ignore", ea.ignore,
+        "Leave out tensors whose `/` path (state/model/fc.weight) or an ancestor matches this glob, "
+        "as Composer's ignore_keys; repeatable");
+    exp->add_flag("--all", ea.all,
+                  "Every tensor (optimizer state too), named by its `/` path, not only the model");
     exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     exp->add_flag(

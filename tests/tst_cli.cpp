@@ -90,7 +90,8 @@ private slots:
         QCOMPARE(ins.code, 0);
         QVERIFY(ins.out.contains("tag global_step4  [latest]"));
         QVERIFY(ins.out.contains("ZeRO stage 3, world size 2, bf16"));
-        const Run js = ckptRun({"inspect", "--json", "--tag", "global_step2", data("/deepspeed/zero3_bf16_w2")});
+        const Run js =
+            ckptRun({"inspect", "--json", "--tag", "global_step2", data("/deepspeed/zero3_bf16_w2")});
         QCOMPARE(js.code, 0);
         QCOMPARE(QJsonDocument::fromJson(js.out).object()["tags"].toArray().size(), 1);
         QTemporaryDir dir;
@@ -98,10 +99,12 @@ private slots:
                                 data("/deepspeed/zero3_bf16_w2"), dir.path()});
         QCOMPARE(ex.code, 0);
         QVERIFY(QFile::exists(dir.filePath("pytorch_model.bin.index.json")));
-        const Run bad = ckptRun({"export", "--max-shard-size", "5GiB", data("/deepspeed/zero3_bf16_w2"), dir.path()});
+        const Run bad =
+            ckptRun({"export", "--max-shard-size", "5GiB", data("/deepspeed/zero3_bf16_w2"), dir.path()});
         QCOMPARE(bad.code, 1);
         QVERIFY(bad.err.contains("--max-shard-size"));
-        const Run tag = ckptRun({"export", "--tag", "global_step9", data("/deepspeed/zero3_bf16_w2"), dir.path()});
+        const Run tag =
+            ckptRun({"export", "--tag", "global_step9", data("/deepspeed/zero3_bf16_w2"), dir.path()});
         QCOMPARE(tag.code, 1);
         QCOMPARE(tag.err.count('\n'), 1);
         QVERIFY(tag.err.contains("no tag 'global_step9'"));

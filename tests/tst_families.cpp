@@ -101,7 +101,8 @@ private slots:
         }
         QVERIFY(checked >= 20);
         for (const auto& missing : problems["in_index_not_in_shards"])
-            QVERIFY2(anyContains(tag.warnings, missing.get<std::string>()), missing.get<std::string>().c_str());
+            QVERIFY2(anyContains(tag.warnings, missing.get<std::string>()),
+                     missing.get<std::string>().c_str());
         for (const auto& extra : problems["in_shards_not_in_index"]) {
             QVERIFY2(anyContains(tag.warnings, extra.get<std::string>()), extra.get<std::string>().c_str());
             QVERIFY(!params.count(extra.get<std::string>()));
@@ -240,7 +241,8 @@ private slots:
             QFAIL("an index naming a path outside its folder was followed");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("not a file of this folder") != std::string::npos, e.what());
-            QVERIFY2(std::string(e.what()).find("model.safetensors.index.json") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("model.safetensors.index.json") != std::string::npos,
+                     e.what());
         }
         fs::remove(dir / "model.safetensors.index.json");
         for (const auto& e : fs::directory_iterator(dir))

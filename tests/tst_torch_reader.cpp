@@ -199,7 +199,8 @@ private slots:
                 if (e.path == path) return &e;
             return nullptr;
         };
-        const auto* wct = entry("state/callbacks/CheckpointSaver/all_saved_checkpoints_to_timestamp/2/1/total_wct");
+        const auto* wct =
+            entry("state/callbacks/CheckpointSaver/all_saved_checkpoints_to_timestamp/2/1/total_wct");
         QVERIFY(wct);
         QVERIFY(wct->kind == ckpt::torch::EntryKind::Value);
         QCOMPARE(wct->summary, std::string("datetime.timedelta(microseconds=185302)"));

@@ -2,7 +2,7 @@
 # Installs the Debian packages Checkpoint Studio builds and tests with. Idempotent: it asks apt
 # only for what is missing, so a second run costs a dpkg query and nothing else.
 set -euo pipefail
-need=(cmake ninja-build g++ clang pkg-config
+need=(cmake ninja-build g++ clang clang-format pkg-config
       qt6-base-dev qt6-base-dev-tools libqt6charts6-dev libqt6opengl6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
       nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
       python3-torch python3-numpy

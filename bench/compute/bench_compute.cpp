@@ -41,25 +41,30 @@ double memoryRead(const std::vector<uint8_t>& b)
                 const uint64_t* p = reinterpret_cast<const uint64_t*>(b.data());
                 const size_t words = b.size() / 8, lo = words * t / n, hi = words * (t + 1) / n;
                 uint64_t s = 0;
-                for (size_t i = lo; i < hi; ++i) s += p[i];
+                for (size_t i = lo; i < hi; ++i)
+                    s += p[i];
                 sums[t] = s;
             });
-        for (auto& th : pool) th.join();
+        for (auto& th : pool)
+            th.join();
     });
 }
 
 void row(const char* backend, const char* op, double bytes, double secs, double ref)
 {
-    std::printf("| %s | %s | %.2f | %.0f%% |\n", backend, op, bytes / secs / 1e9, 100.0 * (bytes / secs) / ref);
+    std::printf("| %s | %s | %.2f | %.0f%% |\n", backend, op, bytes / secs / 1e9,
+                100.0 * (bytes / secs) / ref);
 }
 
-void run(ComputeBackend& b, const char* label, const std::vector<uint8_t>& x, const std::vector<uint8_t>& y, double ref)
+void run(ComputeBackend& b, const char* label, const std::vector<uint8_t>& x, const std::vector<uint8_t>& y,
+         double ref)
 {
     const uint64_t n = x.size() / 4;
     const StridedView vx{x.data(), 4, {int64_t(n)}, {1}, 0}, vy{y.data(), 4, {int64_t(n)}, {1}, 0};
     std::vector<uint8_t> out(n * 2);
     row(label, "stats f32", double(x.size()), seconds([&] { b.stats(vx, Scalar::F32); }), ref);
-    row(label, "diff f32 (both inputs)", 2.0 * double(x.size()), seconds([&] { b.diff(vx, Scalar::F32, vy, Scalar::F32); }), ref);
+    row(label, "diff f32 (both inputs)", 2.0 * double(x.size()),
+        seconds([&] { b.diff(vx, Scalar::F32, vy, Scalar::F32); }), ref);
     row(label, "hash", double(x.size()), seconds([&] { b.hash(x.data(), x.size()); }), ref);
     row(label, "cast f32->bf16 (read+write)", double(x.size() + out.size()),
         seconds([&] { b.cast(Scalar::F32, Scalar::BF16, x.data(), out.data(), n); }), ref);
@@ -68,7 +73,8 @@ void run(ComputeBackend& b, const char* label, const std::vector<uint8_t>& x, co
     const int64_t side = int64_t(std::sqrt(double(n)));
     const StridedView t{x.data(), 4, {side, side}, {1, side}, 0}; // a transpose
     std::vector<uint8_t> g(uint64_t(side * side) * 4);
-    row(label, "gather (transpose)", double(g.size()), seconds([&] { b.gather(t, 0, uint64_t(side * side), g.data()); }, 1), ref);
+    row(label, "gather (transpose)", double(g.size()),
+        seconds([&] { b.gather(t, 0, uint64_t(side * side), g.data()); }, 1), ref);
 }
 
 } // namespace
@@ -92,7 +98,9 @@ int main(int argc, char** argv)
     std::string reason;
     try {
         auto cuda = makeBackend(Device::Cuda, &reason);
-        std::printf("\n%s (reference: pinned host-to-device copy, measured by the same streaming as the ops)\n", reason.c_str());
+        std::printf(
+            "\n%s (reference: pinned host-to-device copy, measured by the same streaming as the ops)\n",
+            reason.c_str());
         // the cast op is the streaming copy with the least device work: use hash as the H2D proxy
         run(*cuda, "cuda", x, y, read);
     } catch (const BackendError& e) {

@@ -7,9 +7,9 @@
 #include "compute_backend.h"
 #include "cuda/cuda_backend.h"
 
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstring>
@@ -20,11 +20,11 @@ namespace ckpt::gpu {
 
 namespace {
 
-#define CKPT_CUDA_CHECK(call)                                                                            \
-    do {                                                                                                 \
-        const cudaError_t err_ = (call);                                                                 \
-        if (err_ != cudaSuccess)                                                                         \
-            throw BackendError(std::string("CUDA: ") + #call + ": " + cudaGetErrorString(err_));       \
+#define CKPT_CUDA_CHECK(call)                                                                                \
+    do {                                                                                                     \
+        const cudaError_t err_ = (call);                                                                     \
+        if (err_ != cudaSuccess)                                                                             \
+            throw BackendError(std::string("CUDA: ") + #call + ": " + cudaGetErrorString(err_));             \
     } while (0)
 
 constexpr uint64_t kChunkBytes = 64u << 20; // per staging buffer
@@ -46,20 +46,67 @@ struct DevDiff
 __device__ double loadAs(Scalar t, const uint8_t* p)
 {
     switch (t) {
-    case Scalar::F64: { double v; memcpy(&v, p, 8); return v; }
-    case Scalar::F32: { float v; memcpy(&v, p, 4); return double(v); }
-    case Scalar::F16: { __half v; memcpy(&v, p, 2); return double(__half2float(v)); }
-    case Scalar::BF16: { unsigned short u; memcpy(&u, p, 2); unsigned int w = unsigned(u) << 16; float f; memcpy(&f, &w, 4); return double(f); }
-    case Scalar::I64: { long long v; memcpy(&v, p, 8); return double(v); }
-    case Scalar::I32: { int v; memcpy(&v, p, 4); return double(v); }
-    case Scalar::I16: { short v; memcpy(&v, p, 2); return double(v); }
-    case Scalar::I8: return double(static_cast<signed char>(*p));
-    case Scalar::U8: return double(*p);
-    case Scalar::U16: { unsigned short v; memcpy(&v, p, 2); return double(v); }
-    case Scalar::U32: { unsigned v; memcpy(&v, p, 4); return double(v); }
-    case Scalar::U64: { unsigned long long v; memcpy(&v, p, 8); return double(v); }
-    case Scalar::Bool: return *p ? 1.0 : 0.0;
-    default: return 0.0; // float8 kinds are decoded through a table, see statsKernel
+    case Scalar::F64: {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case Scalar::F32: {
+        float v;
+        memcpy(&v, p, 4);
+        return double(v);
+    }
+    case Scalar::F16: {
+        __half v;
+        memcpy(&v, p, 2);
+        return double(__half2float(v));
+    }
+    case Scalar::BF16: {
+        unsigned short u;
+        memcpy(&u, p, 2);
+        unsigned int w = unsigned(u) << 16;
+        float f;
+        memcpy(&f, &w, 4);
+        return double(f);
+    }
+    case Scalar::I64: {
+        long long v;
+        memcpy(&v, p, 8);
+        return double(v);
+    }
+    case Scalar::I32: {
+        int v;
+        memcpy(&v, p, 4);
+        return double(v);
+    }
+    case Scalar::I16: {
+        short v;
+        memcpy(&v, p, 2);
+        return double(v);
+    }
+    case Scalar::I8:
+        return double(static_cast<signed char>(*p));
+    case Scalar::U8:
+        return double(*p);
+    case Scalar::U16: {
+        unsigned short v;
+        memcpy(&v, p, 2);
+        return double(v);
+    }
+    case Scalar::U32: {
+        unsigned v;
+        memcpy(&v, p, 4);
+        return double(v);
+    }
+    case Scalar::U64: {
+        unsigned long long v;
+        memcpy(&v, p, 8);
+        return double(v);
+    }
+    case Scalar::Bool:
+        return *p ? 1.0 : 0.0;
+    default:
+        return 0.0; // float8 kinds are decoded through a table, see statsKernel
     }
 }
 
@@ -70,7 +117,8 @@ __device__ double load8(const double* table, Scalar t, const uint8_t* p)
 
 // One CUDA block per kBlock elements; thread 0 walks the block in order so that the numbers
 // equal the CPU's block for block (the reduction across blocks happens on the host).
-__global__ void statsKernel(const uint8_t* data, uint64_t n, uint32_t es, Scalar t, const double* table, DevStats* out)
+__global__ void statsKernel(const uint8_t* data, uint64_t n, uint32_t es, Scalar t, const double* table,
+                            DevStats* out)
 {
     const uint64_t first = uint64_t(blockIdx.x) * kBlock;
     if (first >= n || threadIdx.x != 0) return;
@@ -81,7 +129,10 @@ __global__ void statsKernel(const uint8_t* data, uint64_t n, uint32_t es, Scalar
     for (uint64_t i = 0; i < len; ++i) {
         const double x = load8(table, t, data + (first + i) * es);
         ++s.count;
-        if (isnan(x)) { ++s.nans; continue; }
+        if (isnan(x)) {
+            ++s.nans;
+            continue;
+        }
         if (isinf(x)) ++s.infs;
         if (x == 0) ++s.zeros;
         if (!haveShift && isfinite(x)) s.shift = x, haveShift = true;
@@ -93,20 +144,25 @@ __global__ void statsKernel(const uint8_t* data, uint64_t n, uint32_t es, Scalar
     out[blockIdx.x] = s;
 }
 
-__global__ void diffKernel(const uint8_t* a, Scalar ta, uint32_t ea, const uint8_t* b, Scalar tb, uint32_t eb, uint64_t n,
-                           const double* tableA, const double* tableB, DevDiff* out)
+__global__ void diffKernel(const uint8_t* a, Scalar ta, uint32_t ea, const uint8_t* b, Scalar tb, uint32_t eb,
+                           uint64_t n, const double* tableA, const double* tableB, DevDiff* out)
 {
     __shared__ DevDiff part[kThreads];
     DevDiff d{};
-    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += uint64_t(gridDim.x) * blockDim.x) {
         const double x = load8(tableA, ta, a + i * ea), y = load8(tableB, tb, b + i * eb);
         ++d.count;
         if (ta == tb) {
             bool eq = true;
-            for (uint32_t k = 0; k < ea; ++k) eq &= a[i * ea + k] == b[i * eb + k];
+            for (uint32_t k = 0; k < ea; ++k)
+                eq &= a[i * ea + k] == b[i * eb + k];
             d.equal += eq;
         }
-        if (isnan(x) || isnan(y)) { d.nanMismatch += isnan(x) != isnan(y); continue; }
+        if (isnan(x) || isnan(y)) {
+            d.nanMismatch += isnan(x) != isnan(y);
+            continue;
+        }
         const double dd = x - y;
         d.maxAbs = fmax(d.maxAbs, fabs(dd));
         d.sumSqDiff += dd * dd, d.sumSqA += x * x, d.sumSqB += y * y, d.dot += x * y;
@@ -164,25 +220,44 @@ __device__ unsigned short f2bf(float f)
 
 __global__ void castKernel(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint64_t n)
 {
-    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += uint64_t(gridDim.x) * blockDim.x) {
         double d = 0;
         float f = 0;
-        if (from == Scalar::F64) { memcpy(&d, src + i * 8, 8); f = float(d); }
-        else { f = float(loadAs(from, src + i * scalarSize(from))); d = f; }
+        if (from == Scalar::F64) {
+            memcpy(&d, src + i * 8, 8);
+            f = float(d);
+        } else {
+            f = float(loadAs(from, src + i * scalarSize(from)));
+            d = f;
+        }
         switch (to) {
-        case Scalar::F64: memcpy(dst + i * 8, &d, 8); break;
-        case Scalar::F32: memcpy(dst + i * 4, &f, 4); break;
+        case Scalar::F64:
+            memcpy(dst + i * 8, &d, 8);
+            break;
+        case Scalar::F32:
+            memcpy(dst + i * 4, &f, 4);
+            break;
         case Scalar::F16: {
             unsigned u;
             memcpy(&u, &f, 4);
             unsigned short h;
-            if (isnan(f)) h = static_cast<unsigned short>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
-            else { __half hh = __float2half_rn(f); memcpy(&h, &hh, 2); }
+            if (isnan(f))
+                h = static_cast<unsigned short>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x3FFu));
+            else {
+                __half hh = __float2half_rn(f);
+                memcpy(&h, &hh, 2);
+            }
             memcpy(dst + i * 2, &h, 2);
             break;
         }
-        case Scalar::BF16: { unsigned short b = f2bf(f); memcpy(dst + i * 2, &b, 2); break; }
-        default: break;
+        case Scalar::BF16: {
+            unsigned short b = f2bf(f);
+            memcpy(dst + i * 2, &b, 2);
+            break;
+        }
+        default:
+            break;
         }
     }
 }
@@ -203,8 +278,7 @@ class DeviceBuffer
 public:
     explicit DeviceBuffer(uint64_t n) { CKPT_CUDA_CHECK(cudaMalloc(&m_p, std::max<uint64_t>(n, 1))); }
     ~DeviceBuffer() { cudaFree(m_p); }
-    template <typename T = uint8_t>
-    T* get() const { return static_cast<T*>(m_p); }
+    template <typename T = uint8_t> T* get() const { return static_cast<T*>(m_p); }
 
 private:
     void* m_p = nullptr;
@@ -229,17 +303,20 @@ public:
         CKPT_CUDA_CHECK(cudaSetDevice(device));
         cudaDeviceProp prop{};
         CKPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-        m_name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+        m_name =
+            std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
         // float8 decode tables, computed by the CPU oracle and uploaded once
         std::vector<double> tables(5 * 256);
-        const Scalar kinds[5] = {Scalar::F8E4M3FN, Scalar::F8E5M2, Scalar::F8E4M3FNUZ, Scalar::F8E5M2FNUZ, Scalar::F8E8M0};
+        const Scalar kinds[5] = {Scalar::F8E4M3FN, Scalar::F8E5M2, Scalar::F8E4M3FNUZ, Scalar::F8E5M2FNUZ,
+                                 Scalar::F8E8M0};
         for (int k = 0; k < 5; ++k)
             for (int i = 0; i < 256; ++i) {
                 const uint8_t b = uint8_t(i);
                 tables[size_t(k * 256 + i)] = toDouble(kinds[k], &b);
             }
         m_tables = std::make_unique<DeviceBuffer>(tables.size() * sizeof(double));
-        CKPT_CUDA_CHECK(cudaMemcpy(m_tables->get(), tables.data(), tables.size() * sizeof(double), cudaMemcpyHostToDevice));
+        CKPT_CUDA_CHECK(cudaMemcpy(m_tables->get(), tables.data(), tables.size() * sizeof(double),
+                                   cudaMemcpyHostToDevice));
         for (int i = 0; i < 2; ++i) {
             m_host[i] = std::make_unique<Pinned>(kChunkBytes);
             m_dev[i] = std::make_unique<DeviceBuffer>(kChunkBytes);
@@ -265,10 +342,13 @@ public:
             const uint64_t n = std::min(per, count - first);
             CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[slot]));
             std::memcpy(m_host[slot]->get(), src + first * fs, n * fs);
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(m_dev[slot]->get(), m_host[slot]->get(), n * fs, cudaMemcpyHostToDevice, m_stream[slot]));
-            castKernel<<<grid(n), kThreads, 0, m_stream[slot]>>>(from, to, m_dev[slot]->get(), m_dev2[slot]->get(), n);
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(m_dev[slot]->get(), m_host[slot]->get(), n * fs,
+                                            cudaMemcpyHostToDevice, m_stream[slot]));
+            castKernel<<<grid(n), kThreads, 0, m_stream[slot]>>>(from, to, m_dev[slot]->get(),
+                                                                 m_dev2[slot]->get(), n);
             CKPT_CUDA_CHECK(cudaGetLastError());
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(dst + first * ts, m_dev2[slot]->get(), n * ts, cudaMemcpyDeviceToHost, m_stream[slot]));
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(dst + first * ts, m_dev2[slot]->get(), n * ts,
+                                            cudaMemcpyDeviceToHost, m_stream[slot]));
         }
         CKPT_CUDA_CHECK(cudaDeviceSynchronize());
     }
@@ -285,10 +365,13 @@ public:
             const uint64_t len = std::min(per, n - first);
             stage(v, first, len, 0);
             const unsigned blocks = unsigned((len + kBlock - 1) / kBlock);
-            statsKernel<<<blocks, 32, 0, m_stream[0]>>>(m_dev[0]->get(), len, es, t, m_tables->get<double>() + tableOffset(t), partials.get<DevStats>());
+            statsKernel<<<blocks, 32, 0, m_stream[0]>>>(m_dev[0]->get(), len, es, t,
+                                                        m_tables->get<double>() + tableOffset(t),
+                                                        partials.get<DevStats>());
             CKPT_CUDA_CHECK(cudaGetLastError());
             host.resize(blocks);
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials.get(), blocks * sizeof(DevStats), cudaMemcpyDeviceToHost, m_stream[0]));
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials.get(), blocks * sizeof(DevStats),
+                                            cudaMemcpyDeviceToHost, m_stream[0]));
             CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[0]));
             for (const DevStats& d : host) {
                 Stats s;
@@ -306,7 +389,8 @@ public:
 
     Histogram histogram(const StridedView& v, Scalar t, int bins, bool log10, double lo, double hi) override
     {
-        return cpuBackend().histogram(v, t, bins, log10, lo, hi); // binning is bandwidth-trivial next to the copy
+        return cpuBackend().histogram(v, t, bins, log10, lo,
+                                      hi); // binning is bandwidth-trivial next to the copy
     }
 
     DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) override
@@ -323,15 +407,18 @@ public:
             stage(a, first, len, 0);
             stage(b, first, len, 1, /*second=*/true);
             CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[1]));
-            diffKernel<<<blocks, kThreads, 0, m_stream[0]>>>(m_dev[0]->get(), ta, a.elementSize, m_dev2[1]->get(), tb, b.elementSize, len,
-                                                         m_tables->get<double>() + tableOffset(ta), m_tables->get<double>() + tableOffset(tb),
-                                                         partials.get<DevDiff>());
+            diffKernel<<<blocks, kThreads, 0, m_stream[0]>>>(
+                m_dev[0]->get(), ta, a.elementSize, m_dev2[1]->get(), tb, b.elementSize, len,
+                m_tables->get<double>() + tableOffset(ta), m_tables->get<double>() + tableOffset(tb),
+                partials.get<DevDiff>());
             CKPT_CUDA_CHECK(cudaGetLastError());
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials.get(), blocks * sizeof(DevDiff), cudaMemcpyDeviceToHost, m_stream[0]));
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials.get(), blocks * sizeof(DevDiff),
+                                            cudaMemcpyDeviceToHost, m_stream[0]));
             CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[0]));
             for (const DevDiff& d : host) {
                 DiffStats s;
-                s.count = d.count, s.bitwiseEqual = d.equal, s.nanMismatch = d.nanMismatch, s.maxAbsDiff = d.maxAbs;
+                s.count = d.count, s.bitwiseEqual = d.equal, s.nanMismatch = d.nanMismatch,
+                s.maxAbsDiff = d.maxAbs;
                 s.sumSqDiff = d.sumSqDiff, s.sumSqA = d.sumSqA, s.sumSqB = d.sumSqB, s.dot = d.dot;
                 total.merge(s);
             }
@@ -352,33 +439,43 @@ public:
             const uint64_t bytes = std::min(size - c * kHashChunk, groupChunks * kHashChunk);
             CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[slot]));
             std::memcpy(m_host[slot]->get(), data + c * kHashChunk, bytes);
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(m_dev[slot]->get(), m_host[slot]->get(), bytes, cudaMemcpyHostToDevice, m_stream[slot]));
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(m_dev[slot]->get(), m_host[slot]->get(), bytes,
+                                            cudaMemcpyHostToDevice, m_stream[slot]));
             uint64_t* o = out.get<uint64_t>() + slot * perChunks;
             hashKernel<<<unsigned(groupChunks), kThreads, 0, m_stream[slot]>>>(m_dev[slot]->get(), bytes, o);
             CKPT_CUDA_CHECK(cudaGetLastError());
-            CKPT_CUDA_CHECK(cudaMemcpyAsync(values.data() + c, o, groupChunks * sizeof(uint64_t), cudaMemcpyDeviceToHost, m_stream[slot]));
+            CKPT_CUDA_CHECK(cudaMemcpyAsync(values.data() + c, o, groupChunks * sizeof(uint64_t),
+                                            cudaMemcpyDeviceToHost, m_stream[slot]));
         }
         CKPT_CUDA_CHECK(cudaDeviceSynchronize());
         uint64_t h = hashMix(size);
-        for (uint64_t v : values) h = hashMix(h ^ v) + 1;
+        for (uint64_t v : values)
+            h = hashMix(h ^ v) + 1;
         return h;
     }
 
 private:
-    static unsigned grid(uint64_t n) { return unsigned(std::min<uint64_t>((n + kThreads - 1) / kThreads, 4096)); }
+    static unsigned grid(uint64_t n)
+    {
+        return unsigned(std::min<uint64_t>((n + kThreads - 1) / kThreads, 4096));
+    }
     static size_t tableOffset(Scalar t)
     {
-        return (t >= Scalar::F8E4M3FN && t <= Scalar::F8E8M0) ? size_t(int(t) - int(Scalar::F8E4M3FN)) * 256 : 0;
+        return (t >= Scalar::F8E4M3FN && t <= Scalar::F8E8M0) ? size_t(int(t) - int(Scalar::F8E4M3FN)) * 256
+                                                              : 0;
     }
 
     // Packs elements [first, first+len) of v into pinned memory and copies them to the device.
     void stage(const StridedView& v, uint64_t first, uint64_t len, int slot, bool second = false)
     {
         uint8_t* host = m_host[slot]->get();
-        if (v.contiguous()) std::memcpy(host, v.base + (uint64_t(v.offset) + first) * v.elementSize, len * v.elementSize);
-        else cpuBackend().gather(v, first, len, host);
+        if (v.contiguous())
+            std::memcpy(host, v.base + (uint64_t(v.offset) + first) * v.elementSize, len * v.elementSize);
+        else
+            cpuBackend().gather(v, first, len, host);
         void* dev = second ? m_dev2[slot]->get() : m_dev[slot]->get();
-        CKPT_CUDA_CHECK(cudaMemcpyAsync(dev, host, len * v.elementSize, cudaMemcpyHostToDevice, m_stream[slot]));
+        CKPT_CUDA_CHECK(
+            cudaMemcpyAsync(dev, host, len * v.elementSize, cudaMemcpyHostToDevice, m_stream[slot]));
     }
 
     int m_device;
@@ -396,7 +493,9 @@ std::shared_ptr<ComputeBackend> makeCudaBackend(std::string* reason)
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        if (reason) *reason = std::string("no CUDA device: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+        if (reason)
+            *reason = std::string("no CUDA device: ") +
+                      (err != cudaSuccess ? cudaGetErrorString(err) : "none found");
         return nullptr;
     }
     auto b = std::make_shared<CudaBackend>(0);

@@ -39,7 +39,7 @@ private:
     std::string m_path;
     const uint8_t* m_data = nullptr;
     uint64_t m_size = 0;
-    std::vector<uint8_t> m_buffer; // only for fromBuffer
+    std::vector<uint8_t> m_buffer;              // only for fromBuffer
     std::shared_ptr<const MappedFile> m_parent; // only for slice
     bool m_mapped = false;
 };

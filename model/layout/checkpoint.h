@@ -108,7 +108,7 @@ struct Tag
 struct Checkpoint
 {
     std::string root;
-    std::string family; // the recognizer's id: "deepspeed", "file", "hf", ...
+    std::string family;     // the recognizer's id: "deepspeed", "file", "hf", ...
     std::string familyName; // ...and its display name: "DeepSpeed checkpoint"
     std::vector<Tag> tags;
     std::vector<std::string> warnings;

@@ -322,7 +322,8 @@ std::vector<RankFile> listTagFolder(const std::string& tagDir)
 OpenFile openRankFile(const RankFile& f, FileSet& files)
 {
     auto owner = files.get(f.path);
-    if (!owner->torch()) fail("not a torch.save file (DeepSpeed writes its rank files with torch.save)", f.path);
+    if (!owner->torch())
+        fail("not a torch.save file (DeepSpeed writes its rank files with torch.save)", f.path);
     const torch::TorchFile* file = owner->torch();
     return {f, std::move(owner), file};
 }

@@ -5,9 +5,9 @@
 #include "layout/families.h"
 
 #include <algorithm>
-#include <optional>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <sys/stat.h>
 
 namespace ckpt::layout {
@@ -17,9 +17,9 @@ const std::vector<const Family*>& families()
     // Order matters only where two could match one path: specific folders before the generic
     // single file, which takes any regular file and lets its reader say what is wrong with it.
     // A Universal folder holds copied DeepSpeed model files too: it is tried before DeepSpeed's.
-    static const std::vector<const Family*> all = {&universalFamily(), &deepSpeedFamily(), &dcpFamily(),
-                                                   &huggingFaceFamily(), &composerFamily(),
-                                                   &singleFileFamily()};
+    static const std::vector<const Family*> all = {&universalFamily(), &deepSpeedFamily(),
+                                                   &dcpFamily(),       &huggingFaceFamily(),
+                                                   &composerFamily(),  &singleFileFamily()};
     return all;
 }
 
@@ -28,13 +28,15 @@ const Family& familyOf(const std::string& path)
     struct stat st
     {
     };
-    if (::stat(path.c_str(), &st) != 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    if (::stat(path.c_str(), &st) != 0)
+        throw Error(std::string("cannot open: ") + std::strerror(errno), path);
     if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
     for (const Family* f : families())
         if (f->match(path)) return *f;
     std::string lookedFor;
     for (const Family* f : families())
-        if (f->id() != singleFileFamily().id()) lookedFor += std::string(lookedFor.empty() ? "" : "; ") + std::string(f->lookedFor());
+        if (f->id() != singleFileFamily().id())
+            lookedFor += std::string(lookedFor.empty() ? "" : "; ") + std::string(f->lookedFor());
     throw Error("no checkpoint found in this folder; looked for " + lookedFor +
                     " (a single file is opened by its own path)",
                 path);
@@ -71,8 +73,8 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
     c->model.family = std::string(c->family->id());
     c->model.familyName = std::string(c->family->displayName());
     c->model.warnings = list.warnings;
-    if (!list.latest.empty() &&
-        std::none_of(list.tags.begin(), list.tags.end(), [&](const auto& t) { return t.first == list.latest; }))
+    if (!list.latest.empty() && std::none_of(list.tags.begin(), list.tags.end(),
+                                             [&](const auto& t) { return t.first == list.latest; }))
         c->model.warnings.push_back("'latest' names tag '" + list.latest + "', which does not exist");
     return c;
 }

@@ -110,7 +110,8 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
         f = std::make_shared<TensorFile>(
             std::shared_ptr<const safetensors::SafetensorsFile>(safetensors::SafetensorsFile::open(mapped)));
     else
-        f = std::make_shared<TensorFile>(std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
+        f = std::make_shared<TensorFile>(
+            std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
     std::lock_guard lock(m_mutex);
     return m_files.emplace(id, std::move(f)).first->second;
 }

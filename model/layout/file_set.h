@@ -21,7 +21,7 @@ class TorchFile;
 namespace ckpt::safetensors {
 class SafetensorsFile;
 struct TensorInfo;
-}
+} // namespace ckpt::safetensors
 
 namespace ckpt::layout {
 

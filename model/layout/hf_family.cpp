@@ -94,10 +94,12 @@ public:
         tag.latest = true;
         // Small files that make the folder loadable travel with an export of it.
         for (const char* n : {"config.json", "generation_config.json"})
-            if (fs::is_regular_file(dir / n)) tag.exportFiles.push_back({n, io::readSmallFile((dir / n).string(), 16u << 20)});
+            if (fs::is_regular_file(dir / n))
+                tag.exportFiles.push_back({n, io::readSmallFile((dir / n).string(), 16u << 20)});
         if (fs::is_regular_file(dir / "config.json")) {
             try {
-                tag.config = nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
+                tag.config = nlohmann::ordered_json::parse(
+                    io::readSmallFile((dir / "config.json").string(), 16u << 20));
                 for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
                     if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
             } catch (const nlohmann::json::exception& e) {
@@ -120,14 +122,16 @@ public:
             if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
                 throw Error("has no \"weight_map\" object", i.string());
             for (const auto& [name, shard] : idx["weight_map"].items()) {
-                if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i.string());
+                if (!shard.is_string())
+                    throw Error("weight_map['" + name + "'] is not a file name", i.string());
                 const std::string s = shard.get<std::string>();
                 // A shard is a file in this folder: never a path that leaves it.
                 if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
                     throw Error("weight_map['" + name + "'] names '" + s + "', not a file of this folder",
                                 i.string());
                 wanted.push_back({name, s});
-                if (std::find(shardNames.begin(), shardNames.end(), s) == shardNames.end()) shardNames.push_back(s);
+                if (std::find(shardNames.begin(), shardNames.end(), s) == shardNames.end())
+                    shardNames.push_back(s);
             }
             tag.badges["index"] = i.filename().string();
             indexed = true;
@@ -191,7 +195,10 @@ public:
             listed.insert(name);
             const auto it = present.find(name);
             if (it == present.end()) {
-                if (std::any_of(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == name; }))
+                // clang 14 cannot capture a structured binding in a lambda
+                const std::string& wantedName = name;
+                if (std::any_of(aliases.begin(), aliases.end(),
+                                [&](const auto& a) { return a.first == wantedName; }))
                     continue; // a tied weight the index lists: added as an alias below
                 missing.push_back(name);
                 continue;
@@ -222,11 +229,13 @@ public:
             tag.warnings.push_back(std::to_string(missing.size()) +
                                    " tensor(s) named by the index are in no shard: " + listOf(missing));
         if (!misplaced.empty())
-            tag.warnings.push_back(std::to_string(misplaced.size()) +
-                                   " tensor(s) are in another shard than the index says: " + listOf(misplaced));
+            tag.warnings.push_back(
+                std::to_string(misplaced.size()) +
+                " tensor(s) are in another shard than the index says: " + listOf(misplaced));
         if (!extra.empty())
-            tag.warnings.push_back(std::to_string(extra.size()) +
-                                   " tensor(s) in the shards are not in the index (left out): " + listOf(extra));
+            tag.warnings.push_back(
+                std::to_string(extra.size()) +
+                " tensor(s) in the shards are not in the index (left out): " + listOf(extra));
         return tag;
     }
 

@@ -68,7 +68,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
                          outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
     // Before any work: the output may not be, contain, or lie inside the checkpoint.
     io::OutputTransaction tx({checkpoint}, outDir,
-                             oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder);
+                             oneFile ? io::OutputTransaction::Shape::File
+                                     : io::OutputTransaction::Shape::Folder);
     reportNotes(progress, tx.notes());
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     SourceOptions so;
@@ -150,8 +151,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     }
     // What the family says belongs beside the weights (config.json, tokenizer files).
     if (oneFile && !set.exportFiles.empty())
-        result.warnings.push_back("a single .safetensors output holds the weights only; export to a folder to "
-                                  "get the configuration files too");
+        result.warnings.push_back(
+            "a single .safetensors output holds the weights only; export to a folder to "
+            "get the configuration files too");
     for (const auto& [name, content] : oneFile ? decltype(set.exportFiles){} : set.exportFiles) {
         if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos)
             throw Error("refusing to write '" + name + "' named by the checkpoint: not a plain file name",
@@ -166,7 +168,8 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         idx["metadata"]["total_size"] = totalSize;
         idx["weight_map"] = weightMap;
         const std::string text = idx.dump(2, ' ', true) + "\n";
-        io::AtomicFile& file = tx.create(st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
+        io::AtomicFile& file =
+            tx.create(st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
         file.write(text.data(), text.size());
         file.finish();
     }

@@ -25,8 +25,7 @@ struct Progress
 using ProgressSink = std::function<void(const Progress&)>;
 
 // Sends each of a transaction's notes through the progress sink.
-template <typename Notes>
-void reportNotes(const ProgressSink& progress, const Notes& notes)
+template <typename Notes> void reportNotes(const ProgressSink& progress, const Notes& notes)
 {
     if (!progress) return;
     for (const auto& n : notes) {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <fnmatch.h>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 
 namespace ckpt::ops {
 
@@ -75,7 +75,7 @@ struct Reader
     {
         const layout::TensorFile* file;
         std::string tensorPath;
-        uint64_t offset, count;                   // flat
+        uint64_t offset, count;                        // flat
         std::vector<int64_t> chunkOffsets, chunkShape; // N-d chunk
     };
     std::vector<Piece> pieces;
@@ -103,8 +103,8 @@ struct Reader
         // would otherwise leave a page each behind.
         if (b.contiguous) {
             const uint8_t* at = b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs;
-            const uint64_t back =
-                std::min<uint64_t>(reinterpret_cast<uintptr_t>(at) % 4096, uint64_t(at - b.storage.bytes.data()));
+            const uint64_t back = std::min<uint64_t>(reinterpret_cast<uintptr_t>(at) % 4096,
+                                                     uint64_t(at - b.storage.bytes.data()));
             p.file->release(at - back, n * fs + back);
         }
     }
@@ -152,7 +152,8 @@ struct Reader
                 const uint64_t lo = std::max(at, first), hi = std::min(at + uint64_t(rowLen), end);
                 if (lo < hi) {
                     if (!bytes) bytes = p.file->bytes(p.tensorPath);
-                    copy(p, *bytes, r * uint64_t(rowLen) + (lo - at), hi - lo, dst + (lo - first) * ts, staging);
+                    copy(p, *bytes, r * uint64_t(rowLen) + (lo - at), hi - lo, dst + (lo - first) * ts,
+                         staging);
                 }
                 for (size_t i = idx.size(); i-- > 0;) { // next row, row-major
                     if (++idx[i] < p.chunkShape[i]) break;
@@ -167,7 +168,7 @@ struct Reader
 bool ignored(const std::string& path, const std::vector<std::string>& globs)
 {
     for (const auto& g : globs)
-        for (size_t cut = path.find('/'); ; cut = path.find('/', cut + 1)) {
+        for (size_t cut = path.find('/');; cut = path.find('/', cut + 1)) {
             const std::string prefix = cut == std::string::npos ? path : path.substr(0, cut);
             if (::fnmatch(g.c_str(), prefix.c_str(), 0) == 0) return true;
             if (cut == std::string::npos) break;
@@ -232,7 +233,8 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
                 const layout::TensorFile& f = *held.back();
                 if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
                 reader->from = f.dtypeOf(src.tensorPath);
-                Reader::Piece piece{&f, src.tensorPath, src.offset, src.count, src.chunkOffsets, src.chunkShape};
+                Reader::Piece piece{&f,        src.tensorPath,   src.offset,
+                                    src.count, src.chunkOffsets, src.chunkShape};
                 if (!src.chunkOffsets.empty()) {
                     reader->chunked = true;
                     uint64_t n = 1;
@@ -262,13 +264,15 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
                             (opened->model.family == "file" ? "file" : "checkpoint's files"),
                         tag.dir);
         // One whole contiguous source, not cast: its bytes can be read in place.
-        if (!reader->chunked && reader->pieces.size() == 1 && reader->from == to && reader->pieces[0].offset == 0)
+        if (!reader->chunked && reader->pieces.size() == 1 && reader->from == to &&
+            reader->pieces[0].offset == 0)
             out.direct = reader->pieces[0].file->mappedContiguous(reader->pieces[0].tensorPath);
         out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
         index[p.name] = plan.size();
         plan.push_back(std::move(out));
     }
-    set.keepAlive = std::make_shared<std::pair<decltype(opened), decltype(held)>>(std::move(opened), std::move(held));
+    set.keepAlive =
+        std::make_shared<std::pair<decltype(opened), decltype(held)>>(std::move(opened), std::move(held));
     return set;
 }
 

@@ -25,8 +25,8 @@ struct SourceTensor
 
 struct TensorSet
 {
-    std::string label;  // "CHECKPOINT (tag global_step4)" or the file
-    std::string tag;    // checkpoints: the tag read
+    std::string label; // "CHECKPOINT (tag global_step4)" or the file
+    std::string tag;   // checkpoints: the tag read
     std::vector<SourceTensor> tensors;
     std::vector<std::string> skipped; // "'name' (why)"
     std::vector<std::string> warnings;
@@ -41,9 +41,9 @@ struct SourceOptions
     // fp32 for consolidated ZeRO tags, as zero_to_fp32; as stored for files and HF folders).
     std::optional<torch::DType> dtype;
     bool excludeFrozen = false;
-    bool all = false;                 // the tag's other tensors too (optimizer state, ...)
-    std::vector<std::string> ignore;  // fnmatch globs over `/` paths: a match drops the subtree
-    std::shared_ptr<gpu::ComputeBackend> backend;      // casts; nullptr = CPU
+    bool all = false;                             // the tag's other tensors too (optimizer state, ...)
+    std::vector<std::string> ignore;              // fnmatch globs over `/` paths: a match drops the subtree
+    std::shared_ptr<gpu::ComputeBackend> backend; // casts; nullptr = CPU
 };
 
 // The model tensors of one tag of an opened checkpoint, any family: what export writes, stats

@@ -899,7 +899,8 @@ std::string npElement(const NpType& t, const uint8_t* p)
 bool numpyValue(const Value* v)
 {
     return v && v->kind == Kind::Call &&
-           (isNumpy(v->callable, "_reconstruct") || isNumpy(v->callable, "scalar") || isNumpy(v->callable, "dtype"));
+           (isNumpy(v->callable, "_reconstruct") || isNumpy(v->callable, "scalar") ||
+            isNumpy(v->callable, "dtype"));
 }
 
 // array([1, 2, 3], dtype=uint32), the first values of a long one; scalar(dtype, bytes) as
@@ -941,7 +942,8 @@ bool numpyRepr(const Value* v, std::string& out)
     const uint64_t kShown = n <= 8 ? n : 4;
     out += "array([";
     for (uint64_t i = 0; i < kShown; ++i)
-        out += (i ? ", " : "") + npElement(*t, reinterpret_cast<const uint8_t*>(raw->data()) + i * uint64_t(t->size));
+        out += (i ? ", " : "") +
+               npElement(*t, reinterpret_cast<const uint8_t*>(raw->data()) + i * uint64_t(t->size));
     if (n > kShown) out += ", ...";
     out += "], shape=(" + shapeText + "), dtype=" + t->name + ")";
     return true;

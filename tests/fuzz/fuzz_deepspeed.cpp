@@ -53,7 +53,8 @@ const std::vector<Fixture>& fixtures()
 
 void restore(const Fixture& f, const std::string& name)
 {
-    const fs::path src = fs::path(CKPT_TEST_DATA) / "deepspeed" / f.dir.parent_path().filename() / "global_step2" / name;
+    const fs::path src =
+        fs::path(CKPT_TEST_DATA) / "deepspeed" / f.dir.parent_path().filename() / "global_step2" / name;
     fs::copy_file(src, f.dir / name, fs::copy_options::overwrite_existing);
 }
 
