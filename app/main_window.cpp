@@ -315,7 +315,8 @@ void MainWindow::onLoaded()
                           lines.join(QLatin1String("<br>")));
         m_banner->show();
     }
-    m_exportAction->setEnabled(r.snapshot->family == "deepspeed");
+    // Any checkpoint family exports its model (ops::consolidate reads it from the layout).
+    m_exportAction->setEnabled(r.snapshot->opened != nullptr);
     // The Bloat view shows what was opened; hidden, it forgets its old target and takes the
     // selection when it is next shown.
     if (m_bloatDock->isVisible())
@@ -367,7 +368,7 @@ void MainWindow::exportModel()
 ExportDialog* MainWindow::openExportDialog()
 {
     const Snapshot* s = m_model->snapshot();
-    if (!s || s->family != "deepspeed") return nullptr;
+    if (!s || !s->opened) return nullptr;
     QStringList tags;
     QString latest;
     for (const auto& t : s->tags) {
@@ -466,7 +467,7 @@ bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
         return QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
     };
     QString treePath;
-    if (s->family != "deepspeed") {
+    if (!s->opened) {
         if (same(s->path)) treePath = tensorPath; // a file on its own: its tensors are the tree
     } else {
         // A checkpoint: the tensor lives below the rank-file node of its file (named by snapshot.cpp

@@ -128,7 +128,7 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                         {"global_steps", t.globalSteps},
                         {"global_samples", t.globalSamples},
                         {"optimizer", t.optimizer}};
-            Node* cfg = add(tn, "configuration", NodeKind::Config, "ds_config");
+            Node* cfg = add(tn, "configuration", NodeKind::Config, "configuration");
             cfg->info = {
                 {"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
             Node* files = add(tn, "rank files", NodeKind::Group, "files");
