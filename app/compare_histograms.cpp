@@ -48,6 +48,9 @@ QAreaSeries* stepSeries(const gpu::Histogram& h, const QString& name, QColor col
     lower->append(h.lo, floor);
     lower->append(h.hi, floor);
     auto* area = new QAreaSeries(upper, lower);
+    // An area series does not own its boundary lines: made its children, they go with it.
+    upper->setParent(area);
+    lower->setParent(area);
     area->setName(name);
     QColor fill = color;
     fill.setAlpha(110);
