@@ -19,6 +19,12 @@ bool cudaBuilt()
 #endif
 }
 
+bool cpuDefines(Op op, Scalar type)
+{
+    if (op != Op::Cast) return true;
+    return type == Scalar::F64 || type == Scalar::F32 || type == Scalar::F16 || type == Scalar::BF16;
+}
+
 namespace {
 
 // Runs on CUDA until the device fails, then on the CPU for the rest of the process, saying so
@@ -30,6 +36,7 @@ public:
 
     std::string name() const override { return active().name(); }
     std::string device() const override { return active().device(); }
+    bool supports(Op op, Scalar t) const override { return active().supports(op, t); }
     void gather(const StridedView& v, uint64_t f, uint64_t n, uint8_t* d) override
     {
         run([&](ComputeBackend& b) { b.gather(v, f, n, d); });

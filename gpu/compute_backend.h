@@ -106,12 +106,29 @@ CKPT_HOST_DEVICE inline uint64_t hashMix(uint64_t x)
 
 enum class Device { Auto, Cpu, Cuda };
 
+// The operations of a backend, for supports().
+enum class Op { Gather, Cast, Stats, Histogram, Diff, Hash };
+
+// Whether the CPU kernels define `op` on `type`: casts between F64/F32/F16/BF16 only, the
+// others on every Scalar. What a backend cannot run on its own device it hands to the CPU.
+bool cpuDefines(Op op, Scalar type);
+
+// One job's compute context. makeBackend() makes a fresh one per job: a CUDA instance owns its
+// device binding, streams and pinned staging buffers, so two jobs never share buffers. Operations
+// may be called from any thread (a writer's workers call fill() concurrently): the CPU backend is
+// stateless, the CUDA one binds its device on the calling thread and serialises its calls.
 class ComputeBackend
 {
 public:
     virtual ~ComputeBackend() = default;
     virtual std::string name() const = 0;   // "cpu" or "cuda"
     virtual std::string device() const = 0; // "16 CPU threads", "NVIDIA H100 (sm_90)"
+
+    // Whether `op` on elements of `type` runs on this backend's own device. False means the
+    // backend hands it to the CPU (a CUDA gather of host memory into host memory, binning) or,
+    // where cpuDefines() is false too, that nobody can: callers plan chunks and choose where a
+    // step runs from this, instead of asking the backend's name.
+    virtual bool supports(Op op, Scalar type) const = 0;
 
     // Copies logical elements [first, first + count) of `v`, in row-major order, to dst.
     virtual void gather(const StridedView& v, uint64_t first, uint64_t count, uint8_t* dst) = 0;

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <QTest>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -32,10 +33,63 @@ public:
     gpu::Histogram histogram(const gpu::StridedView&, Scalar, int, bool, double, double) override { fail(); }
     gpu::DiffStats diff(const gpu::StridedView&, Scalar, const gpu::StridedView&, Scalar) override { fail(); }
     uint64_t hash(const uint8_t*, uint64_t) override { fail(); }
+    bool supports(gpu::Op op, Scalar t) const override { return gpu::cpuDefines(op, t); }
 
 private:
     [[noreturn]] static void fail() { throw gpu::BackendError("device lost"); }
 };
+
+// A job's backend that runs on the CPU and counts what it was asked to do, from any thread;
+// `casts` says whether it claims casts as its own.
+class CountingBackend final : public gpu::ComputeBackend
+{
+public:
+    explicit CountingBackend(bool claimsCasts) : m_casts(claimsCasts) {}
+    std::string name() const override { return "counting"; }
+    std::string device() const override { return "the CPU, counted"; }
+    bool supports(gpu::Op op, Scalar t) const override
+    {
+        return (op != gpu::Op::Cast || m_casts) && gpu::cpuDefines(op, t);
+    }
+    void gather(const gpu::StridedView& v, uint64_t f, uint64_t n, uint8_t* d) override
+    {
+        ++gathers;
+        gpu::cpuBackend().gather(v, f, n, d);
+    }
+    void cast(Scalar a, Scalar b, const uint8_t* s, uint8_t* d, uint64_t n) override
+    {
+        ++casts;
+        gpu::cpuBackend().cast(a, b, s, d, n);
+    }
+    gpu::Stats stats(const gpu::StridedView& v, Scalar t) override { return gpu::cpuBackend().stats(v, t); }
+    gpu::Histogram histogram(const gpu::StridedView& v, Scalar t, int n, bool lg, double lo,
+                             double hi) override
+    {
+        return gpu::cpuBackend().histogram(v, t, n, lg, lo, hi);
+    }
+    gpu::DiffStats diff(const gpu::StridedView& a, Scalar ta, const gpu::StridedView& b, Scalar tb) override
+    {
+        return gpu::cpuBackend().diff(a, ta, b, tb);
+    }
+    uint64_t hash(const uint8_t* p, uint64_t n) override { return gpu::cpuBackend().hash(p, n); }
+
+    std::atomic<int> gathers{0}, casts{0};
+
+private:
+    bool m_casts;
+};
+
+// Every tensor of a set, filled through its own fill().
+std::vector<std::vector<uint8_t>> filled(const ops::TensorSet& set)
+{
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& t : set.tensors) {
+        if (!t.tensor.fill) continue;
+        out.emplace_back(t.tensor.nbytes);
+        t.tensor.fill(0, t.tensor.nbytes, out.back().data());
+    }
+    return out;
+}
 
 // What the calling code writes to stderr (fd 2) while fn runs.
 template <typename Fn> std::string stderrOf(Fn fn)
@@ -476,6 +530,45 @@ private slots:
         }
     }
 
+    // The consolidation reader gathered on the CPU whatever backend the job was given. It now
+    // asks the job's backend for every step the backend supports, and runs the rest on the CPU,
+    // with the same bytes either way.
+    void readerRunsOnTheJobsBackend()
+    {
+        const std::string path = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        ops::SourceOptions o;
+        o.dtype = torch::DType::BFloat16; // masters are fp32: every tensor is cast
+        const auto reference = filled(ops::anyTensors(path, o));
+        for (const bool claimsCasts : {true, false}) {
+            auto counting = std::make_shared<CountingBackend>(claimsCasts);
+            o.backend = counting;
+            QVERIFY(filled(ops::anyTensors(path, o)) == reference);
+            QVERIFY(counting->gathers > 5);
+            if (claimsCasts)
+                QVERIFY(counting->casts > 5);
+            else
+                QCOMPARE(counting->casts.load(), 0);
+        }
+    }
+
+    void supportsSaysWhatRunsWhere()
+    {
+        gpu::ComputeBackend& cpu = gpu::cpuBackend();
+        for (const auto op :
+             {gpu::Op::Gather, gpu::Op::Stats, gpu::Op::Histogram, gpu::Op::Diff, gpu::Op::Hash})
+            for (const auto t : {Scalar::F32, Scalar::BF16, Scalar::I64, Scalar::F8E4M3FN, Scalar::Bool})
+                QVERIFY(cpu.supports(op, t));
+        for (const auto t : {Scalar::F64, Scalar::F32, Scalar::F16, Scalar::BF16})
+            QVERIFY(cpu.supports(gpu::Op::Cast, t));
+        for (const auto t : {Scalar::I64, Scalar::F8E5M2, Scalar::U8, Scalar::Bool})
+            QVERIFY(!cpu.supports(gpu::Op::Cast, t));
+        // The fallback wrapper answers for the device it currently runs on.
+        auto wrapped = gpu::withCpuFallback(std::make_shared<CountingBackend>(false));
+        QVERIFY(!wrapped->supports(gpu::Op::Cast, Scalar::F32));
+        std::vector<uint8_t> b(8);
+        QCOMPARE(wrapped->hash(b.data(), b.size()), cpu.hash(b.data(), b.size()));
+    }
+
     void backendChoice()
     {
         std::string reason;
@@ -484,6 +577,8 @@ private slots:
         QVERIFY(reason.rfind("cpu:", 0) == 0);
         auto any = gpu::makeBackend(gpu::Device::Auto, &reason);
         QVERIFY(!reason.empty());
+        // Plain words: a machine with no driver is not told its driver is too old.
+        QVERIFY2(reason.find("insufficient") == std::string::npos, reason.c_str());
         if (any->name() == "cpu")
             QVERIFY_THROWS_EXCEPTION(gpu::BackendError, gpu::makeBackend(gpu::Device::Cuda, &reason));
     }

@@ -356,6 +356,7 @@ class CpuBackend final : public ComputeBackend
 public:
     std::string name() const override { return "cpu"; }
     std::string device() const override { return std::to_string(threadCount()) + " CPU threads"; }
+    bool supports(Op op, Scalar type) const override { return cpuDefines(op, type); }
 
     void gather(const StridedView& v, uint64_t first, uint64_t count, uint8_t* dst) override
     {

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -326,6 +327,13 @@ public:
 
     std::string name() const override { return "cuda"; }
     std::string device() const override { return m_name; }
+    bool supports(Op op, Scalar type) const override
+    {
+        // Gathers are host memory to host memory and binning is trivial next to the copy:
+        // both stay on the CPU (see gather() and histogram()).
+        if (op == Op::Gather || op == Op::Histogram) return false;
+        return cpuDefines(op, type);
+    }
 
     void gather(const StridedView& v, uint64_t first, uint64_t count, uint8_t* dst) override
     {
@@ -335,6 +343,7 @@ public:
 
     void cast(Scalar from, Scalar to, const uint8_t* src, uint8_t* dst, uint64_t count) override
     {
+        const auto bound = bind();
         const uint32_t fs = scalarSize(from), ts = scalarSize(to);
         const uint64_t per = kChunkBytes / std::max(fs, ts);
         int slot = 0;
@@ -350,11 +359,12 @@ public:
             CKPT_CUDA_CHECK(cudaMemcpyAsync(dst + first * ts, m_dev2[slot]->get(), n * ts,
                                             cudaMemcpyDeviceToHost, m_stream[slot]));
         }
-        CKPT_CUDA_CHECK(cudaDeviceSynchronize());
+        syncStreams();
     }
 
     Stats stats(const StridedView& v, Scalar t) override
     {
+        const auto bound = bind();
         Stats total;
         const uint32_t es = v.elementSize;
         const uint64_t n = v.numel();
@@ -395,6 +405,7 @@ public:
 
     DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) override
     {
+        const auto bound = bind();
         DiffStats total;
         const uint64_t n = a.numel();
         if (b.numel() != n) throw BackendError("diff: tensors have different element counts");
@@ -428,6 +439,7 @@ public:
 
     uint64_t hash(const uint8_t* data, uint64_t size) override
     {
+        const auto bound = bind();
         const uint64_t chunks = (size + kHashChunk - 1) / kHashChunk;
         std::vector<uint64_t> values(chunks);
         const uint64_t perChunks = kChunkBytes / kHashChunk;
@@ -447,7 +459,7 @@ public:
             CKPT_CUDA_CHECK(cudaMemcpyAsync(values.data() + c, o, groupChunks * sizeof(uint64_t),
                                             cudaMemcpyDeviceToHost, m_stream[slot]));
         }
-        CKPT_CUDA_CHECK(cudaDeviceSynchronize());
+        syncStreams();
         uint64_t h = hashMix(size);
         for (uint64_t v : values)
             h = hashMix(h ^ v) + 1;
@@ -455,6 +467,21 @@ public:
     }
 
 private:
+    // Every device operation starts here: one call at a time on this job's buffers, with the
+    // device bound on the calling thread (a job's workers are not the thread that made it).
+    std::unique_lock<std::mutex> bind()
+    {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        CKPT_CUDA_CHECK(cudaSetDevice(m_device));
+        return lock;
+    }
+    // This job's streams only: another job's work on the same device is not waited for.
+    void syncStreams()
+    {
+        CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[0]));
+        CKPT_CUDA_CHECK(cudaStreamSynchronize(m_stream[1]));
+    }
+
     static unsigned grid(uint64_t n)
     {
         return unsigned(std::min<uint64_t>((n + kThreads - 1) / kThreads, 4096));
@@ -479,6 +506,7 @@ private:
     }
 
     int m_device;
+    std::mutex m_mutex;
     std::string m_name;
     std::unique_ptr<DeviceBuffer> m_tables;
     std::unique_ptr<Pinned> m_host[2];
@@ -488,14 +516,28 @@ private:
 
 } // namespace
 
+// In plain words: a machine without a GPU reports "CUDA driver version is insufficient" through
+// the static runtime when there is simply no driver, which reads like an upgrade is due.
+static std::string whyNoDevice(cudaError_t err)
+{
+    switch (err) {
+    case cudaSuccess:
+    case cudaErrorNoDevice:
+        return "no NVIDIA GPU found";
+    case cudaErrorInsufficientDriver:
+        return "no NVIDIA driver found, or one older than CUDA " + std::to_string(CUDART_VERSION / 1000) +
+               "." + std::to_string(CUDART_VERSION % 1000 / 10);
+    default:
+        return std::string("the NVIDIA GPU did not answer (") + cudaGetErrorString(err) + ")";
+    }
+}
+
 std::shared_ptr<ComputeBackend> makeCudaBackend(std::string* reason)
 {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        if (reason)
-            *reason = std::string("no CUDA device: ") +
-                      (err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+        if (reason) *reason = whyNoDevice(err);
         return nullptr;
     }
     auto b = std::make_shared<CudaBackend>(0);

@@ -90,12 +90,20 @@ struct Reader
     {
         const uint32_t fs = torch::elementSize(from);
         gpu::StridedView v{b.storage.bytes.data(), fs, b.shape, b.stride, b.storageOffset};
+        // The job's backend does every step it supports; the rest runs on the CPU.
+        const gpu::Scalar sf = *scalarOf(from);
+        gpu::ComputeBackend& gatherer = backend->supports(gpu::Op::Gather, sf) ? *backend : gpu::cpuBackend();
         if (from == to) {
-            gpu::cpuBackend().gather(v, first, n, dst);
+            gatherer.gather(v, first, n, dst);
         } else {
             staging.resize(n * fs);
-            gpu::cpuBackend().gather(v, first, n, staging.data());
-            backend->cast(*scalarOf(from), *scalarOf(to), staging.data(), dst, n);
+            gatherer.gather(v, first, n, staging.data());
+            const gpu::Scalar st = *scalarOf(to);
+            gpu::ComputeBackend& caster =
+                backend->supports(gpu::Op::Cast, sf) && backend->supports(gpu::Op::Cast, st)
+                    ? *backend
+                    : gpu::cpuBackend();
+            caster.cast(sf, st, staging.data(), dst, n);
         }
         // Sources are read once, front to back: let their pages go (bounded RSS). From the start
         // of the first page: its head was read before (the previous row of a DCP chunk, the
