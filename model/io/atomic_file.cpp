@@ -54,7 +54,7 @@ void AtomicFile::write(const void* data, uint64_t size)
 void AtomicFile::finish()
 {
     if (m_fd < 0) return;
-    if (::fsync(m_fd) != 0) throw Error(std::string("fsync failed: ") + std::strerror(errno), m_final);
+    ::sync_file_range(m_fd, 0, 0, SYNC_FILE_RANGE_WRITE); // a hint: sync() checks the outcome
     if (::close(m_fd) != 0) {
         m_fd = -1;
         throw Error(std::string("close failed: ") + std::strerror(errno), m_final);
@@ -62,9 +62,23 @@ void AtomicFile::finish()
     m_fd = -1;
 }
 
-void AtomicFile::commit()
+void AtomicFile::sync()
 {
     finish();
+    if (m_synced) return;
+    // fsync of any descriptor of the file writes its dirty pages and reports their errors.
+    const int fd = ::open(m_temp.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) throw Error(std::string("cannot reopen output to sync it: ") + std::strerror(errno), m_final);
+    const int rc = ::fsync(fd);
+    const int e = errno;
+    ::close(fd);
+    if (rc != 0) throw Error(std::string("fsync failed: ") + std::strerror(e), m_final);
+    m_synced = true;
+}
+
+void AtomicFile::commit()
+{
+    sync();
     if (std::rename(m_temp.c_str(), m_final.c_str()) != 0)
         throw Error(std::string("cannot rename output into place: ") + std::strerror(errno), m_final);
     m_committed = true;

@@ -3,6 +3,7 @@
 #include "io/error.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace ckpt::io {
@@ -342,8 +344,28 @@ std::vector<std::string> OutputTransaction::files() const
 
 void OutputTransaction::commit()
 {
-    for (auto& f : m_files)
-        f->finish();
+    // Every file made durable before the first rename, several fsyncs at once (a job of many
+    // files waits for the disk once, not once per file).
+    std::atomic<size_t> next{0};
+    std::exception_ptr failed;
+    std::mutex failedLock;
+    auto syncSome = [&] {
+        for (size_t i; (i = next++) < m_files.size();) {
+            try {
+                m_files[i]->sync();
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(failedLock);
+                if (!failed) failed = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> syncers;
+    for (size_t t = 1; t < std::min<size_t>(m_files.size(), 8); ++t)
+        syncers.emplace_back(syncSome);
+    syncSome();
+    for (auto& t : syncers)
+        t.join();
+    if (failed) std::rethrow_exception(failed);
     size_t done = 0;
     try {
         for (; done < m_files.size(); ++done)

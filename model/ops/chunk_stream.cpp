@@ -2,10 +2,25 @@
 
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 namespace ckpt::ops {
+
+namespace {
+
+// Ring buffers kept by the calling thread between calls: a job streaming many files (one per
+// parameter state in a Universal checkpoint) would otherwise allocate, zero and fault in
+// ring x chunk bytes for every file, and give them back to the kernel after it.
+struct RingPool
+{
+    std::vector<std::unique_ptr<uint8_t[]>> buffers;
+    uint64_t chunk = 0;
+};
+thread_local RingPool t_pool;
+
+} // namespace
 
 void streamChunks(const std::vector<torch::OutTensor>& tensors,
                   const std::function<void(size_t, const uint8_t*, uint64_t)>& consume,
@@ -18,14 +33,33 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
 
     struct Slot
     {
-        std::vector<uint8_t> data;
+        std::unique_ptr<uint8_t[]> data;
         size_t tensor = 0;
         uint64_t size = 0;
         bool full = false, last = false;
     };
     std::vector<Slot> ring(static_cast<size_t>(ringSize));
-    for (auto& s : ring)
-        s.data.resize(chunkSize);
+    if (t_pool.chunk < chunkSize) t_pool = {{}, chunkSize}; // (a nested call finds it empty)
+    for (auto& s : ring) {
+        if (!t_pool.buffers.empty()) {
+            s.data = std::move(t_pool.buffers.back());
+            t_pool.buffers.pop_back();
+        } else {
+            s.data.reset(new uint8_t[t_pool.chunk]); // not zeroed: every byte consumed is filled
+        }
+    }
+    const uint64_t pooledChunk = t_pool.chunk;
+    struct GiveBack
+    {
+        std::vector<Slot>& ring;
+        uint64_t chunk;
+        ~GiveBack()
+        {
+            if (t_pool.chunk != chunk) return;
+            for (auto& s : ring)
+                if (s.data) t_pool.buffers.push_back(std::move(s.data));
+        }
+    } giveBack{ring, pooledChunk};
     std::mutex m;
     std::condition_variable cv;
     bool stop = false;
@@ -50,7 +84,7 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
                     if (cancel.cancelled()) throw Cancelled();
                     s.tensor = i;
                     s.size = std::min(chunkSize, tensors[i].nbytes - off);
-                    tensors[i].fill(off, s.size, s.data.data());
+                    tensors[i].fill(off, s.size, s.data.get());
                     publish(s);
                     slot = (slot + 1) % ring.size();
                 }
@@ -79,7 +113,7 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
                 if (!s.full && producerError) break;
             }
             if (s.last) break;
-            consume(s.tensor, s.data.data(), s.size);
+            consume(s.tensor, s.data.get(), s.size);
             {
                 std::lock_guard<std::mutex> lock(m);
                 s.full = false;

@@ -10,14 +10,18 @@
 #include "torch/torch_writer.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <xxhash.h>
@@ -440,12 +444,14 @@ torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, co
 
 // xxh3 of mapped bytes, chunk by chunk, letting each chunk's pages go behind the reader: a
 // re-read for verification must not hold a whole file (the lp model file is GBs) resident.
-template <typename Mapped> uint64_t hashReleasing(const Mapped& owner, const uint8_t* data, uint64_t size)
+template <typename Mapped>
+uint64_t hashReleasing(const Mapped& owner, const uint8_t* data, uint64_t size, const CancelToken& cancel)
 {
     const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
     XXH3_64bits_reset(state.get());
     const uint64_t chunk = 16u << 20;
     for (uint64_t at = 0; at < size; at += chunk) {
+        cancel.throwIfCancelled();
         const uint64_t n = std::min<uint64_t>(chunk, size - at);
         XXH3_64bits_update(state.get(), data + at, n);
         owner.release(data + at, n);
@@ -453,17 +459,82 @@ template <typename Mapped> uint64_t hashReleasing(const Mapped& owner, const uin
     return XXH3_64bits_digest(state.get());
 }
 
-uint64_t hashStorage(const torch::TorchFile& f, int storage)
+// Re-reads each finished file on a thread of its own while the next files are written: the
+// checks of a file cost no time of the writer, and all of them are done before anything is
+// renamed into place (finish()).
+class Verifier
 {
-    const io::Blob blob = f.storageBytes(storage);
-    return hashReleasing(f, blob.bytes.data(), blob.bytes.size());
-}
+public:
+    explicit Verifier(const CancelToken& cancel) : m_cancel(cancel), m_thread([this] { run(); }) {}
+    ~Verifier()
+    {
+        {
+            const std::lock_guard<std::mutex> lock(m_lock);
+            m_stop = true;
+        }
+        m_wake.notify_all();
+        m_thread.join();
+    }
+    Verifier(const Verifier&) = delete;
+    Verifier& operator=(const Verifier&) = delete;
+
+    const CancelToken& cancel() const { return m_cancel; }
+
+    // Queues a check; throws the failure of an earlier one as soon as it is known.
+    void add(std::function<void()> check)
+    {
+        const std::lock_guard<std::mutex> lock(m_lock);
+        if (m_failed) std::rethrow_exception(m_failed);
+        m_queue.push_back(std::move(check));
+        m_wake.notify_all();
+    }
+    // Waits for every queued check; throws the first failure.
+    void finish()
+    {
+        std::unique_lock<std::mutex> lock(m_lock);
+        m_wake.wait(lock, [this] { return (m_queue.empty() && !m_busy) || m_failed; });
+        if (m_failed) std::rethrow_exception(m_failed);
+    }
+
+private:
+    void run()
+    {
+        std::unique_lock<std::mutex> lock(m_lock);
+        for (;;) {
+            m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
+            if (m_stop) return;
+            std::function<void()> check = std::move(m_queue.front());
+            m_queue.pop_front();
+            m_busy = true;
+            lock.unlock();
+            std::exception_ptr failed;
+            try {
+                check();
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            lock.lock();
+            m_busy = false;
+            if (failed && !m_failed) m_failed = failed;
+            if (m_failed) m_queue.clear();
+            m_wake.notify_all();
+        }
+    }
+
+    const CancelToken& m_cancel;
+    std::mutex m_lock;
+    std::condition_variable m_wake;
+    std::deque<std::function<void()>> m_queue;
+    std::exception_ptr m_failed;
+    bool m_busy = false, m_stop = false;
+    std::thread m_thread; // last: started once the rest is built
+};
 
 class Writer
 {
 public:
     Writer(io::OutputTransaction& tx, const ProgressSink& progress, const CancelToken& cancel, uint64_t total)
-        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total)
+        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total), m_verifier(cancel)
     {
     }
 
@@ -475,27 +546,32 @@ public:
         m_cancel.throwIfCancelled();
         m_stage = rel;
         io::AtomicFile& out = m_tx.create(rel);
-        const std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
+        std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
             out, fs::path(rel).stem().string(), pickle, storages, [this](uint64_t n) { advance(n); },
             m_cancel);
         out.finish();
-        const auto back = torch::TorchFile::open(out.tempPath());
-        std::unordered_map<std::string, size_t> want;
-        for (size_t i = 0; i < storages.size(); ++i)
-            want[storages[i].name] = i;
-        if (back->storages().size() != storages.size())
-            throw Error("verification failed: " + std::to_string(back->storages().size()) +
-                            " storages read back, " + std::to_string(storages.size()) + " written",
-                        out.finalPath());
-        for (size_t i = 0; i < back->storages().size(); ++i) {
-            const torch::Storage& s = back->storages()[i];
-            const auto it = want.find(s.key);
-            if (it == want.end() || s.nbytes != storages[it->second].nbytes ||
-                hashStorage(*back, int(i)) != hashes[it->second])
-                throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
-                            out.finalPath());
-        }
         done(out);
+        std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> want; // key: size, xxh3
+        for (size_t i = 0; i < storages.size(); ++i)
+            want[storages[i].name] = {storages[i].nbytes, hashes[i]};
+        m_verifier.add([&out, want = std::move(want), &cancel = m_cancel] {
+            const auto back = torch::TorchFile::open(out.tempPath());
+            if (back->storages().size() != want.size())
+                throw Error("verification failed: " + std::to_string(back->storages().size()) +
+                                " storages read back, " + std::to_string(want.size()) + " written",
+                            out.finalPath());
+            for (size_t i = 0; i < back->storages().size(); ++i) {
+                const torch::Storage& s = back->storages()[i];
+                const auto it = want.find(s.key);
+                if (it == want.end() || s.nbytes != it->second.first)
+                    throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
+                                out.finalPath());
+                const io::Blob blob = back->storageBytes(int(i));
+                if (hashReleasing(*back, blob.bytes.data(), blob.bytes.size(), cancel) != it->second.second)
+                    throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
+                                out.finalPath());
+            }
+        });
     }
 
     // A byte-for-byte copy (shutil.copy2 in ds_to_universal), hashed on the way and re-read.
@@ -519,12 +595,17 @@ public:
             advance(n);
         }
         out.finish();
-        const auto back = io::MappedFile::open(out.tempPath());
-        if (back->size() != in->size() ||
-            hashReleasing(*back, back->bytes().data(), back->size()) != XXH3_64bits_digest(state.get()))
-            throw Error("verification failed: the copy differs from the input", out.finalPath());
         done(out);
+        m_verifier.add([&out, size = in->size(), hash = XXH3_64bits_digest(state.get()), &cancel = m_cancel] {
+            const auto back = io::MappedFile::open(out.tempPath());
+            if (back->size() != size ||
+                hashReleasing(*back, back->bytes().data(), back->size(), cancel) != hash)
+                throw Error("verification failed: the copy differs from the input", out.finalPath());
+        });
     }
+
+    // Every file written has been read back and found as written.
+    void verified() { m_verifier.finish(); }
 
     size_t files() const { return m_files; }
     uint64_t written() const { return m_written; }
@@ -549,6 +630,7 @@ private:
     uint64_t m_total = 0, m_done = 0, m_written = 0;
     size_t m_files = 0;
     std::string m_stage;
+    Verifier m_verifier; // last: stopped before the rest goes
 };
 
 // `root` (a node of `src`'s pickle, or a new node over some of them) as torch.save writes a
@@ -878,6 +960,7 @@ UniversalResult universal(const std::string& input, const std::string& output,
         it.write(writer);
         it.write = nullptr; // its pieces and pickle nodes are no longer needed
     }
+    writer.verified();
     cancel.throwIfCancelled();
     io::AtomicFile& latest = latestTx.create();
     const std::string name = out.filename().string();

@@ -3,16 +3,111 @@
 #include "ops/chunk_stream.h"
 #include "ops/tensor_hasher.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <xxhash.h>
 #include <zlib.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ckpt::torch {
 
 namespace {
 
 constexpr uint64_t kAlign = 64;
+
+#if defined(__x86_64__)
+// zlib's crc32 (the zip polynomial, reflected) folded with carry-less multiplication, 16 bytes a
+// step in four lanes (Intel's "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ",
+// with Chromium zlib's constants): several times zlib's slice-by-8 tables.
+__attribute__((target("pclmul,sse4.1"))) uint32_t crc32Folded(uint32_t crc, const uint8_t* buf, size_t len)
+{
+    // len >= 64, a multiple of 16; crc pre- and post-inverted by the caller
+    alignas(16) static const uint64_t k1k2[] = {0x0154442bd4, 0x01c6e41596};
+    alignas(16) static const uint64_t k3k4[] = {0x01751997d0, 0x00ccaa009e};
+    alignas(16) static const uint64_t k5k0[] = {0x0163cd6124, 0x0000000000};
+    alignas(16) static const uint64_t poly[] = {0x01db710641, 0x01f7011641};
+    __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8;
+    x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x00));
+    x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x10));
+    x3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x20));
+    x4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x30));
+    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128(int(crc)));
+    x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k1k2));
+    buf += 64;
+    len -= 64;
+    while (len >= 64) {
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+        x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+        x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+        x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+        x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x5),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x00)));
+        x2 = _mm_xor_si128(_mm_xor_si128(x2, x6),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x10)));
+        x3 = _mm_xor_si128(_mm_xor_si128(x3, x7),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x20)));
+        x4 = _mm_xor_si128(_mm_xor_si128(x4, x8),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf + 0x30)));
+        buf += 64;
+        len -= 64;
+    }
+    x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k3k4));
+    for (__m128i next : {x2, x3, x4}) {
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, next), x5);
+    }
+    while (len >= 16) {
+        x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf));
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+        buf += 16;
+        len -= 16;
+    }
+    x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+    x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
+    x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(k5k0));
+    x2 = _mm_srli_si128(x1, 4);
+    x1 = _mm_clmulepi64_si128(_mm_and_si128(x1, x3), x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(poly));
+    x2 = _mm_clmulepi64_si128(_mm_and_si128(x1, x3), x0, 0x10);
+    x2 = _mm_clmulepi64_si128(_mm_and_si128(x2, x3), x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    return uint32_t(_mm_extract_epi32(x1, 1));
+}
+
+#endif
+
+// crc32 as zlib computes it, for any length.
+uint32_t crc32Fast(uint32_t crc, const uint8_t* p, uint64_t n)
+{
+#if defined(__x86_64__)
+    static const bool folded = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    if (folded && n >= 64) {
+        const uint64_t m = n & ~uint64_t(15);
+        crc = ~crc32Folded(~crc, p, m);
+        p += m;
+        n -= m;
+    }
+#endif
+    while (n) {
+        const uInt part = uInt(std::min<uint64_t>(n, 1u << 30));
+        crc = uint32_t(crc32(crc, p, part));
+        p += part;
+        n -= part;
+    }
+    return crc;
+}
 
 void put16(std::string& s, uint16_t v)
 {
@@ -131,11 +226,7 @@ public:
     }
     void data(const uint8_t* p, uint64_t n)
     {
-        for (uint64_t done = 0; done < n;) {
-            const uInt part = uInt(std::min<uint64_t>(n - done, 1u << 30));
-            m_crc = crc32(m_crc, p + done, part);
-            done += part;
-        }
+        m_crc = crc32Fast(uint32_t(m_crc), p, n);
         write(p, n);
     }
     void end()
