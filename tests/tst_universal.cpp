@@ -284,6 +284,8 @@ private slots:
                                      << "zero_pp_rank_3_mp_rank_00_model_states.pt";
         QTest::newRow("11 ranks, rank 10") << "universal/zero2_fp32_w11/global_step4"
                                            << "zero_pp_rank_10_mp_rank_00_optim_states.pt";
+        QTest::newRow("BF16_Optimizer") << "universal/bf16_optimizer_w3/global_step4"
+                                        << "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt";
     }
 
     void missingRankFileIsNamed()
@@ -396,6 +398,7 @@ private slots:
         QTest::newRow("zero1 fp32") << "deepspeed/zero1_fp32_w2";
         QTest::newRow("zero3 sub-groups") << "deepspeed/zero3_fp32_w2_subgroups";
         QTest::newRow("zero3 11 ranks") << "universal/zero3_bf16_w11";
+        QTest::newRow("BF16_Optimizer") << "universal/bf16_optimizer_w3";
     }
 
     void universalFolderOpens()
