@@ -300,18 +300,51 @@ private slots:
         QCOMPARE(QDir(out.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
     }
 
+    // Values, not only dtypes: each bf16 tensor equals the fp32 export rounded to nearest even
+    // (PyTorch's rule, written here independently of gpu/cast), bit for bit.
     void castsToBf16()
     {
-        QTemporaryDir out;
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        QTemporaryDir out16, out32;
         ops::CancelToken cancel;
         ops::ConsolidateOptions opt;
         opt.dtype = torch::DType::BFloat16;
-        ops::consolidate(testutil::dataDir() + "/deepspeed/zero2_bf16_w2", out.path().toStdString(), opt, {},
-                         cancel);
-        const auto f = safetensors::SafetensorsFile::open(out.filePath("model.safetensors").toStdString());
-        for (const auto& t : f->tensors())
-            QCOMPARE(std::string(torch::name(t.dtype)),
-                     std::string(t.name == "counter" ? "int64" : "bfloat16"));
+        ops::consolidate(ck, out16.path().toStdString(), opt, {}, cancel);
+        ops::consolidate(ck, out32.path().toStdString(), {}, {}, cancel);
+        const auto f16 =
+            safetensors::SafetensorsFile::open(out16.filePath("model.safetensors").toStdString());
+        const auto f32 =
+            safetensors::SafetensorsFile::open(out32.filePath("model.safetensors").toStdString());
+        auto rne = [](uint32_t u) -> uint16_t {
+            if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN
+            return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        };
+        std::map<std::string, const safetensors::TensorInfo*> wide;
+        for (const auto& t : f32->tensors())
+            wide[t.name] = &t;
+        size_t checked = 0;
+        for (const auto& t : f16->tensors()) {
+            const auto* w = wide.count(t.name) ? wide[t.name] : nullptr;
+            QVERIFY2(w, t.name.c_str());
+            if (t.name == "counter") {
+                QCOMPARE(std::string(torch::name(t.dtype)), std::string("int64"));
+                continue;
+            }
+            QCOMPARE(std::string(torch::name(t.dtype)), std::string("bfloat16"));
+            QCOMPARE(std::string(torch::name(w->dtype)), std::string("float32"));
+            const io::ByteSpan a = f16->bytes(t), b = f32->bytes(*w);
+            QCOMPARE(a.size() * 2, b.size());
+            for (size_t i = 0; i < a.size() / 2; ++i) {
+                uint16_t got;
+                uint32_t bits;
+                std::memcpy(&got, a.data() + 2 * i, 2);
+                std::memcpy(&bits, b.data() + 4 * i, 4);
+                if (got != rne(bits))
+                    QFAIL(qPrintable(QString::fromStdString(t.name) + " element " + QString::number(i)));
+            }
+            ++checked;
+        }
+        QVERIFY(checked > 5);
     }
 
 private:

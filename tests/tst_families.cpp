@@ -203,6 +203,32 @@ private slots:
         QCOMPARE(n, hb.size());
     }
 
+    // The model's latest() and the tag every command reads agree: `latest` names it, else the
+    // only tag, else none (it once fell back to the last tag where the commands refused).
+    void latestIsTheTagCommandsRead()
+    {
+        QTemporaryDir tmp;
+        const fs::path ck = tmp.filePath("ck").toStdString();
+        fs::copy(testutil::dataDir() + "/deepspeed/zero2_fp32_w1", ck, fs::copy_options::recursive);
+        auto opened = layout::openCheckpoint(ck.string());
+        QVERIFY(opened->model.latest());
+        QCOMPARE(opened->model.latest()->name, std::string("global_step4"));
+        QCOMPARE(&opened->chooseTag(""), opened->model.latest());
+        fs::remove(ck / "latest");
+        opened = layout::openCheckpoint(ck.string());
+        QVERIFY(!opened->model.latest());
+        try {
+            opened->chooseTag("");
+            QFAIL("no tag chosen, none named by latest, two tags: chooseTag picked one");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("global_step2, global_step4") != std::string::npos, e.what());
+        }
+        fs::remove_all(ck / "global_step2");
+        opened = layout::openCheckpoint(ck.string());
+        QVERIFY(opened->model.latest());
+        QCOMPARE(&opened->chooseTag(""), opened->model.latest());
+    }
+
     // A checkpoint none of whose tags can be read is an error naming the file, not an empty tree;
     // one bad tag among good ones is a warning.
     void nothingReadableIsAnError()

@@ -1,12 +1,18 @@
 // Our reader against every expectation real PyTorch recorded (1.13 from Debian, 2.x from PyPI):
 // every field and every value, plus `inspect --json` field for field.
+#include "io/output.h"
 #include "io/zip_reader.h"
 #include "ops/inspect.h"
 #include "ops/tensor_source.h"
 #include "pickle/safety.h"
 #include "testutil.h"
+#include "torch/torch_writer.h"
 
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <QTest>
 #include <map>
@@ -116,14 +122,62 @@ private slots:
         QVERIFY(sawAlias);
     }
 
+    // Opening walks the pickle and the zip directory only. Proven with the page cache: a file
+    // with a 48 MiB storage is written and evicted, opened, and the storage's pages (away from
+    // the read-around of the pickle and the directory) must still be absent; reading the
+    // storage then brings them in (so the probe can see a read).
     void openingReadsNoTensorBytes()
     {
-        // A storage can only be reached through storageBytes(); the walk used sizes from the
-        // zip directory. Check that a storage record we corrupt in memory is never validated
-        // at open: the directory check uses sizes only.
-        const auto f = torch::TorchFile::open(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt");
-        for (const auto& s : f->storages())
-            QVERIFY(!s.record.empty());
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("big.pt").toStdString();
+        constexpr uint64_t kBig = 48u << 20;
+        {
+            std::vector<torch::OutTensor> tensors;
+            auto ones = [](uint64_t, uint64_t n, uint8_t* d) { std::memset(d, 1, n); };
+            tensors.push_back({"small", torch::DType::Float32, {4}, 16, ones});
+            tensors.push_back({"big", torch::DType::Float32, {int64_t(kBig / 4)}, kBig, ones});
+            io::OutputTransaction tx({}, path, io::OutputTransaction::Shape::File);
+            ops::CancelToken cancel;
+            torch::writeTorchZip(tx.create(), tensors, {}, "archive", {}, cancel);
+            tx.commit();
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        QVERIFY(fd >= 0);
+        ::fsync(fd);
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        struct stat st
+        {
+        };
+        ::fstat(fd, &st);
+        const uint64_t size = uint64_t(st.st_size);
+        void* probe = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+        QVERIFY(probe != MAP_FAILED);
+        // Pages of [from, to) in the page cache, counted without touching them.
+        auto resident = [&](uint64_t from, uint64_t to) {
+            const long page = ::sysconf(_SC_PAGESIZE);
+            std::vector<unsigned char> v((size + uint64_t(page) - 1) / uint64_t(page));
+            ::mincore(probe, size, v.data());
+            uint64_t n = 0;
+            for (uint64_t i = from / uint64_t(page); i < to / uint64_t(page); ++i)
+                n += v[i] & 1;
+            return n;
+        };
+        const uint64_t from = 8u << 20, to = size - (8u << 20); // inside the big storage
+        if (resident(from, to) != 0) QSKIP("this file system keeps the file cached (tmpfs?)");
+
+        const auto f = torch::TorchFile::open(path);
+        QVERIFY(f->tensor("big") && f->tensor("small"));
+        QCOMPARE(f->tensor("big")->numel(), kBig / 4);
+        QCOMPARE(resident(from, to), uint64_t(0));
+
+        const io::Blob bytes = f->storageBytes(f->tensor("big")->storage);
+        uint64_t sum = 0;
+        for (uint64_t i = 0; i < bytes.bytes.size(); i += 4096)
+            sum += bytes.bytes[i];
+        QCOMPARE(sum, (bytes.bytes.size() + 4095) / 4096);
+        QVERIFY(resident(from, to) > 0);
+        ::munmap(probe, size);
+        ::close(fd);
     }
 
     void deflatedStoragesInflateOnce_data()

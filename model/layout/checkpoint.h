@@ -113,6 +113,8 @@ struct Checkpoint
     std::vector<Tag> tags;
     std::vector<std::string> warnings;
 
+    // The tag read when none is named: the one `latest` names, else the only one; nullptr when
+    // neither (OpenedCheckpoint::chooseTag then lists the tags to choose from).
     const Tag* latest() const;
     const Tag* find(const std::string& name) const;
 };

@@ -52,7 +52,7 @@ const Tag* Checkpoint::latest() const
 {
     for (const auto& t : tags)
         if (t.latest) return &t;
-    return tags.empty() ? nullptr : &tags.back();
+    return tags.size() == 1 ? &tags.front() : nullptr;
 }
 
 const Tag* Checkpoint::find(const std::string& name) const

@@ -44,19 +44,13 @@ const Family& familyOf(const std::string& path)
 
 const Tag& OpenedCheckpoint::chooseTag(const std::string& name) const
 {
-    const auto& tags = model.tags;
-    auto named = [&](const std::string& n) {
-        return std::find_if(tags.begin(), tags.end(), [&](const Tag& t) { return t.name == n; });
-    };
     if (!name.empty()) {
-        if (auto it = named(name); it != tags.end()) return *it;
+        if (const Tag* t = model.find(name)) return *t;
         throw Error("no tag '" + name + "'", model.root);
     }
-    for (const Tag& t : tags)
-        if (t.latest) return t;
-    if (tags.size() == 1) return tags.front();
+    if (const Tag* t = model.latest()) return *t;
     std::string names;
-    for (const auto& t : tags)
+    for (const auto& t : model.tags)
         names += (names.empty() ? "" : ", ") + t.name;
     throw Error("no 'latest' file names a tag; choose one with --tag (" + names + ")", model.root);
 }

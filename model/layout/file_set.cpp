@@ -106,7 +106,7 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
     auto mapped = io::MappedFile::open(id);
     const io::ByteSpan head = mapped->bytes().subspan(0, std::min<uint64_t>(mapped->size(), 64));
     std::shared_ptr<const TensorFile> f;
-    if (safetensors::SafetensorsFile::looksLikeSafetensors(head, mapped->size()))
+    if (safetensors::SafetensorsFile::looksLikeSafetensors(head))
         f = std::make_shared<TensorFile>(
             std::shared_ptr<const safetensors::SafetensorsFile>(safetensors::SafetensorsFile::open(mapped)));
     else

@@ -26,7 +26,7 @@ bool isTorchOrSafetensors(const fs::path& p)
     const std::string head = io::readHead(p.string(), 16);
     if (head.size() >= 2 && (head.compare(0, 2, "PK") == 0 || uint8_t(head[0]) == 0x80)) return true;
     return safetensors::SafetensorsFile::looksLikeSafetensors(
-        io::ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()), 0);
+        io::ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()));
 }
 
 // The index files of a folder, safetensors first (transformers prefers them too).

@@ -14,7 +14,7 @@ FileKind detect(const std::string& path)
     const io::ByteSpan head = f->bytes().subspan(0, std::min<uint64_t>(f->size(), 4096));
     if (io::ZipReader::looksLikeZip(head)) return FileKind::TorchZip;
     if (torch::TorchFile::looksLikeTorch(head)) return FileKind::TorchLegacy;
-    if (safetensors::SafetensorsFile::looksLikeSafetensors(head, f->size())) return FileKind::Safetensors;
+    if (safetensors::SafetensorsFile::looksLikeSafetensors(head)) return FileKind::Safetensors;
     if (!head.empty() && head[0] == 0x80 && head.size() > 1 && head[1] <= 5) return FileKind::Pickle;
     return FileKind::Unknown;
 }

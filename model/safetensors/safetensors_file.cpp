@@ -29,12 +29,9 @@ uint64_t TensorInfo::numel() const
     return gpu::numelOf(shape);
 }
 
-bool SafetensorsFile::looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize)
+bool SafetensorsFile::looksLikeSafetensors(io::ByteSpan head)
 {
     if (head.size() < 9) return false;
-    // The JSON object after the length is the signature; the length itself may lie, and the
-    // reader then says how.
-    (void)fileSize;
     for (size_t i = 8; i < head.size(); ++i) {
         const char c = char(head[i]);
         if (c == '{') return true;

@@ -30,7 +30,9 @@ struct TensorInfo
 class SafetensorsFile
 {
 public:
-    static bool looksLikeSafetensors(io::ByteSpan head, uint64_t fileSize);
+    // The JSON object after the length is the signature; the length itself may lie, and the
+    // reader then says how.
+    static bool looksLikeSafetensors(io::ByteSpan head);
     static std::unique_ptr<SafetensorsFile> open(const std::string& path);
     static std::unique_ptr<SafetensorsFile> open(std::shared_ptr<const io::MappedFile> file);
     static uint64_t parses() { return s_parses.load(); } // as TorchFile::parses
