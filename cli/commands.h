@@ -36,6 +36,8 @@ struct AnalyzeArgs
 {
     std::string a, b; // b only for diff
     std::string tag;
+    std::string tagA, tagB; // diff: each side's tag, else `tag`
+    bool moments = false;   // diff: the optimizer moments too
     std::string device = "auto";
     int bins = 0;
     bool log10 = false;

@@ -104,6 +104,12 @@ int main(int argc, char** argv)
         "diff", "Compare two files, or two tags (tag folders) of a checkpoint, tensor by tensor");
     diff->add_option("a", df.a, "first file or checkpoint/tag folder")->required();
     diff->add_option("b", df.b, "second file or checkpoint/tag folder")->required();
+    diff->add_option("--tag", df.tag, "Tag of both checkpoint folders (default: each one's latest)");
+    diff->add_option("--tag-a", df.tagA, "Tag of A (overrides --tag for A)");
+    diff->add_option("--tag-b", df.tagB, "Tag of B (overrides --tag for B)");
+    diff->add_flag("--moments", df.moments,
+                   "Compare the optimizer moments too: each parameter's exp_avg and exp_avg_sq, as "
+                   "<param>/exp_avg and <param>/exp_avg_sq");
     diff->add_option("--device", df.device, "auto, cpu or cuda")
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     diff->add_flag("--json", df.json, "Print one JSON document");

@@ -9,6 +9,7 @@
 #include "io/input_file.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
+#include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
@@ -126,52 +127,6 @@ std::vector<std::pair<int, fs::path>> rankFilesOf(const fs::path& dir, const Run
 
 // ---- the pickle's facts -------------------------------------------------------------------
 
-std::string keyText(const Value* k)
-{
-    if (k && (k->kind == Kind::Str || k->kind == Kind::Bytes)) return k->text;
-    if (k && k->kind == Kind::Int) return std::to_string(k->integer);
-    return torch::pyRepr(k, 200);
-}
-
-// A pickled JSON-like value (a config or tokenizer file Composer embedded) as JSON. Anything
-// else (an object) becomes its Python-like text: it was never JSON to begin with.
-template <typename J> J toJson(const Value* v, int depth = 0)
-{
-    if (!v || depth > 100) return nullptr;
-    switch (v->kind) {
-    case Kind::None:
-        return nullptr;
-    case Kind::Bool:
-        return v->boolean;
-    case Kind::Int:
-        return v->integer;
-    case Kind::BigInt: // e.g. tokenizer_config's model_max_length = int(1e30)
-        return std::stod(torch::bigIntToDecimal(v->text));
-    case Kind::Float:
-        return v->real;
-    case Kind::Str:
-        return v->text;
-    case Kind::List:
-    case Kind::Tuple: {
-        J a = J::array();
-        for (const Value* x : v->items)
-            a.push_back(toJson<J>(x, depth + 1));
-        return a;
-    }
-    case Kind::Dict:
-    case Kind::Call:
-        if (v->kind == Kind::Dict || v->calls("collections", "OrderedDict")) {
-            J o = J::object();
-            for (const auto& [k, x] : v->entries)
-                o[keyText(k)] = toJson<J>(x, depth + 1);
-            return o;
-        }
-        [[fallthrough]];
-    default:
-        return torch::pyRepr(v, 200);
-    }
-}
-
 // TorchVersion is a str subclass: pickled as a call on its text.
 std::optional<std::string> textOf(const Value* v)
 {
@@ -218,7 +173,7 @@ void readBadges(Tag& tag, const torch::TorchFile& f)
     const Value* optimizers = dictGet(state, "optimizers");
     b["weights_only"] = !optimizers;
     if (optimizers && !optimizers->entries.empty())
-        b["optimizer"] = keyText(optimizers->entries.front().first);
+        b["optimizer"] = torch::keyText(optimizers->entries.front().first);
     const Value* ts = dictGet(state, "timestamp");
     if (const Value* inner = dictGet(ts, "Timestamp")) ts = inner;
     for (const char* k : {"epoch", "batch", "sample", "token"})
@@ -236,9 +191,11 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
     const Value* hf = f.value("state/integrations/huggingface");
     if (!hf) return;
     if (const Value* cfg = dictGet(dictGet(dictGet(hf, "model"), "config"), "content")) {
-        const auto json = toJson<nlohmann::json>(cfg);
-        if (json.is_object()) {
-            tag.config = toJson<nlohmann::ordered_json>(cfg);
+        const auto config = torch::pickleToJson(cfg);
+        if (config.is_object()) {
+            tag.config = config;
+            // transformers writes config.json with sorted keys: the unordered json sorts them.
+            const auto json = nlohmann::json::parse(config.dump());
             tag.exportFiles.push_back({"config.json", json.dump(2, ' ', true) + "\n"});
             for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
                 if (json.contains(k)) tag.badges[k] = json[k];
@@ -247,7 +204,7 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
     const Value* tok = dictGet(hf, "tokenizer");
     if (!tok) return;
     for (const auto& [k, entry] : tok->entries) {
-        const std::string name = keyText(k);
+        const std::string name = torch::keyText(k);
         if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
             name == "config.json") {
             tag.warnings.push_back("embedded tokenizer file '" + name +
@@ -262,7 +219,7 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
             for (const Value* line : content->items)
                 text += torch::asString(line).value_or("");
         else if (content)
-            text = toJson<nlohmann::ordered_json>(content).dump(2, ' ', false) + "\n";
+            text = torch::pickleToJson(content).dump(2, ' ', false) + "\n";
         else
             continue;
         tag.exportFiles.push_back({name, std::move(text)});

@@ -3,6 +3,7 @@
 #include "compute_backend.h"
 #include "io/error.h"
 #include "io/input_file.h"
+#include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
@@ -152,58 +153,6 @@ std::string readLatest(const fs::path& root)
     while (!s.empty() && std::isspace(uint8_t(s.front())))
         s.erase(s.begin());
     return s;
-}
-
-std::string keyText(const Value* k)
-{
-    return k && k->kind == Kind::Str ? k->text : torch::pyRepr(k, 200);
-}
-
-// Renders a pickled value as JSON for config/client-state views (never executes anything).
-nlohmann::ordered_json toJson(const Value* v, int depth = 0)
-{
-    using J = nlohmann::ordered_json;
-    if (!v || depth > 64) return nullptr;
-    switch (v->kind) {
-    case Kind::None:
-        return nullptr;
-    case Kind::Bool:
-        return v->boolean;
-    case Kind::Int:
-        return v->integer;
-    case Kind::Float:
-        return v->real;
-    case Kind::Str:
-        return v->text;
-    case Kind::List:
-    case Kind::Tuple: {
-        J a = J::array();
-        for (const Value* x : v->items)
-            a.push_back(toJson(x, depth + 1));
-        return a;
-    }
-    case Kind::Dict: {
-        J o = J::object();
-        for (const auto& [k, x] : v->entries)
-            o[keyText(k)] = toJson(x, depth + 1);
-        return o;
-    }
-    case Kind::Call:
-        if (v->entries.size() || v->calls("collections", "OrderedDict")) {
-            J o = J::object();
-            for (const auto& [k, x] : v->entries)
-                o[keyText(k)] = toJson(x, depth + 1);
-            return o;
-        }
-        if (v->state && v->state->kind == Kind::Dict) {
-            J o = toJson(v->state, depth + 1);
-            o["__class__"] = v->callable ? torch::pyRepr(v->callable, 200) : "?";
-            return o;
-        }
-        return torch::pyRepr(v, 200);
-    default:
-        return torch::pyRepr(v, 200);
-    }
 }
 
 struct OpenFile
@@ -378,9 +327,10 @@ void readModelFacts(Tag& tag, const OpenFile& m0)
                                                          "universal_checkpoint_info"};
     tag.clientState = nlohmann::ordered_json::object();
     for (const auto& [k, v] : root->entries)
-        if (k && k->kind == Kind::Str && !kDeepSpeedKeys.count(k->text)) tag.clientState[k->text] = toJson(v);
-    tag.config = toJson(dictGet(root, "ds_config"));
-    tag.lrScheduler = toJson(dictGet(root, "lr_scheduler"));
+        if (k && k->kind == Kind::Str && !kDeepSpeedKeys.count(k->text))
+            tag.clientState[k->text] = torch::pickleToJson(v);
+    tag.config = torch::pickleToJson(dictGet(root, "ds_config"));
+    tag.lrScheduler = torch::pickleToJson(dictGet(root, "lr_scheduler"));
     tag.dsVersion = asString(dictGet(root, "ds_version")).value_or("");
     tag.globalSteps = asInt(dictGet(root, "global_steps")).value_or(-1);
     tag.globalSamples = asInt(dictGet(root, "global_samples")).value_or(-1);
