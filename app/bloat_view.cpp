@@ -10,15 +10,12 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLocale>
-#include <QMetaObject>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTreeView>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 #include <algorithm>
 
 namespace ckpt::app {
@@ -34,44 +31,37 @@ QString shapeText(const std::vector<int64_t>& shape)
 }
 
 // Runs on a worker: the storage table of one torch.save file.
-StorageResult storagesOf(const QString& file, const std::shared_ptr<ops::CancelToken>& token)
+StorageResult storagesOf(const QString& file, const ops::CancelToken& cancel)
 {
     StorageResult r;
-    r.file = file;
-    try {
-        const auto tf = torch::TorchFile::open(file.toStdString());
-        token->throwIfCancelled();
-        const ops::FileBloat b = ops::analyzeBloat(*tf);
-        r.fileBytes = b.fileBytes;
-        r.storageBytes = b.storageBytes;
-        r.usedBytes = b.usedBytes;
-        for (const ops::StorageBloat& s : b.storages) {
-            const torch::Storage& st = tf->storages()[size_t(s.storage)];
-            StorageRow row;
-            row.key = QString::fromStdString(st.key);
-            row.dtype = QString::fromStdString(std::string(torch::name(st.dtype)));
-            if (st.viewOf >= 0) row.viewOf = QString::fromStdString(tf->storages()[size_t(st.viewOf)].key);
-            row.size = s.nbytes;
-            row.used = s.usedBytes;
-            row.wholeUse = s.wholeUse;
-            row.approximate = s.approximate;
-            for (int t : s.tensors) {
-                const torch::Tensor& tensor = tf->tensors()[size_t(t)];
-                row.tensors.push_back({QString::fromStdString(tensor.path),
-                                       QString::fromStdString(std::string(torch::name(tensor.dtype))),
-                                       shapeText(tensor.shape), tensor.nbytes()});
-            }
-            r.rows.push_back(std::move(row));
+    const auto tf = torch::TorchFile::open(file.toStdString());
+    cancel.throwIfCancelled();
+    const ops::FileBloat b = ops::analyzeBloat(*tf);
+    r.fileBytes = b.fileBytes;
+    r.storageBytes = b.storageBytes;
+    r.usedBytes = b.usedBytes;
+    for (const ops::StorageBloat& s : b.storages) {
+        const torch::Storage& st = tf->storages()[size_t(s.storage)];
+        StorageRow row;
+        row.key = QString::fromStdString(st.key);
+        row.dtype = QString::fromStdString(std::string(torch::name(st.dtype)));
+        if (st.viewOf >= 0) row.viewOf = QString::fromStdString(tf->storages()[size_t(st.viewOf)].key);
+        row.size = s.nbytes;
+        row.used = s.usedBytes;
+        row.wholeUse = s.wholeUse;
+        row.approximate = s.approximate;
+        for (int t : s.tensors) {
+            const torch::Tensor& tensor = tf->tensors()[size_t(t)];
+            row.tensors.push_back({QString::fromStdString(tensor.path),
+                                   QString::fromStdString(std::string(torch::name(tensor.dtype))),
+                                   shapeText(tensor.shape), tensor.nbytes()});
         }
-        // The worst first: what a user came here to find.
-        std::stable_sort(r.rows.begin(), r.rows.end(), [](const StorageRow& x, const StorageRow& y) {
-            return x.wasted() != y.wasted() ? x.wasted() > y.wasted() : x.size > y.size;
-        });
-    } catch (const Cancelled&) {
-        r.cancelled = true;
-    } catch (const std::exception& e) {
-        r.error = QString::fromUtf8(e.what());
+        r.rows.push_back(std::move(row));
     }
+    // The worst first: what a user came here to find.
+    std::stable_sort(r.rows.begin(), r.rows.end(), [](const StorageRow& x, const StorageRow& y) {
+        return x.wasted() != y.wasted() ? x.wasted() > y.wasted() : x.size > y.size;
+    });
     return r;
 }
 
@@ -182,17 +172,10 @@ BloatView::BloatView(QWidget* parent) : QWidget(parent)
         const QString tensor = i.siblingAtColumn(0).data(StorageModel::TensorPathRole).toString();
         if (!tensor.isEmpty()) emit tensorActivated(m_currentFile, tensor);
     });
-    connect(&m_folderWatcher, &QFutureWatcher<FolderBloatResult>::finished, this, &BloatView::onAnalysed);
-    connect(&m_storageWatcher, &QFutureWatcher<StorageResult>::finished, this, &BloatView::onStorages);
     clear();
 }
 
-BloatView::~BloatView()
-{
-    // Workers hold their own tokens; they stop at their next check and their results are dropped.
-    if (m_token) m_token->cancel();
-    if (m_storageToken) m_storageToken->cancel();
-}
+BloatView::~BloatView() = default; // m_jobs stops the workers and waits for them
 
 void BloatView::resizeEvent(QResizeEvent* e)
 {
@@ -215,18 +198,14 @@ void BloatView::setTarget(const QString& path)
 {
     if (path.isEmpty()) return clear();
     const QString abs = QFileInfo(path).absoluteFilePath();
-    if (abs == m_target && (m_hasResult || m_folderPending)) return;
+    if (abs == m_target && (m_hasResult || m_jobs.running(kFolder))) return;
     m_target = abs;
     refresh();
 }
 
 void BloatView::reset()
 {
-    if (m_token) m_token->cancel(); // the previous analysis stops early; its result is dropped
-    if (m_storageToken) m_storageToken->cancel();
-    ++m_generation;
-    ++m_storageGeneration;
-    m_folderPending = m_storagePending = false;
+    m_jobs.cancelAll(); // the previous analysis stops early; its result is dropped
     m_hasResult = false;
     m_result = {};
     m_order.clear();
@@ -252,51 +231,26 @@ void BloatView::refresh()
 {
     if (m_target.isEmpty()) return clear();
     reset();
-    m_token = std::make_shared<ops::CancelToken>();
     const QString name = QFileInfo(m_target).fileName();
     m_summary->setText(tr("<b>%1</b>: reading...").arg(name.toHtmlEscaped()));
     setBusy(true, tr("Reading %1").arg(name));
-    const int gen = ++m_generation;
-    m_folderPending = true;
-    const std::string path = m_target.toStdString();
-    auto token = m_token;
-    QPointer<BloatView> self(this);
     // Parsing every pickle of a checkpoint takes a while: never on the GUI thread.
-    m_folderWatcher.setFuture(QtConcurrent::run([path, token, self, gen] {
-        FolderBloatResult r;
-        try {
-            r.bloat = ops::analyzeFolderBloat(
-                path,
-                [self, gen](const ops::Progress& p) {
-                    QMetaObject::invokeMethod(
-                        self,
-                        [self, gen, p] {
-                            if (self) self->onProgress(gen, p);
-                        },
-                        Qt::QueuedConnection);
-                },
-                *token);
-        } catch (const Cancelled&) {
-            r.cancelled = true;
-        } catch (const std::exception& e) {
-            r.error = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
-    m_folderWatcher.setProperty("generation", gen);
-}
-
-void BloatView::onProgress(int generation, const ops::Progress& p)
-{
-    if (generation != m_generation || !m_folderPending) return;
-    m_progress->setValue(p.permille);
-    m_progress->setFormat(QString::fromStdString(p.stage));
+    m_jobs.run(
+        kFolder,
+        [path = m_target.toStdString()](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            return ops::analyzeFolderBloat(path, progress, cancel);
+        },
+        [this](const JobResult<ops::FolderBloat>& r) { onAnalysed(r); },
+        [this](const JobProgress& p) {
+            m_progress->setValue(p.permille);
+            m_progress->setFormat(p.stage);
+        });
 }
 
 void BloatView::cancel()
 {
-    if (m_token) m_token->cancel();
-    if (m_storageToken) m_storageToken->cancel();
+    m_jobs.cancel(kFolder);
+    m_jobs.cancel(kStorages);
 }
 
 QString BloatView::filePath(int row) const
@@ -318,21 +272,18 @@ QString BloatView::summaryText() const
     return m_summary->text();
 }
 
-void BloatView::onAnalysed()
+void BloatView::onAnalysed(const JobResult<ops::FolderBloat>& r)
 {
-    if (m_folderWatcher.property("generation").toInt() != m_generation) return; // superseded
-    const FolderBloatResult r = m_folderWatcher.result();
-    m_folderPending = false;
-    setBusy(m_storagePending);
+    setBusy(m_jobs.running(kStorages));
     const QString name = QFileInfo(m_target).fileName().toHtmlEscaped();
-    if (r.cancelled || !r.error.isEmpty()) {
+    if (!r.ok()) {
         m_summary->setText(r.cancelled ? tr("<b>%1</b>: cancelled.").arg(name)
                                        : tr("<b>%1</b>: %2").arg(name, r.error.toHtmlEscaped()));
         emit analysed(false);
         emit settled();
         return;
     }
-    m_result = r.bloat;
+    m_result = *r.value;
     m_hasResult = true;
     // Bars: the most wasted first (a user looks for the worst file), then the largest.
     m_order.resize(m_result.files.size());
@@ -404,9 +355,7 @@ void BloatView::showFile(int row)
     m_bars->setCurrent(row);
     const ops::FolderFile& f = m_result.files[size_t(m_order[size_t(row)])];
     if (!f.torch) {
-        if (m_storageToken) m_storageToken->cancel();
-        ++m_storageGeneration;
-        m_storagePending = false;
+        m_jobs.drop(kStorages);
         m_currentFile = filePath(row);
         m_storageModel->setRows({});
         m_storageCaption->setText(
@@ -420,33 +369,28 @@ void BloatView::showFile(int row)
 
 void BloatView::loadStorages(const QString& file)
 {
-    if (m_storageToken) m_storageToken->cancel();
-    m_storageToken = std::make_shared<ops::CancelToken>();
     m_currentFile = file;
     m_storageModel->setRows({});
     m_storageCaption->setText(tr("Storages of %1: reading...").arg(displayName(file)));
-    m_storagePending = true;
-    if (!m_folderPending) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
-    const int gen = ++m_storageGeneration;
-    auto token = m_storageToken;
-    m_storageWatcher.setFuture(QtConcurrent::run([file, token] { return storagesOf(file, token); }));
-    m_storageWatcher.setProperty("generation", gen);
+    if (!m_jobs.running(kFolder)) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
+    m_jobs.run(
+        kStorages,
+        [file](const ops::ProgressSink&, const ops::CancelToken& cancel) { return storagesOf(file, cancel); },
+        [this, file](JobResult<StorageResult> r) { onStorages(file, std::move(r)); });
 }
 
-void BloatView::onStorages()
+void BloatView::onStorages(const QString& file, JobResult<StorageResult> job)
 {
-    if (m_storageWatcher.property("generation").toInt() != m_storageGeneration) return;
-    StorageResult r = m_storageWatcher.result();
-    m_storagePending = false;
-    setBusy(m_folderPending);
-    const QString name = displayName(r.file);
-    if (r.cancelled || !r.error.isEmpty()) {
-        m_storageCaption->setText(r.cancelled ? tr("Storages of %1: cancelled.").arg(name)
-                                              : tr("Storages of %1: %2").arg(name, r.error));
+    setBusy(m_jobs.running(kFolder));
+    const QString name = displayName(file);
+    if (!job.ok()) {
+        m_storageCaption->setText(job.cancelled ? tr("Storages of %1: cancelled.").arg(name)
+                                                : tr("Storages of %1: %2").arg(name, job.error));
         emit storagesShown(false);
         emit settled();
         return;
     }
+    StorageResult& r = *job.value;
     const quint64 wasted = r.storageBytes - r.usedBytes;
     m_storageCaption->setText(
         tr("Storages of %1: %n storage(s), %2 of %3 wasted", nullptr, int(r.rows.size()))
@@ -476,10 +420,10 @@ void BloatView::showTensor(const QString& file, const QString& tensorPath)
 {
     const QString abs = QFileInfo(file).absoluteFilePath();
     m_pendingTensor = tensorPath;
-    if (abs == m_currentFile && !m_storagePending) return selectPendingTensor();
+    if (abs == m_currentFile && !m_jobs.running(kStorages)) return selectPendingTensor();
     for (int i = 0; i < int(m_order.size()); ++i)
         if (filePath(i) == abs) return showFile(i);
-    if (m_folderPending && abs.startsWith(m_target + QLatin1Char('/'))) {
+    if (m_jobs.running(kFolder) && abs.startsWith(m_target + QLatin1Char('/'))) {
         m_wantFile = abs; // part of what is being analysed: shown when that is done
         return;
     }

@@ -5,13 +5,11 @@
 // and cancel; the latest request wins and an older result is dropped.
 #pragma once
 
+#include "job_manager.h"
 #include "ops/bloat.h"
-#include "ops/job.h"
 #include "storage_model.h"
 
-#include <QFutureWatcher>
 #include <QWidget>
-#include <memory>
 
 class QLabel;
 class QProgressBar;
@@ -25,20 +23,10 @@ namespace ckpt::app {
 class FileBars;
 class RoleBar;
 
-struct FolderBloatResult
-{
-    ops::FolderBloat bloat;
-    QString error;
-    bool cancelled = false;
-};
-
 struct StorageResult
 {
-    QString file;
     std::vector<StorageRow> rows;
     quint64 fileBytes = 0, storageBytes = 0, usedBytes = 0;
-    QString error;
-    bool cancelled = false;
 };
 
 class BloatView : public QWidget
@@ -55,7 +43,7 @@ public:
     void clear(); // no target: nothing shown, nothing running
     QString target() const { return m_target; }
     // A request is pending: from setTarget()/showFile() until its result has been shown.
-    bool busy() const { return m_folderPending || m_storagePending; }
+    bool busy() const { return m_jobs.running(kFolder) || m_jobs.running(kStorages); }
     void cancel();
 
     // The file of a bar (by its row in the bars, which are sorted by waste) into the storage table.
@@ -88,10 +76,11 @@ protected:
     void resizeEvent(QResizeEvent* e) override;
 
 private:
+    static inline const QString kFolder = QStringLiteral("folder");
+    static inline const QString kStorages = QStringLiteral("storages");
     void reset();
-    void onAnalysed();
-    void onStorages();
-    void onProgress(int generation, const ops::Progress& p);
+    void onAnalysed(const JobResult<ops::FolderBloat>& r);
+    void onStorages(const QString& file, JobResult<StorageResult> r);
     void loadStorages(const QString& file);
     void setBusy(bool busy, const QString& what = {});
     void selectPendingTensor();
@@ -104,14 +93,7 @@ private:
     ops::FolderBloat m_result;
     bool m_hasResult = false;
     std::vector<int> m_order; // bar row -> index into m_result.files
-    bool m_folderPending = false;
-    bool m_storagePending = false;
-    int m_generation = 0;
-    int m_storageGeneration = 0;
-    std::shared_ptr<ops::CancelToken> m_token;
-    std::shared_ptr<ops::CancelToken> m_storageToken;
-    QFutureWatcher<FolderBloatResult> m_folderWatcher;
-    QFutureWatcher<StorageResult> m_storageWatcher;
+    JobManager m_jobs;        // the analysis and the storage table, a channel each
 
     QSplitter* m_split;
     QLabel* m_summary;

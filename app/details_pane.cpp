@@ -14,12 +14,13 @@
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 #include <filesystem>
 
 namespace ckpt::app {
 
 namespace {
+
+const QString kStatistics = QStringLiteral("statistics");
 
 QString esc(const std::string& s)
 {
@@ -42,8 +43,8 @@ QString ints(const std::vector<int64_t>& v)
 // Runs on a worker: the first values and the statistics of one named tensor: of a tag of the
 // checkpoint the window opened (its parsed files are reused, nothing is opened again), or of a
 // file shown on its own.
-QString tensorReport(std::shared_ptr<const layout::OpenedCheckpoint> opened, int tagIndex, std::string source,
-                     std::string name)
+QString tensorReport(const std::shared_ptr<const layout::OpenedCheckpoint>& opened, int tagIndex,
+                     const std::string& source, const std::string& name, const ops::CancelToken& cancel)
 {
     try {
         const ops::TensorSet set = opened && tagIndex >= 0
@@ -66,6 +67,7 @@ QString tensorReport(std::shared_ptr<const layout::OpenedCheckpoint> opened, int
         std::vector<uint8_t> buf;
         const uint64_t per = (16u << 20) / es;
         for (uint64_t off = 0; off < n; off += per) {
+            cancel.throwIfCancelled();
             const uint64_t len = std::min(per, n - off);
             buf.resize(len * es);
             t->tensor.fill(off * es, len * es, buf.data());
@@ -81,6 +83,8 @@ QString tensorReport(std::shared_ptr<const layout::OpenedCheckpoint> opened, int
             .arg(st.zeros)
             .arg(st.nans)
             .arg(st.infs);
+    } catch (const Cancelled&) {
+        throw;
     } catch (const std::exception& e) {
         return DetailsPane::tr("Could not compute: %1").arg(QString::fromUtf8(e.what()));
     }
@@ -125,11 +129,6 @@ DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
             m_json->find(m_search->text());
         }
     });
-    connect(&m_watcher, &QFutureWatcher<QString>::finished, this, [this] {
-        m_stats->setText(m_watcher.result());
-        m_statsButton->setEnabled(true);
-        emit statisticsReady();
-    });
     show(nullptr, nullptr);
 }
 
@@ -138,10 +137,16 @@ QString DetailsPane::statisticsText() const
     return m_stats->text();
 }
 
+bool DetailsPane::computing() const
+{
+    return m_jobs.running(kStatistics);
+}
+
 void DetailsPane::show(const Snapshot* snapshot, const Node* node)
 {
     m_snapshot = snapshot;
     m_node = node;
+    m_jobs.drop(kStatistics); // the previous node's report is not this one's
     m_stats->clear();
     m_partitions->setRowCount(0);
     const bool tensorLike = node && (node->kind == NodeKind::Tensor || node->kind == NodeKind::Parameter);
@@ -253,7 +258,17 @@ void DetailsPane::computeStatistics()
     }
     m_statsButton->setEnabled(false);
     m_stats->setText(tr("Computing..."));
-    m_watcher.setFuture(QtConcurrent::run(tensorReport, m_snapshot->opened, tag, source, name));
+    m_jobs.run(
+        kStatistics,
+        [opened = m_snapshot->opened, tag, source, name](const ops::ProgressSink&,
+                                                         const ops::CancelToken& cancel) {
+            return tensorReport(opened, tag, source, name, cancel);
+        },
+        [this](const JobResult<QString>& r) {
+            m_stats->setText(r.value.value_or(r.error));
+            m_statsButton->setEnabled(true);
+            emit statisticsReady();
+        });
 }
 
 } // namespace ckpt::app

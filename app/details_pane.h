@@ -1,11 +1,12 @@
 // The details of the selected node: a tensor's layout, a parameter's partition table and bar,
 // a configuration as pretty JSON with search, and on demand the first values and statistics,
-// computed on a worker; for a checkpoint or a tag, the tag overview and its sharding map.
+// computed on a worker; for a checkpoint or a tag, the tag overview and its sharding map. A
+// report still computing when another node is shown is cancelled and never shown.
 #pragma once
 
+#include "job_manager.h"
 #include "snapshot.h"
 
-#include <QFutureWatcher>
 #include <QWidget>
 
 class QLabel;
@@ -28,6 +29,7 @@ public:
     void show(const Snapshot* snapshot, const Node* node);
     QTableWidget* partitionTable() const { return m_partitions; }
     QString statisticsText() const;
+    bool computing() const; // a report is being computed for the node shown
     TagOverview* overview() const { return m_overview; }
 
 signals:
@@ -47,7 +49,7 @@ private:
     QPushButton* m_statsButton;
     QLabel* m_stats;
     TagOverview* m_overview;
-    QFutureWatcher<QString> m_watcher;
+    JobManager m_jobs;
 };
 
 } // namespace ckpt::app

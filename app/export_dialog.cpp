@@ -1,5 +1,6 @@
 #include "export_dialog.h"
 
+#include "compute_backend.h"
 #include "io/output.h"
 #include "ops/consolidate.h"
 #include "tree_model.h"
@@ -14,14 +15,17 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
-#include <QMetaObject>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QUrl>
-#include <QtConcurrent>
 
 namespace ckpt::app {
+
+namespace {
+
+const QString kChannel = QStringLiteral("export");
+
+} // namespace
 
 ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest,
                            QWidget* parent)
@@ -73,33 +77,46 @@ ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, c
         if (!d.isEmpty()) m_output->setText(d);
     });
     connect(m_start, &QPushButton::clicked, this, &ExportDialog::start);
-    connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (running())
-            cancel();
-        else
-            reject();
-    });
+    connect(m_cancel, &QPushButton::clicked, this, &ExportDialog::reject); // cancels while running
     connect(m_openFolder, &QPushButton::clicked, this,
             [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_output->text())); });
-    connect(&m_watcher, &QFutureWatcher<ExportOutcome>::finished, this, [this] {
-        m_outcome = m_watcher.result();
-        m_start->setEnabled(true);
-        m_cancel->setText(tr("Close"));
-        if (m_outcome.ok) {
-            m_progress->setValue(1000);
-            m_status->setText(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.files.size()))
-                                  .arg(m_output->text())
-                                  .arg(m_clock.elapsed() / 1000.0, 0, 'f', 1));
-            m_openFolder->setVisible(true);
-        } else if (m_outcome.cancelled) {
-            m_progress->setValue(0);
-            m_status->setText(tr("Cancelled; nothing was left behind."));
-        } else {
-            m_status->setText(m_outcome.message);
-            if (isVisible()) QMessageBox::critical(this, tr("Export failed"), m_outcome.message);
-        }
-        emit finished(m_outcome.ok);
-    });
+}
+
+bool ExportDialog::running() const
+{
+    return m_jobs.running(kChannel);
+}
+
+void ExportDialog::reject()
+{
+    // The dialog stays to say that nothing was left behind; closed again, it closes.
+    if (running())
+        cancel();
+    else
+        QDialog::reject();
+}
+
+void ExportDialog::onFinished(const ExportOutcome& outcome)
+{
+    m_outcome = outcome;
+    m_start->setEnabled(true);
+    m_cancel->setText(tr("Close"));
+    if (!m_outcome.compute.isEmpty()) m_notes << tr("Compute: %1").arg(m_outcome.compute);
+    m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
+    if (m_outcome.ok) {
+        m_progress->setValue(1000);
+        m_status->setText(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.files.size()))
+                              .arg(m_output->text())
+                              .arg(double(m_clock.elapsed()) / 1000.0, 0, 'f', 1));
+        m_openFolder->setVisible(true);
+    } else if (m_outcome.cancelled) {
+        m_progress->setValue(0);
+        m_status->setText(tr("Cancelled; nothing was left behind."));
+    } else {
+        m_status->setText(m_outcome.message);
+        if (isVisible()) QMessageBox::critical(this, tr("Export failed"), m_outcome.message);
+    }
+    emit finished(m_outcome.ok);
 }
 
 void ExportDialog::setOutputFolder(const QString& dir)
@@ -119,26 +136,20 @@ void ExportDialog::setMaxShardSize(const QString& size)
 
 void ExportDialog::cancel()
 {
-    if (m_token) m_token->cancel();
+    if (!running()) return;
+    m_jobs.cancel(kChannel);
     m_status->setText(tr("Cancelling..."));
 }
 
-void ExportDialog::onProgress(const ops::Progress& p)
+void ExportDialog::onProgress(const JobProgress& p)
 {
-    if (!p.note.empty()) { // e.g. stale partial output removed: worth a line of its own
-        m_notes << QString::fromStdString(p.note);
+    if (!p.note.isEmpty()) { // e.g. stale partial output removed: worth a line of its own
+        m_notes << p.note;
         m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
         return;
     }
     m_progress->setValue(p.permille);
-    const double secs = m_clock.elapsed() / 1000.0;
-    const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
-    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
-    m_status->setText(
-        tr("%1: %2 of %3, %4 GB/s, %5 s left")
-            .arg(QString::fromStdString(p.stage), humanBytes(p.doneBytes), humanBytes(p.totalBytes))
-            .arg(rate / 1e9, 0, 'f', 2)
-            .arg(eta, 0, 'f', 0));
+    m_status->setText(progressText(p));
     emit progressed(p.permille);
 }
 
@@ -154,7 +165,7 @@ void ExportDialog::start()
     try {
         io::checkOutputOutsideInputs({m_checkpoint.toStdString()}, m_output->text().toStdString());
     } catch (const std::exception& e) {
-        m_outcome = {false, false, QString::fromUtf8(e.what()), {}};
+        m_outcome = {false, false, QString::fromUtf8(e.what()), {}, {}};
         m_status->setText(m_outcome.message);
         emit finished(false);
         return;
@@ -174,42 +185,39 @@ void ExportDialog::start()
         m_status->setText(QString::fromUtf8(e.what()));
         return;
     }
-    m_token = std::make_shared<ops::CancelToken>();
     m_start->setEnabled(false);
     m_openFolder->setVisible(false);
     m_cancel->setText(tr("Cancel"));
+    m_notes.clear();
+    m_status->setToolTip(QString());
     m_clock.start();
     const std::string in = m_checkpoint.toStdString(), out = m_output->text().toStdString();
-    auto token = m_token;
-    QPointer<ExportDialog> self(this);
-    auto reports = std::make_shared<int>(0);
-    const int cancelAfter = m_cancelAfter;
-    // The worker only posts plain values back; the GUI thread updates widgets.
-    m_watcher.setFuture(QtConcurrent::run([in, out, opt, token, self, reports, cancelAfter] {
-        ExportOutcome r;
-        try {
-            auto res = ops::consolidate(
-                in, out, opt,
-                [self, token, reports, cancelAfter](const ops::Progress& p) {
-                    if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
-                    QMetaObject::invokeMethod(
-                        self,
-                        [self, p] {
-                            if (self) self->onProgress(p);
-                        },
-                        Qt::QueuedConnection);
-                },
-                *token);
-            r.ok = true;
+    // The worker gets plain values and returns plain values; the GUI thread updates widgets.
+    m_jobs.run(
+        kChannel,
+        [in, out, opt](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            ExportOutcome r;
+            ops::ConsolidateOptions o = opt;
+            std::string reason; // the casts run where the status bar says: one backend per job
+            try {
+                o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+            } catch (const std::exception& e) {
+                reason = std::string("cpu: ") + e.what();
+            }
+            r.compute = QString::fromStdString(reason);
+            const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
             for (const auto& f : res.files)
                 r.files << QString::fromStdString(f);
-        } catch (const Cancelled&) {
-            r.cancelled = true;
-        } catch (const std::exception& e) {
-            r.message = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
+            r.ok = true;
+            return r;
+        },
+        [this](const JobResult<ExportOutcome>& r) {
+            ExportOutcome o = r.value.value_or(ExportOutcome{});
+            o.cancelled = r.cancelled;
+            o.message = r.error;
+            onFinished(o);
+        },
+        [this](const JobProgress& p) { onProgress(p); });
 }
 
 } // namespace ckpt::app

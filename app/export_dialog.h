@@ -1,14 +1,13 @@
 // Export of a consolidated model: the same operation as `ckpt export`, on a worker, with
 // progress (stage, bytes, GB/s, ETA), cancel that removes partial output, an error dialog
-// naming the file and the reason, and a summary with "Open folder".
+// naming the file and the reason, and a summary with "Open folder". Closing the dialog while it
+// runs cancels the export; destroying it (the window closing) cancels it and waits.
 #pragma once
 
-#include "ops/job.h"
+#include "job_manager.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
-#include <QFutureWatcher>
-#include <memory>
 
 class QCheckBox;
 class QComboBox;
@@ -25,6 +24,7 @@ struct ExportOutcome
     bool cancelled = false;
     QString message;
     QStringList files;
+    QString compute; // the backend the casts ran on and why ("cpu: built without CUDA")
 };
 
 class ExportDialog : public QDialog
@@ -40,18 +40,19 @@ public:
     void setMaxShardSize(const QString& size);
     void start();
     void cancel();
-    bool running() const { return m_watcher.isRunning(); }
-    // Tests: cancel from the worker itself after this many progress reports (deterministic
-    // "cancel midway", whatever the machine's speed). 0 disables.
-    void setCancelAfterProgress(int reports) { m_cancelAfter = reports; }
+    bool running() const;
     const ExportOutcome& outcome() const { return m_outcome; }
 
 signals:
     void finished(bool ok);
     void progressed(int permille);
 
+protected:
+    void reject() override; // Escape or closing the window while it runs: cancel first
+
 private:
-    void onProgress(const ops::Progress& p);
+    void onProgress(const JobProgress& p);
+    void onFinished(const ExportOutcome& outcome);
 
     QString m_checkpoint;
     QComboBox* m_tag;
@@ -65,12 +66,10 @@ private:
     QPushButton* m_start;
     QPushButton* m_cancel;
     QPushButton* m_openFolder;
-    std::shared_ptr<ops::CancelToken> m_token;
-    QFutureWatcher<ExportOutcome> m_watcher;
     ExportOutcome m_outcome;
     QStringList m_notes;
     QElapsedTimer m_clock;
-    int m_cancelAfter = 0;
+    JobManager m_jobs;
 };
 
 } // namespace ckpt::app

@@ -26,7 +26,6 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMimeData>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -36,9 +35,14 @@
 #include <QToolBar>
 #include <QTreeView>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace ckpt::app {
+
+namespace {
+
+const QString kOpen = QStringLiteral("open");
+
+} // namespace
 
 QString MainWindow::exampleCheckpoint()
 {
@@ -214,13 +218,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_busy->hide();
     m_cancelOpen = new QPushButton(tr("Cancel"), this);
     m_cancelOpen->hide();
-    connect(m_cancelOpen, &QPushButton::clicked, this, [this] {
-        if (m_openToken) m_openToken->cancel(); // the worker stops at its next file
-        ++m_generation;                         // and what it had is dropped
-        m_busy->hide();
-        m_cancelOpen->hide();
-        statusBar()->showMessage(tr("Opening cancelled"), 4000);
-    });
+    connect(m_cancelOpen, &QPushButton::clicked, this, &MainWindow::cancelOpen);
     statusBar()->addPermanentWidget(m_busy);
     statusBar()->addPermanentWidget(m_cancelOpen);
     std::string reason;
@@ -230,7 +228,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         reason = e.what();
     }
     statusBar()->addPermanentWidget(new QLabel(tr("Compute: %1").arg(QString::fromStdString(reason)), this));
-    connect(&m_watcher, &QFutureWatcher<LoadResult>::finished, this, &MainWindow::onLoaded);
     refreshRecent();
     showStartPage();
 }
@@ -244,89 +241,87 @@ void MainWindow::showStartPage()
 void MainWindow::open(const QString& path)
 {
     m_pending = QFileInfo(path).absoluteFilePath();
-    const int gen = ++m_generation;
-    if (m_openToken) m_openToken->cancel(); // the previous opening stops; the latest wins
-    m_openToken = std::make_shared<ops::CancelToken>();
     m_busy->setValue(0);
     m_busy->setFormat(tr("Reading the layout"));
     m_busy->show();
     m_cancelOpen->show();
     statusBar()->showMessage(tr("Opening %1...").arg(m_pending));
-    const std::string p = m_pending.toStdString();
-    QPointer<MainWindow> self(this);
-    // Reading pickles and zip directories happens here, never on the GUI thread.
-    m_watcher.setFuture(QtConcurrent::run([p, gen, self, token = m_openToken] {
-        LoadResult r;
-        try {
-            r.snapshot = loadSnapshot(
-                p,
-                [self, gen](const ops::Progress& pr) {
-                    QMetaObject::invokeMethod(
-                        self,
-                        [self, gen, pr] {
-                            if (!self || gen != self->m_generation) return;
-                            self->m_busy->setValue(pr.permille);
-                            self->m_busy->setFormat(QStringLiteral("%p%  ") +
-                                                    QString::fromStdString(pr.stage));
-                        },
-                        Qt::QueuedConnection);
-                },
-                token.get());
-        } catch (const Cancelled&) {
-            r.error = tr("Opening cancelled");
-        } catch (const std::exception& e) {
-            r.error = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
-    m_watcher.setProperty("generation", gen);
+    // Reading pickles and zip directories happens on a worker, never on the GUI thread; an
+    // opening still running is cancelled and its result dropped: the latest wins.
+    m_jobs.run(
+        kOpen,
+        [p = m_pending.toStdString()](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            return loadSnapshot(p, progress, &cancel);
+        },
+        [this](const JobResult<std::shared_ptr<const Snapshot>>& r) { onLoaded(r); },
+        [this](const JobProgress& p) {
+            m_busy->setValue(p.permille);
+            m_busy->setFormat(QStringLiteral("%p%  ") + p.stage);
+            emit openProgressed(p.permille, p.stage);
+        });
 }
 
-void MainWindow::onLoaded()
+void MainWindow::cancelOpen()
 {
-    if (m_watcher.property("generation").toInt() != m_generation) return; // cancelled or superseded
+    m_jobs.cancel(kOpen); // the worker stops at its next file; onLoaded says so
+    statusBar()->showMessage(tr("Cancelling..."));
+}
+
+bool MainWindow::loading() const
+{
+    return m_jobs.running(kOpen);
+}
+
+void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
+{
     m_busy->hide();
     m_cancelOpen->hide();
-    const LoadResult r = m_watcher.result();
-    if (!r.snapshot) {
+    if (r.cancelled) { // what the tree showed stays
+        m_lastError = tr("Opening cancelled");
+        statusBar()->showMessage(m_lastError, 4000);
+        emit loaded(false);
+        return;
+    }
+    if (!r.ok() || !*r.value) {
         m_lastError = r.error;
         statusBar()->showMessage(tr("Cannot open: %1").arg(r.error));
         m_banner->setText(r.error);
         emit loaded(false);
         return;
     }
+    const std::shared_ptr<const Snapshot> snapshot = *r.value;
     m_lastError.clear();
     const bool wasStartPage = m_stack->currentIndex() == 0;
-    m_model->setSnapshot(r.snapshot);
+    m_model->setSnapshot(snapshot);
     m_tree->expandToDepth(1);
     for (int c = 0; c < TreeModel::ColumnCount; ++c)
         m_tree->resizeColumnToContents(c);
     // Values can be long reprs (a config string): the column shows their start, the tooltip all.
     m_tree->setColumnWidth(TreeModel::Value, std::min(m_tree->columnWidth(TreeModel::Value), 180));
     m_tree->setColumnWidth(0, std::max(m_tree->columnWidth(0), 300));
-    m_details->show(r.snapshot.get(), nullptr);
-    if (r.snapshot->warnings.empty()) {
+    m_details->show(snapshot.get(), nullptr);
+    if (snapshot->warnings.empty()) {
         m_banner->hide();
     } else {
         QStringList lines;
-        for (const auto& w : r.snapshot->warnings)
+        for (const auto& w : snapshot->warnings)
             lines << QString::fromStdString(w).toHtmlEscaped();
         m_banner->setText(tr("<b>%n warning(s)</b><br>", nullptr, int(lines.size())) +
                           lines.join(QLatin1String("<br>")));
         m_banner->show();
     }
     // Any checkpoint family exports its model (ops::consolidate reads it from the layout).
-    m_exportAction->setEnabled(r.snapshot->opened != nullptr);
+    m_exportAction->setEnabled(snapshot->opened != nullptr);
     // The Bloat view shows what was opened; hidden, it forgets its old target and takes the
     // selection when it is next shown.
     if (m_bloatDock->isVisible())
-        m_bloat->setTarget(QString::fromStdString(r.snapshot->path));
+        m_bloat->setTarget(QString::fromStdString(snapshot->path));
     else
         m_bloat->clear();
     updateSlimAction();
-    setWindowTitle(tr("%1 - Checkpoint Studio").arg(QString::fromStdString(r.snapshot->path)));
-    statusBar()->showMessage(tr("Opened %1").arg(QString::fromStdString(r.snapshot->path)), 5000);
-    addRecent(QString::fromStdString(r.snapshot->path));
+    setWindowTitle(tr("%1 - Checkpoint Studio").arg(QString::fromStdString(snapshot->path)));
+    statusBar()->showMessage(tr("Opened %1").arg(QString::fromStdString(snapshot->path)), 5000);
+    addRecent(QString::fromStdString(snapshot->path));
     m_stack->setCurrentIndex(1);
     if (wasStartPage && m_bloatDock->isVisible()) fitBloatDock();
     emit loaded(true);

@@ -1,12 +1,12 @@
 // The window: a start page (recent items, the bundled example), then the checkpoint tree with
 // a filter box, the details pane, a warnings banner and the export dialog; the Bloat view in a
 // dock (it follows the tree's selection), the Slim dialog and the comparison window. Opening runs on a
-// worker; the latest request wins and an older result is dropped.
+// worker with progress and Cancel; the latest request wins and an older result is dropped.
 #pragma once
 
+#include "job_manager.h"
 #include "snapshot.h"
 
-#include <QFutureWatcher>
 #include <QMainWindow>
 #include <memory>
 
@@ -30,24 +30,16 @@ class SlimDialog;
 class FilterProxy;
 class TreeModel;
 
-struct LoadResult
-{
-    std::shared_ptr<const Snapshot> snapshot;
-    QString error;
-};
-
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
-    ~MainWindow() override
-    {
-        if (m_openToken) m_openToken->cancel(); // an opening still running stops early
-    }
 
     void open(const QString& path);
-    bool loading() const { return m_watcher.isRunning(); }
+    // Stops the opening: loaded(false) follows, the tree keeps what it showed.
+    void cancelOpen();
+    bool loading() const;
     bool select(const QString& treePath); // "global_step4/parameters/embed.weight"
     TreeModel* model() const { return m_model; }
     FilterProxy* proxy() const { return m_proxy; }
@@ -77,6 +69,7 @@ public:
 
 signals:
     void loaded(bool ok);
+    void openProgressed(int permille, const QString& stage);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* e) override;
@@ -84,7 +77,7 @@ protected:
 
 private:
     void showStartPage();
-    void onLoaded();
+    void onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r);
     void addRecent(const QString& path);
     void refreshRecent();
     void exportModel();
@@ -111,11 +104,9 @@ private:
     QAction* m_compareTags = nullptr;
     QDockWidget* m_bloatDock = nullptr;
     BloatView* m_bloat = nullptr;
-    QFutureWatcher<LoadResult> m_watcher;
-    std::shared_ptr<ops::CancelToken> m_openToken;
-    int m_generation = 0;
     QString m_pending;
     QString m_lastError;
+    JobManager m_jobs; // destroyed first: an opening still running stops and is waited for
 };
 
 } // namespace ckpt::app

@@ -14,14 +14,10 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QMessageBox>
-#include <QMetaObject>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
-#include <chrono>
 
 namespace ckpt::app {
 
@@ -29,31 +25,38 @@ namespace {
 
 enum Column { FileColumn, ActionColumn, BeforeColumn, PredictedColumn, AfterColumn, ColumnCount };
 
-// Runs on a worker: ops::slim, its result as plain values. Errors keep the file they name.
+const QString kPredict = QStringLiteral("predict");
+const QString kSlim = QStringLiteral("slim");
+
+// Runs on a worker: ops::slim, its result as plain values. Errors reach the job's result.
 SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, bool folder,
                     const ops::ProgressSink& progress, const ops::CancelToken& token)
 {
     SlimOutcome r;
     r.dryRun = dryRun;
-    try {
-        ops::SlimOptions options;
-        options.dryRun = dryRun;
-        const ops::SlimResult res = ops::slim(in, out, options, progress, token);
-        for (const ops::SlimFile& f : res.files) {
-            const QString path = QString::fromStdString(f.path);
-            r.files.push_back({folder ? path : QFileInfo(path).fileName(), QString::fromStdString(f.action),
-                               f.bytesBefore, f.bytesAfter});
-        }
-        r.before = res.bytesBefore();
-        r.after = res.bytesAfter();
-        r.ok = true;
-    } catch (const Cancelled&) {
-        r.cancelled = true;
-    } catch (const Error& e) {
-        r.message = QString::fromUtf8(e.what());
-        r.file = QString::fromStdString(e.file());
-    } catch (const std::exception& e) {
-        r.message = QString::fromUtf8(e.what());
+    ops::SlimOptions options;
+    options.dryRun = dryRun;
+    const ops::SlimResult res = ops::slim(in, out, options, progress, token);
+    for (const ops::SlimFile& f : res.files) {
+        const QString path = QString::fromStdString(f.path);
+        r.files.push_back({folder ? path : QFileInfo(path).fileName(), QString::fromStdString(f.action),
+                           f.bytesBefore, f.bytesAfter});
+    }
+    r.before = res.bytesBefore();
+    r.after = res.bytesAfter();
+    r.ok = true;
+    return r;
+}
+
+// A job's result as the dialog keeps it: errors keep the file they name.
+SlimOutcome outcomeOf(const JobResult<SlimOutcome>& job, bool dryRun)
+{
+    SlimOutcome r = job.value.value_or(SlimOutcome{});
+    r.dryRun = dryRun;
+    r.cancelled = job.cancelled;
+    if (!job.ok()) {
+        r.message = job.error;
+        r.file = job.errorFile;
     }
     return r;
 }
@@ -138,74 +141,65 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent)
         if (!p.isEmpty()) m_output->setText(p);
     });
     connect(m_start, &QPushButton::clicked, this, &SlimDialog::start);
-    connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (running())
-            cancel();
-        else
-            QDialog::reject();
-    });
+    connect(m_cancel, &QPushButton::clicked, this, &SlimDialog::reject); // cancels while running
     connect(m_open, &QPushButton::clicked, this, [this] {
         emit openRequested(output());
         accept();
     });
-    connect(&m_predictWatcher, &QFutureWatcher<SlimOutcome>::finished, this, [this] {
-        m_prediction = m_predictWatcher.result();
-        if (m_prediction.cancelled) return; // the real run started; it says what happened
-        m_predicted = true;
-        if (!m_prediction.ok) {
-            m_predictionLabel->setText(tr("Cannot predict: %1").arg(m_prediction.message));
-            emit predicted(false);
-            return;
-        }
-        if (!m_outcome.ok) fillTable(m_prediction, PredictedColumn);
-        m_predictionLabel->setText(
-            m_prediction.before > m_prediction.after
-                ? tr("Predicted: %1.").arg(saving(m_prediction.before, m_prediction.after))
-                : tr("Predicted: nothing to gain, %1 would be copied as it is.")
-                      .arg(humanBytes(m_prediction.before)));
-        emit predicted(true);
-    });
-    connect(&m_watcher, &QFutureWatcher<SlimOutcome>::finished, this, [this] {
-        m_outcome = m_watcher.result();
-        m_running = false;
-        m_start->setEnabled(true);
-        m_output->setEnabled(true);
-        m_cancel->setText(tr("Close"));
-        if (m_outcome.ok) {
-            m_progress->setValue(1000);
-            fillTable(m_outcome, AfterColumn);
-            const qint64 ms = m_clock.elapsed();
-            const QString took = ms < 1000 ? tr("%1 ms").arg(ms)
-                                           : tr("%1 s").arg(QLocale().toString(double(ms) / 1000.0, 'f', 1));
-            m_status->setText(tr("Done in %1: %2. Written to %3.")
-                                  .arg(took, saving(m_outcome.before, m_outcome.after), output()));
-            m_open->setVisible(true);
-            m_start->setEnabled(false); // a second run would only find its output taken
-        } else if (m_outcome.cancelled) {
-            m_progress->setValue(0);
-            m_status->setText(tr("Cancelled; nothing was left behind."));
-        } else {
-            m_progress->setValue(0);
-            m_status->setText(m_outcome.message);
-            if (isVisible()) {
-                QMessageBox box(QMessageBox::Critical, tr("Slim failed"),
-                                m_outcome.file.isEmpty() ? tr("Slimming failed.")
-                                                         : tr("Slimming failed on %1.").arg(m_outcome.file),
-                                QMessageBox::Ok, this);
-                box.setInformativeText(m_outcome.message);
-                box.exec();
-            }
-        }
-        emit finished(m_outcome.ok);
-    });
     predict();
 }
 
-SlimDialog::~SlimDialog()
+void SlimDialog::onPredicted(const SlimOutcome& o)
 {
-    // A worker still running stops at its next check and its transaction removes what it wrote.
-    if (m_token) m_token->cancel();
-    if (m_predictToken) m_predictToken->cancel();
+    m_prediction = o;
+    if (m_prediction.cancelled) return; // the real run started; it says what happened
+    m_predicted = true;
+    if (!m_prediction.ok) {
+        m_predictionLabel->setText(tr("Cannot predict: %1").arg(m_prediction.message));
+        emit predicted(false);
+        return;
+    }
+    if (!m_outcome.ok) fillTable(m_prediction, PredictedColumn);
+    m_predictionLabel->setText(m_prediction.before > m_prediction.after
+                                   ? tr("Predicted: %1.").arg(saving(m_prediction.before, m_prediction.after))
+                                   : tr("Predicted: nothing to gain, %1 would be copied as it is.")
+                                         .arg(humanBytes(m_prediction.before)));
+    emit predicted(true);
+}
+
+void SlimDialog::onFinished(const SlimOutcome& o)
+{
+    m_outcome = o;
+    m_running = false;
+    m_start->setEnabled(true);
+    m_output->setEnabled(true);
+    m_cancel->setText(tr("Close"));
+    if (m_outcome.ok) {
+        m_progress->setValue(1000);
+        fillTable(m_outcome, AfterColumn);
+        const qint64 ms = m_clock.elapsed();
+        const QString took =
+            ms < 1000 ? tr("%1 ms").arg(ms) : tr("%1 s").arg(QLocale().toString(double(ms) / 1000.0, 'f', 1));
+        m_status->setText(tr("Done in %1: %2. Written to %3.")
+                              .arg(took, saving(m_outcome.before, m_outcome.after), output()));
+        m_open->setVisible(true);
+        m_start->setEnabled(false); // a second run would only find its output taken
+    } else if (m_outcome.cancelled) {
+        m_progress->setValue(0);
+        m_status->setText(tr("Cancelled; nothing was left behind."));
+    } else {
+        m_progress->setValue(0);
+        m_status->setText(m_outcome.message);
+        if (isVisible()) {
+            QMessageBox box(QMessageBox::Critical, tr("Slim failed"),
+                            m_outcome.file.isEmpty() ? tr("Slimming failed.")
+                                                     : tr("Slimming failed on %1.").arg(m_outcome.file),
+                            QMessageBox::Ok, this);
+            box.setInformativeText(m_outcome.message);
+            box.exec();
+        }
+    }
+    emit finished(m_outcome.ok);
 }
 
 QString SlimDialog::defaultOutput(const QString& input)
@@ -263,19 +257,22 @@ void SlimDialog::fillTable(const SlimOutcome& o, int column)
 void SlimDialog::predict()
 {
     m_predictionLabel->setText(tr("Predicting the savings..."));
-    m_predictToken = std::make_shared<ops::CancelToken>();
-    auto token = m_predictToken;
     const std::string in = m_input.toStdString(), out = output().toStdString();
     const bool folder = m_folder;
     // A dry run reads every pickle: a worker's job, like the real one.
-    m_predictWatcher.setFuture(
-        QtConcurrent::run([in, out, folder, token] { return runSlim(in, out, true, folder, {}, *token); }));
+    m_jobs.run(
+        kPredict,
+        [in, out, folder](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+            return runSlim(in, out, true, folder, {}, cancel);
+        },
+        [this](const JobResult<SlimOutcome>& r) { onPredicted(outcomeOf(r, true)); });
 }
 
 void SlimDialog::cancel()
 {
-    if (m_token) m_token->cancel();
-    if (running()) m_status->setText(tr("Cancelling..."));
+    if (!running()) return;
+    m_jobs.cancel(kSlim);
+    m_status->setText(tr("Cancelling..."));
 }
 
 void SlimDialog::reject()
@@ -288,23 +285,15 @@ void SlimDialog::reject()
         QDialog::reject();
 }
 
-void SlimDialog::onProgress(const ops::Progress& p)
+void SlimDialog::onProgress(const JobProgress& p)
 {
-    if (!running()) return; // a report still queued when the job ended
-    if (!p.note.empty()) {  // e.g. stale partial output removed: worth keeping
-        m_notes << QString::fromStdString(p.note);
+    if (!p.note.isEmpty()) { // e.g. stale partial output removed: worth keeping
+        m_notes << p.note;
         m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
         return;
     }
     m_progress->setValue(p.permille);
-    const double secs = m_clock.elapsed() / 1000.0;
-    const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
-    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
-    m_status->setText(
-        tr("%1: %2 of %3, %4 GB/s, %5 s left")
-            .arg(QString::fromStdString(p.stage), humanBytes(p.doneBytes), humanBytes(p.totalBytes))
-            .arg(rate / 1e9, 0, 'f', 2)
-            .arg(eta, 0, 'f', 0));
+    m_status->setText(progressText(p));
     emit progressed(p.permille);
 }
 
@@ -327,11 +316,11 @@ void SlimDialog::start()
         emit finished(false);
         return;
     }
-    if (m_predictToken) m_predictToken->cancel(); // the real run tells the real sizes
+    // The real run tells the real sizes: a prediction still running is cancelled (and says so).
+    m_jobs.cancel(kPredict);
     m_outcome = {};
     m_notes.clear();
     m_status->setToolTip(QString());
-    m_token = std::make_shared<ops::CancelToken>();
     m_running = true;
     m_start->setEnabled(false);
     m_output->setEnabled(false);
@@ -342,36 +331,13 @@ void SlimDialog::start()
     m_clock.start();
     const std::string in = m_input.toStdString(), out = output().toStdString();
     const bool folder = m_folder;
-    auto token = m_token;
-    QPointer<SlimDialog> self(this);
-    const int cancelAfter = m_cancelAfter;
-    // What the worker shares with its progress sink: reports counted, the last one posted.
-    struct Throttle
-    {
-        int reports = 0;
-        int permille = -1;
-        std::chrono::steady_clock::time_point at{};
-    };
-    auto throttle = std::make_shared<Throttle>();
-    ops::ProgressSink sink = [self, token, cancelAfter, throttle](const ops::Progress& p) {
-        if (cancelAfter && p.doneBytes > 0 && ++throttle->reports == cancelAfter) token->cancel();
-        // At most one report per permille or per 50 ms reaches the GUI thread: a job with many
-        // small records must not flood its event queue.
-        const auto now = std::chrono::steady_clock::now();
-        if (p.note.empty() && p.permille != 1000 && p.permille == throttle->permille &&
-            now - throttle->at < std::chrono::milliseconds(50))
-            return;
-        throttle->permille = p.permille;
-        throttle->at = now;
-        QMetaObject::invokeMethod(
-            self,
-            [self, p] {
-                if (self) self->onProgress(p);
-            },
-            Qt::QueuedConnection);
-    };
-    m_watcher.setFuture(QtConcurrent::run(
-        [in, out, folder, sink, token] { return runSlim(in, out, false, folder, sink, *token); }));
+    m_jobs.run(
+        kSlim,
+        [in, out, folder](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            return runSlim(in, out, false, folder, progress, cancel);
+        },
+        [this](const JobResult<SlimOutcome>& r) { onFinished(outcomeOf(r, false)); },
+        [this](const JobProgress& p) { onProgress(p); });
 }
 
 } // namespace ckpt::app

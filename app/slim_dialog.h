@@ -5,12 +5,10 @@
 // to open the result.
 #pragma once
 
-#include "ops/job.h"
+#include "job_manager.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
-#include <QFutureWatcher>
-#include <memory>
 
 class QLabel;
 class QLineEdit;
@@ -43,7 +41,6 @@ class SlimDialog : public QDialog
     Q_OBJECT
 public:
     explicit SlimDialog(const QString& input, QWidget* parent = nullptr);
-    ~SlimDialog() override;
 
     // A free name beside the input: NAME.slim.pt for a file, NAME-slim for a folder.
     static QString defaultOutput(const QString& input);
@@ -57,9 +54,6 @@ public:
     bool hasPrediction() const { return m_predicted; } // the dry run's result (or failure) is in
     const SlimOutcome& prediction() const { return m_prediction; }
     const SlimOutcome& outcome() const { return m_outcome; }
-    // Tests: cancel from the worker itself after this many progress reports with bytes done
-    // (a deterministic "cancel midway", whatever the machine's speed). 0 disables.
-    void setCancelAfterProgress(int reports) { m_cancelAfter = reports; }
 
 signals:
     void predicted(bool ok);
@@ -72,7 +66,9 @@ protected:
 
 private:
     void predict();
-    void onProgress(const ops::Progress& p);
+    void onProgress(const JobProgress& p);
+    void onPredicted(const SlimOutcome& o);
+    void onFinished(const SlimOutcome& o);
     void fillTable(const SlimOutcome& o, int column);
     QString actionText(const QString& action) const;
 
@@ -86,17 +82,13 @@ private:
     QPushButton* m_start;
     QPushButton* m_cancel;
     QPushButton* m_open;
-    std::shared_ptr<ops::CancelToken> m_token;
-    std::shared_ptr<ops::CancelToken> m_predictToken;
-    QFutureWatcher<SlimOutcome> m_watcher;
-    QFutureWatcher<SlimOutcome> m_predictWatcher;
     SlimOutcome m_prediction;
     SlimOutcome m_outcome;
     QStringList m_notes;
     QElapsedTimer m_clock;
-    int m_cancelAfter = 0;
     bool m_running = false;
     bool m_predicted = false;
+    JobManager m_jobs; // the prediction and the run; destroyed first, it stops and waits for them
 };
 
 } // namespace ckpt::app

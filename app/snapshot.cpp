@@ -21,6 +21,7 @@ Node* add(Node* parent, std::string name, NodeKind kind, std::string kindText)
     n->kind = kind;
     n->kindText = std::move(kindText);
     n->parent = parent;
+    n->row = parent ? int(parent->children.size()) : 0;
     n->path = parent && !parent->path.empty() ? parent->path + "/" + n->name : n->name;
     Node* raw = n.get();
     if (parent) parent->children.push_back(std::move(n));
@@ -102,6 +103,7 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
 
     if (layout::familyOf(path).id() != "file") {
         const auto opened = layout::openCheckpoint(path);
+        if (cancel) cancel->throwIfCancelled(); // the layout is read in one go; cancel stops after it
         const layout::Checkpoint& ck = opened->model;
         s->opened = opened;
         s->family = ck.family;

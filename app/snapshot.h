@@ -32,6 +32,7 @@ struct Node
     int param = -1;              // index into that tag's params
     nlohmann::ordered_json info; // details for the pane (tensor fields, config JSON, ...)
     Node* parent = nullptr;
+    int row = 0; // index in parent->children: the item model's row, without a search
     std::vector<std::unique_ptr<Node>> children;
 };
 

@@ -1,11 +1,16 @@
 // The window, offscreen: models under QAbstractItemModelTester; open a real DeepSpeed fixture,
-// expand, filter, select a parameter and check its partition table; export through the dialog
-// and compare with what zero_to_fp32 wrote; cancel midway and find nothing left; measure the
-// longest event-loop stall while loading and exporting; the zh_CN translation is complete.
+// expand, filter, select a parameter and check its partition table; every fixture renders its
+// tree; export through the dialog and compare with what zero_to_fp32 wrote; cancel midway, close
+// the dialog or the window while it runs, and find nothing left; the statistics of a node are
+// never shown under another; opening reports progress and stops on Cancel; the event loop keeps
+// running (no hang) while loading and exporting; the zh_CN translation is complete.
 #include "details_pane.h"
 #include "export_dialog.h"
 #include "io/output.h"
+#include "job_manager.h"
+#include "large_model.h"
 #include "layout/deepspeed.h"
+#include "layout/family.h"
 #include "main_window.h"
 #include "snapshot.h"
 #include "stall_meter.h"
@@ -13,13 +18,16 @@
 #include "torch/torch_writer.h"
 #include "tree_model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDirIterator>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QFile>
+#include <QImage>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -27,6 +35,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QThreadPool>
 #include <QTimer>
 #include <QTreeView>
 #include <QXmlStreamReader>
@@ -51,6 +61,34 @@ void optimizerStates(const app::Node& n, std::vector<const app::Node*>& out)
     if (n.kindText == "optimizer state") out.push_back(&n);
     for (const auto& c : n.children)
         optimizerStates(*c, out);
+}
+
+// The rows under `parent` of a proxy, recursively, with their names.
+void visibleRows(const QAbstractItemModel& m, const QModelIndex& parent, QList<QModelIndex>& out)
+{
+    for (int r = 0; r < m.rowCount(parent); ++r) {
+        const QModelIndex i = m.index(r, 0, parent);
+        out << i;
+        visibleRows(m, i, out);
+    }
+}
+
+// Whether every pixel of an image is the same: nothing was drawn.
+bool blank(const QImage& image)
+{
+    const QImage img = image.convertToFormat(QImage::Format_ARGB32);
+    for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x)
+            if (img.pixel(x, y) != img.pixel(0, 0)) return false;
+    return true;
+}
+
+// Every worker the jobs started has stopped, and what they posted has been delivered.
+void settleWorkers()
+{
+    QThreadPool::globalInstance()->waitForDone();
+    QCoreApplication::processEvents();
+    QCoreApplication::processEvents();
 }
 
 } // namespace
@@ -87,6 +125,7 @@ private slots:
         w.open(QString::fromStdString(fixture("zero2_bf16_w4")));
         QVERIFY(loaded.wait(30000));
         QCOMPARE(loaded.first().first().toBool(), true);
+        CKPT_VERIFY_RESPONSIVE(stall);
         qInfo("longest event-loop stall while opening: %lld ms", stall.longest());
         QCOMPARE(app::loadsOnGuiThread(), 0);
 
@@ -94,7 +133,28 @@ private slots:
         w.filterBox()->setText(QStringLiteral("fc2*"));
         const QModelIndex tag = w.proxy()->index(0, 0, w.proxy()->index(0, 0));
         QVERIFY(tag.isValid());
-        // every visible leaf under a tag's parameters matches the filter
+        // Every visible row matches the filter or leads to a row that does, and no matching node
+        // of the model is hidden.
+        QList<QModelIndex> rows;
+        visibleRows(*w.proxy(), {}, rows);
+        auto matches = [](const QModelIndex& i) {
+            return i.data().toString().contains(QLatin1String("fc2"), Qt::CaseInsensitive);
+        };
+        int shownMatches = 0;
+        for (const QModelIndex& i : rows) {
+            if (matches(i)) {
+                ++shownMatches;
+                continue;
+            }
+            QList<QModelIndex> below;
+            visibleRows(*w.proxy(), i, below);
+            QVERIFY2(std::any_of(below.begin(), below.end(), matches), qPrintable(i.data().toString()));
+        }
+        QList<QModelIndex> all;
+        visibleRows(*w.model(), {}, all);
+        QVERIFY(shownMatches > 0);
+        QCOMPARE(shownMatches, int(std::count_if(all.begin(), all.end(), matches)));
+        QVERIFY(rows.size() < all.size());
         QVERIFY(w.select(QStringLiteral("global_step4/parameters/fc2.bias")));
         QTableWidget* table = w.details()->partitionTable();
         const auto ck = layout::openDeepSpeed(fixture("zero2_bf16_w4"));
@@ -143,7 +203,23 @@ private slots:
         w.open(path);
         QVERIFY(loaded.wait(30000));
         QVERIFY2(loaded.first().first().toBool(), qPrintable(w.lastError()));
-        QVERIFY(!w.grab().isNull());
+        // The tree shows the checkpoint (or file) as its one top row, with its tags (or its
+        // entries) below; the window and the tree draw something.
+        QCOMPARE(w.proxy()->rowCount(), 1);
+        const QModelIndex root = w.proxy()->index(0, 0);
+        QCOMPARE(root.data().toString(), QFileInfo(path).fileName());
+        if (QFileInfo(path).isDir()) {
+            const auto opened = layout::openCheckpoint(path.toStdString());
+            QCOMPARE(w.proxy()->rowCount(root), int(opened->model.tags.size()));
+            for (int r = 0; r < w.proxy()->rowCount(root); ++r)
+                QCOMPARE(app::TreeModel::node(w.proxy()->mapToSource(w.proxy()->index(r, 0, root)))->kind,
+                         app::NodeKind::Tag);
+        } else {
+            QVERIFY(w.proxy()->rowCount(root) > 0);
+        }
+        QVERIFY(w.tree()->isVisible());
+        QVERIFY(!blank(w.tree()->viewport()->grab().toImage()));
+        QVERIFY(!blank(w.grab().toImage()));
     }
 
     // Moments kept in bf16 (tools/fixtures/make_edited_fixtures.py, case bf16_moments) were
@@ -200,6 +276,7 @@ private slots:
         w.open(QString::fromStdString(path));
         QVERIFY(loaded.wait(120000));
         QVERIFY(loaded.first().first().toBool());
+        CKPT_VERIFY_RESPONSIVE(stall);
         qInfo("20,000-tensor file: opened in %lld ms, longest event-loop stall %lld ms", clock.elapsed(),
               stall.longest());
         QCOMPARE(app::loadsOnGuiThread(), 0);
@@ -245,8 +322,13 @@ private slots:
         StallMeter stall;
         d.start();
         QVERIFY(done.wait(60000));
+        CKPT_VERIFY_RESPONSIVE(stall);
         qInfo("longest event-loop stall while exporting: %lld ms", stall.longest());
         QVERIFY2(d.outcome().ok, qPrintable(d.outcome().message));
+        // the casts ran on a backend the job chose, as the status bar names them
+        QVERIFY2(d.outcome().compute.startsWith(QLatin1String("cpu")) ||
+                     d.outcome().compute.startsWith(QLatin1String("cuda")),
+                 qPrintable(d.outcome().compute));
         const auto exp = testutil::readJson(fixture("zero3_fp32_w2") + ".expect.json");
         const auto& ref = exp["tags"]["global_step4"]["bin_sharded"];
         std::vector<std::string> files;
@@ -264,19 +346,190 @@ private slots:
         }
     }
 
+    // Cancel through the dialog's public API once bytes flow: a large model is still being
+    // written when the GUI thread hears of it.
     void cancelMidwayLeavesNothing()
     {
-        QTemporaryDir out;
-        app::ExportDialog d(QString::fromStdString(fixture("zero3_bf16_w4_subgroups")), {"global_step4"},
-                            QStringLiteral("global_step4"));
+        QTemporaryDir in, out;
+        testutil::writeLargeModel(in.path());
+        app::ExportDialog d(in.path(), {QFileInfo(in.path()).fileName()}, QFileInfo(in.path()).fileName());
         d.setOutputFolder(out.path());
-        d.setMaxShardSize(QStringLiteral("1KB"));
-        d.setCancelAfterProgress(2);
+        d.setMaxShardSize(QStringLiteral("16MB"));
+        connect(&d, &app::ExportDialog::progressed, &d, [&d](int permille) {
+            if (permille > 0) d.cancel();
+        });
         QSignalSpy done(&d, &app::ExportDialog::finished);
         d.start();
-        QVERIFY(done.wait(60000));
+        QVERIFY(done.wait(120000));
         QVERIFY(d.outcome().cancelled);
-        QCOMPARE(QDir(out.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+        QCOMPARE(QDir(out.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList());
+    }
+
+    // Closing the dialog (its window's close button, Escape) while it runs cancels the export
+    // (it used to run on, and the application's exit to wait for it) and leaves nothing.
+    void closingTheExportDialogCancels()
+    {
+        QTemporaryDir in, out;
+        testutil::writeLargeModel(in.path());
+        const QString tag = QFileInfo(in.path()).fileName();
+        app::ExportDialog d(in.path(), {tag}, tag);
+        d.show();
+        d.setOutputFolder(out.path());
+        connect(&d, &app::ExportDialog::progressed, &d, [&d](int permille) {
+            if (permille > 0) d.close();
+        });
+        QSignalSpy done(&d, &app::ExportDialog::finished);
+        d.start();
+        QVERIFY(done.wait(120000));
+        QVERIFY(d.outcome().cancelled);
+        QVERIFY(!d.running());
+        QCOMPARE(QDir(out.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList());
+    }
+
+    // The window closing while its export runs: the dialog's jobs are cancelled and waited for
+    // with it, so no worker writes on after it and nothing is left.
+    void closingTheWindowStopsItsExport()
+    {
+        QTemporaryDir in, out;
+        testutil::writeLargeModel(in.path());
+        {
+            app::MainWindow w;
+            w.show();
+            QSignalSpy loaded(&w, &app::MainWindow::loaded);
+            w.open(in.path());
+            QVERIFY(loaded.wait(60000));
+            QVERIFY2(loaded.first().first().toBool(), qPrintable(w.lastError()));
+            app::ExportDialog* d = w.openExportDialog();
+            QVERIFY(d);
+            d->setOutputFolder(out.path());
+            QEventLoop writing; // until bytes flow, then the window goes at once
+            connect(d, &app::ExportDialog::progressed, &writing, [&writing](int permille) {
+                if (permille > 0) writing.quit();
+            });
+            QTimer::singleShot(60000, &writing, &QEventLoop::quit);
+            d->start();
+            writing.exec();
+            QVERIFY(d->running());
+        } // the window and its dialog go, as when the application quits
+        settleWorkers();
+        QCOMPARE(QDir(out.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList());
+    }
+
+    // A report still computing when another node is selected is never shown under it.
+    void statisticsBelongToTheSelectedNode()
+    {
+        app::MainWindow w;
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(QString::fromStdString(fixture("zero2_bf16_w4")));
+        QVERIFY(loaded.wait(30000));
+        const QString a = QStringLiteral("global_step4/parameters/fc1.weight");
+        const QString b = QStringLiteral("global_step4/parameters/fc2.bias");
+        QSignalSpy ready(w.details(), &app::DetailsPane::statisticsReady);
+        auto request = [&](const QString& node) {
+            QVERIFY(w.select(node));
+            for (auto* button : w.details()->findChildren<QPushButton*>())
+                if (button->isVisible()) button->click();
+        };
+        // B alone: what its report says
+        request(b);
+        QVERIFY(ready.wait(30000));
+        const QString reportB = w.details()->statisticsText();
+        QVERIFY(reportB.contains(QLatin1String("mean")));
+        // A asked for, then B selected: A's report never appears under B
+        ready.clear();
+        request(a);
+        QVERIFY(w.details()->computing());
+        QVERIFY(w.select(b));
+        QVERIFY(!w.details()->computing());
+        settleWorkers();
+        QCOMPARE(ready.size(), 0);
+        QCOMPARE(w.details()->statisticsText(), QString());
+        // A, then B asked for at once: only B's report arrives
+        request(a);
+        request(b);
+        QVERIFY(ready.wait(30000));
+        settleWorkers();
+        QCOMPARE(ready.size(), 1);
+        QCOMPARE(w.details()->statisticsText(), reportB);
+    }
+
+    // Opening reports its progress; Cancel stops the worker (a cancelled result, not a
+    // snapshot dropped on arrival) and the tree keeps what it showed.
+    void openingReportsProgressAndCancels()
+    {
+        app::MainWindow w;
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        QSignalSpy progress(&w, &app::MainWindow::openProgressed);
+        const QString first = QString::fromStdString(fixture("zero3_bf16_w4_subgroups"));
+        w.open(first);
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(loaded.first().first().toBool());
+        QVERIFY(!progress.isEmpty());
+        for (const auto& report : progress) {
+            QVERIFY(report.at(0).toInt() >= 0 && report.at(0).toInt() <= 1000);
+            QVERIFY(!report.at(1).toString().isEmpty());
+        }
+        w.open(QString::fromStdString(fixture("zero2_bf16_w4")));
+        QVERIFY(w.loading());
+        w.cancelOpen();
+        QVERIFY(loaded.wait(30000));
+        QCOMPARE(loaded.last().first().toBool(), false);
+        QCOMPARE(w.lastError(), app::MainWindow::tr("Opening cancelled"));
+        QVERIFY(!w.loading());
+        QCOMPARE(QString::fromStdString(w.model()->snapshot()->path), first);
+        settleWorkers();
+        QCOMPARE(loaded.size(), 2); // nothing more arrives from the cancelled opening
+    }
+
+    // The job manager on its own: the latest request on a channel wins, the superseded result
+    // is never delivered, and results and reports arrive on the GUI thread.
+    void jobsOnAChannelLatestWins()
+    {
+        app::JobManager jobs;
+        QStringList results;
+        int reports = 0;
+        auto slowJob = [](int value) {
+            return [value](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+                for (int i = 0; i <= 1000; i += 100) {
+                    cancel.throwIfCancelled();
+                    progress({i, "step", uint64_t(i), 1000});
+                    QThread::msleep(2);
+                }
+                return value;
+            };
+        };
+        auto onResult = [&](const app::JobResult<int>& r) {
+            QCOMPARE(QThread::currentThread(), qApp->thread());
+            results << (r.ok()        ? QString::number(*r.value)
+                        : r.cancelled ? QStringLiteral("cancelled")
+                                      : r.error);
+        };
+        auto onProgress = [&](const app::JobProgress& p) {
+            QCOMPARE(QThread::currentThread(), qApp->thread());
+            QVERIFY(p.permille >= 0 && p.permille <= 1000);
+            ++reports;
+        };
+        jobs.run(QStringLiteral("c"), slowJob(1), onResult, onProgress);
+        jobs.run(QStringLiteral("c"), slowJob(2), onResult, onProgress);
+        QTRY_VERIFY_WITH_TIMEOUT(jobs.idle(), 30000);
+        settleWorkers();
+        QCOMPARE(results, QStringList{QStringLiteral("2")});
+        QVERIFY(reports > 0);
+        // cancel() delivers the cancelled result; drop() delivers nothing
+        jobs.run(QStringLiteral("c"), slowJob(3), onResult);
+        jobs.cancel(QStringLiteral("c"));
+        QTRY_VERIFY_WITH_TIMEOUT(jobs.idle(), 30000);
+        QCOMPARE(results.last(), QStringLiteral("cancelled"));
+        jobs.run(QStringLiteral("c"), slowJob(4), onResult);
+        jobs.drop(QStringLiteral("c"));
+        QVERIFY(jobs.idle());
+        settleWorkers();
+        QCOMPARE(results.size(), 2);
     }
 
     void chineseTranslationIsComplete()

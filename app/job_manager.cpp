@@ -1,0 +1,120 @@
+#include "job_manager.h"
+
+#include "tree_model.h"
+
+#include <chrono>
+#include <mutex>
+
+namespace ckpt::app {
+
+namespace {
+
+// A report reaches the GUI thread when its permille moved or after this interval (notes always):
+// a job with many small records must not flood the event queue, whatever its speed.
+constexpr auto kReportInterval = std::chrono::milliseconds(50);
+
+} // namespace
+
+QString progressText(const JobProgress& p)
+{
+    if (p.secondsLeft < 0)
+        return JobManager::tr("%1: %2 of %3").arg(p.stage, humanBytes(p.doneBytes), humanBytes(p.totalBytes));
+    return JobManager::tr("%1: %2 of %3, %4 GB/s, %5 s left")
+        .arg(p.stage, humanBytes(p.doneBytes), humanBytes(p.totalBytes))
+        .arg(p.bytesPerSecond / 1e9, 0, 'f', 2)
+        .arg(p.secondsLeft, 0, 'f', 0);
+}
+
+JobManager::JobManager(QObject* parent) : QObject(parent) {}
+
+JobManager::~JobManager()
+{
+    cancelAll();
+    for (QFuture<void>& f : m_futures)
+        f.waitForFinished();
+}
+
+JobManager::Started JobManager::begin(const QString& channel, ProgressHandler onProgress)
+{
+    drop(channel); // the latest request wins
+    Job job{++m_next, std::make_shared<ops::CancelToken>(), std::move(onProgress)};
+    struct Throttle
+    {
+        std::mutex lock; // writers may report from several threads at once
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+        int permille = -1;
+    };
+    auto throttle = std::make_shared<Throttle>();
+    const quint64 id = job.id;
+    ops::ProgressSink sink = [this, channel, id, throttle](const ops::Progress& p) {
+        const auto now = std::chrono::steady_clock::now();
+        {
+            const std::lock_guard<std::mutex> hold(throttle->lock);
+            if (p.note.empty() && p.permille == throttle->permille && now - throttle->last < kReportInterval)
+                return;
+            if (p.note.empty()) throttle->permille = p.permille;
+            throttle->last = now;
+        }
+        JobProgress r;
+        r.permille = p.permille;
+        r.stage = QString::fromStdString(p.stage);
+        r.doneBytes = p.doneBytes;
+        r.totalBytes = p.totalBytes;
+        r.note = QString::fromStdString(p.note);
+        const double secs = std::chrono::duration<double>(now - throttle->start).count();
+        if (secs > 0 && p.doneBytes) r.bytesPerSecond = double(p.doneBytes) / secs;
+        if (r.bytesPerSecond > 0 && p.totalBytes >= p.doneBytes)
+            r.secondsLeft = double(p.totalBytes - p.doneBytes) / r.bytesPerSecond;
+        QMetaObject::invokeMethod(
+            this, [this, channel, id, r] { deliver(channel, id, r); }, Qt::QueuedConnection);
+    };
+    Started s{job.id, job.token, std::move(sink)};
+    m_jobs.insert(channel, std::move(job));
+    return s;
+}
+
+void JobManager::remember(QFuture<void> future)
+{
+    std::erase_if(m_futures, [](const QFuture<void>& f) { return f.isFinished(); });
+    m_futures.push_back(std::move(future));
+}
+
+bool JobManager::finish(const QString& channel, quint64 id)
+{
+    const auto it = m_jobs.constFind(channel);
+    if (it == m_jobs.constEnd() || it->id != id) return false;
+    m_jobs.erase(it);
+    return true;
+}
+
+void JobManager::deliver(const QString& channel, quint64 id, const JobProgress& p)
+{
+    const auto it = m_jobs.constFind(channel);
+    if (it == m_jobs.constEnd() || it->id != id) return; // superseded, dropped or done
+    const ProgressHandler handler = it->onProgress;      // it may start or drop jobs
+    if (handler) handler(p);
+    emit progressed(channel, p);
+}
+
+void JobManager::cancel(const QString& channel)
+{
+    const auto it = m_jobs.constFind(channel);
+    if (it != m_jobs.constEnd()) it->token->cancel();
+}
+
+void JobManager::drop(const QString& channel)
+{
+    const auto it = m_jobs.constFind(channel);
+    if (it == m_jobs.constEnd()) return;
+    it->token->cancel();
+    m_jobs.erase(it);
+}
+
+void JobManager::cancelAll()
+{
+    for (const Job& j : std::as_const(m_jobs))
+        j.token->cancel();
+    m_jobs.clear();
+}
+
+} // namespace ckpt::app
