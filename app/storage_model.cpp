@@ -8,46 +8,42 @@
 
 namespace ckpt::app {
 
-StorageModel::StorageModel(QObject* parent) : QAbstractItemModel(parent) {}
+StorageModel::StorageModel(QObject* parent) : TreeModelBase<StorageItem>(parent) {}
 
 void StorageModel::setRows(std::vector<StorageRow> rows)
 {
     beginResetModel();
     m_rows = std::move(rows);
+    m_items.assign(m_rows.size(), {});
+    for (size_t s = 0; s < m_rows.size(); ++s) {
+        StorageItem& item = m_items[s];
+        item.row = int(s);
+        item.storage = s;
+        item.children.resize(m_rows[s].tensors.size());
+        for (size_t t = 0; t < item.children.size(); ++t)
+            item.children[t] = {&item, int(t), s, int(t), {}};
+    }
     endResetModel();
+}
+
+int StorageModel::childCount(const StorageItem* parent) const
+{
+    if (!parent) return int(m_items.size());
+    return int(parent->children.size()); // tensors have none
+}
+
+const StorageItem* StorageModel::childAt(const StorageItem* parent, int row) const
+{
+    return parent ? &parent->children[size_t(row)] : &m_items[size_t(row)];
 }
 
 QModelIndex StorageModel::indexOfTensor(const QString& path) const
 {
-    for (size_t s = 0; s < m_rows.size(); ++s)
-        for (size_t t = 0; t < m_rows[s].tensors.size(); ++t)
-            if (m_rows[s].tensors[t].path == path)
-                return m_rows[s].tensors.size() == 1 ? createIndex(int(s), 0, quintptr(0))
-                                                     : createIndex(int(t), 0, quintptr(s + 1));
+    for (const StorageItem& s : m_items)
+        for (const StorageItem& t : s.children)
+            if (m_rows[s.storage].tensors[size_t(t.tensor)].path == path)
+                return indexOf(s.children.size() == 1 ? &s : &t);
     return {};
-}
-
-QModelIndex StorageModel::index(int row, int column, const QModelIndex& parent) const
-{
-    if (row < 0 || column < 0 || column >= ColumnCount) return {};
-    if (!parent.isValid())
-        return size_t(row) < m_rows.size() ? createIndex(row, column, quintptr(0)) : QModelIndex();
-    if (isTensor(parent) || parent.column() != 0 || size_t(parent.row()) >= m_rows.size()) return {};
-    if (size_t(row) >= m_rows[size_t(parent.row())].tensors.size()) return {};
-    return createIndex(row, column, quintptr(parent.row() + 1));
-}
-
-QModelIndex StorageModel::parent(const QModelIndex& child) const
-{
-    if (!isTensor(child)) return {};
-    return createIndex(int(child.internalId() - 1), 0, quintptr(0));
-}
-
-int StorageModel::rowCount(const QModelIndex& parent) const
-{
-    if (!parent.isValid()) return int(m_rows.size());
-    if (isTensor(parent) || parent.column() != 0) return 0;
-    return int(m_rows[size_t(parent.row())].tensors.size());
 }
 
 int StorageModel::columnCount(const QModelIndex&) const
@@ -57,10 +53,11 @@ int StorageModel::columnCount(const QModelIndex&) const
 
 QVariant StorageModel::data(const QModelIndex& index, int role) const
 {
-    if (!index.isValid()) return {};
-    if (isTensor(index)) {
-        const StorageRow& s = m_rows[size_t(index.internalId() - 1)];
-        const StorageRow::TensorRow& t = s.tensors[size_t(index.row())];
+    const StorageItem* item = TreeModelBase::item(index);
+    if (!item) return {};
+    if (item->tensor >= 0) {
+        const StorageRow& s = m_rows[item->storage];
+        const StorageRow::TensorRow& t = s.tensors[size_t(item->tensor)];
         if (role == TensorPathRole) return t.path;
         if (role == BytesRole) return qulonglong(t.bytes);
         if (role == Qt::ToolTipRole)
@@ -78,7 +75,7 @@ QVariant StorageModel::data(const QModelIndex& index, int role) const
             return {};
         }
     }
-    const StorageRow& s = m_rows[size_t(index.row())];
+    const StorageRow& s = m_rows[item->storage];
     // A storage viewed by one tensor stands for it: its row names it and a click selects it.
     if (role == TensorPathRole) return s.tensors.size() == 1 ? QVariant(s.tensors.front().path) : QVariant();
     if (role == Qt::TextAlignmentRole && index.column() >= Size && index.column() <= UsedPercent)

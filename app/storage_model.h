@@ -4,7 +4,8 @@
 // built on a worker (ops::analyzeBloat); the rows arrive in the order they are shown.
 #pragma once
 
-#include <QAbstractItemModel>
+#include "tree_model_base.h"
+
 #include <QString>
 #include <vector>
 
@@ -30,7 +31,17 @@ struct StorageRow
     quint64 wasted() const { return size > used ? size - used : 0; }
 };
 
-class StorageModel : public QAbstractItemModel
+// A row of the storage table: a storage, or one of the tensors that view it.
+struct StorageItem
+{
+    const StorageItem* parent = nullptr;
+    int row = 0;
+    size_t storage = 0; // index into StorageModel::rows()
+    int tensor = -1;    // index into that storage's tensors; -1 for the storage's own row
+    std::vector<StorageItem> children;
+};
+
+class StorageModel : public TreeModelBase<StorageItem>
 {
     Q_OBJECT
 public:
@@ -44,18 +55,17 @@ public:
     // The row that stands for a tensor: its storage's when that has only this tensor, else its
     // child row; invalid when no storage lists it.
     QModelIndex indexOfTensor(const QString& path) const;
-    static bool isTensor(const QModelIndex& index) { return index.isValid() && index.internalId() != 0; }
+    static bool isTensor(const QModelIndex& index) { return item(index) && item(index)->tensor >= 0; }
 
-    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
-    QModelIndex parent(const QModelIndex& child) const override;
-    int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    // Child items carry their storage's row + 1 as internal id; storages carry 0.
+    int childCount(const StorageItem* parent) const override;
+    const StorageItem* childAt(const StorageItem* parent, int row) const override;
     std::vector<StorageRow> m_rows;
+    std::vector<StorageItem> m_items; // one per storage, its tensors as children
 };
 
 } // namespace ckpt::app

@@ -19,7 +19,7 @@ QString humanBytes(uint64_t n)
              : QString::number(n) + QLatin1String(" B");
 }
 
-TreeModel::TreeModel(QObject* parent) : QAbstractItemModel(parent) {}
+TreeModel::TreeModel(QObject* parent) : TreeModelBase<Node>(parent) {}
 
 void TreeModel::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
 {
@@ -28,25 +28,11 @@ void TreeModel::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
     endResetModel();
 }
 
-const Node* TreeModel::node(const QModelIndex& index)
-{
-    return index.isValid() ? static_cast<const Node*>(index.internalPointer()) : nullptr;
-}
-
 QString TreeModel::kindLabel(const Node& n)
 {
     // _codecs.encode(str, 'latin1') is how protocol 2 pickles bytes: it is data, not a call.
     if (n.kindText == "encode") return tr("bytes");
     return tr(n.kindText.c_str());
-}
-
-QModelIndex TreeModel::indexOf(const Node* n, int column) const
-{
-    if (!n || !n->parent) return createIndex(0, column, const_cast<Node*>(n));
-    const auto& siblings = n->parent->children;
-    for (size_t i = 0; i < siblings.size(); ++i)
-        if (siblings[i].get() == n) return createIndex(int(i), column, const_cast<Node*>(n));
-    return {};
 }
 
 QModelIndex TreeModel::indexOfPath(const QString& path) const
@@ -67,28 +53,15 @@ QModelIndex TreeModel::indexOfPath(const QString& path) const
     return {};
 }
 
-QModelIndex TreeModel::index(int row, int column, const QModelIndex& parent) const
-{
-    if (!m_snapshot || row < 0 || column < 0 || column >= ColumnCount) return {};
-    if (!parent.isValid()) return row == 0 ? createIndex(0, column, m_snapshot->root.get()) : QModelIndex();
-    const Node* p = node(parent);
-    if (size_t(row) >= p->children.size()) return {};
-    return createIndex(row, column, p->children[size_t(row)].get());
-}
-
-QModelIndex TreeModel::parent(const QModelIndex& child) const
-{
-    const Node* n = node(child);
-    if (!n || !n->parent) return {};
-    return indexOf(n->parent);
-}
-
-int TreeModel::rowCount(const QModelIndex& parent) const
+int TreeModel::childCount(const Node* parent) const
 {
     if (!m_snapshot) return 0;
-    if (!parent.isValid()) return 1;
-    if (parent.column() != 0) return 0;
-    return int(node(parent)->children.size());
+    return parent ? int(parent->children.size()) : 1; // one root: the checkpoint or file
+}
+
+const Node* TreeModel::childAt(const Node* parent, int row) const
+{
+    return parent ? parent->children[size_t(row)].get() : m_snapshot->root.get();
 }
 
 int TreeModel::columnCount(const QModelIndex&) const

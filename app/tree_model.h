@@ -1,17 +1,17 @@
 // The one tree model of the window: checkpoint -> tags -> configuration, rank files -> entries,
-// parameters -> optimizer state, over an immutable Snapshot. The row of a node is its index in
-// its parent's children; internalPointer is the node itself.
+// parameters -> optimizer state, over an immutable Snapshot whose nodes know their parent and
+// their row (TreeModelBase); internalPointer is the node itself.
 #pragma once
 
 #include "snapshot.h"
+#include "tree_model_base.h"
 
-#include <QAbstractItemModel>
 #include <QSortFilterProxyModel>
 #include <memory>
 
 namespace ckpt::app {
 
-class TreeModel : public QAbstractItemModel
+class TreeModel : public TreeModelBase<Node>
 {
     Q_OBJECT
 public:
@@ -23,19 +23,17 @@ public:
 
     void setSnapshot(std::shared_ptr<const Snapshot> snapshot);
     const Snapshot* snapshot() const { return m_snapshot.get(); }
-    static const Node* node(const QModelIndex& index);
+    static const Node* node(const QModelIndex& index) { return item(index); }
     static QString kindLabel(const Node& n); // the Kind column's text, translated
     QModelIndex indexOfPath(const QString& path) const;
 
-    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
-    QModelIndex parent(const QModelIndex& child) const override;
-    int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    QModelIndex indexOf(const Node* n, int column = 0) const;
+    int childCount(const Node* parent) const override;
+    const Node* childAt(const Node* parent, int row) const override;
     std::shared_ptr<const Snapshot> m_snapshot;
 };
 
