@@ -213,8 +213,10 @@ void printDiff(const ordered_json& doc, std::ostream& out)
 
 // stats and diff differ only in the operation and the renderers: backend, progress and output
 // are the same.
+// Warnings go to stderr after `warningPrefix` (stats: its path; diff: none, each names its side).
 template <typename Compute, typename Render, typename Print>
-int runAnalysis(const AnalyzeArgs& a, Compute compute, Render render, Print print)
+int runAnalysis(const AnalyzeArgs& a, const std::string& warningPrefix, Compute compute, Render render,
+                Print print)
 {
     auto backend = backendFor(a.device, a.quiet || a.json);
     ordered_json doc;
@@ -228,7 +230,7 @@ int runAnalysis(const AnalyzeArgs& a, Compute compute, Render render, Print prin
         print(doc, std::cout);
     // With --json too: the document holds them, stderr is where a person looks.
     for (const auto& w : doc["warnings"])
-        std::cerr << "ckpt: warning: " << a.a << ": " << w.get<std::string>() << "\n";
+        std::cerr << "ckpt: warning: " << warningPrefix << w.get<std::string>() << "\n";
     return 0;
 }
 
@@ -237,7 +239,7 @@ int runAnalysis(const AnalyzeArgs& a, Compute compute, Render render, Print prin
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
     return runAnalysis(
-        a,
+        a, a.a + ": ",
         [&](const std::shared_ptr<gpu::ComputeBackend>& b, const ops::ProgressSink& p) {
             ops::AnalyzeOptions o;
             o.source.tag = a.tag;
@@ -252,11 +254,13 @@ int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel)
 {
     return runAnalysis(
-        a,
+        a, "",
         [&](const std::shared_ptr<gpu::ComputeBackend>& b, const ops::ProgressSink& p) {
             ops::DiffOptions o;
-            o.a.tag = o.b.tag = a.tag;
+            o.a.tag = a.tagA.empty() ? a.tag : a.tagA;
+            o.b.tag = a.tagB.empty() ? a.tag : a.tagB;
             o.a.backend = o.b.backend = b;
+            o.moments = a.moments;
             return ops::computeDiff(a.a, a.b, o, *b, p, cancel);
         },
         diffJson, printDiff);
