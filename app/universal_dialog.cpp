@@ -1,0 +1,304 @@
+#include "universal_dialog.h"
+
+#include "io/output.h"
+#include "ops/inspect.h"
+#include "ops/universal.h"
+
+#include <QCheckBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QMetaObject>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace ckpt::app {
+
+namespace {
+
+QString bytesText(uint64_t n)
+{
+    return QString::fromStdString(ops::humanBytes(n));
+}
+
+} // namespace
+
+UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent)
+    : QDialog(parent), m_tag(tag)
+{
+    // The tag folder is what is converted (as ds_to_universal's --input_folder): the Universal
+    // folder may then lie beside it in the checkpoint folder, where DeepSpeed's
+    // load_checkpoint(folder) with load_universal finds it through latest_universal.
+    const QDir root(checkpoint);
+    const bool isRoot = !tag.isEmpty() && QFileInfo(root.filePath(tag)).isDir();
+    m_input = isRoot ? QDir::cleanPath(root.filePath(tag)) : QDir::cleanPath(checkpoint);
+    const QString parentDir = QFileInfo(m_input).absolutePath();
+    const QString name = QFileInfo(m_input).fileName();
+
+    setWindowTitle(tr("Convert to Universal checkpoint"));
+    auto* form = new QFormLayout;
+    auto* from = new QLabel(m_input, this);
+    from->setTextFormat(Qt::PlainText);
+    from->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    from->setWordWrap(true);
+    m_output = new QLineEdit(QDir(parentDir).filePath(name + QStringLiteral("_universal")), this);
+    m_output->setObjectName(QStringLiteral("output"));
+    auto* browse = new QPushButton(tr("Browse..."), this);
+    auto* outRow = new QHBoxLayout;
+    outRow->addWidget(m_output, 1);
+    outRow->addWidget(browse);
+    m_inject = new QCheckBox(tr("Data parallelism only: convert without universal_checkpoint_info "
+                                "(DeepSpeed's --inject_missing_state)"),
+                             this);
+    m_inject->setChecked(true);
+    m_inject->setToolTip(tr("Models trained without Megatron-style tensor parallelism (Hugging Face, plain "
+                            "DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then "
+                            "needs --inject_missing_state, which this does."));
+    form->addRow(tr("Tag"), from);
+    form->addRow(tr("Universal folder"), outRow);
+    form->addRow(QString(), m_inject);
+    auto* hint = new QLabel(tr("latest_universal is written beside the Universal folder: resume with "
+                               "\"checkpoint\": {\"load_universal\": true} and load_checkpoint(its parent)."),
+                            this);
+    hint->setWordWrap(true);
+    m_progress = new QProgressBar(this);
+    m_progress->setRange(0, 1000);
+    m_status = new QLabel(this);
+    m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText); // messages name files; a '<' in one is not markup
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_start = new QPushButton(tr("Convert"), this);
+    m_start->setDefault(true);
+    m_cancel = new QPushButton(tr("Cancel"), this);
+    m_open = new QPushButton(tr("Open result"), this);
+    m_open->setObjectName(QStringLiteral("openResult"));
+    m_open->setVisible(false);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch();
+    buttons->addWidget(m_open);
+    buttons->addWidget(m_cancel);
+    buttons->addWidget(m_start);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(hint);
+    layout->addWidget(m_progress);
+    layout->addWidget(m_status);
+    layout->addLayout(buttons);
+    resize(640, sizeHint().height());
+
+    connect(browse, &QPushButton::clicked, this, [this] {
+        // A new folder's name: chosen like a file to save (an existing folder must be empty).
+        const QString d = QFileDialog::getSaveFileName(this, tr("Universal folder"), m_output->text());
+        if (!d.isEmpty()) m_output->setText(d);
+    });
+    connect(m_start, &QPushButton::clicked, this, &UniversalDialog::start);
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (running())
+            cancel();
+        else
+            QDialog::reject();
+    });
+    connect(m_open, &QPushButton::clicked, this, &UniversalDialog::openResult);
+    connect(&m_watcher, &QFutureWatcher<UniversalOutcome>::finished, this, &UniversalDialog::onFinished);
+}
+
+UniversalDialog::~UniversalDialog()
+{
+    if (running()) {
+        m_token->cancel();
+        m_watcher.waitForFinished();
+    }
+}
+
+void UniversalDialog::setOpenResult(std::function<void(const QString&)> open)
+{
+    m_openResult = std::move(open);
+}
+
+void UniversalDialog::setOutputFolder(const QString& dir)
+{
+    m_output->setText(dir);
+}
+
+QString UniversalDialog::outputFolder() const
+{
+    return m_output->text();
+}
+
+void UniversalDialog::setInjectMissingState(bool inject)
+{
+    m_inject->setChecked(inject);
+}
+
+bool UniversalDialog::running() const
+{
+    return m_watcher.isRunning();
+}
+
+void UniversalDialog::cancel()
+{
+    if (m_token) m_token->cancel();
+    m_status->setText(tr("Cancelling..."));
+}
+
+void UniversalDialog::reject()
+{
+    if (running()) {
+        cancel();
+        return; // closes once the worker has stopped and removed its files
+    }
+    QDialog::reject();
+}
+
+void UniversalDialog::openResult()
+{
+    if (!m_outcome.ok) return;
+    if (m_openResult) m_openResult(m_outcome.output);
+    accept();
+}
+
+void UniversalDialog::onProgress(const ops::Progress& p)
+{
+    if (!p.note.empty()) { // e.g. stale partial output removed: kept for the tooltip
+        m_notes << QString::fromStdString(p.note);
+        m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
+        return;
+    }
+    m_progress->setValue(p.permille);
+    const double secs = m_clock.elapsed() / 1000.0;
+    const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
+    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
+    if (p.totalBytes)
+        m_status->setText(
+            tr("%1: %2 of %3, %4 GB/s, %5 s left")
+                .arg(QString::fromStdString(p.stage), bytesText(p.doneBytes), bytesText(p.totalBytes))
+                .arg(rate / 1e9, 0, 'f', 2)
+                .arg(eta, 0, 'f', 0));
+    else
+        m_status->setText(QString::fromStdString(p.stage));
+    emit progressed(p.permille);
+}
+
+void UniversalDialog::start()
+{
+    if (running()) return;
+    const QString out = m_output->text().trimmed();
+    if (out.isEmpty()) {
+        m_status->setText(tr("Choose the Universal folder first."));
+        return;
+    }
+    // The check the conversion makes, before anything runs: an output on or inside the tag is
+    // refused here with its reason.
+    try {
+        io::checkOutputOutsideInputs({m_input.toStdString()}, out.toStdString());
+    } catch (const std::exception& e) {
+        m_outcome = {};
+        m_outcome.message = QString::fromUtf8(e.what());
+        m_status->setText(m_outcome.message);
+        emit finished(false);
+        return;
+    }
+    ops::UniversalOptions opt;
+    opt.injectMissingState = m_inject->isChecked();
+    m_token = std::make_shared<ops::CancelToken>();
+    m_outcome = {};
+    m_notes.clear();
+    m_start->setEnabled(false);
+    m_output->setEnabled(false);
+    m_inject->setEnabled(false);
+    m_open->setVisible(false);
+    m_cancel->setText(tr("Cancel"));
+    m_progress->setValue(0);
+    m_status->setText(tr("Reading %1...").arg(m_input));
+    m_clock.start();
+    const std::string in = m_input.toStdString(), outPath = out.toStdString();
+    auto token = m_token;
+    QPointer<UniversalDialog> self(this);
+    auto reports = std::make_shared<int>(0);
+    const int cancelAfter = m_cancelAfter;
+    // The worker only posts plain values back; the GUI thread updates the widgets.
+    m_watcher.setFuture(QtConcurrent::run([in, outPath, opt, token, self, reports, cancelAfter] {
+        UniversalOutcome r;
+        try {
+            const ops::UniversalResult res = ops::universal(
+                in, outPath, opt,
+                [self, token, reports, cancelAfter](const ops::Progress& p) {
+                    if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
+                    QMetaObject::invokeMethod(
+                        self,
+                        [self, p] {
+                            if (self) self->onProgress(p);
+                        },
+                        Qt::QueuedConnection);
+                },
+                *token);
+            r.ok = true;
+            r.output = QString::fromStdString(res.output);
+            r.latestFile = QString::fromStdString(res.latestFile);
+            r.zeroStage = res.zeroStage;
+            r.worldSize = res.worldSize;
+            r.parameters = qint64(res.parameters);
+            r.files = qint64(res.files);
+            r.bytesWritten = res.bytesWritten;
+        } catch (const Cancelled&) {
+            r.cancelled = true;
+        } catch (const std::exception& e) {
+            r.message = QString::fromUtf8(e.what());
+        }
+        return r;
+    }));
+}
+
+void UniversalDialog::onFinished()
+{
+    m_outcome = m_watcher.result();
+    m_start->setEnabled(true);
+    m_output->setEnabled(true);
+    m_inject->setEnabled(true);
+    m_cancel->setText(tr("Close"));
+    const double secs = m_clock.elapsed() / 1000.0;
+    if (m_outcome.ok) {
+        m_progress->setValue(1000);
+        m_status->setText(tr("Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s "
+                             "(%8 GB/s). latest_universal is in %9.")
+                              .arg(m_outcome.output)
+                              .arg(m_outcome.zeroStage)
+                              .arg(m_outcome.worldSize)
+                              .arg(m_outcome.parameters)
+                              .arg(m_outcome.files)
+                              .arg(bytesText(m_outcome.bytesWritten))
+                              .arg(secs, 0, 'f', 1)
+                              .arg(secs > 0 ? double(m_outcome.bytesWritten) / secs / 1e9 : 0.0, 0, 'f', 2)
+                              .arg(QFileInfo(m_outcome.latestFile).absolutePath()));
+        m_start->setEnabled(false); // the folder is no longer empty: a second run would be refused
+        m_open->setVisible(true);
+        m_open->setDefault(true);
+    } else if (m_outcome.cancelled) {
+        m_progress->setValue(0);
+        m_status->setText(tr("Cancelled; nothing was left behind."));
+    } else {
+        m_progress->setValue(0);
+        m_status->setText(m_outcome.message);
+        if (isVisible()) QMessageBox::critical(this, tr("Conversion failed"), m_outcome.message);
+    }
+    emit finished(m_outcome.ok);
+}
+
+void showConvertToUniversal(QWidget* parent, const QString& checkpointPath, const QString& tag,
+                            std::function<void(const QString&)> openResult)
+{
+    auto* dialog = new UniversalDialog(checkpointPath, tag, parent);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setOpenResult(std::move(openResult));
+    dialog->open();
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,93 @@
+// "Convert to Universal...": the same conversion as `ckpt universal`, from a ZeRO tag, on a worker
+// with progress (bytes, GB/s, ETA) and a Cancel that stops it and leaves nothing behind. An
+// output folder on or inside the tag is refused before anything runs, with the reason the
+// conversion itself gives; an error names the file. Once done it shows what was written and
+// offers to open the result. Closing the dialog while it runs cancels; destroying it (the window
+// closing) cancels and waits.
+#pragma once
+
+#include "ops/job.h"
+
+#include <QDialog>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <functional>
+#include <memory>
+
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+
+namespace ckpt::app {
+
+struct UniversalOutcome
+{
+    bool ok = false;
+    bool cancelled = false;
+    QString message;
+    QString output;     // the Universal folder
+    QString latestFile; // latest_universal in its parent
+    int zeroStage = 0, worldSize = 0;
+    qint64 parameters = 0, files = 0;
+    quint64 bytesWritten = 0;
+};
+
+class UniversalDialog : public QDialog
+{
+    Q_OBJECT
+public:
+    // `checkpoint` a checkpoint folder holding `tag`, or the tag folder itself.
+    UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent = nullptr);
+    ~UniversalDialog() override;
+
+    // What "Open result" does with the Universal folder (the window opens it as a checkpoint).
+    void setOpenResult(std::function<void(const QString&)> open);
+
+    // For tests and scripted use.
+    QString input() const { return m_input; } // the tag folder converted
+    void setOutputFolder(const QString& dir);
+    QString outputFolder() const;
+    void setInjectMissingState(bool inject);
+    void start();
+    void cancel();
+    bool running() const;
+    const UniversalOutcome& outcome() const { return m_outcome; }
+    void cancelAfterReports(int n) { m_cancelAfter = n; } // the worker cancels itself (tests)
+    void openResult();
+
+signals:
+    void finished(bool ok);
+    void progressed(int permille);
+
+protected:
+    void reject() override; // Escape or closing the window while it runs: cancel first
+
+private:
+    void onProgress(const ops::Progress& p);
+    void onFinished();
+
+    QString m_input, m_tag;
+    QLineEdit* m_output;
+    QCheckBox* m_inject;
+    QProgressBar* m_progress;
+    QLabel* m_status;
+    QPushButton* m_start;
+    QPushButton* m_cancel;
+    QPushButton* m_open;
+    std::function<void(const QString&)> m_openResult;
+    UniversalOutcome m_outcome;
+    QStringList m_notes;
+    QElapsedTimer m_clock;
+    std::shared_ptr<ops::CancelToken> m_token;
+    QFutureWatcher<UniversalOutcome> m_watcher;
+    int m_cancelAfter = 0;
+};
+
+// The window's entry point: opens the dialog for `tag` of the checkpoint at `checkpointPath`
+// (deleted when closed); "Open result" calls `openResult` with the Universal folder.
+void showConvertToUniversal(QWidget* parent, const QString& checkpointPath, const QString& tag,
+                            std::function<void(const QString&)> openResult);
+
+} // namespace ckpt::app
