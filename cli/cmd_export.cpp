@@ -26,7 +26,7 @@ std::optional<torch::DType> parseDtype(const std::string& s)
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
 {
     // A single file is copied into one safetensors file; every other family becomes a folder.
-    if (layout::familyOf(a.input).id() != "file") {
+    if (!layout::familyOf(a.input).singleFile()) {
         ops::ConsolidateOptions opt;
         opt.tag = a.tag;
         if (a.format != "safetensors" && a.format != "bin")

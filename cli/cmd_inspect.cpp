@@ -10,7 +10,7 @@ namespace ckpt::cli {
 int runInspect(const InspectArgs& a)
 {
     // A checkpoint shows tags, files and parameters; a single file its whole object tree.
-    if (layout::familyOf(a.path).id() != "file") {
+    if (!layout::familyOf(a.path).singleFile()) {
         const auto doc = ops::inspectCheckpoint(a.path, a.tag);
         if (a.json)
             std::cout << doc.dump(2) << "\n";

@@ -203,6 +203,20 @@ private slots:
         QCOMPARE(n, hb.size());
     }
 
+    // Whether a path is one object tree (exported to one file, inspected whole) is the family's
+    // trait, not a test of its id in the commands.
+    void singleFileIsAFamilyTrait()
+    {
+        const std::string file = testutil::dataDir() + "/torch/torch-2.x/state_dict.pt";
+        const std::string folder = testutil::dataDir() + "/deepspeed/zero2_fp32_w1";
+        QVERIFY(layout::familyOf(file).singleFile());
+        QVERIFY(!layout::familyOf(folder).singleFile());
+        QVERIFY(layout::openCheckpoint(file)->model.singleFile);
+        QVERIFY(!layout::openCheckpoint(folder)->model.singleFile);
+        for (const layout::Family* f : layout::families())
+            QCOMPARE(f->singleFile(), f == &layout::familyOf(file));
+    }
+
     // The model's latest() and the tag every command reads agree: `latest` names it, else the
     // only tag, else none (it once fell back to the last tag where the commands refused).
     void latestIsTheTagCommandsRead()

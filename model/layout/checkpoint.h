@@ -108,8 +108,9 @@ struct Tag
 struct Checkpoint
 {
     std::string root;
-    std::string family;     // the recognizer's id: "deepspeed", "file", "hf", ...
-    std::string familyName; // ...and its display name: "DeepSpeed checkpoint"
+    std::string family;      // the recognizer's id: "deepspeed", "file", "hf", ...
+    std::string familyName;  // ...and its display name: "DeepSpeed checkpoint"
+    bool singleFile = false; // Family::singleFile()
     std::vector<Tag> tags;
     std::vector<std::string> warnings;
 

@@ -66,6 +66,7 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
     c->model.root = list.root;
     c->model.family = std::string(c->family->id());
     c->model.familyName = std::string(c->family->displayName());
+    c->model.singleFile = c->family->singleFile();
     c->model.warnings = list.warnings;
     if (!list.latest.empty() && std::none_of(list.tags.begin(), list.tags.end(),
                                              [&](const auto& t) { return t.first == list.latest; }))

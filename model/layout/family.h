@@ -31,6 +31,9 @@ public:
     virtual std::string_view displayName() const = 0; // "DeepSpeed checkpoint", for people
     // For "no checkpoint found; looked for ...": what this family looks like on disk.
     virtual std::string_view lookedFor() const = 0;
+    // One file holding one object tree (a torch.save or safetensors file), not a folder of
+    // tags: it is exported to one file and inspected as its whole object tree.
+    virtual bool singleFile() const { return false; }
     // Cheap and content-based (magic bytes, `latest`, `.metadata`, an index JSON; never a name
     // alone): reads directory entries and at most a few KiB. Never throws.
     virtual bool match(const std::string& path) const = 0;

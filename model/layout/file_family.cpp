@@ -33,6 +33,7 @@ public:
     std::string_view id() const override { return "file"; }
     std::string_view displayName() const override { return "file"; }
     std::string_view lookedFor() const override { return "a torch.save or safetensors file"; }
+    bool singleFile() const override { return true; }
     bool match(const std::string& path) const override
     {
         // Any regular file: its reader then says precisely what is wrong with one that is not a

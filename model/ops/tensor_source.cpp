@@ -191,7 +191,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
 {
     if (!tag.notExportable.empty()) throw Error(tag.notExportable, tag.dir);
     TensorSet set;
-    set.label = opened->model.family == "file" ? tag.dir : opened->model.root + " (tag " + tag.name + ")";
+    set.label = opened->model.singleFile ? tag.dir : opened->model.root + " (tag " + tag.name + ")";
     set.tag = tag.name;
     set.warnings = tag.warnings;
     set.exportFiles = tag.exportFiles;
@@ -269,7 +269,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
         if (available != p.numel())
             throw Error("parameter '" + p.name + "' has " + std::to_string(available) + " of its " +
                             std::to_string(p.numel()) + " elements in the " +
-                            (opened->model.family == "file" ? "file" : "checkpoint's files"),
+                            (opened->model.singleFile ? "file" : "checkpoint's files"),
                         tag.dir);
         // One whole contiguous source, not cast: its bytes can be read in place.
         if (!reader->chunked && reader->pieces.size() == 1 && reader->from == to &&
