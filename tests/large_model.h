@@ -6,7 +6,10 @@
 #include "io/output.h"
 #include "torch/torch_writer.h"
 
+#include <QEventLoop>
+#include <QObject>
 #include <QString>
+#include <QTimer>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -30,6 +33,25 @@ inline QString writeLargeModel(const QString& dir, int tensors = 32)
     torch::writeTorchZip(tx.create(), out, {}, "pytorch_model", {}, cancel);
     tx.commit();
     return QString::fromStdString(path);
+}
+
+// Calls `act` on the GUI thread on each report of `dialog`'s job once it has written bytes.
+template <typename Dialog, typename Act> void whenWriting(Dialog* dialog, Act act)
+{
+    QObject::connect(dialog, &Dialog::progressed, dialog, [act](int permille) mutable {
+        if (permille > 0) act();
+    });
+}
+
+// Runs the event loop until `dialog`'s job has written bytes (or a minute has passed).
+template <typename Dialog> void waitUntilWriting(Dialog* dialog)
+{
+    QEventLoop writing;
+    QObject::connect(dialog, &Dialog::progressed, &writing, [&writing](int permille) {
+        if (permille > 0) writing.quit();
+    });
+    QTimer::singleShot(60000, &writing, &QEventLoop::quit);
+    writing.exec();
 }
 
 } // namespace testutil

@@ -25,7 +25,6 @@
 #include <QApplication>
 #include <QDirIterator>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFile>
 #include <QImage>
 #include <QLineEdit>
@@ -355,9 +354,7 @@ private slots:
         app::ExportDialog d(in.path(), {QFileInfo(in.path()).fileName()}, QFileInfo(in.path()).fileName());
         d.setOutputFolder(out.path());
         d.setMaxShardSize(QStringLiteral("16MB"));
-        connect(&d, &app::ExportDialog::progressed, &d, [&d](int permille) {
-            if (permille > 0) d.cancel();
-        });
+        testutil::whenWriting(&d, [&d] { d.cancel(); });
         QSignalSpy done(&d, &app::ExportDialog::finished);
         d.start();
         QVERIFY(done.wait(120000));
@@ -376,9 +373,7 @@ private slots:
         app::ExportDialog d(in.path(), {tag}, tag);
         d.show();
         d.setOutputFolder(out.path());
-        connect(&d, &app::ExportDialog::progressed, &d, [&d](int permille) {
-            if (permille > 0) d.close();
-        });
+        testutil::whenWriting(&d, [&d] { d.close(); });
         QSignalSpy done(&d, &app::ExportDialog::finished);
         d.start();
         QVERIFY(done.wait(120000));
@@ -404,13 +399,8 @@ private slots:
             app::ExportDialog* d = w.openExportDialog();
             QVERIFY(d);
             d->setOutputFolder(out.path());
-            QEventLoop writing; // until bytes flow, then the window goes at once
-            connect(d, &app::ExportDialog::progressed, &writing, [&writing](int permille) {
-                if (permille > 0) writing.quit();
-            });
-            QTimer::singleShot(60000, &writing, &QEventLoop::quit);
             d->start();
-            writing.exec();
+            testutil::waitUntilWriting(d); // then the window goes at once
             QVERIFY(d->running());
         } // the window and its dialog go, as when the application quits
         settleWorkers();

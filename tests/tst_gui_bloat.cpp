@@ -22,7 +22,6 @@
 #include <QDirIterator>
 #include <QDockWidget>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFile>
 #include <QMessageBox>
 #include <QSignalSpy>
@@ -455,8 +454,8 @@ private slots:
         app::SlimDialog d(in.path());
         d.setOutput(out);
         bool cancelling = true;
-        connect(&d, &app::SlimDialog::progressed, &d, [&](int permille) {
-            if (cancelling && permille > 0) d.cancel();
+        testutil::whenWriting(&d, [&] {
+            if (cancelling) d.cancel();
         });
         QSignalSpy done(&d, &app::SlimDialog::finished);
         d.start();
@@ -480,9 +479,7 @@ private slots:
         const QString out = tmp.filePath(QStringLiteral("x.pt"));
         app::SlimDialog d(file);
         d.setOutput(out);
-        connect(&d, &app::SlimDialog::progressed, &d, [&d](int permille) {
-            if (permille > 0) d.cancel();
-        });
+        testutil::whenWriting(&d, [&d] { d.cancel(); });
         QSignalSpy done(&d, &app::SlimDialog::finished);
         d.start();
         QVERIFY(done.wait(120000));
@@ -501,9 +498,7 @@ private slots:
             app::SlimDialog d(in.path());
             d.show();
             d.setOutput(out);
-            connect(&d, &app::SlimDialog::progressed, &d, [&d](int permille) {
-                if (permille > 0) d.close();
-            });
+            testutil::whenWriting(&d, [&d] { d.close(); });
             QSignalSpy done(&d, &app::SlimDialog::finished);
             d.start();
             QVERIFY(done.wait(120000));
@@ -516,13 +511,8 @@ private slots:
         {
             app::SlimDialog d(in.path());
             d.setOutput(out);
-            QEventLoop writing;
-            connect(&d, &app::SlimDialog::progressed, &writing, [&writing](int permille) {
-                if (permille > 0) writing.quit();
-            });
-            QTimer::singleShot(60000, &writing, &QEventLoop::quit);
             d.start();
-            writing.exec();
+            testutil::waitUntilWriting(&d); // then the dialog goes at once
             QVERIFY(d.running());
         }
         QThreadPool::globalInstance()->waitForDone();
