@@ -12,6 +12,9 @@ requires_grad, storage size). bench/consolidate.sh runs it before generating any
 Usage:
   make_large_checkpoint.py --stage 2 --mimic            # compatibility check, exit 1 on a difference
   make_large_checkpoint.py --stage 2 --params 1.1e9 OUT # ~4.4 GB of fp32 master weights, W=4
+  make_large_checkpoint.py --stage 3 --params 5e8 --tag global_step8 --seed 1 OUT
+        # a second tag of OUT: the first one's values after a small update (bench/compare.sh)
+  make_large_checkpoint.py --stage 3 --params 1e9 --world 64 OUT   # the scale run (64 ranks)
 """
 import argparse
 import collections
@@ -44,8 +47,23 @@ def random_values(seed=0):
 
     def get(name, n):
         # seeded by name: the same values whenever a rank asks again (ZeRO-3 is built rank by rank)
-        g = torch.Generator().manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
+        g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
         master = torch.randn(n, generator=g, dtype=torch.float32) * 0.02
+        if seed:  # a later step: the same weights after a small update, as two saves of one run
+            g.manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
+            master += torch.randn(n, generator=g, dtype=torch.float32) * 1e-4
+        return {"master": master, "exp_avg": master * 0.1, "exp_avg_sq": master * master, "lp": master.to(torch.bfloat16)}
+    return get
+
+
+def constant_values():
+    """One value per parameter (from its name): for runs where only the layout matters (the 64-rank
+    scale run), since ZeRO-3 is built rank by rank and random values would be drawn W times."""
+    import zlib
+
+    def get(name, n):
+        c = (zlib.crc32(name.encode()) % 1000 - 500) * 1e-5
+        master = torch.full((n,), c, dtype=torch.float32)
         return {"master": master, "exp_avg": master * 0.1, "exp_avg_sq": master * master, "lp": master.to(torch.bfloat16)}
     return get
 
@@ -292,9 +310,13 @@ def main():
     ap.add_argument("--stage", type=int, choices=(2, 3), required=True)
     ap.add_argument("--params", type=float, default=1.1e9)
     ap.add_argument("--mimic", action="store_true")
+    ap.add_argument("--tag", default=TAG, help="tag folder to write (latest then names it)")
+    ap.add_argument("--seed", type=int, default=0, help="0: the base values; n > 0: them after a small update")
+    ap.add_argument("--world", type=int, default=4, help="data-parallel ranks W")
+    ap.add_argument("--constant-values", action="store_true", help="one value per parameter (fast; layout-only runs)")
     args = ap.parse_args()
     models, optims = template(args.stage)
-    W = 4
+    W = 4 if args.mimic else args.world
     if args.mimic:
         import tempfile
         out = pathlib.Path(tempfile.mkdtemp()) / TAG
@@ -316,18 +338,18 @@ def main():
         print(f"mimic stage {args.stage}: {len(list(real.glob('*.pt')))} files compared, {len(diffs)} differences")
         return 1 if diffs else 0
     out = pathlib.Path(args.out)
-    tagdir = out / TAG
+    tagdir = out / args.tag
     tagdir.mkdir(parents=True, exist_ok=True)
-    (out / "latest").write_text(TAG)
     groups = big_groups(args.params)
     n = sum(math.prod(s) for g in groups for s in g.values())
     print(f"stage {args.stage}: {n / 1e9:.2f}B parameters, {n * 4 / 1e9:.1f} GB of fp32 master weights, W={W}", flush=True)
-    values = random_values()
+    values = constant_values() if args.constant_values else random_values(args.seed)
     if args.stage == 2:
         build_stage2(models[0], optims, groups, W, values, tagdir, {})
     else:
         order = [k for g in groups for k in g]
         build_stage3(models, optims, groups, W, values, tagdir, {}, order)
+    (out / "latest").write_text(args.tag)  # last: a folder without `latest` is an unfinished one
     return 0
 
 

@@ -2,6 +2,7 @@
 // device answers, on CUDA streaming from host memory — next to what the hardware does in the
 // same run: one pass reading memory with all cores, and pinned host-to-device copies.
 // Usage: bench_compute [MiB]  (default 1024)
+//        bench_compute --read-bandwidth [MiB]   prints only the memory-read GB/s (for other benches)
 #include "compute_backend.h"
 
 #include <chrono>
@@ -81,6 +82,11 @@ void run(ComputeBackend& b, const char* label, const std::vector<uint8_t>& x, co
 
 int main(int argc, char** argv)
 {
+    if (argc > 1 && std::string(argv[1]) == "--read-bandwidth") {
+        std::vector<uint8_t> b((argc > 2 ? std::stoul(argv[2]) : 1024) << 20, 1);
+        std::printf("%.2f\n", double(b.size()) / memoryRead(b) / 1e9);
+        return 0;
+    }
     const size_t mib = argc > 1 ? std::stoul(argv[1]) : 1024;
     std::vector<uint8_t> x(mib << 20), y(mib << 20);
     std::mt19937 rng(1);
