@@ -13,16 +13,15 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
-#include <QMetaObject>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace ckpt::app {
 
 namespace {
+
+const QString kChannel = QStringLiteral("universal");
 
 QString bytesText(uint64_t n)
 {
@@ -107,15 +106,6 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
             QDialog::reject();
     });
     connect(m_open, &QPushButton::clicked, this, &UniversalDialog::openResult);
-    connect(&m_watcher, &QFutureWatcher<UniversalOutcome>::finished, this, &UniversalDialog::onFinished);
-}
-
-UniversalDialog::~UniversalDialog()
-{
-    if (running()) {
-        m_token->cancel();
-        m_watcher.waitForFinished();
-    }
 }
 
 void UniversalDialog::setOpenResult(std::function<void(const QString&)> open)
@@ -140,22 +130,23 @@ void UniversalDialog::setInjectMissingState(bool inject)
 
 bool UniversalDialog::running() const
 {
-    return m_watcher.isRunning();
+    return m_jobs.running(kChannel);
 }
 
 void UniversalDialog::cancel()
 {
-    if (m_token) m_token->cancel();
+    if (!running()) return;
+    m_jobs.cancel(kChannel);
     m_status->setText(tr("Cancelling..."));
 }
 
 void UniversalDialog::reject()
 {
-    if (running()) {
+    // The dialog stays to say that nothing was left behind; closed again, it closes.
+    if (running())
         cancel();
-        return; // closes once the worker has stopped and removed its files
-    }
-    QDialog::reject();
+    else
+        QDialog::reject();
 }
 
 void UniversalDialog::openResult()
@@ -165,25 +156,15 @@ void UniversalDialog::openResult()
     accept();
 }
 
-void UniversalDialog::onProgress(const ops::Progress& p)
+void UniversalDialog::onProgress(const JobProgress& p)
 {
-    if (!p.note.empty()) { // e.g. stale partial output removed: kept for the tooltip
-        m_notes << QString::fromStdString(p.note);
+    if (!p.note.isEmpty()) { // e.g. stale partial output removed: kept for the tooltip
+        m_notes << p.note;
         m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
         return;
     }
     m_progress->setValue(p.permille);
-    const double secs = m_clock.elapsed() / 1000.0;
-    const double rate = secs > 0 ? double(p.doneBytes) / secs : 0;
-    const double eta = rate > 0 && p.totalBytes > p.doneBytes ? double(p.totalBytes - p.doneBytes) / rate : 0;
-    if (p.totalBytes)
-        m_status->setText(
-            tr("%1: %2 of %3, %4 GB/s, %5 s left")
-                .arg(QString::fromStdString(p.stage), bytesText(p.doneBytes), bytesText(p.totalBytes))
-                .arg(rate / 1e9, 0, 'f', 2)
-                .arg(eta, 0, 'f', 0));
-    else
-        m_status->setText(QString::fromStdString(p.stage));
+    m_status->setText(p.totalBytes ? progressText(p) : p.stage);
     emit progressed(p.permille);
 }
 
@@ -208,9 +189,9 @@ void UniversalDialog::start()
     }
     ops::UniversalOptions opt;
     opt.injectMissingState = m_inject->isChecked();
-    m_token = std::make_shared<ops::CancelToken>();
     m_outcome = {};
     m_notes.clear();
+    m_status->setToolTip(QString());
     m_start->setEnabled(false);
     m_output->setEnabled(false);
     m_inject->setEnabled(false);
@@ -220,26 +201,12 @@ void UniversalDialog::start()
     m_status->setText(tr("Reading %1...").arg(m_input));
     m_clock.start();
     const std::string in = m_input.toStdString(), outPath = out.toStdString();
-    auto token = m_token;
-    QPointer<UniversalDialog> self(this);
-    auto reports = std::make_shared<int>(0);
-    const int cancelAfter = m_cancelAfter;
-    // The worker only posts plain values back; the GUI thread updates the widgets.
-    m_watcher.setFuture(QtConcurrent::run([in, outPath, opt, token, self, reports, cancelAfter] {
-        UniversalOutcome r;
-        try {
-            const ops::UniversalResult res = ops::universal(
-                in, outPath, opt,
-                [self, token, reports, cancelAfter](const ops::Progress& p) {
-                    if (cancelAfter && p.doneBytes > 0 && ++*reports == cancelAfter) token->cancel();
-                    QMetaObject::invokeMethod(
-                        self,
-                        [self, p] {
-                            if (self) self->onProgress(p);
-                        },
-                        Qt::QueuedConnection);
-                },
-                *token);
+    // The worker gets plain values and returns plain values; the GUI thread updates widgets.
+    m_jobs.run(
+        kChannel,
+        [in, outPath, opt](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            const ops::UniversalResult res = ops::universal(in, outPath, opt, progress, cancel);
+            UniversalOutcome r;
             r.ok = true;
             r.output = QString::fromStdString(res.output);
             r.latestFile = QString::fromStdString(res.latestFile);
@@ -248,18 +215,20 @@ void UniversalDialog::start()
             r.parameters = qint64(res.parameters);
             r.files = qint64(res.files);
             r.bytesWritten = res.bytesWritten;
-        } catch (const Cancelled&) {
-            r.cancelled = true;
-        } catch (const std::exception& e) {
-            r.message = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
+            return r;
+        },
+        [this](const JobResult<UniversalOutcome>& r) {
+            UniversalOutcome o = r.value.value_or(UniversalOutcome{});
+            o.cancelled = r.cancelled;
+            o.message = r.error;
+            onFinished(o);
+        },
+        [this](const JobProgress& p) { onProgress(p); });
 }
 
-void UniversalDialog::onFinished()
+void UniversalDialog::onFinished(const UniversalOutcome& outcome)
 {
-    m_outcome = m_watcher.result();
+    m_outcome = outcome;
     m_start->setEnabled(true);
     m_output->setEnabled(true);
     m_inject->setEnabled(true);

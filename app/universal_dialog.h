@@ -6,13 +6,11 @@
 // closing) cancels and waits.
 #pragma once
 
-#include "ops/job.h"
+#include "job_manager.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
-#include <QFutureWatcher>
 #include <functional>
-#include <memory>
 
 class QCheckBox;
 class QLabel;
@@ -40,7 +38,6 @@ class UniversalDialog : public QDialog
 public:
     // `checkpoint` a checkpoint folder holding `tag`, or the tag folder itself.
     UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent = nullptr);
-    ~UniversalDialog() override;
 
     // What "Open result" does with the Universal folder (the window opens it as a checkpoint).
     void setOpenResult(std::function<void(const QString&)> open);
@@ -54,7 +51,6 @@ public:
     void cancel();
     bool running() const;
     const UniversalOutcome& outcome() const { return m_outcome; }
-    void cancelAfterReports(int n) { m_cancelAfter = n; } // the worker cancels itself (tests)
     void openResult();
 
 signals:
@@ -65,8 +61,8 @@ protected:
     void reject() override; // Escape or closing the window while it runs: cancel first
 
 private:
-    void onProgress(const ops::Progress& p);
-    void onFinished();
+    void onProgress(const JobProgress& p);
+    void onFinished(const UniversalOutcome& outcome);
 
     QString m_input, m_tag;
     QLineEdit* m_output;
@@ -80,9 +76,7 @@ private:
     UniversalOutcome m_outcome;
     QStringList m_notes;
     QElapsedTimer m_clock;
-    std::shared_ptr<ops::CancelToken> m_token;
-    QFutureWatcher<UniversalOutcome> m_watcher;
-    int m_cancelAfter = 0;
+    JobManager m_jobs; // last: its destructor cancels the conversion and waits for it
 };
 
 // The window's entry point: opens the dialog for `tag` of the checkpoint at `checkpointPath`
