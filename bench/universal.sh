@@ -4,13 +4,16 @@
 # with a warm page cache, plus a copy lower bound: read the fp32 master and both Adam moments
 # once from the cached rank files, write as many bytes once (and fsync them on disk, as ckpt
 # does). Reports wall time, GB/s of fp32 + moments, peak RSS (/usr/bin/time -v) and ratios,
-# checks that both outputs hold the same files and tensors, and appends the table to
-# bench/RESULTS.md.
+# checks that both outputs hold the same files and tensors, and prints the table (also written to
+# $BENCH_DIR/universal-table.md) for bench/RESULTS.md's Universal section. CPU seconds (user +
+# system, children included) are beside the wall times: on a loaded machine they are the steadier
+# measure; the load average at the start and end is in the table's heading.
 #
 # Needs the fixtures venv (torch, deepspeed): tools/fixtures/make_deepspeed_fixtures.sh makes it.
 # Disk: per checkpoint ~14 bytes per parameter, plus two outputs and ds_to_universal's temporary
 # fragment tree of ~12 bytes per parameter each, under BENCH_DIR (default /tmp/ckpt-bench).
 # Usage: bench/universal.sh [PARAMS]   (default 1.1e9 parameters, as consolidate.sh)
+#        STAGES="2 3" TARGETS="disk tmpfs" (the default) choose the rows
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$PWD/.venv-fixtures/bin/python
@@ -27,10 +30,13 @@ fi
 
 # peak RSS in MB and wall seconds from /usr/bin/time -v output
 rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
+cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+load_start=$(load)
 wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; printf "%.2f", s}' "$1"; }
 
 rows=()
-for stage in 2 3; do
+for stage in ${STAGES:-2 3}; do
   ck="$work/zero${stage}"
   [ "$params" = 1.1e9 ] || ck="$work/zero${stage}-$params"
   if [ ! -f "$ck/latest" ]; then
@@ -47,7 +53,7 @@ PY
 )
   echo "== ZeRO-$stage: $(du -sh "$tag" | cut -f1) on disk, $((bytes / 1000000)) MB of fp32 + moments; warming the page cache"
   cat "$tag"/* > /dev/null
-  for target in disk tmpfs; do
+  for target in ${TARGETS:-disk tmpfs}; do
     base=$work; [ $target = tmpfs ] && base=/dev/shm/ckpt-bench && mkdir -p $base
     for tool in ds_to_universal ckpt copy; do
       parent="$base/out-$stage-$tool"
@@ -65,8 +71,8 @@ PY
           sync_flag=conv=fsync; [ $target = tmpfs ] && sync_flag=""
           /usr/bin/time -v bash -c "for f in $tag/*optim_states.pt; do dd if=\$f of=/dev/null bs=16M count=$per iflag=count_bytes status=none; done; dd if=/dev/zero of=$out.bin bs=16M count=$bytes iflag=count_bytes $sync_flag status=none" 2>"$log" ;;
       esac
-      echo "   $target $tool: $(wall "$log") s, peak RSS $(rss "$log") MB"
-      rows+=("$stage/$target $tool $(wall "$log") $(rss "$log") $bytes")
+      echo "   $target $tool: $(wall "$log") s, $(cpu "$log") CPU s, peak RSS $(rss "$log") MB (load $(load))"
+      rows+=("$stage/$target $tool $(wall "$log") $(rss "$log") $bytes $(cpu "$log")")
     done
     echo "== checking both outputs hold the same files, keys and tensors"
     $py tools/fixtures/check_universal.py "$base/out-$stage-ds_to_universal/universal" "$base/out-$stage-ckpt/universal" 2>/dev/null | tail -n 3
@@ -77,20 +83,20 @@ rm -rf /dev/shm/ckpt-bench
 
 {
   echo
-  echo "### universal, $(date -u +%Y-%m-%d) — $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, params=$params, W=4, bf16 model"
+  echo "### universal, $(date -u +%Y-%m-%d) — $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, params=$params, W=4, bf16 model, load $load_start -> $(load)"
   echo
-  echo "| ZeRO / output | tool | wall s | GB/s (fp32 + moments) | peak RSS MB | time vs ds_to_universal | RSS vs ds_to_universal | time vs copy bound |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  echo "| ZeRO / output | tool | wall s | CPU s | GB/s (fp32 + moments) | peak RSS MB | time vs ds_to_universal | RSS vs ds_to_universal | time vs copy bound |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
   for stage in 2/disk 2/tmpfs 3/disk 3/tmpfs; do
     base_t=""; base_r=""; copy_t=""
     for r in "${rows[@]}"; do set -- $r; [ "$1" = "$stage" ] || continue
       [ "$2" = ds_to_universal ] && base_t=$3 && base_r=$4; [ "$2" = copy ] && copy_t=$3; done
     for r in "${rows[@]}"; do set -- $r; [ "$1" = "$stage" ] || continue
-      awk -v s="$1" -v t="$2" -v w="$3" -v m="$4" -v b="$5" -v bt="$base_t" -v br="$base_r" -v ct="$copy_t" \
-        'BEGIN {printf "| %s | %s | %.2f | %.2f | %d | %.2fx | %.2fx | %.2fx |\n", s, t, w, b/w/1e9, m, bt/w, m/br, w/ct}'
+      awk -v s="$1" -v t="$2" -v w="$3" -v m="$4" -v b="$5" -v c="$6" -v bt="$base_t" -v br="$base_r" -v ct="$copy_t" \
+        'BEGIN {printf "| %s | %s | %.2f | %.2f | %.2f | %d | %.2fx | %.2fx | %.2fx |\n", s, t, w, c, b/w/1e9, m, bt/w, m/br, w/ct}'
     done
   done
   echo
   echo "Peak RSS is that of the largest single process (/usr/bin/time takes ds_to_universal's worker processes,"
-  echo "4 extract and 2 merge, by their maximum, not their sum). Rerun: \`bench/universal.sh $params\` (BENCH_DIR=$work)."
-} | tee -a bench/RESULTS.md
+  echo "4 extract and 2 merge, by their maximum, not their sum). Rerun: \`CKPT=build/release/cli/ckpt bench/universal.sh $params\` (BENCH_DIR=$work)."
+} | tee "$work/universal-table.md"
