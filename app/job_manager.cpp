@@ -19,9 +19,10 @@ QString progressText(const JobProgress& p)
 {
     if (p.secondsLeft < 0)
         return JobManager::tr("%1: %2 of %3").arg(p.stage, humanBytes(p.doneBytes), humanBytes(p.totalBytes));
-    return JobManager::tr("%1: %2 of %3, %4 GB/s, %5 s left")
-        .arg(p.stage, humanBytes(p.doneBytes), humanBytes(p.totalBytes))
-        .arg(p.bytesPerSecond / 1e9, 0, 'f', 2)
+    // The rate in the bytes' own units: a small job's GB/s would read 0.00.
+    return JobManager::tr("%1: %2 of %3, %4/s, %5 s left")
+        .arg(p.stage, humanBytes(p.doneBytes), humanBytes(p.totalBytes),
+             humanBytes(quint64(p.bytesPerSecond)))
         .arg(p.secondsLeft, 0, 'f', 0);
 }
 
