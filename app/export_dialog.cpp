@@ -102,6 +102,7 @@ void ExportDialog::onFinished(const ExportOutcome& outcome)
     m_start->setEnabled(true);
     m_cancel->setText(tr("Close"));
     if (!m_outcome.compute.isEmpty()) m_notes << tr("Compute: %1").arg(m_outcome.compute);
+    m_notes << m_outcome.warnings;
     m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
     if (m_outcome.ok) {
         m_progress->setValue(1000);
@@ -165,7 +166,7 @@ void ExportDialog::start()
     try {
         io::checkOutputOutsideInputs({m_checkpoint.toStdString()}, m_output->text().toStdString());
     } catch (const std::exception& e) {
-        m_outcome = {false, false, QString::fromUtf8(e.what()), {}, {}};
+        m_outcome = {false, false, QString::fromUtf8(e.what()), {}, {}, {}};
         m_status->setText(m_outcome.message);
         emit finished(false);
         return;
@@ -208,6 +209,8 @@ void ExportDialog::start()
             const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
             for (const auto& f : res.files)
                 r.files << QString::fromStdString(f);
+            for (const auto& w : res.warnings)
+                r.warnings << QString::fromStdString(w);
             r.ok = true;
             return r;
         },

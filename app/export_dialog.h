@@ -24,7 +24,8 @@ struct ExportOutcome
     bool cancelled = false;
     QString message;
     QStringList files;
-    QString compute; // the backend the casts ran on and why ("cpu: built without CUDA")
+    QString compute;      // the backend the casts ran on and why ("cpu: built without CUDA")
+    QStringList warnings; // what went wrong without failing it (a device replaced by the CPU, ...)
 };
 
 class ExportDialog : public QDialog
