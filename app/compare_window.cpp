@@ -4,7 +4,10 @@
 #include "compare_histograms.h"
 #include "compare_model.h"
 
+#include "layout/family.h"
+
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -18,6 +21,7 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QPointer>
 #include <QProgressBar>
@@ -39,14 +43,18 @@ constexpr int kBins = 64;
 
 // The worker: both sides opened and compared; each tensor's result goes into the feed the
 // moment it is known, so the table fills in while the rest is computed.
-CompareOutcome runCompare(const std::string& a, const std::string& b, std::shared_ptr<CompareFeed> feed)
+CompareOutcome runCompare(const CompareRequest& q, std::shared_ptr<CompareFeed> feed)
 {
+    const std::string a = q.a.toStdString(), b = q.b.toStdString();
     CompareOutcome out;
     try {
         std::string reason;
         std::shared_ptr<gpu::ComputeBackend> backend = gpu::makeBackend(gpu::Device::Auto, &reason);
         ops::DiffOptions o;
         o.a.backend = o.b.backend = backend;
+        o.a.tag = q.tagA.toStdString();
+        o.b.tag = q.tagB.toStdString();
+        o.moments = q.moments;
         o.sideStats = true;
         o.histogramBins = kBins;
         ops::DiffResult r = ops::computeDiff(
@@ -123,10 +131,14 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     for (auto s : {ops::DiffStatus::Changed, ops::DiffStatus::Identical, ops::DiffStatus::OnlyInA,
                    ops::DiffStatus::OnlyInB, ops::DiffStatus::ShapeOrDTypeChanged})
         m_status->addItem(CompareModel::statusText(s), int(s));
+    m_momentsBox = new QCheckBox(tr("Optimizer moments"), central);
+    m_momentsBox->setToolTip(tr("Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, "
+                                "as <param>/exp_avg): the comparison runs again"));
     m_export = new QPushButton(tr("Export..."), central);
     m_export->setToolTip(tr("Save the table as CSV or JSON"));
     filterRow->addWidget(m_filter, 1);
     filterRow->addWidget(m_status);
+    filterRow->addWidget(m_momentsBox);
     filterRow->addWidget(m_export);
     l->addLayout(filterRow);
 
@@ -164,6 +176,17 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     l->addWidget(split, 1);
     setCentralWidget(central);
 
+    QMenu* menu = menuBar()->addMenu(tr("&Comparison"));
+    menu->addAction(tr("&Compare Other Sides..."), this, &CompareWindow::askOtherSides);
+    menu->addAction(tr("&Export Table..."), this, &CompareWindow::exportTable);
+    menu->addSeparator();
+    menu->addAction(tr("C&lose"), QKeySequence::Close, this, &QWidget::close);
+    connect(m_momentsBox, &QCheckBox::toggled, this, [this](bool on) {
+        if (m_request.a.isEmpty() || m_request.moments == on) return;
+        CompareRequest q = m_request;
+        q.moments = on;
+        start(q);
+    });
     connect(m_cancel, &QPushButton::clicked, this, &CompareWindow::cancel);
     connect(m_export, &QPushButton::clicked, this, &CompareWindow::exportTable);
     connect(m_filter, &QLineEdit::textChanged, m_proxy, &CompareProxy::setPattern);
@@ -194,10 +217,20 @@ CompareWindow::~CompareWindow()
 
 void CompareWindow::start(const QString& a, const QString& b)
 {
+    start(CompareRequest{a, b, {}, {}, m_momentsBox->isChecked()});
+}
+
+void CompareWindow::start(const CompareRequest& request)
+{
     if (m_feed) m_feed->cancel.cancel(); // the previous run stops; its rows are never taken
     m_feed = std::make_shared<CompareFeed>();
-    m_a = QFileInfo(a).absoluteFilePath();
-    m_b = QFileInfo(b).absoluteFilePath();
+    m_request = request;
+    m_request.a = m_a = QFileInfo(request.a).absoluteFilePath();
+    m_request.b = m_b = QFileInfo(request.b).absoluteFilePath();
+    {
+        const QSignalBlocker block(m_momentsBox);
+        m_momentsBox->setChecked(request.moments);
+    }
     m_outcome = {};
     m_done = false;
     m_userPicked = false;
@@ -205,7 +238,11 @@ void CompareWindow::start(const QString& a, const QString& b)
     m_model->clear();
     m_heatmap->setGrid({});
     m_histograms->setTensor(nullptr);
-    m_sides->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(m_a.toHtmlEscaped(), m_b.toHtmlEscaped()));
+    auto side = [this](const QString& path, const QString& tag) {
+        return tag.isEmpty() ? path.toHtmlEscaped()
+                             : tr("%1 (tag %2)").arg(path.toHtmlEscaped(), tag.toHtmlEscaped());
+    };
+    m_sides->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(side(m_a, request.tagA), side(m_b, request.tagB)));
     m_summary->setText(tr("Reading both sides..."));
     setWindowTitle(tr("%1 vs %2 - Compare").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName()));
     m_progress->setValue(0);
@@ -217,7 +254,7 @@ void CompareWindow::start(const QString& a, const QString& b)
     m_cancel->setEnabled(true);
     m_export->setEnabled(false);
     m_clock.start();
-    m_watcher.setFuture(QtConcurrent::run(runCompare, m_a.toStdString(), m_b.toStdString(), m_feed));
+    m_watcher.setFuture(QtConcurrent::run(runCompare, m_request, m_feed));
     m_poll.start();
 }
 
@@ -384,45 +421,150 @@ void CompareWindow::exportTable()
     statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
 }
 
+void CompareWindow::askOtherSides()
+{
+    CompareDialog d(m_request, this);
+    if (d.exec() == QDialog::Accepted) start(d.request());
+}
+
 bool CompareWindow::askSides(QWidget* parent, QString& a, QString& b)
 {
-    QDialog d(parent);
-    d.setWindowTitle(tr("Compare"));
-    auto* form = new QFormLayout(&d);
-    auto row = [&](const QString& value) {
-        auto* edit = new QLineEdit(value, &d);
+    CompareDialog d(CompareRequest{a, b, {}, {}, false}, parent);
+    if (d.exec() != QDialog::Accepted) return false;
+    // A tag travels as its location, which opens as that tag (as the tree's tags do).
+    const CompareRequest q = d.request();
+    auto located = [](QString path, const QString& tag) {
+        QString selected;
+        for (const auto& [name, location] : CompareDialog::tagsOf(path, selected))
+            if (name == tag) return location;
+        return path;
+    };
+    a = q.tagA.isEmpty() ? q.a : located(q.a, q.tagA);
+    b = q.tagB.isEmpty() ? q.b : located(q.b, q.tagB);
+    return true;
+}
+
+CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QString& b)
+{
+    CompareDialog d(CompareRequest{a, b, {}, {}, false}, parent);
+    if (d.exec() != QDialog::Accepted) return nullptr;
+    auto* w = new CompareWindow(parent);
+    w->setWindowFlag(Qt::Window); // its own top-level window, closed with its parent
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    w->show();
+    w->start(d.request());
+    return w;
+}
+
+CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : QDialog(parent)
+{
+    setWindowTitle(tr("Compare"));
+    auto* form = new QFormLayout(this);
+    const QString paths[2] = {prefill.a, prefill.b}, tags[2] = {prefill.tagA, prefill.tagB};
+    for (int side = 0; side < 2; ++side) {
+        QLineEdit* edit = m_path[side] = new QLineEdit(paths[side], this);
         edit->setMinimumWidth(420);
         edit->setPlaceholderText(tr("Checkpoint folder, tag folder or file"));
-        auto* folder = new QPushButton(tr("Folder..."), &d);
-        auto* file = new QPushButton(tr("File..."), &d);
-        QObject::connect(folder, &QPushButton::clicked, &d, [&d, edit] {
+        auto* folder = new QPushButton(tr("Folder..."), this);
+        auto* file = new QPushButton(tr("File..."), this);
+        m_tag[side] = new QComboBox(this);
+        m_tag[side]->setToolTip(tr("The tag of this side, when it holds several"));
+        m_tag[side]->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+        connect(folder, &QPushButton::clicked, this, [this, edit] {
             const QString p =
-                QFileDialog::getExistingDirectory(&d, tr("Checkpoint or tag folder"), edit->text());
+                QFileDialog::getExistingDirectory(this, tr("Checkpoint or tag folder"), edit->text());
             if (!p.isEmpty()) edit->setText(p);
         });
-        QObject::connect(file, &QPushButton::clicked, &d, [&d, edit] {
-            const QString p = QFileDialog::getOpenFileName(&d, tr("Checkpoint file"), edit->text());
+        connect(file, &QPushButton::clicked, this, [this, edit] {
+            const QString p = QFileDialog::getOpenFileName(this, tr("Checkpoint file"), edit->text());
             if (!p.isEmpty()) edit->setText(p);
+        });
+        // Listed when the path is settled (typing a path would otherwise list at every key).
+        connect(edit, &QLineEdit::editingFinished, this, [this, side] { listTags(side, {}); });
+        connect(edit, &QLineEdit::textChanged, this, [this, side, edit] {
+            if (!edit->hasFocus()) listTags(side, {}); // set by a button or a program
         });
         auto* h = new QHBoxLayout;
         h->addWidget(edit, 1);
+        h->addWidget(m_tag[side]);
         h->addWidget(folder);
         h->addWidget(file);
-        return std::make_pair(edit, h);
-    };
-    auto [ea, ha] = row(a);
-    auto [eb, hb] = row(b);
-    form->addRow(tr("A:"), ha);
-    form->addRow(tr("B:"), hb);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &d);
+        form->addRow(side == 0 ? tr("A:") : tr("B:"), h);
+        listTags(side, tags[side]);
+    }
+    m_moments = new QCheckBox(tr("Compare the optimizer moments too (exp_avg, exp_avg_sq)"), this);
+    m_moments->setChecked(prefill.moments);
+    form->addRow(QString(), m_moments);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     buttons->button(QDialogButtonBox::Ok)->setText(tr("Compare"));
-    QObject::connect(buttons, &QDialogButtonBox::accepted, &d, &QDialog::accept);
-    QObject::connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+    connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+        if (!m_path[0]->text().isEmpty() && !m_path[1]->text().isEmpty()) accept();
+    });
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     form->addRow(buttons);
-    if (d.exec() != QDialog::Accepted || ea->text().isEmpty() || eb->text().isEmpty()) return false;
-    a = ea->text();
-    b = eb->text();
-    return true;
+}
+
+QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString& selected)
+{
+    auto list = [](const QString& p) {
+        const std::string s = p.toStdString();
+        return layout::familyOf(s).listTags(s);
+    };
+    QList<std::pair<QString, QString>> out;
+    try {
+        layout::TagList l = list(path);
+        // A tag folder: its checkpoint's tags, this one selected, so that another can be picked.
+        if (l.tags.size() == 1) {
+            const QString parent = QFileInfo(path).absolutePath();
+            try {
+                const layout::TagList up = list(parent);
+                const QString self = QFileInfo(path).absoluteFilePath();
+                for (const auto& [name, location] : up.tags)
+                    if (QFileInfo(QString::fromStdString(location)).absoluteFilePath() == self &&
+                        up.tags.size() > 1) {
+                        selected = QString::fromStdString(name);
+                        path = parent;
+                        l = up;
+                        break;
+                    }
+            } catch (const std::exception&) {
+                // the folder above is no checkpoint: this one stands alone
+            }
+        }
+        if (selected.isEmpty()) selected = QString::fromStdString(l.latest);
+        for (const auto& [name, location] : l.tags)
+            out.push_back({QString::fromStdString(name), QString::fromStdString(location)});
+    } catch (const std::exception&) {
+        // nothing to list yet (a path being typed, a file that is no checkpoint): no tags shown
+    }
+    return out;
+}
+
+void CompareDialog::listTags(int side, const QString& want)
+{
+    QString path = m_path[side]->text().trimmed(), selected = want;
+    const auto tags = path.isEmpty() ? QList<std::pair<QString, QString>>{} : tagsOf(path, selected);
+    QComboBox* box = m_tag[side];
+    box->clear();
+    for (const auto& [name, location] : tags)
+        box->addItem(name, name);
+    if (const int latest = box->findData(selected); latest >= 0) box->setCurrentIndex(latest);
+    box->setVisible(tags.size() > 1);
+    if (path != m_path[side]->text().trimmed()) {
+        const QSignalBlocker block(m_path[side]);
+        m_path[side]->setText(path);
+    }
+}
+
+CompareRequest CompareDialog::request() const
+{
+    CompareRequest q;
+    q.a = m_path[0]->text().trimmed();
+    q.b = m_path[1]->text().trimmed();
+    if (m_tag[0]->count() > 1) q.tagA = m_tag[0]->currentData().toString();
+    if (m_tag[1]->count() > 1) q.tagB = m_tag[1]->currentData().toString();
+    q.moments = m_moments->isChecked();
+    return q;
 }
 
 int runCompareMode(const QString& a, const QString& b, const QString& screenshot, const QString& select)

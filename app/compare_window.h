@@ -7,6 +7,7 @@
 
 #include "ops/analyze.h"
 
+#include <QDialog>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QMainWindow>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -38,6 +40,38 @@ struct CompareFeed
     ops::CancelToken cancel;
 };
 
+// What to compare: two paths (checkpoint folder, tag folder or file), the tag of each (empty:
+// the path's own, or its latest), and whether the optimizer moments come too.
+struct CompareRequest
+{
+    QString a, b;
+    QString tagA, tagB;
+    bool moments = false;
+};
+
+// The sides of a comparison, each a path and, when it holds several, one of its tags (listed
+// cheaply, from names and `latest` only); whether to compare the optimizer moments too.
+class CompareDialog : public QDialog
+{
+    Q_OBJECT
+public:
+    explicit CompareDialog(const CompareRequest& prefill, QWidget* parent = nullptr);
+    CompareRequest request() const;
+    QLineEdit* pathEdit(int side) const { return m_path[side]; }
+    QComboBox* tagBox(int side) const { return m_tag[side]; }
+    QCheckBox* momentsBox() const { return m_moments; }
+    // The tags `path` holds, as (name, location), latest first selected; a tag folder is shown
+    // with its checkpoint's tags (`path` becomes the checkpoint, `selected` the tag).
+    static QList<std::pair<QString, QString>> tagsOf(QString& path, QString& selected);
+
+private:
+    void listTags(int side, const QString& want);
+
+    QLineEdit* m_path[2];
+    QComboBox* m_tag[2];
+    QCheckBox* m_moments;
+};
+
 struct CompareOutcome
 {
     ops::DiffSide a, b;
@@ -56,6 +90,9 @@ public:
 
     // A and B: each a checkpoint folder (its latest tag), a tag folder, or a file.
     void start(const QString& a, const QString& b);
+    void start(const CompareRequest& request);
+    const CompareRequest& request() const { return m_request; }
+    QCheckBox* momentsBox() const { return m_momentsBox; }
     void cancel();
     bool running() const { return m_watcher.isRunning(); }
     // The last start() has finished and its outcome is in (its finished() was emitted).
@@ -73,8 +110,12 @@ public:
     QString summaryText() const;
     const CompareOutcome& outcome() const { return m_outcome; }
 
-    // Asks for the two sides (prefilled with a and b). False when the user cancels.
+    // Asks for the two sides (prefilled with a and b). False when the user cancels. A tag
+    // picked for a side comes back as that tag's location (its folder or file).
     static bool askSides(QWidget* parent, QString& a, QString& b);
+    // Asks for the sides, their tags and the moments, and opens a window comparing them (a
+    // top-level window owned by parent, deleted on close); nullptr when the user cancels.
+    static CompareWindow* ask(QWidget* parent, const QString& a, const QString& b);
 
 signals:
     void progressed(int permille);
@@ -86,6 +127,7 @@ private:
     void updateSummary();
     void showCurrent();
     void exportTable();
+    void askOtherSides();
 
     CompareModel* m_model;
     CompareProxy* m_proxy;
@@ -100,12 +142,14 @@ private:
     QPushButton* m_export;
     QLineEdit* m_filter;
     QComboBox* m_status;
+    QCheckBox* m_momentsBox;
     QTimer m_poll;
     QElapsedTimer m_clock;
     std::shared_ptr<CompareFeed> m_feed;
     QFutureWatcher<CompareOutcome> m_watcher;
     CompareOutcome m_outcome;
     QString m_a, m_b;
+    CompareRequest m_request;
     bool m_done = false;
     bool m_userPicked = false; // a tensor was clicked: the window leaves the selection alone
     int m_largest = -1;        // the row with the largest relative change, -1 when none

@@ -2,19 +2,24 @@
 // they arrive, a tied alias compared once, histograms that add up); the comparison window
 // offscreen — its table against `ckpt diff --json`, the heatmap against the table, the models
 // under QAbstractItemModelTester, sorting and filtering, cancel midway, and the longest
-// event-loop stall while it computes.
+// event-loop stall while it computes. The optimizer moments (--moments, the window's checkbox)
+// against ds_to_universal's files and a Universal folder; each side's tag (--tag-a/--tag-b,
+// the dialog's tag lists).
 #include "compare_heatmap.h"
 #include "compare_histograms.h"
 #include "compare_model.h"
 #include "compare_window.h"
 #include "main_window.h"
+#include "ops/universal.h"
 #include "stall_meter.h"
 #include "testutil.h"
 #include "tree_model.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -72,6 +77,18 @@ double jsonNumber(const QJsonValue& v)
     if (!v.isString()) return v.toDouble();
     const QString s = v.toString();
     return s == QLatin1String("nan") ? std::nan("") : s.startsWith(QLatin1Char('-')) ? -INFINITY : INFINITY;
+}
+
+QJsonObject ckptDiff(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(CKPT_BINARY), QStringList{QStringLiteral("diff")} + args +
+                                             QStringList{QStringLiteral("--json"), QStringLiteral("-q")});
+    if (!p.waitForFinished(60000) || p.exitCode() != 0) {
+        qWarning("ckpt diff failed: %s", p.readAllStandardError().constData());
+        return {};
+    }
+    return QJsonDocument::fromJson(p.readAllStandardOutput()).object();
 }
 
 bool waitFinished(app::CompareWindow& w, int ms = 120000)
@@ -139,6 +156,173 @@ private slots:
             const bool same = d.diff.maxAbsDiff == 0 && d.diff.bitwiseEqual == d.diff.count;
             QCOMPARE(d.status == ops::DiffStatus::Identical, same);
         }
+    }
+
+    // The moments diff reads, "<param>/exp_avg(_sq)", are bit for bit what DeepSpeed's
+    // ds_to_universal wrote for that parameter (zero/<param>/exp_avg.pt, sha256 in the
+    // committed expectations): ZeRO 1/2/3, sub-groups, 1 to 4 ranks.
+    void momentsMatchDsToUniversal_data()
+    {
+        QTest::addColumn<QString>("expect");
+        const QDir d(QString::fromStdString(testutil::dataDir() + "/universal"));
+        for (const QString& f : d.entryList({QStringLiteral("zero*.expect.json")}, QDir::Files, QDir::Name))
+            QTest::newRow(qPrintable(f)) << d.filePath(f);
+    }
+    void momentsMatchDsToUniversal()
+    {
+        QFETCH(QString, expect);
+        const nlohmann::json e = testutil::readJson(expect.toStdString());
+        const std::string input = e["input"].get<std::string>();
+        const ops::TensorSet set = ops::diffTensors(testutil::dataDir() + "/" + input, {}, true);
+        std::map<std::string, const ops::SourceTensor*> byName;
+        for (const auto& t : set.tensors)
+            byName[t.tensor.name] = &t;
+        size_t checked = 0;
+        for (const auto& f : e["files"]) {
+            const std::string path = f["path"].get<std::string>(); // zero/<param>/exp_avg.pt
+            if (!path.starts_with("zero/") || !f.contains("summary")) continue;
+            const size_t slash = path.rfind('/');
+            const std::string leaf = path.substr(slash + 1);
+            if (leaf != "exp_avg.pt" && leaf != "exp_avg_sq.pt") continue;
+            const std::string name = path.substr(5, slash - 5) + "/" + leaf.substr(0, leaf.size() - 3);
+            QVERIFY2(byName.count(name), name.c_str());
+            const ops::SourceTensor& t = *byName[name];
+            // The tensor itself, or (ZeRO-1/2 conversions) a dict's "param" beside "cat_dim".
+            nlohmann::json want = f["summary"].value("tensor", nlohmann::json());
+            for (const auto& kv : f["summary"].value("dict", nlohmann::json::array()))
+                if (kv[0] == "param") want = kv[1]["tensor"];
+            QVERIFY2(want.is_object(), path.c_str());
+            QCOMPARE(std::string(torch::name(t.tensor.dtype)), want["dtype"].get<std::string>());
+            std::vector<uint8_t> bytes(t.tensor.nbytes);
+            t.tensor.fill(0, bytes.size(), bytes.data());
+            QCOMPARE(testutil::sha256Hex(bytes.data(), bytes.size()), want["sha256"].get<std::string>());
+            ++checked;
+        }
+        if (input.find("fp16") != std::string::npos) { // every step overflowed: Adam never ran
+            QCOMPARE(checked, size_t(0));
+            QVERIFY(!set.warnings.empty());
+            return;
+        }
+        QVERIFY(checked >= 14); // 7 trainable parameters, two moments each
+        QCOMPARE(set.tensors.size(),
+                 ops::anyTensors(testutil::dataDir() + "/" + input, {}).tensors.size() + checked);
+    }
+
+    // A Universal folder holds each parameter's moments in files of their own: compared with the
+    // ZeRO tag it came from, every moment is identical, and none is missing.
+    void momentsOfUniversalFolder()
+    {
+        QTemporaryDir dir;
+        const std::string tag = fixture("zero3_bf16_w2/global_step2");
+        const std::string out = dir.filePath(QStringLiteral("uni")).toStdString();
+        ops::universal(tag, out, {}, {}, {});
+        ops::DiffOptions o;
+        o.moments = true;
+        const ops::DiffResult r = ops::computeDiff(tag, out, o, gpu::cpuBackend(), {}, {});
+        size_t moments = 0;
+        for (const auto& d : r.tensors) {
+            if (d.name.find("/exp_avg") == std::string::npos) continue;
+            ++moments;
+            QVERIFY2(d.status == ops::DiffStatus::Identical, d.name.c_str());
+        }
+        QCOMPARE(moments, size_t(14));
+    }
+
+    // `ckpt diff` takes each side's tag (--tag-a, --tag-b, else --tag for both), and with
+    // --moments adds the moments' rows, numbers as the library computes them.
+    void cliTagsPerSideAndMoments()
+    {
+        const QString root = QString::fromStdString(fixture("zero2_fp32_w2"));
+        QJsonObject doc = ckptDiff({root, root, QStringLiteral("--tag-a"), QStringLiteral("global_step2"),
+                                    QStringLiteral("--tag-b"), QStringLiteral("global_step4")});
+        QCOMPARE(doc[QStringLiteral("a_tag")].toString(), QStringLiteral("global_step2"));
+        QCOMPARE(doc[QStringLiteral("b_tag")].toString(), QStringLiteral("global_step4"));
+        QVERIFY(doc[QStringLiteral("totals")][QStringLiteral("different")].toInt() > 0);
+        const int plain = int(doc[QStringLiteral("tensors")].toArray().size());
+
+        doc = ckptDiff({root, root, QStringLiteral("--tag"), QStringLiteral("global_step2")});
+        QCOMPARE(doc[QStringLiteral("b_tag")].toString(), QStringLiteral("global_step2"));
+        QCOMPARE(doc[QStringLiteral("totals")][QStringLiteral("different")].toInt(), 0);
+        doc = ckptDiff({root, root, QStringLiteral("--tag"), QStringLiteral("global_step2"),
+                        QStringLiteral("--tag-b"), QStringLiteral("global_step4")});
+        QCOMPARE(doc[QStringLiteral("a_tag")].toString(), QStringLiteral("global_step2"));
+        QCOMPARE(doc[QStringLiteral("b_tag")].toString(), QStringLiteral("global_step4"));
+
+        doc = ckptDiff({root, root, QStringLiteral("--tag-a"), QStringLiteral("global_step2"),
+                        QStringLiteral("--moments")});
+        const QJsonArray rows = doc[QStringLiteral("tensors")].toArray();
+        QCOMPARE(int(rows.size()), plain + 14);
+        ops::DiffOptions o;
+        o.a.tag = "global_step2";
+        o.moments = true;
+        const ops::DiffResult r =
+            ops::computeDiff(root.toStdString(), root.toStdString(), o, gpu::cpuBackend(), {}, {});
+        QCOMPARE(r.b.tag, std::string("global_step4"));
+        for (const auto& v : rows) {
+            const QJsonObject t = v.toObject();
+            const std::string name = t[QStringLiteral("name")].toString().toStdString();
+            auto it = std::find_if(r.tensors.begin(), r.tensors.end(),
+                                   [&](const auto& d) { return d.name == name; });
+            QVERIFY2(it != r.tensors.end(), name.c_str());
+            QCOMPARE(it->diff.maxAbsDiff, jsonNumber(t[QStringLiteral("max_abs_diff")]));
+            QCOMPARE(it->diff.relL2(), jsonNumber(t[QStringLiteral("rel_l2")]));
+        }
+        QCOMPARE(QString::fromStdString(r.tensors.back().name), QStringLiteral("norm.bias/exp_avg_sq"));
+
+        // A side without moments says so rather than comparing nothing in silence.
+        const QString hf = QString::fromStdString(testutil::dataDir() + "/hf/safetensors");
+        doc = ckptDiff({hf, hf, QStringLiteral("--moments")});
+        QVERIFY(doc[QStringLiteral("warnings")].toArray().size() >= 1);
+        QVERIFY(doc[QStringLiteral("warnings")].toArray().first().toString().contains(
+            QLatin1String("no optimizer moments")));
+    }
+
+    // The dialog lists each side's tags: a tag folder shows as its checkpoint with that tag
+    // picked (so another can be), a checkpoint with its latest; the request carries the tags.
+    void dialogPicksEachSidesTag()
+    {
+        const QString root = QString::fromStdString(fixture("zero2_fp32_w2"));
+        app::CompareDialog d(
+            app::CompareRequest{root + QStringLiteral("/global_step2"), root, {}, {}, false});
+        for (int side : {0, 1}) {
+            QCOMPARE(d.tagBox(side)->count(), 2);
+            QVERIFY(d.tagBox(side)->isVisibleTo(&d));
+            QCOMPARE(d.tagBox(side)->count(), 2);
+            QCOMPARE(QFileInfo(d.pathEdit(side)->text()).absoluteFilePath(),
+                     QFileInfo(root).absoluteFilePath());
+        }
+        QCOMPARE(d.tagBox(0)->currentData().toString(), QStringLiteral("global_step2"));
+        QCOMPARE(d.tagBox(1)->currentData().toString(), QStringLiteral("global_step4")); // latest
+        d.tagBox(1)->setCurrentIndex(d.tagBox(1)->findData(QStringLiteral("global_step2")));
+        d.momentsBox()->setChecked(true);
+        app::CompareRequest q = d.request();
+        QCOMPARE(q.tagA, QStringLiteral("global_step2"));
+        QCOMPARE(q.tagB, QStringLiteral("global_step2"));
+        QVERIFY(q.moments);
+        // A file has one tag: no choice shown, none asked for.
+        d.pathEdit(1)->setText(
+            QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt"));
+        QVERIFY(!d.tagBox(1)->isVisibleTo(&d));
+        QVERIFY(d.request().tagB.isEmpty());
+
+        // The window compares what the request says, tags and moments included, and its
+        // checkbox runs it again without the moments.
+        q.tagB = QStringLiteral("global_step4");
+        app::CompareWindow w;
+        QAbstractItemModelTester t(w.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        w.show();
+        w.start(q);
+        QVERIFY(waitFinished(w));
+        QCOMPARE(w.outcome().a.tag, std::string("global_step2"));
+        QCOMPARE(w.outcome().b.tag, std::string("global_step4"));
+        QVERIFY(w.momentsBox()->isChecked());
+        const int withMoments = w.model()->rowCount();
+        QVERIFY(w.model()->rowOf(QStringLiteral("fc1.weight/exp_avg_sq")) >= 0);
+        QSignalSpy again(&w, &app::CompareWindow::finished);
+        w.momentsBox()->setChecked(false);
+        QVERIFY(again.wait(60000));
+        QCOMPARE(w.model()->rowCount(), withMoments - 14);
+        QCOMPARE(w.request().tagA, QStringLiteral("global_step2"));
     }
 
     // Names only one side has, and a shape change, get their own statuses.
