@@ -40,6 +40,101 @@ constexpr int kTop = 18, kBottom = 18;
 
 } // namespace
 
+namespace {
+
+// N-d chunks (DCP): each rank's block of a parameter, a parameters x ranks grid as ZeRO-3's.
+void chunkGrid(const layout::Tag& tag, int ranks, ShardingLayout& l)
+{
+    l.mode = ShardingLayout::Mode::Grid;
+    l.ranks = ranks;
+    for (size_t i = 0; i < tag.params.size(); ++i) {
+        const auto& p = tag.params[i];
+        if (p.slices.empty()) continue;
+        l.gridParams.push_back(int(i));
+        l.gridFirst.push_back(l.segments.size());
+        uint64_t per = 0;
+        for (int r = 0; r < ranks; ++r) {
+            ShardingLayout::Segment s;
+            s.param = int(i);
+            s.rank = r;
+            QStringList blocks;
+            for (const auto& sl : p.slices) {
+                if (sl.rank != r) continue;
+                s.length += sl.length;
+                for (const auto& src : sl.master) {
+                    QStringList dims;
+                    for (size_t d = 0; d < src.chunkOffsets.size() && d < src.chunkShape.size(); ++d)
+                        dims << QStringLiteral("%1:%2")
+                                    .arg(src.chunkOffsets[d])
+                                    .arg(src.chunkOffsets[d] + src.chunkShape[d]);
+                    if (!dims.isEmpty())
+                        blocks << QLatin1Char('[') + dims.join(QLatin1String(", ")) + QLatin1Char(']');
+                }
+            }
+            s.where = blocks.join(QLatin1String(" "));
+            per = std::max(per, s.length);
+            l.segments.push_back(s);
+        }
+        l.perRank.push_back(per);
+    }
+}
+
+// Unsharded tensors: a lane per file, its tensors one after another in the tag's order, each as
+// long as its bytes. Positions are not file offsets (the domain model has none): what a file
+// holds and how big, not where.
+void fileLanes(const layout::Tag& tag, ShardingLayout& l)
+{
+    l.mode = ShardingLayout::Mode::Files;
+    std::map<std::string, int> lane;
+    std::vector<uint64_t> at;
+    for (size_t i = 0; i < tag.params.size(); ++i)
+        for (const auto& sl : tag.params[i].slices)
+            for (const auto& src : sl.master) {
+                auto [it, added] = lane.emplace(src.file, int(at.size()));
+                if (added) {
+                    at.push_back(0);
+                    const auto f = std::find_if(tag.files.begin(), tag.files.end(),
+                                                [&](const auto& rf) { return rf.path == src.file; });
+                    const std::string name = f != tag.files.end() ? f->name : src.file;
+                    l.laneNames << QString::fromStdString(name.substr(name.find_last_of('/') + 1));
+                }
+                uint64_t n = src.count;
+                if (!src.chunkShape.empty()) {
+                    n = 1;
+                    for (int64_t x : src.chunkShape)
+                        n *= uint64_t(x);
+                }
+                ShardingLayout::Segment s;
+                s.param = int(i);
+                s.rank = it->second;
+                s.begin = at[size_t(it->second)];
+                s.length = n * torch::elementSize(src.dtype);
+                at[size_t(it->second)] += s.length;
+                if (s.length) l.segments.push_back(s);
+            }
+    l.ranks = int(at.size());
+    l.laneLength = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
+    if (!l.ranks || !l.laneLength) l.mode = ShardingLayout::Mode::Empty;
+    // Lanes by file name (shard 1 of 4 first), segments by lane, then in the tag's order.
+    std::vector<int> order(at.size()), lanePos(at.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = int(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return l.laneNames[a] < l.laneNames[b]; });
+    QStringList sorted;
+    for (size_t i = 0; i < order.size(); ++i) {
+        lanePos[size_t(order[i])] = int(i);
+        sorted << l.laneNames[order[i]];
+    }
+    l.laneNames = sorted;
+    for (auto& s : l.segments)
+        s.rank = lanePos[size_t(s.rank)];
+    std::stable_sort(l.segments.begin(), l.segments.end(),
+                     [](const auto& a, const auto& b) { return a.rank < b.rank; });
+}
+
+} // namespace
+
 ShardingLayout shardingLayout(const layout::Tag& tag)
 {
     ShardingLayout l;
@@ -47,7 +142,21 @@ ShardingLayout shardingLayout(const layout::Tag& tag)
     for (const auto& p : tag.params)
         l.names << QString::fromStdString(p.name);
     l.layer = layerKeys(l.names);
-    if (tag.worldSize <= 0) return l;
+    // ZeRO partitions put parameters in flat groups; a Universal folder keeps the stage it came
+    // from but has none (a file per parameter).
+    const bool grouped = std::any_of(tag.params.begin(), tag.params.end(),
+                                     [](const auto& p) { return p.group >= 0 && !p.slices.empty(); });
+    if (!grouped || tag.worldSize <= 0 || tag.zeroStage < 1 || tag.zeroStage > 3) {
+        int maxRank = 0;
+        for (const auto& p : tag.params)
+            for (const auto& s : p.slices)
+                maxRank = std::max(maxRank, s.rank);
+        if (maxRank > 0)
+            chunkGrid(tag, maxRank + 1, l);
+        else
+            fileLanes(tag, l);
+        return l;
+    }
     const size_t W = size_t(tag.worldSize);
     if (tag.zeroStage == 3) {
         l.mode = ShardingLayout::Mode::Grid;
@@ -133,13 +242,15 @@ void ShardingMap::setSharding(ShardingLayout layout)
 {
     m_layout = std::move(layout);
     m_laneFirst.assign(size_t(std::max(0, m_layout.ranks)) + 1, m_layout.segments.size());
-    if (m_layout.mode == ShardingLayout::Mode::Lanes)
+    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files)
         for (size_t i = m_layout.segments.size(); i-- > 0;)
             m_laneFirst[size_t(m_layout.segments[i].rank)] = i;
     for (size_t r = m_laneFirst.size() - 1; r-- > 0;) // ranks with nothing start where the next does
         m_laneFirst[r] = std::min(m_laneFirst[r], m_laneFirst[r + 1]);
     const QFontMetrics fm(font());
     m_labelWidth = fm.horizontalAdvance(tr("rank %1").arg(std::max(0, m_layout.ranks - 1)));
+    for (const QString& n : m_layout.laneNames)
+        m_labelWidth = std::max(m_labelWidth, fm.horizontalAdvance(n));
     if (m_layout.mode == ShardingLayout::Mode::Grid)
         for (int param : m_layout.gridParams)
             m_labelWidth = std::max(m_labelWidth, fm.horizontalAdvance(m_layout.names.value(param)));
@@ -191,7 +302,7 @@ int ShardingMap::segmentAt(QPoint pt) const
 {
     const QRect a = area(size());
     if (!a.contains(pt) || m_layout.ranks <= 0) return -1;
-    if (m_layout.mode == ShardingLayout::Mode::Lanes) {
+    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
         const double laneH = double(a.height()) / m_layout.ranks;
         const int rank = int((pt.y() - a.top()) / laneH);
         if (rank < 0 || rank >= m_layout.ranks) return -1;
@@ -219,7 +330,7 @@ QPoint ShardingMap::pointOf(int segment) const
 {
     const QRect a = area(size());
     const auto& s = m_layout.segments[size_t(segment)];
-    if (m_layout.mode == ShardingLayout::Mode::Lanes) {
+    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
         const double laneH = double(a.height()) / m_layout.ranks;
         const double x0 = std::max(toX(s.begin, a), double(a.left())),
                      x1 = std::min(toX(s.begin + s.length, a), double(a.right()));
@@ -248,6 +359,10 @@ QString ShardingMap::describe(int segment) const
                 .arg(s.rank)
                 .arg(loc.toString(qulonglong(s.length)))
                 .arg(loc.toString(qulonglong(s.padding)));
+    if (!s.where.isEmpty()) t += QLatin1Char('\n') + tr("block %1").arg(s.where);
+    if (m_layout.mode == ShardingLayout::Mode::Files)
+        t = m_layout.names.value(s.param) + QLatin1Char('\n') +
+            tr("in %1: %2").arg(m_layout.laneNames.value(s.rank), loc.formattedDataSize(qint64(s.length)));
     return t;
 }
 
@@ -260,12 +375,12 @@ void ShardingMap::paint(QPainter& p, QSize size) const
     p.setPen(pal.color(QPalette::Text));
     if (m_layout.mode == ShardingLayout::Mode::Empty || m_layout.ranks <= 0) {
         p.setPen(pal.color(QPalette::PlaceholderText));
-        p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter | Qt::TextWordWrap,
-                   tr("No partitioned parameters to draw (not a ZeRO-1, 2 or 3 tag)"));
+        p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter | Qt::TextWordWrap, tr("No tensors to draw"));
         return;
     }
     const QBrush hatch(pal.color(QPalette::Mid), Qt::BDiagPattern);
-    if (m_layout.mode == ShardingLayout::Mode::Lanes) {
+    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
+        const bool files = m_layout.mode == ShardingLayout::Mode::Files;
         const double laneH = double(a.height()) / m_layout.ranks;
         const int gap = laneH >= 6 ? 1 : 0;
         const int labelStep = std::max(1, int(std::ceil(fm.height() / laneH)));
@@ -314,7 +429,9 @@ void ShardingMap::paint(QPainter& p, QSize size) const
         p.setClipping(false);
         for (int r = 0; r < m_layout.ranks; r += labelStep)
             p.drawText(QRect(0, a.top() + int(r * laneH), a.left() - 6, std::max(int(laneH), fm.height())),
-                       Qt::AlignRight | Qt::AlignVCenter, tr("rank %1").arg(r));
+                       Qt::AlignRight | Qt::AlignVCenter,
+                       files ? fm.elidedText(m_layout.laneNames.value(r), Qt::ElideLeft, a.left() - 6)
+                             : tr("rank %1").arg(r));
         // Group boundaries, dashed across every lane.
         p.setPen(QPen(pal.color(QPalette::Text), 1, Qt::DashLine));
         for (size_t g = 0; g < m_layout.groupStarts.size(); ++g) {
@@ -328,6 +445,15 @@ void ShardingMap::paint(QPainter& p, QSize size) const
         }
         p.setPen(pal.color(QPalette::Text));
         const QLocale loc;
+        if (files) { // not sharded: what each file holds, in order, by size
+            p.drawText(QRect(a.left(), 0, a.width(), kTop), Qt::AlignLeft | Qt::AlignVCenter,
+                       tr("Not sharded: each file's tensors in order, by size"));
+            p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignRight,
+                       loc.formattedDataSize(qint64(std::min(v1, double(m_layout.laneLength)))));
+            p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignLeft,
+                       loc.formattedDataSize(qint64(v0)));
+            return;
+        }
         p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignLeft,
                    loc.toString(qulonglong(v0)));
         p.drawText(

@@ -1,7 +1,10 @@
 // How a tag's parameters are sharded over its ranks, painted from the domain model alone (no
 // tensor bytes). ZeRO-1/2: one lane per rank along its flat partition, a segment per parameter
 // coloured by layer, the partition's unused tail hatched, group boundaries marked. ZeRO-3: a
-// parameters x ranks grid, each cell filled by the rank's share and its padding hatched.
+// parameters x ranks grid, each cell filled by the rank's share and its padding hatched. Other
+// families get what their layout says truly: tensors sharded over ranks by N-d chunks (DCP) the
+// same grid, each cell the rank's chunk; unsharded ones (a file, a Hugging Face folder, Composer,
+// Universal) a lane per file with its tensors in order, sized by their bytes.
 // Level of detail: segments narrower than a pixel merge into one pixel column and grid rows
 // thinner than a pixel into one pixel row, so the cost follows the widget's size, not the
 // parameter count. Wheel zooms about the cursor, drag pans, hover names, click selects.
@@ -19,7 +22,7 @@ namespace ckpt::app {
 // The map's geometry in elements, pure data (tests check it against the layout).
 struct ShardingLayout
 {
-    enum class Mode { Empty, Lanes, Grid };
+    enum class Mode { Empty, Lanes, Grid, Files };
     struct Segment
     {
         int param = 0; // index into names/params of the tag
@@ -27,11 +30,13 @@ struct ShardingLayout
         uint64_t begin = 0;   // Lanes: position in the rank's lane; Grid: 0
         uint64_t length = 0;  // elements held
         uint64_t padding = 0; // Grid: padding elements after them in this rank's share
+        QString where;        // Grid of chunks: the block held ("[0:19, 0:12]")
     };
     Mode mode = Mode::Empty;
-    int ranks = 0;
-    uint64_t laneLength = 0;                      // Lanes: the x extent, every group at its widest
-    std::vector<uint64_t> groupStarts;            // Lanes: where each group begins on every lane
+    int ranks = 0;                     // lanes or grid columns (Files: one lane per file)
+    QStringList laneNames;             // Files: the file of each lane
+    uint64_t laneLength = 0;           // Lanes: the x extent, every group at its widest (Files: bytes)
+    std::vector<uint64_t> groupStarts; // Lanes: where each group begins on every lane
     std::vector<std::vector<uint64_t>> groupUsed; // Lanes: [group][rank] elements held (the rest: padding)
     std::vector<Segment> segments;                // Lanes: by rank, then begin; Grid: by param, then rank
     std::vector<int> gridParams;                  // Grid: the row's parameter

@@ -135,16 +135,22 @@ void TagOverview::render()
         html += QStringLiteral("</table>");
     }
     html += QStringLiteral("<h3>%1%2</h3><table>").arg(esc(t.name), t.latest ? tr(" (latest)") : QString());
-    html += row(tr("ZeRO stage"), t.zeroStage >= 0 ? QString::number(t.zeroStage) : tr("none"));
-    html +=
-        row(tr("World size"), tr("%1 data-parallel x %2 model-parallel").arg(t.worldSize).arg(t.mpWorldSize));
-    html += row(tr("dtype"), esc(t.dtype));
-    html += row(tr("Optimizer"), esc(t.optimizer));
-    html += row(tr("DeepSpeed version"), t.dsVersion.empty() ? tr("unknown") : esc(t.dsVersion));
-    html += row(tr("Step / samples"),
-                QStringLiteral("%1 / %2")
-                    .arg(t.globalSteps >= 0 ? count(uint64_t(t.globalSteps)) : tr("unknown"))
-                    .arg(t.globalSamples >= 0 ? count(uint64_t(t.globalSamples)) : tr("unknown")));
+    // What the family knows: DeepSpeed's facts are left out where there are none (a DCP or
+    // Hugging Face tag has no ZeRO stage, world size or DeepSpeed version to speak of).
+    const bool deepspeed = t.zeroStage >= 0 || !t.dsVersion.empty();
+    if (deepspeed) html += row(tr("ZeRO stage"), QString::number(t.zeroStage));
+    if (t.worldSize > 0)
+        html += row(tr("World size"),
+                    tr("%1 data-parallel x %2 model-parallel").arg(t.worldSize).arg(t.mpWorldSize));
+    if (!t.dtype.empty()) html += row(tr("dtype"), esc(t.dtype));
+    if (!t.optimizer.empty()) html += row(tr("Optimizer"), esc(t.optimizer));
+    if (deepspeed)
+        html += row(tr("DeepSpeed version"), t.dsVersion.empty() ? tr("unknown") : esc(t.dsVersion));
+    if (t.globalSteps >= 0 || t.globalSamples >= 0)
+        html += row(tr("Step / samples"),
+                    QStringLiteral("%1 / %2")
+                        .arg(t.globalSteps >= 0 ? count(uint64_t(t.globalSteps)) : tr("unknown"))
+                        .arg(t.globalSamples >= 0 ? count(uint64_t(t.globalSamples)) : tr("unknown")));
     const ParameterCounts c = countParameters(t);
     html += row(tr("Trainable"),
                 tr("%1 tensors, %2 elements").arg(count(c.trainable), count(c.trainableElements)));

@@ -1,10 +1,13 @@
 // The tag overview and the sharding map (issue 12), offscreen: the map's geometry against the
-// layout for DeepSpeed fixtures of every ZeRO stage, the overview's counts against the layout
+// layout for DeepSpeed fixtures of every ZeRO stage and for DCP, files, Hugging Face, Composer
+// and Universal tags, the overview's counts against the layout
 // and its bytes by role against ops::analyzeFolderBloat, a click in the map selecting the
 // parameter in the tree, the tree's Value column, and the map's paint time for 64 ranks x 10,000 parameters
 // (printed, for the record; the assertion is only that level of detail bounds the work).
 #include "details_pane.h"
+#include "layout/family.h"
 #include "main_window.h"
+#include "ops/universal.h"
 #include "sharding_map.h"
 #include "tag_overview.h"
 #include "testutil.h"
@@ -12,6 +15,7 @@
 
 #include <QApplication>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
 #include <map>
@@ -139,6 +143,94 @@ private slots:
                 QCOMPARE(l.segments[size_t(at)].param, l.segments[i].param);
             }
         }
+    }
+
+    // Other families: DCP's N-d chunks as a parameters x ranks grid (each rank's cells the
+    // elements of its chunks, and which block); unsharded tags (a file, a Hugging Face folder,
+    // Composer, a Universal folder) a lane per file with its tensors back to back, by bytes.
+    void mapOfOtherFamilies_data()
+    {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<int>("mode");
+        const QString d = QString::fromStdString(testutil::dataDir());
+        const int grid = int(app::ShardingLayout::Mode::Grid), files = int(app::ShardingLayout::Mode::Files);
+        QTest::newRow("dcp fsdp2") << d + QStringLiteral("/dcp/fsdp2_fp32_w2") << grid;
+        QTest::newRow("dcp dtensor") << d + QStringLiteral("/dcp/dtensor_mixed_w3") << grid;
+        QTest::newRow("torch file") << d + QStringLiteral("/torch/torch-2.x/state_dict.pt") << files;
+        QTest::newRow("hf sharded") << d + QStringLiteral("/hf/safetensors_sharded") << files;
+        QTest::newRow("composer file") << d + QStringLiteral("/composer/classifier.pt") << files;
+        QTest::newRow("universal") << QStringLiteral("universal") << files;
+    }
+    void mapOfOtherFamilies()
+    {
+        QFETCH(QString, path);
+        QFETCH(int, mode);
+        QTemporaryDir dir;
+        if (path == QLatin1String("universal")) {
+            path = dir.filePath(QStringLiteral("uni"));
+            ops::universal(testutil::dataDir() + "/deepspeed/zero3_bf16_w2/global_step4", path.toStdString(),
+                           {}, {}, {});
+        }
+        const auto opened = layout::openCheckpointTag(path.toStdString(), "");
+        const layout::Tag& tag = opened->model.tags.front();
+        const app::ShardingLayout l = app::shardingLayout(tag);
+        QCOMPARE(int(l.mode), mode);
+        QVERIFY(!l.segments.empty());
+        if (l.mode == app::ShardingLayout::Mode::Grid) {
+            int maxRank = 0;
+            for (const auto& p : tag.params)
+                for (const auto& sl : p.slices)
+                    maxRank = std::max(maxRank, sl.rank);
+            QCOMPARE(l.ranks, maxRank + 1);
+            QVERIFY(l.ranks > 1);
+            bool chunked = false;
+            for (size_t row = 0; row < l.gridParams.size(); ++row) {
+                const auto& p = tag.params[size_t(l.gridParams[row])];
+                uint64_t sum = 0;
+                for (int r = 0; r < l.ranks; ++r) {
+                    const auto& s = l.segments[l.gridFirst[row] + size_t(r)];
+                    QCOMPARE(s.rank, r);
+                    uint64_t want = 0;
+                    for (const auto& sl : p.slices)
+                        want += sl.rank == r ? sl.length : 0;
+                    QCOMPARE(s.length, want);
+                    QVERIFY(s.length <= l.perRank[row]);
+                    sum += s.length;
+                    chunked = chunked || !s.where.isEmpty();
+                }
+                QCOMPARE(sum, p.numel()); // DCP saves each element once
+            }
+            QVERIFY(chunked);
+        } else {
+            QCOMPARE(int(l.laneNames.size()), l.ranks);
+            std::vector<uint64_t> end(size_t(l.ranks), 0);
+            std::map<int, uint64_t> bytes;
+            for (const auto& s : l.segments) {
+                QCOMPARE(s.begin, end[size_t(s.rank)]); // back to back, in the tag's order
+                end[size_t(s.rank)] += s.length;
+                bytes[s.param] += s.length;
+            }
+            QCOMPARE(*std::max_element(end.begin(), end.end()), l.laneLength);
+            for (size_t i = 0; i < tag.params.size(); ++i) {
+                const auto& p = tag.params[i];
+                if (p.slices.empty()) continue; // an alias, or unreadable: nothing of its own
+                QCOMPARE(bytes[int(i)], p.numel() * torch::elementSize(p.slices[0].master[0].dtype));
+            }
+        }
+        app::ShardingMap map;
+        map.resize(900, 300);
+        map.setSharding(l);
+        int found = 0;
+        for (size_t i = 0; i < l.segments.size(); ++i) {
+            if (!l.segments[i].length) continue;
+            const int at = map.segmentAt(map.pointOf(int(i)));
+            if (at < 0) continue;
+            QCOMPARE(l.segments[size_t(at)].param, l.segments[i].param);
+            QVERIFY(!map.describe(at).isEmpty());
+            ++found;
+        }
+        QVERIFY(found > 0);
+        QVERIFY(map.timePaint(QSize(900, 300)) >= 0);
     }
 
     void overviewCountsAndRoles()
