@@ -198,8 +198,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_stack->addWidget(browser);
     setCentralWidget(m_stack);
 
+    // An invalid regular expression keeps the previous filter and says why, in red, where the
+    // user is typing (it used to be ignored without a word).
     auto applyFilter = [this] {
-        m_proxy->setPattern(m_filter->text(), m_regex->isChecked());
+        const QString error = m_proxy->setPattern(m_filter->text(), m_regex->isChecked());
+        m_filter->setToolTip(error);
+        m_filter->setStyleSheet(error.isEmpty() ? QString()
+                                                : QStringLiteral("QLineEdit { color: #c62828; }"));
+        if (!error.isEmpty()) statusBar()->showMessage(error, 8000);
         if (!m_filter->text().isEmpty()) m_tree->expandAll();
     };
     connect(m_filter, &QLineEdit::textChanged, this, applyFilter);

@@ -101,16 +101,23 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
     s->root->name = std::filesystem::path(path).filename().string();
     Node* root = s->root.get();
 
-    if (layout::familyOf(path).id() != "file") {
-        const auto opened = layout::openCheckpoint(path);
-        if (cancel) cancel->throwIfCancelled(); // the layout is read in one go; cancel stops after it
+    if (!layout::familyOf(path).singleFile()) {
+        // Parsing the files is where the time goes (0-90%); Cancel stops it between two files.
+        layout::OpenObserver watch;
+        if (progress)
+            watch.progress = [&](uint64_t done, uint64_t total, const std::string& file) {
+                progress({int(total ? done * 900 / total : 0),
+                          "parsing " + std::filesystem::path(file).filename().string(), done, total});
+            };
+        if (cancel) watch.cancelled = [cancel] { return cancel->cancelled(); };
+        const auto opened = layout::openCheckpoint(path, watch);
+        if (cancel) cancel->throwIfCancelled();
         const layout::Checkpoint& ck = opened->model;
         s->opened = opened;
         s->family = ck.family;
         s->warnings = ck.warnings;
         root->kindText = ck.familyName;
-        // The layout is read; what is left is parsing each rank file's pickle, which is where
-        // the time goes on a large checkpoint: progress counts those files' bytes.
+        // The files are parsed; building the tree of each (90-100%) counts their bytes.
         uint64_t total = 0, done = 0;
         for (const auto& t : ck.tags)
             for (const auto& f : t.files)
@@ -137,7 +144,7 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
             for (const auto& f : t.files) {
                 if (cancel) cancel->throwIfCancelled();
                 if (progress)
-                    progress({int(total ? done * 1000 / total : 0), t.name + "/" + f.name, done, total});
+                    progress({900 + int(total ? done * 100 / total : 0), t.name + "/" + f.name, done, total});
                 done += f.size;
                 Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
                 fn->bytes = f.size;

@@ -148,18 +148,23 @@ FilterProxy::FilterProxy(QObject* parent) : QSortFilterProxyModel(parent)
     setFilterCaseSensitivity(Qt::CaseInsensitive);
 }
 
-void FilterProxy::setPattern(const QString& text, bool regex)
+QString FilterProxy::setPattern(const QString& text, bool regex)
 {
     if (text.isEmpty()) {
         setFilterRegularExpression(QRegularExpression());
-        return;
+        return {};
     }
     QRegularExpression re = regex ? QRegularExpression(text, QRegularExpression::CaseInsensitiveOption)
                                   : QRegularExpression(QRegularExpression::wildcardToRegularExpression(
                                                            QLatin1Char('*') + text + QLatin1Char('*'),
                                                            QRegularExpression::UnanchoredWildcardConversion),
                                                        QRegularExpression::CaseInsensitiveOption);
-    if (re.isValid()) setFilterRegularExpression(re);
+    if (!re.isValid())
+        return tr("Not a valid regular expression: %1 (at character %2)")
+            .arg(re.errorString())
+            .arg(re.patternErrorOffset() + 1);
+    setFilterRegularExpression(re);
+    return {};
 }
 
 } // namespace ckpt::app

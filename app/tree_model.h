@@ -44,7 +44,8 @@ class FilterProxy : public QSortFilterProxyModel
     Q_OBJECT
 public:
     explicit FilterProxy(QObject* parent = nullptr);
-    void setPattern(const QString& text, bool regex);
+    // Returns why a regular expression is invalid (then the filter is unchanged), else empty.
+    QString setPattern(const QString& text, bool regex);
 };
 
 QString humanBytes(uint64_t n);

@@ -217,6 +217,34 @@ private slots:
             QCOMPARE(f->singleFile(), f == &layout::familyOf(file));
     }
 
+    // Opening reports each file as it is parsed, against the bytes of all the tags' files, and
+    // stops between two files when asked (it used to parse every file before anyone could stop it).
+    void openingReportsProgressAndStops()
+    {
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero3_bf16_w4";
+        std::vector<std::pair<uint64_t, uint64_t>> reports;
+        layout::OpenObserver watch;
+        watch.progress = [&](uint64_t done, uint64_t total, const std::string&) {
+            reports.push_back({done, total});
+        };
+        const auto opened = layout::openCheckpoint(ck, watch);
+        size_t files = 0;
+        for (const auto& t : opened->model.tags)
+            files += t.files.size();
+        QVERIFY(files >= 16);
+        QVERIFY(reports.size() >= files - 2); // every rank file's pickle (the tags' extra files may be left)
+        for (size_t i = 1; i < reports.size(); ++i)
+            QVERIFY(reports[i].first > reports[i - 1].first);
+        QVERIFY(reports.back().first <= reports.back().second);
+        QVERIFY(reports.back().first * 10 >= reports.back().second * 9);
+
+        int parsed = 0;
+        watch.progress = [&](uint64_t, uint64_t, const std::string&) { ++parsed; };
+        watch.cancelled = [&] { return parsed >= 3; };
+        QVERIFY_THROWS_EXCEPTION(Cancelled, layout::openCheckpoint(ck, watch));
+        QCOMPARE(parsed, 3);
+    }
+
     // The model's latest() and the tag every command reads agree: `latest` names it, else the
     // only tag, else none (it once fell back to the last tag where the commands refused).
     void latestIsTheTagCommandsRead()

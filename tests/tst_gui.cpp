@@ -23,6 +23,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFile>
@@ -154,6 +155,23 @@ private slots:
         QVERIFY(shownMatches > 0);
         QCOMPARE(shownMatches, int(std::count_if(all.begin(), all.end(), matches)));
         QVERIFY(rows.size() < all.size());
+        // An invalid regular expression keeps the filter and says why where the user types.
+        QVERIFY(w.filterBox()->toolTip().isEmpty());
+        auto* regex = w.findChild<QCheckBox*>();
+        QVERIFY(regex);
+        regex->setChecked(true);
+        w.filterBox()->setText(QStringLiteral("fc2\\.b"));
+        QList<QModelIndex> before, kept;
+        visibleRows(*w.proxy(), {}, before);
+        w.filterBox()->setText(QStringLiteral("fc2(")); // an unclosed group
+        QVERIFY2(w.filterBox()->toolTip().contains(QLatin1String("regular expression")),
+                 qPrintable(w.filterBox()->toolTip()));
+        visibleRows(*w.proxy(), {}, kept);
+        QCOMPARE(kept.size(), before.size()); // still the last valid expression's rows
+        w.filterBox()->setText(QStringLiteral("fc2"));
+        QVERIFY(w.filterBox()->toolTip().isEmpty());
+        regex->setChecked(false);
+        w.filterBox()->setText(QStringLiteral("fc2*"));
         QVERIFY(w.select(QStringLiteral("global_step4/parameters/fc2.bias")));
         QTableWidget* table = w.details()->partitionTable();
         const auto ck = layout::openDeepSpeed(fixture("zero2_bf16_w4"));

@@ -7,6 +7,7 @@
 #include "layout/checkpoint.h"
 #include "layout/file_set.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,9 +65,19 @@ struct OpenedCheckpoint
     const Tag& chooseTag(const std::string& name) const;
 };
 
+// What the window sees of an opening: bytes of the files parsed so far out of all the tags'
+// files (a percentage; the files are parsed, not read: a pickle and a directory each), the file
+// just parsed, and a way to stop between two files (openCheckpoint then throws Cancelled).
+struct OpenObserver
+{
+    std::function<void(uint64_t done, uint64_t total, const std::string& file)> progress;
+    std::function<bool()> cancelled;
+};
+
 // Every tag, leniently: a tag that cannot be read is kept with its error as a warning, so one
 // bad save does not hide the others. Throws Error when nothing can be read.
-std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path);
+std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path,
+                                                       const OpenObserver& observer = {});
 // One tag (`tag` empty: latest, or the only one), strictly: any damage is an Error.
 std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag);
 

@@ -1,9 +1,11 @@
 #include "layout/file_set.h"
 
 #include "io/error.h"
+
 #include "io/mapped_file.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
+#include <filesystem>
 
 namespace ckpt::layout {
 
@@ -103,6 +105,7 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
         if (auto it = m_files.find(id); it != m_files.end()) return it->second;
     }
     // Parsed outside the lock (it may take a while); should two threads race, the first stored wins.
+    checkCancelled();
     auto mapped = io::MappedFile::open(id);
     const io::ByteSpan head = mapped->bytes().subspan(0, std::min<uint64_t>(mapped->size(), 64));
     std::shared_ptr<const TensorFile> f;
@@ -112,8 +115,19 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
     else
         f = std::make_shared<TensorFile>(
             std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
+    parsed(id, mapped->size());
     std::lock_guard lock(m_mutex);
     return m_files.emplace(id, std::move(f)).first->second;
+}
+
+void FileSet::parsed(const std::string& id, uint64_t bytes) const
+{
+    if (m_observer.parsed) m_observer.parsed(id, bytes);
+}
+
+void FileSet::checkCancelled() const
+{
+    if (m_observer.cancelled && m_observer.cancelled()) throw Cancelled();
 }
 
 std::shared_ptr<const TensorFile> FileSet::find(const std::string& id) const
@@ -125,8 +139,15 @@ std::shared_ptr<const TensorFile> FileSet::find(const std::string& id) const
 
 void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> file)
 {
-    std::lock_guard lock(m_mutex);
-    m_files[id] = std::move(file);
+    // Parsed by the recognizer itself: counted now, and the next file is not begun if cancelled.
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(id, ec);
+    parsed(id, ec ? 0 : uint64_t(bytes));
+    {
+        std::lock_guard lock(m_mutex);
+        m_files[id] = std::move(file);
+    }
+    checkCancelled();
 }
 
 void FileSet::adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file)

@@ -7,6 +7,7 @@
 #include "io/blob.h"
 #include "torch/dtype.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,9 +66,18 @@ private:
     std::unordered_map<std::string, size_t> m_stIndex; // safetensors: name -> header position
 };
 
+// What opening a checkpoint reports: each file as it is parsed, and whether to stop.
+struct ParseObserver
+{
+    std::function<void(const std::string& id, uint64_t bytes)> parsed;
+    std::function<bool()> cancelled; // asked before each parse: true throws Cancelled
+};
+
 class FileSet
 {
 public:
+    // Set before a recognizer runs (not while other threads use the set).
+    void observe(ParseObserver observer) { m_observer = std::move(observer); }
     // The file with this id; a path not yet adopted is opened (parsed) now, once, whatever its
     // content (torch zip, legacy torch or safetensors, sniffed). Thread-safe.
     std::shared_ptr<const TensorFile> get(const std::string& id) const;
@@ -79,6 +89,9 @@ public:
     size_t size() const;
 
 private:
+    void parsed(const std::string& id, uint64_t bytes) const;
+    void checkCancelled() const;
+    ParseObserver m_observer;
     mutable std::mutex m_mutex;
     mutable std::map<std::string, std::shared_ptr<const TensorFile>> m_files;
 };
