@@ -430,6 +430,7 @@ void CompareWindow::askOtherSides()
 bool CompareWindow::askSides(QWidget* parent, QString& a, QString& b)
 {
     CompareDialog d(CompareRequest{a, b, {}, {}, false}, parent);
+    d.momentsBox()->hide(); // two paths carry no moments: the window's checkbox asks for them
     if (d.exec() != QDialog::Accepted) return false;
     // A tag travels as its location, which opens as that tag (as the tree's tags do).
     const CompareRequest q = d.request();
