@@ -570,6 +570,11 @@ CompareRequest CompareDialog::request() const
 
 int runCompareMode(const QString& a, const QString& b, const QString& screenshot, const QString& select)
 {
+    return runCompareMode(CompareRequest{a, b, {}, {}, false}, screenshot, select);
+}
+
+int runCompareMode(const CompareRequest& request, const QString& screenshot, const QString& select)
+{
     auto* w = new CompareWindow;
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->show();
@@ -594,7 +599,7 @@ int runCompareMode(const QString& a, const QString& b, const QString& screenshot
             });
         });
     }
-    w->start(a, b);
+    w->start(request);
     return QApplication::exec();
 }
 

@@ -158,5 +158,7 @@ private:
 // `checkpoint-studio --compare A B`: the comparison window alone. With a screenshot file it
 // saves the window once computed (with `select`, that tensor selected first) and exits.
 int runCompareMode(const QString& a, const QString& b, const QString& screenshot, const QString& select);
+// The same for a request: each side's tag, and the optimizer moments.
+int runCompareMode(const CompareRequest& request, const QString& screenshot, const QString& select);
 
 } // namespace ckpt::app
