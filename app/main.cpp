@@ -164,6 +164,18 @@ int main(int argc, char** argv)
                     "that tensor selected."),
         QStringLiteral("A"));
     cli.addOption(compare);
+    QCommandLineOption tagA(
+        QStringLiteral("tag-a"),
+        QApplication::translate("main", "With --compare: the tag of A (default: its latest)."),
+        QStringLiteral("TAG"));
+    QCommandLineOption tagB(
+        QStringLiteral("tag-b"),
+        QApplication::translate("main", "With --compare: the tag of B (default: its latest)."),
+        QStringLiteral("TAG"));
+    QCommandLineOption moments(
+        QStringLiteral("moments"),
+        QApplication::translate("main", "With --compare: the optimizer moments (exp_avg, exp_avg_sq) too."));
+    cli.addOptions({tagA, tagB, moments});
     cli.addPositionalArgument(QStringLiteral("path"),
                               QApplication::translate("main", "Checkpoint folder or file to open."));
     cli.process(app);
@@ -183,8 +195,9 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "checkpoint-studio: --compare A B takes exactly one more path, B\n");
             return 2;
         }
-        const int rc = ckpt::app::runCompareMode(cli.value(compare), cli.positionalArguments().first(),
-                                                 cli.value(shot), cli.value(select));
+        const ckpt::app::CompareRequest request{cli.value(compare), cli.positionalArguments().first(),
+                                                cli.value(tagA), cli.value(tagB), cli.isSet(moments)};
+        const int rc = ckpt::app::runCompareMode(request, cli.value(shot), cli.value(select));
         return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
     }
     ckpt::app::MainWindow window;

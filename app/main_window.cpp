@@ -8,6 +8,7 @@
 #include "layout/deepspeed.h"
 #include "slim_dialog.h"
 #include "tree_model.h"
+#include "universal_dialog.h"
 
 #include <QAction>
 #include <QApplication>
@@ -84,6 +85,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     });
     m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
     m_slimAction->setEnabled(false);
+    m_universalAction =
+        fileMenu->addAction(tr("Convert to &Universal..."), this, &MainWindow::convertToUniversal);
+    m_universalAction->setToolTip(tr(
+        "Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count"));
+    m_universalAction->setEnabled(false);
     fileMenu->addAction(tr("&Bloat of a Folder..."), this, [this] {
         // Any folder, a checkpoint or not: a Hugging Face folder of bloated .bin shards is the
         // usual case, and the tree cannot open that.
@@ -214,6 +220,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             [this](const QModelIndex& cur) {
                 m_details->show(m_model->snapshot(), TreeModel::node(m_proxy->mapToSource(cur)));
                 followSelection(TreeModel::node(m_proxy->mapToSource(cur)));
+                m_universalAction->setEnabled(universalTag() != nullptr);
             });
     connect(m_tree->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             [this] { m_compareTags->setEnabled(selectedTagPaths().size() == 2); });
@@ -539,7 +546,7 @@ void MainWindow::askCompare()
     else if (sides.isEmpty() && s)
         sides = {QString::fromStdString(s->path), QString()};
     QString a = sides.value(0), b = sides.value(1);
-    if (CompareWindow::askSides(this, a, b)) openCompare(a, b);
+    CompareWindow::ask(this, a, b); // each side's tag and the moments go through as one request
 }
 
 void MainWindow::treeMenu(const QPoint& pos)
@@ -551,7 +558,30 @@ void MainWindow::treeMenu(const QPoint& pos)
     if (tags.size() != 2) compare->setText(tr("Compare (select two tags)"));
     menu.addAction(m_exportAction);
     menu.addAction(m_slimAction);
+    if (universalTag()) menu.addAction(m_universalAction);
     menu.exec(m_tree->viewport()->mapToGlobal(pos));
+}
+
+const layout::Tag* MainWindow::universalTag() const
+{
+    const Snapshot* snap = m_model->snapshot();
+    const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
+    while (n && n->kind != NodeKind::Tag)
+        n = n->parent;
+    if (!snap || !n || n->tag < 0 || size_t(n->tag) >= snap->tags.size() || snap->family != "deepspeed")
+        return nullptr;
+    const layout::Tag& t = snap->tags[size_t(n->tag)];
+    const bool zero = t.optimizer == "zero" || t.optimizer == "bf16_optimizer";
+    return zero && t.zeroStage >= 1 && t.zeroStage <= 3 ? &t : nullptr;
+}
+
+void MainWindow::convertToUniversal()
+{
+    const layout::Tag* t = universalTag();
+    if (!t) return;
+    // The tag folder itself: the dialog suggests <root>/<tag>_universal and latest_universal.
+    showConvertToUniversal(this, QString::fromStdString(t->dir), QString::fromStdString(t->name),
+                           [this](const QString& out) { open(out); });
 }
 
 } // namespace ckpt::app

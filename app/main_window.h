@@ -83,6 +83,9 @@ private:
     void exportModel();
     void followSelection(const Node* node);
     void updateSlimAction();
+    // The ZeRO tag the current node belongs to, when ds_to_universal's conversion applies to it.
+    const layout::Tag* universalTag() const;
+    void convertToUniversal();
     void fitBloatDock();
     void openSlimResult(const QString& input, const QString& output);
     void askCompare();
@@ -101,6 +104,7 @@ private:
     QPushButton* m_cancelOpen;
     QAction* m_exportAction = nullptr;
     QAction* m_slimAction = nullptr;
+    QAction* m_universalAction = nullptr;
     QAction* m_compareTags = nullptr;
     QDockWidget* m_bloatDock = nullptr;
     BloatView* m_bloat = nullptr;

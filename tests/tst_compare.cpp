@@ -384,7 +384,7 @@ private slots:
         w.start(a, b);
         QVERIFY(waitFinished(w));
         qInfo("longest event-loop stall while comparing: %lld ms", stall.longest());
-        QVERIFY(stall.longest() < 250);
+        CKPT_VERIFY_RESPONSIVE(stall); // a hang detector, not a speed claim
         QVERIFY2(w.outcome().error.isEmpty(), qPrintable(w.outcome().error));
         QCOMPARE(w.outcome().a.tag, std::string("global_step2"));
         QCOMPARE(w.outcome().b.tag, std::string("global_step4"));

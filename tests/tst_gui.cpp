@@ -467,6 +467,32 @@ private slots:
 
     // Opening reports its progress; Cancel stops the worker (a cancelled result, not a
     // snapshot dropped on arrival) and the tree keeps what it showed.
+    // "Convert to Universal..." is offered for a node of a ZeRO tag, and not for a single file.
+    void convertToUniversalFollowsTheSelection()
+    {
+        auto action = [](app::MainWindow& w) -> QAction* {
+            for (QAction* a : w.findChildren<QAction*>())
+                if (a->text() == app::MainWindow::tr("Convert to &Universal...")) return a;
+            return nullptr;
+        };
+        app::MainWindow w;
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(QString::fromStdString(fixture("zero3_bf16_w4")));
+        QVERIFY(loaded.wait(30000));
+        QAction* convert = action(w);
+        QVERIFY(convert);
+        QVERIFY(!convert->isEnabled());
+        QVERIFY(w.select(QStringLiteral("global_step4/parameters")));
+        QVERIFY(convert->isEnabled());
+        QVERIFY(w.select(QStringLiteral("global_step2")));
+        QVERIFY(convert->isEnabled());
+        w.open(QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt"));
+        QVERIFY(loaded.wait(30000));
+        w.tree()->setCurrentIndex(w.proxy()->index(0, 0));
+        QVERIFY(!convert->isEnabled());
+    }
+
     void openingReportsProgressAndCancels()
     {
         app::MainWindow w;

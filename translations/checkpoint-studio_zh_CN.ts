@@ -3,141 +3,195 @@
 <context>
     <name>ckpt::app::BloatView</name>
     <message>
-        <location filename="../app/bloat_view.cpp" line="93" />
+        <location filename="../app/bloat_view.cpp" line="83" />
         <source>model weights</source>
         <translation>模型权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="95" />
+        <location filename="../app/bloat_view.cpp" line="85" />
         <source>fp32 masters</source>
         <translation>fp32 主权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="97" />
+        <location filename="../app/bloat_view.cpp" line="87" />
         <source>exp_avg</source>
         <translation>exp_avg</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="99" />
+        <location filename="../app/bloat_view.cpp" line="89" />
         <source>exp_avg_sq</source>
         <translation>exp_avg_sq</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="101" />
+        <location filename="../app/bloat_view.cpp" line="91" />
         <source>other optimizer state</source>
         <translation>其他优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="103" />
-        <location filename="../app/bloat_view.cpp" line="105" />
+        <location filename="../app/bloat_view.cpp" line="93" />
+        <location filename="../app/bloat_view.cpp" line="95" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="121" />
+        <location filename="../app/bloat_view.cpp" line="111" />
         <source>Slim...</source>
         <translation>精简...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="122" />
+        <location filename="../app/bloat_view.cpp" line="112" />
         <source>Write a copy in which every storage keeps only the bytes its views reach</source>
         <translation>写出一份副本，其中每个存储只保留其视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="130" />
+        <location filename="../app/bloat_view.cpp" line="120" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="133" />
+        <location filename="../app/bloat_view.cpp" line="123" />
         <source>Files, most wasted first</source>
         <translation>文件（浪费最多的在前）</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="140" />
+        <location filename="../app/bloat_view.cpp" line="130" />
         <source>Bytes by role</source>
         <translation>按用途划分的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="238" />
+        <location filename="../app/bloat_view.cpp" line="217" />
         <source>Storages</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="248" />
+        <location filename="../app/bloat_view.cpp" line="227" />
         <source>Select a file, a tag or a checkpoint to see where its bytes go.</source>
         <translation>选择一个文件、标签或检查点，查看其字节的去向。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="257" />
+        <location filename="../app/bloat_view.cpp" line="235" />
         <source>&lt;b&gt;%1&lt;/b&gt;: reading...</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="258" />
-        <location filename="../app/bloat_view.cpp" line="429" />
+        <location filename="../app/bloat_view.cpp" line="236" />
+        <location filename="../app/bloat_view.cpp" line="375" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="329" />
+        <location filename="../app/bloat_view.cpp" line="280" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="330" />
+        <location filename="../app/bloat_view.cpp" line="281" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="369" />
+        <location filename="../app/bloat_view.cpp" line="320" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="372" />
+        <location filename="../app/bloat_view.cpp" line="323" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="375" />
+        <location filename="../app/bloat_view.cpp" line="326" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="381" />
+        <location filename="../app/bloat_view.cpp" line="332" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="396" />
+        <location filename="../app/bloat_view.cpp" line="347" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="413" />
+        <location filename="../app/bloat_view.cpp" line="362" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="427" />
+        <location filename="../app/bloat_view.cpp" line="374" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="444" />
+        <location filename="../app/bloat_view.cpp" line="387" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="445" />
+        <location filename="../app/bloat_view.cpp" line="388" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="452" />
+        <location filename="../app/bloat_view.cpp" line="396" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::CompareDialog</name>
+    <message>
+        <location filename="../app/compare_window.cpp" line="462" />
+        <location filename="../app/compare_window.cpp" line="500" />
+        <source>Compare</source>
+        <translation>比较</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="468" />
+        <source>Checkpoint folder, tag folder or file</source>
+        <translation>检查点文件夹、标签文件夹或文件</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="469" />
+        <source>Folder...</source>
+        <translation>文件夹...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="470" />
+        <source>File...</source>
+        <translation>文件...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="472" />
+        <source>The tag of this side, when it holds several</source>
+        <translation>此侧的标签（当它包含多个标签时）</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="476" />
+        <source>Checkpoint or tag folder</source>
+        <translation>检查点或标签文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="480" />
+        <source>Checkpoint file</source>
+        <translation>检查点文件</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="493" />
+        <source>A:</source>
+        <translation>A：</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="493" />
+        <source>B:</source>
+        <translation>B：</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="496" />
+        <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
+        <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
 </context>
 <context>
@@ -173,88 +227,88 @@
 <context>
     <name>ckpt::app::CompareHistograms</name>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="142" />
+        <location filename="../app/compare_histograms.cpp" line="145" />
         <source>Log counts</source>
         <translation>对数计数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="143" />
+        <location filename="../app/compare_histograms.cpp" line="146" />
         <source>Count axis on a log scale: rare values (outliers) stay visible</source>
         <translation>计数轴使用对数刻度：少见的值（离群值）仍然可见</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="200" />
+        <location filename="../app/compare_histograms.cpp" line="203" />
         <source>A</source>
         <translation>A</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="201" />
+        <location filename="../app/compare_histograms.cpp" line="204" />
         <source>B</source>
         <translation>B</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="204" />
-        <location filename="../app/compare_histograms.cpp" line="206" />
+        <location filename="../app/compare_histograms.cpp" line="207" />
+        <location filename="../app/compare_histograms.cpp" line="209" />
         <source>a - b</source>
         <translation>a - b</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="205" />
+        <location filename="../app/compare_histograms.cpp" line="208" />
         <source>value</source>
         <translation>数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="209" />
+        <location filename="../app/compare_histograms.cpp" line="212" />
         <source>Select a tensor to see its values</source>
         <translation>选择一个张量以查看其数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="216" />
+        <location filename="../app/compare_histograms.cpp" line="219" />
         <source>Not compared: the tensor is only on one side, or its shape differs.</source>
         <translation>未比较：该张量只在一侧存在，或形状不同。</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="228" />
+        <location filename="../app/compare_histograms.cpp" line="231" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="230" />
+        <location filename="../app/compare_histograms.cpp" line="233" />
         <source>min</source>
         <translation>最小值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="230" />
+        <location filename="../app/compare_histograms.cpp" line="233" />
         <source>max</source>
         <translation>最大值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="231" />
+        <location filename="../app/compare_histograms.cpp" line="234" />
         <source>mean</source>
         <translation>均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="231" />
+        <location filename="../app/compare_histograms.cpp" line="234" />
         <source>std</source>
         <translation>标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="232" />
+        <location filename="../app/compare_histograms.cpp" line="235" />
         <source>L2 norm</source>
         <translation>L2 范数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="233" />
+        <location filename="../app/compare_histograms.cpp" line="236" />
         <source>zeros</source>
         <translation>零值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="234" />
+        <location filename="../app/compare_histograms.cpp" line="237" />
         <source>NaN / Inf</source>
         <translation>NaN / Inf</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="239" />
+        <location filename="../app/compare_histograms.cpp" line="242" />
         <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3 &amp;nbsp; bitwise equal %4 of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3 &amp;nbsp; 按位相同 %4 / %5&lt;/p&gt;</translation>
     </message>
@@ -365,184 +419,178 @@
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="89" />
+        <location filename="../app/compare_window.cpp" line="97" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="110" />
+        <location filename="../app/compare_window.cpp" line="118" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="118" />
+        <location filename="../app/compare_window.cpp" line="126" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="121" />
+        <location filename="../app/compare_window.cpp" line="129" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="122" />
+        <location filename="../app/compare_window.cpp" line="130" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="126" />
+        <location filename="../app/compare_window.cpp" line="134" />
+        <source>Optimizer moments</source>
+        <translation>优化器矩</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="135" />
+        <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
+        <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="137" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="127" />
+        <location filename="../app/compare_window.cpp" line="138" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="208" />
-        <location filename="../app/compare_window.cpp" line="287" />
+        <location filename="../app/compare_window.cpp" line="179" />
+        <source>&amp;Comparison</source>
+        <translation>比较(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="180" />
+        <source>&amp;Compare Other Sides...</source>
+        <translation>比较其他两侧(&amp;C)...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="181" />
+        <source>&amp;Export Table...</source>
+        <translation>导出表格(&amp;E)...</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="183" />
+        <source>C&amp;lose</source>
+        <translation>关闭(&amp;L)</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="243" />
+        <source>%1 (tag %2)</source>
+        <translation>%1（标签 %2）</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_window.cpp" line="245" />
+        <location filename="../app/compare_window.cpp" line="328" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="209" />
+        <location filename="../app/compare_window.cpp" line="246" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="210" />
+        <location filename="../app/compare_window.cpp" line="247" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="212" />
-        <location filename="../app/compare_window.cpp" line="251" />
+        <location filename="../app/compare_window.cpp" line="249" />
+        <location filename="../app/compare_window.cpp" line="292" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="229" />
+        <location filename="../app/compare_window.cpp" line="266" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="258" />
+        <location filename="../app/compare_window.cpp" line="299" />
         <source>%1 MB/s, about %2 left</source>
         <translation>%1 MB/s，约剩 %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="275" />
+        <location filename="../app/compare_window.cpp" line="316" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="281" />
+        <location filename="../app/compare_window.cpp" line="322" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="293" />
+        <location filename="../app/compare_window.cpp" line="334" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="295" />
+        <location filename="../app/compare_window.cpp" line="336" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="320" />
+        <location filename="../app/compare_window.cpp" line="361" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="321" />
+        <location filename="../app/compare_window.cpp" line="362" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed</source>
         <translation>%1 个有变化，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个形状或数据类型不同</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="327" />
+        <location filename="../app/compare_window.cpp" line="368" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="368" />
-        <location filename="../app/compare_window.cpp" line="376" />
+        <location filename="../app/compare_window.cpp" line="409" />
+        <location filename="../app/compare_window.cpp" line="417" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="369" />
+        <location filename="../app/compare_window.cpp" line="410" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="377" />
+        <location filename="../app/compare_window.cpp" line="418" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="380" />
+        <location filename="../app/compare_window.cpp" line="421" />
         <source>Saved %1</source>
         <translation>已保存 %1</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="386" />
-        <location filename="../app/compare_window.cpp" line="414" />
-        <source>Compare</source>
-        <translation>比较</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="391" />
-        <source>Checkpoint folder, tag folder or file</source>
-        <translation>检查点文件夹、标签文件夹或文件</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="392" />
-        <source>Folder...</source>
-        <translation>文件夹...</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="393" />
-        <source>File...</source>
-        <translation>文件...</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="396" />
-        <source>Checkpoint or tag folder</source>
-        <translation>检查点或标签文件夹</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="400" />
-        <source>Checkpoint file</source>
-        <translation>检查点文件</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="411" />
-        <source>A:</source>
-        <translation>A：</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="412" />
-        <source>B:</source>
-        <translation>B：</translation>
     </message>
 </context>
 <context>
     <name>ckpt::app::DetailsPane</name>
     <message>
-        <location filename="../app/details_pane.cpp" line="53" />
+        <location filename="../app/details_pane.cpp" line="56" />
         <source>No data to read for this tensor.</source>
         <translation>此张量没有可读取的数据。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="55" />
+        <location filename="../app/details_pane.cpp" line="58" />
         <source>This dtype has no statistics.</source>
         <translation>此数据类型没有统计信息。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="73" />
+        <location filename="../app/details_pane.cpp" line="77" />
         <source>First values: %1
 min %2  max %3  mean %4  std %5
 zeros %6  NaN %7  Inf %8</source>
@@ -551,128 +599,128 @@ zeros %6  NaN %7  Inf %8</source>
 零 %6  NaN %7  Inf %8</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="83" />
+        <location filename="../app/details_pane.cpp" line="89" />
         <source>Could not compute: %1</source>
         <translation>无法计算：%1</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="97" />
+        <location filename="../app/details_pane.cpp" line="103" />
         <source>Rank</source>
         <translation>Rank</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="97" />
-        <location filename="../app/details_pane.cpp" line="188" />
+        <location filename="../app/details_pane.cpp" line="103" />
+        <location filename="../app/details_pane.cpp" line="195" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="97" />
+        <location filename="../app/details_pane.cpp" line="103" />
         <source>Offset</source>
         <translation>偏移</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="97" />
+        <location filename="../app/details_pane.cpp" line="103" />
         <source>Length</source>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="97" />
+        <location filename="../app/details_pane.cpp" line="103" />
         <source>Padding</source>
         <translation>填充</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="108" />
         <source>Search the configuration</source>
         <translation>搜索配置</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="105" />
+        <location filename="../app/details_pane.cpp" line="111" />
         <source>Show values and statistics</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="170" />
+        <location filename="../app/details_pane.cpp" line="177" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="174" />
+        <location filename="../app/details_pane.cpp" line="181" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="176" />
+        <location filename="../app/details_pane.cpp" line="183" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="176" />
+        <location filename="../app/details_pane.cpp" line="183" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="177" />
+        <location filename="../app/details_pane.cpp" line="184" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="178" />
+        <location filename="../app/details_pane.cpp" line="185" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="181" />
+        <location filename="../app/details_pane.cpp" line="188" />
         <source>Stride</source>
         <translation>步长</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="182" />
+        <location filename="../app/details_pane.cpp" line="189" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="183" />
+        <location filename="../app/details_pane.cpp" line="190" />
         <source>record %1, offset %2, %3</source>
         <translation>记录 %1，偏移 %2，%3</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="187" />
+        <location filename="../app/details_pane.cpp" line="194" />
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="193" />
+        <location filename="../app/details_pane.cpp" line="200" />
         <source>Shares storage with</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="199" />
+        <location filename="../app/details_pane.cpp" line="206" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="200" />
+        <location filename="../app/details_pane.cpp" line="207" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="219" />
+        <location filename="../app/details_pane.cpp" line="226" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="234" />
+        <location filename="../app/details_pane.cpp" line="241" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="235" />
+        <location filename="../app/details_pane.cpp" line="242" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="252" />
+        <location filename="../app/details_pane.cpp" line="260" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -750,94 +798,94 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="30" />
+        <location filename="../app/export_dialog.cpp" line="34" />
         <source>Export consolidated model</source>
         <translation>导出合并后的模型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="40" />
+        <location filename="../app/export_dialog.cpp" line="44" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="42" />
+        <location filename="../app/export_dialog.cpp" line="46" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="46" />
+        <location filename="../app/export_dialog.cpp" line="50" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="47" />
+        <location filename="../app/export_dialog.cpp" line="51" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="48" />
+        <location filename="../app/export_dialog.cpp" line="52" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="49" />
+        <location filename="../app/export_dialog.cpp" line="53" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="51" />
-        <location filename="../app/export_dialog.cpp" line="72" />
+        <location filename="../app/export_dialog.cpp" line="55" />
+        <location filename="../app/export_dialog.cpp" line="76" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="56" />
+        <location filename="../app/export_dialog.cpp" line="60" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="57" />
-        <location filename="../app/export_dialog.cpp" line="180" />
+        <location filename="../app/export_dialog.cpp" line="61" />
+        <location filename="../app/export_dialog.cpp" line="191" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="58" />
+        <location filename="../app/export_dialog.cpp" line="62" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="87" />
+        <location filename="../app/export_dialog.cpp" line="103" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="104" />
+        <source>Compute: %1</source>
+        <translation>计算设备：%1</translation>
+    </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="90" />
+        <location filename="../app/export_dialog.cpp" line="109" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="96" />
+        <location filename="../app/export_dialog.cpp" line="115" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="99" />
+        <location filename="../app/export_dialog.cpp" line="118" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="123" />
+        <location filename="../app/export_dialog.cpp" line="142" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="138" />
-        <source>%1: %2 of %3, %4 GB/s, %5 s left</source>
-        <translation>%1：%2 / %3，%4 GB/s，剩余 %5 秒</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="149" />
+        <location filename="../app/export_dialog.cpp" line="161" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
@@ -906,195 +954,230 @@ zeros %6  NaN %7  Inf %8</source>
     </message>
 </context>
 <context>
+    <name>ckpt::app::FilterProxy</name>
+    <message>
+        <location filename="../app/tree_model.cpp" line="163" />
+        <source>Not a valid regular expression: %1 (at character %2)</source>
+        <translation>不是有效的正则表达式：%1（第 %2 个字符处）</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::JobManager</name>
+    <message>
+        <location filename="../app/job_manager.cpp" line="21" />
+        <source>%1: %2 of %3</source>
+        <translation>%1：%2 / %3</translation>
+    </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="23" />
+        <source>%1: %2 of %3, %4/s, %5 s left</source>
+        <translation>%1：%2 / %3，%4/秒，剩余 %5 秒</translation>
+    </message>
+</context>
+<context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="53" />
+        <location filename="../app/main_window.cpp" line="58" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="61" />
+        <location filename="../app/main_window.cpp" line="66" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="62" />
+        <location filename="../app/main_window.cpp" line="67" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="63" />
+        <location filename="../app/main_window.cpp" line="68" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="66" />
+        <location filename="../app/main_window.cpp" line="71" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="68" />
+        <location filename="../app/main_window.cpp" line="73" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="69" />
+        <location filename="../app/main_window.cpp" line="74" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="72" />
+        <location filename="../app/main_window.cpp" line="77" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="74" />
+        <location filename="../app/main_window.cpp" line="79" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="81" />
+        <location filename="../app/main_window.cpp" line="86" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="83" />
+        <location filename="../app/main_window.cpp" line="89" />
+        <source>Convert to &amp;Universal...</source>
+        <translation>转换为 Universal 检查点(&amp;U)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="90" />
+        <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
+        <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="93" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="86" />
+        <location filename="../app/main_window.cpp" line="96" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="89" />
+        <location filename="../app/main_window.cpp" line="99" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="90" />
+        <location filename="../app/main_window.cpp" line="100" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="95" />
+        <location filename="../app/main_window.cpp" line="105" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="98" />
+        <location filename="../app/main_window.cpp" line="108" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="99" />
+        <location filename="../app/main_window.cpp" line="109" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="100" />
+        <location filename="../app/main_window.cpp" line="110" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="109" />
+        <location filename="../app/main_window.cpp" line="119" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="115" />
+        <location filename="../app/main_window.cpp" line="125" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="118" />
+        <location filename="../app/main_window.cpp" line="128" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="119" />
+        <location filename="../app/main_window.cpp" line="129" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="133" />
+        <location filename="../app/main_window.cpp" line="143" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="141" />
+        <location filename="../app/main_window.cpp" line="151" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="145" />
+        <location filename="../app/main_window.cpp" line="155" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="160" />
+        <location filename="../app/main_window.cpp" line="170" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="161" />
+        <location filename="../app/main_window.cpp" line="171" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="215" />
+        <location filename="../app/main_window.cpp" line="232" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="222" />
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="280" />
+        <source>Cancelling...</source>
+        <translation>正在取消...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="232" />
+        <location filename="../app/main_window.cpp" line="243" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="251" />
+        <location filename="../app/main_window.cpp" line="258" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="254" />
+        <location filename="../app/main_window.cpp" line="261" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="293" />
+        <location filename="../app/main_window.cpp" line="300" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="314" />
+        <location filename="../app/main_window.cpp" line="322" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="326" />
+        <location filename="../app/main_window.cpp" line="335" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="327" />
+        <location filename="../app/main_window.cpp" line="336" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="547" />
+        <location filename="../app/main_window.cpp" line="556" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="549" />
+        <location filename="../app/main_window.cpp" line="558" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1115,43 +1198,58 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ShardingMap</name>
     <message>
-        <location filename="../app/sharding_map.cpp" line="240" />
+        <location filename="../app/sharding_map.cpp" line="351" />
         <source>rank %1: elements %2 to %3 (%4)</source>
         <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="247" />
+        <location filename="../app/sharding_map.cpp" line="358" />
         <source>rank %1 holds %2 elements, %3 of padding</source>
         <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="264" />
-        <source>No partitioned parameters to draw (not a ZeRO-1, 2 or 3 tag)</source>
-        <translation>没有可绘制的分片参数（不是 ZeRO-1、2 或 3 的标签）</translation>
-    </message>
-    <message>
-        <location filename="../app/sharding_map.cpp" line="142" />
-        <location filename="../app/sharding_map.cpp" line="317" />
+        <location filename="../app/sharding_map.cpp" line="251" />
+        <location filename="../app/sharding_map.cpp" line="434" />
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="324" />
+        <location filename="../app/sharding_map.cpp" line="362" />
+        <source>block %1</source>
+        <translation>块 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="365" />
+        <source>in %1: %2</source>
+        <translation>在 %1 中：%2</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="378" />
+        <source>No tensors to draw</source>
+        <translation>没有可绘制的张量</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="441" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="335" />
+        <location filename="../app/sharding_map.cpp" line="450" />
+        <source>Not sharded: each file's tensors in order, by size</source>
+        <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
+    </message>
+    <message>
+        <location filename="../app/sharding_map.cpp" line="461" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="379" />
+        <location filename="../app/sharding_map.cpp" line="505" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="387" />
+        <location filename="../app/sharding_map.cpp" line="513" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>
@@ -1159,191 +1257,186 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="64" />
+        <location filename="../app/slim_dialog.cpp" line="67" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="74" />
+        <location filename="../app/slim_dialog.cpp" line="77" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="77" />
+        <location filename="../app/slim_dialog.cpp" line="80" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="80" />
+        <location filename="../app/slim_dialog.cpp" line="83" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="89" />
+        <location filename="../app/slim_dialog.cpp" line="92" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="93" />
+        <location filename="../app/slim_dialog.cpp" line="96" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="94" />
-        <location filename="../app/slim_dialog.cpp" line="137" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="140" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="94" />
-        <location filename="../app/slim_dialog.cpp" line="137" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="140" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="114" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
-        <location filename="../app/slim_dialog.cpp" line="339" />
+        <location filename="../app/slim_dialog.cpp" line="119" />
+        <location filename="../app/slim_dialog.cpp" line="328" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="120" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="156" />
+        <location filename="../app/slim_dialog.cpp" line="158" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="163" />
+        <location filename="../app/slim_dialog.cpp" line="164" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="164" />
+        <location filename="../app/slim_dialog.cpp" line="165" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="173" />
+        <location filename="../app/slim_dialog.cpp" line="176" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="178" />
+        <location filename="../app/slim_dialog.cpp" line="182" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="179" />
+        <location filename="../app/slim_dialog.cpp" line="182" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="180" />
+        <location filename="../app/slim_dialog.cpp" line="183" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="186" />
+        <location filename="../app/slim_dialog.cpp" line="189" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="191" />
+        <location filename="../app/slim_dialog.cpp" line="194" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="192" />
+        <location filename="../app/slim_dialog.cpp" line="195" />
         <source>Slimming failed.</source>
         <translation>精简失败。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="193" />
+        <location filename="../app/slim_dialog.cpp" line="196" />
         <source>Slimming failed on %1.</source>
         <translation>精简 %1 时失败。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="238" />
+        <location filename="../app/slim_dialog.cpp" line="232" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="239" />
+        <location filename="../app/slim_dialog.cpp" line="233" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="241" />
+        <location filename="../app/slim_dialog.cpp" line="235" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="258" />
-        <location filename="../app/slim_dialog.cpp" line="259" />
+        <location filename="../app/slim_dialog.cpp" line="252" />
+        <location filename="../app/slim_dialog.cpp" line="253" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="265" />
+        <location filename="../app/slim_dialog.cpp" line="259" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="278" />
+        <location filename="../app/slim_dialog.cpp" line="275" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
         <location filename="../app/slim_dialog.cpp" line="304" />
-        <source>%1: %2 of %3, %4 GB/s, %5 s left</source>
-        <translation>%1：%2 / %3，%4 GB/s，剩余 %5 秒</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="315" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="316" />
+        <location filename="../app/slim_dialog.cpp" line="305" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="341" />
+        <location filename="../app/slim_dialog.cpp" line="330" />
         <source>Starting...</source>
         <translation>正在开始...</translation>
     </message>
@@ -1351,7 +1444,7 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::StorageModel</name>
     <message>
-        <location filename="../app/storage_model.cpp" line="67" />
+        <location filename="../app/storage_model.cpp" line="64" />
         <source>%1
 %2 %3, %4 bytes of elements
 Click to select it in the tree.</source>
@@ -1360,62 +1453,62 @@ Click to select it in the tree.</source>
 单击可在树中选中它。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="100" />
+        <location filename="../app/storage_model.cpp" line="97" />
         <source>%1: %2 bytes, %3 reached by its views, %4 wasted</source>
         <translation>%1：%2 字节，视图用到 %3，浪费 %4</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="104" />
+        <location filename="../app/storage_model.cpp" line="101" />
         <source>Reached by something other than a plain view: all of it counts.</source>
         <translation>被普通视图以外的方式使用：全部计为已使用。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="106" />
+        <location filename="../app/storage_model.cpp" line="103" />
         <source>A view of storage %1: its bytes are counted there.</source>
         <translation>存储 %1 的视图：其字节计入该存储。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="108" />
+        <location filename="../app/storage_model.cpp" line="105" />
         <source>A view too fragmented to enumerate is counted by its hull.</source>
         <translation>过于零碎、无法逐段列出的视图按其覆盖范围计算。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="122" />
+        <location filename="../app/storage_model.cpp" line="119" />
         <source>a view of storage %1</source>
         <translation>存储 %1 的视图</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="124" />
+        <location filename="../app/storage_model.cpp" line="121" />
         <source>no tensor (saved for itself)</source>
         <translation>无张量（单独保存）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/storage_model.cpp" line="125" />
+        <location filename="../app/storage_model.cpp" line="122" />
         <source>%n tensor(s)</source>
         <translation><numerusform>%n 个张量</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="135" />
+        <location filename="../app/storage_model.cpp" line="132" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="137" />
+        <location filename="../app/storage_model.cpp" line="134" />
         <source>Size</source>
         <translation>大小</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="139" />
+        <location filename="../app/storage_model.cpp" line="136" />
         <source>Used</source>
         <translation>已使用</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="141" />
+        <location filename="../app/storage_model.cpp" line="138" />
         <source>% used</source>
         <translation>使用率</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="143" />
+        <location filename="../app/storage_model.cpp" line="140" />
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
@@ -1439,106 +1532,101 @@ Click to select it in the tree.</source>
         <translation>第 %1 步，%2，共 %3 个文件</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="138" />
+        <location filename="../app/tag_overview.cpp" line="141" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="138" />
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="140" />
+        <location filename="../app/tag_overview.cpp" line="143" />
         <source>World size</source>
         <translation>world size</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="140" />
+        <location filename="../app/tag_overview.cpp" line="144" />
         <source>%1 data-parallel x %2 model-parallel</source>
         <translation>%1 数据并行 x %2 模型并行</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="141" />
+        <location filename="../app/tag_overview.cpp" line="145" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="142" />
+        <location filename="../app/tag_overview.cpp" line="146" />
         <source>Optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="143" />
+        <location filename="../app/tag_overview.cpp" line="148" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="143" />
-        <location filename="../app/tag_overview.cpp" line="146" />
-        <location filename="../app/tag_overview.cpp" line="147" />
+        <location filename="../app/tag_overview.cpp" line="148" />
+        <location filename="../app/tag_overview.cpp" line="152" />
+        <location filename="../app/tag_overview.cpp" line="153" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="144" />
+        <location filename="../app/tag_overview.cpp" line="150" />
         <source>Step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="149" />
+        <location filename="../app/tag_overview.cpp" line="155" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="150" />
-        <location filename="../app/tag_overview.cpp" line="151" />
-        <location filename="../app/tag_overview.cpp" line="152" />
+        <location filename="../app/tag_overview.cpp" line="156" />
+        <location filename="../app/tag_overview.cpp" line="157" />
+        <location filename="../app/tag_overview.cpp" line="158" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="151" />
+        <location filename="../app/tag_overview.cpp" line="157" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="152" />
+        <location filename="../app/tag_overview.cpp" line="158" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="153" />
+        <location filename="../app/tag_overview.cpp" line="159" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="153" />
+        <location filename="../app/tag_overview.cpp" line="159" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="154" />
+        <location filename="../app/tag_overview.cpp" line="160" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="156" />
+        <location filename="../app/tag_overview.cpp" line="162" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="158" />
+        <location filename="../app/tag_overview.cpp" line="164" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="163" />
+        <location filename="../app/tag_overview.cpp" line="169" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="165" />
+        <location filename="../app/tag_overview.cpp" line="171" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
@@ -1546,47 +1634,47 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TreeModel</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="39" />
+        <location filename="../app/tree_model.cpp" line="34" />
         <source>bytes</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="151" />
+        <location filename="../app/tree_model.cpp" line="124" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="153" />
+        <location filename="../app/tree_model.cpp" line="126" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="155" />
+        <location filename="../app/tree_model.cpp" line="128" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="157" />
+        <location filename="../app/tree_model.cpp" line="130" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="159" />
+        <location filename="../app/tree_model.cpp" line="132" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="161" />
+        <location filename="../app/tree_model.cpp" line="134" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="163" />
+        <location filename="../app/tree_model.cpp" line="136" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="165" />
+        <location filename="../app/tree_model.cpp" line="138" />
         <source>Value</source>
         <translation>值</translation>
     </message>
@@ -1692,6 +1780,96 @@ Click to select it in the tree.</source>
     </message>
 </context>
 <context>
+    <name>ckpt::app::UniversalDialog</name>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="45" />
+        <source>Convert to Universal checkpoint</source>
+        <translation>转换为 Universal 检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="53" />
+        <source>Browse...</source>
+        <translation>浏览...</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="57" />
+        <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
+        <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="61" />
+        <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
+        <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="64" />
+        <source>Tag</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="65" />
+        <location filename="../app/universal_dialog.cpp" line="98" />
+        <source>Universal folder</source>
+        <translation>Universal 文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="67" />
+        <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
+        <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="77" />
+        <source>Convert</source>
+        <translation>转换</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="79" />
+        <location filename="../app/universal_dialog.cpp" line="199" />
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="80" />
+        <source>Open result</source>
+        <translation>打开结果</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="140" />
+        <source>Cancelling...</source>
+        <translation>正在取消...</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="176" />
+        <source>Choose the Universal folder first.</source>
+        <translation>请先选择 Universal 文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="201" />
+        <source>Reading %1...</source>
+        <translation>正在读取 %1...</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="235" />
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="239" />
+        <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
+        <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="255" />
+        <source>Cancelled; nothing was left behind.</source>
+        <translation>已取消，没有留下任何输出。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="259" />
+        <source>Conversion failed</source>
+        <translation>转换失败</translation>
+    </message>
+</context>
+<context>
     <name>main</name>
     <message>
         <location filename="../app/main.cpp" line="115" />
@@ -1734,7 +1912,22 @@ Click to select it in the tree.</source>
         <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="168" />
+        <location filename="../app/main.cpp" line="169" />
+        <source>With --compare: the tag of A (default: its latest).</source>
+        <translation>与 --compare 一起使用：A 的标签（默认：其最新标签）。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="173" />
+        <source>With --compare: the tag of B (default: its latest).</source>
+        <translation>与 --compare 一起使用：B 的标签（默认：其最新标签）。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="177" />
+        <source>With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.</source>
+        <translation>与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="180" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>
