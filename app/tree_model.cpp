@@ -1,5 +1,7 @@
 #include "tree_model.h"
 
+#include "ops/inspect.h"
+
 #include <QIcon>
 #include <QLocale>
 #include <QRegularExpression>
@@ -10,13 +12,7 @@ QIcon kindIcon(const Node& n); // kinds.cpp
 
 QString humanBytes(uint64_t n)
 {
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = double(n);
-    int u = 0;
-    while (v >= 1024 && u < 4)
-        v /= 1024, ++u;
-    return u ? QString::number(v, 'f', 1) + QLatin1Char(' ') + QLatin1String(units[u])
-             : QString::number(n) + QLatin1String(" B");
+    return QString::fromStdString(ops::humanBytes(n)); // one rendering for the CLI and the window
 }
 
 TreeModel::TreeModel(QObject* parent) : TreeModelBase<Node>(parent) {}
