@@ -15,6 +15,7 @@ Usage:
   make_large_checkpoint.py --stage 3 --params 5e8 --tag global_step8 --seed 1 OUT
         # a second tag of OUT: the first one's values after a small update (bench/compare.sh)
   make_large_checkpoint.py --stage 3 --params 1e9 --world 64 OUT   # the scale run (64 ranks)
+  make_large_checkpoint.py --stage 3 --params 1e9 --world 64 --hidden 256 --ffn 688 OUT  # 11,000 parameters
 """
 import argparse
 import collections
@@ -313,6 +314,8 @@ def main():
     ap.add_argument("--tag", default=TAG, help="tag folder to write (latest then names it)")
     ap.add_argument("--seed", type=int, default=0, help="0: the base values; n > 0: them after a small update")
     ap.add_argument("--world", type=int, default=4, help="data-parallel ranks W")
+    ap.add_argument("--hidden", type=int, default=2048, help="hidden size (smaller: more, smaller parameters)")
+    ap.add_argument("--ffn", type=int, default=5504, help="MLP size")
     ap.add_argument("--constant-values", action="store_true", help="one value per parameter (fast; layout-only runs)")
     args = ap.parse_args()
     models, optims = template(args.stage)
@@ -340,7 +343,7 @@ def main():
     out = pathlib.Path(args.out)
     tagdir = out / args.tag
     tagdir.mkdir(parents=True, exist_ok=True)
-    groups = big_groups(args.params)
+    groups = big_groups(args.params, hidden=args.hidden, ffn=args.ffn)
     n = sum(math.prod(s) for g in groups for s in g.values())
     print(f"stage {args.stage}: {n / 1e9:.2f}B parameters, {n * 4 / 1e9:.1f} GB of fp32 master weights, W={W}", flush=True)
     values = constant_values() if args.constant_values else random_values(args.seed)
