@@ -73,21 +73,13 @@ def patch_old_torch():
 
 def main():
     argv = sys.argv[1:]
-    hidden = None
-    if "--hidden" in argv:
-        i = argv.index("--hidden")
-        hidden = int(argv[i + 1])
-        del argv[i:i + 2]
+    if "--hidden" in argv and "--ffn" not in argv:  # the generator's own options; the MLP scaled alike
+        hidden = int(argv[argv.index("--hidden") + 1])
+        argv += ["--ffn", str(hidden * 5504 // 2048)]
     install_deepspeed_stubs()
     patch_old_torch()
     script = pathlib.Path(__file__).resolve().parents[2] / "bench" / "make_large_checkpoint.py"
     g = runpy.run_path(str(script), run_name="make_large_checkpoint")
-    if hidden:
-        orig = g["big_groups"]
-        ffn = hidden * 5504 // 2048
-        g["big_groups"] = lambda params: orig(params, hidden=hidden, ffn=ffn)
-        # main() looks big_groups up in its own globals, which is this dict
-        g["main"].__globals__["big_groups"] = g["big_groups"]
     sys.argv = [str(script)] + argv
     return g["main"]()
 
