@@ -139,10 +139,13 @@ std::shared_ptr<const TensorFile> FileSet::find(const std::string& id) const
 
 void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> file)
 {
-    // Parsed by the recognizer itself: counted now, and the next file is not begun if cancelled.
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(id, ec);
-    parsed(id, ec ? 0 : uint64_t(bytes));
+    // Parsed by the recognizer itself: counted now (a stat only while someone watches), and the
+    // next file is not begun if cancelled.
+    if (m_observer.parsed) {
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(id, ec);
+        parsed(id, ec ? 0 : uint64_t(bytes));
+    }
     {
         std::lock_guard lock(m_mutex);
         m_files[id] = std::move(file);
