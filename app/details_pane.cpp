@@ -214,7 +214,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
             const QString file = s.master.empty()
                                      ? QString()
                                      : QString::fromStdString(
-                                           std::filesystem::path(s.master.front().file).filename().string());
+                                           std::filesystem::path(s.master.front().file.str()).filename().string());
             const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
                                        QString::number(s.length), QString::number(s.padding)};
             for (int c = 0; c < cells.size(); ++c)

@@ -95,7 +95,7 @@ void fileLanes(const layout::Tag& tag, ShardingLayout& l)
                     at.push_back(0);
                     const auto f = std::find_if(tag.files.begin(), tag.files.end(),
                                                 [&](const auto& rf) { return rf.path == src.file; });
-                    const std::string name = f != tag.files.end() ? f->name : src.file;
+                    const std::string name = f != tag.files.end() ? f->name : src.file.str();
                     l.laneNames << QString::fromStdString(name.substr(name.find_last_of('/') + 1));
                 }
                 uint64_t n = src.count;

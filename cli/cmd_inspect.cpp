@@ -11,7 +11,7 @@ int runInspect(const InspectArgs& a)
 {
     // A checkpoint shows tags, files and parameters; a single file its whole object tree.
     if (!layout::familyOf(a.path).singleFile()) {
-        const auto doc = ops::inspectCheckpoint(a.path, a.tag);
+        const auto doc = ops::inspectCheckpoint(a.path, a.tag, a.json);
         if (a.json)
             std::cout << doc.dump(2) << "\n";
         else

@@ -5,11 +5,14 @@
 #include "testutil.h"
 
 #include "io/error.h"
+#include "layout/deepspeed.h"
 #include "layout/family.h"
+#include "layout/file_set.h"
 #include "ops/consolidate.h"
 #include "ops/inspect.h"
 #include "ops/tensor_source.h"
 #include "safetensors/safetensors_file.h"
+#include "torch/torch_file.h"
 
 #include <QTemporaryDir>
 #include <filesystem>
@@ -243,6 +246,76 @@ private slots:
         watch.cancelled = [&] { return parsed >= 3; };
         QVERIFY_THROWS_EXCEPTION(Cancelled, layout::openCheckpoint(ck, watch));
         QCOMPARE(parsed, 3);
+    }
+
+    // Parsed files are kept within the set's budget: past it the least recently used file is
+    // let go (whoever holds it keeps it alive) and parsed again when asked for; adopted files,
+    // whose ids need not be paths, stay. The file just asked for is never the one let go.
+    void fileSetKeepsParsedFilesWithinItsBudget()
+    {
+        const std::string dir = testutil::dataDir() + "/deepspeed/zero3_bf16_w2/global_step4/";
+        const std::string a = dir + "zero_pp_rank_0_mp_rank_00_model_states.pt",
+                          b = dir + "zero_pp_rank_1_mp_rank_00_model_states.pt",
+                          c = dir + "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt";
+        layout::FileSet files;
+        files.setBudget(1);
+        uint64_t before = torch::TorchFile::parses();
+        const auto heldA = files.get(a);
+        QVERIFY(files.find(a));
+        QVERIFY(heldA->footprint() > 0);
+        files.get(b);
+        QVERIFY(!files.find(a));
+        QVERIFY(files.find(b));
+        QCOMPARE(files.size(), size_t(1));
+        QVERIFY(heldA->torch()->value("param_shapes")); // still usable
+        files.get(a);
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(3));
+        files.adopt("archive.tar!member", torch::TorchFile::open(c));
+        files.get(b);
+        QVERIFY(files.find("archive.tar!member"));
+        QVERIFY(!files.find(a));
+
+        // Within the default budget nothing is parsed twice.
+        layout::FileSet roomy;
+        before = torch::TorchFile::parses();
+        for (int i = 0; i < 3; ++i)
+            for (const auto& f : {a, b, c})
+                roomy.get(f);
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(3));
+        QCOMPARE(roomy.size(), size_t(3));
+    }
+
+    // A ZeRO-3 tag opened while the set keeps almost nothing (model files of ranks > 0 are
+    // parsed, digested and let go) is the same model: frozen fragments, partitions, sources.
+    void deepSpeedTagIsTheSameWithinATinyBudget()
+    {
+        const std::string dir = testutil::dataDir() + "/deepspeed/zero3_bf16_w2/global_step4";
+        layout::FileSet roomy, tiny;
+        tiny.setBudget(1);
+        const layout::Tag x = layout::openDeepSpeedTag(dir, "global_step4", true, &roomy);
+        const layout::Tag y = layout::openDeepSpeedTag(dir, "global_step4", true, &tiny);
+        QVERIFY(tiny.size() < roomy.size());
+        QCOMPARE(y.params.size(), x.params.size());
+        int frozenSlices = 0;
+        for (size_t i = 0; i < x.params.size(); ++i) {
+            const auto &p = x.params[i], &q = y.params[i];
+            QCOMPARE(q.name, p.name);
+            QCOMPARE(q.shape, p.shape);
+            QVERIFY(q.kind == p.kind && q.dtype == p.dtype);
+            QCOMPARE(q.slices.size(), p.slices.size());
+            for (size_t s = 0; s < p.slices.size(); ++s) {
+                const auto &u = p.slices[s], &v = q.slices[s];
+                QVERIFY(u.rank == v.rank && u.paramOffset == v.paramOffset && u.length == v.length);
+                QCOMPARE(v.master.size(), u.master.size());
+                for (size_t m = 0; m < u.master.size(); ++m)
+                    QVERIFY(v.master[m].file == u.master[m].file &&
+                            v.master[m].tensorPath == u.master[m].tensorPath &&
+                            v.master[m].offset == u.master[m].offset &&
+                            v.master[m].count == u.master[m].count);
+                if (p.kind == layout::Parameter::Kind::Frozen) ++frozenSlices;
+            }
+        }
+        QCOMPARE(frozenSlices, 4); // frozen.weight and frozen.bias, a fragment on each of 2 ranks
     }
 
     // The model's latest() and the tag every command reads agree: `latest` names it, else the

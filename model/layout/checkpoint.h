@@ -6,9 +6,11 @@
 #include "torch/dtype.h"
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt::layout {
@@ -27,6 +29,38 @@ struct RankFile
     uint64_t size = 0;
 };
 
+// A string that hundreds of thousands of Sources repeat (a rank file's path, a flat group's
+// tensor path), held once: equal texts made anywhere share one immutable allocation (interned),
+// so a ZeRO-3 tag of 64 ranks x 10,000 parameters does not hold two million copies of a few
+// hundred paths. Reads as a const std::string&.
+class SharedText
+{
+public:
+    SharedText();
+    SharedText(std::string_view text); // implicit, as the std::string it replaces was
+    SharedText(const std::string& text) : SharedText(std::string_view(text)) {}
+    SharedText(const char* text) : SharedText(std::string_view(text)) {}
+    operator const std::string&() const { return *m_text; }
+    const std::string& str() const { return *m_text; }
+    const char* c_str() const { return m_text->c_str(); }
+    bool empty() const { return m_text->empty(); }
+    size_t size() const { return m_text->size(); }
+    bool ends_with(std::string_view s) const { return m_text->ends_with(s); }
+    friend bool operator==(const SharedText& a, const SharedText& b)
+    {
+        return a.m_text == b.m_text || *a.m_text == *b.m_text;
+    }
+    friend bool operator==(const SharedText& a, std::string_view b) { return *a.m_text == b; }
+    friend bool operator<(const SharedText& a, const SharedText& b) { return *a.m_text < *b.m_text; }
+    friend std::string operator+(const std::string& a, const SharedText& b) { return a + *b.m_text; }
+    friend std::string operator+(const char* a, const SharedText& b) { return a + *b.m_text; }
+    friend std::string operator+(const SharedText& a, const std::string& b) { return *a.m_text + b; }
+    friend std::string operator+(const SharedText& a, const char* b) { return *a.m_text + b; }
+
+private:
+    std::shared_ptr<const std::string> m_text;
+};
+
 // Where one piece of a tensor lives, in the tensor at `tensorPath` inside `file` (a FileSet id:
 // a path, or the id a recognizer gave an archive member or a span of a shard file).
 // Flat: `count` elements from logical element `offset` of that tensor; concatenated in order,
@@ -35,8 +69,8 @@ struct RankFile
 // these per-dimension offsets and the source tensor's shape (DCP shards, any sharded dimension).
 struct Source
 {
-    std::string file;
-    std::string tensorPath;
+    SharedText file;
+    SharedText tensorPath;
     uint64_t offset = 0;
     uint64_t count = 0;
     torch::DType dtype = torch::DType::Float32; // as stored: moments need not be fp32

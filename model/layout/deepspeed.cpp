@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
+#include <unordered_map>
 
 namespace ckpt::layout {
 
@@ -24,6 +26,34 @@ using torch::asInts;
 using torch::asString;
 using torch::dictGet;
 using torch::seqAt;
+
+SharedText::SharedText()
+{
+    static const auto empty = std::make_shared<const std::string>();
+    m_text = empty;
+}
+
+SharedText::SharedText(std::string_view text)
+{
+    // Interned while anything holds the text; expired entries are swept when the table has
+    // doubled since the last sweep, so it stays the size of the texts in use.
+    static std::mutex mutex;
+    static std::unordered_map<std::string, std::weak_ptr<const std::string>> table;
+    static size_t sweepAt = 1024;
+    std::lock_guard lock(mutex);
+    auto [it, added] = table.try_emplace(std::string(text));
+    if (!added)
+        if (auto live = it->second.lock()) {
+            m_text = std::move(live);
+            return;
+        }
+    m_text = std::make_shared<const std::string>(text);
+    it->second = m_text;
+    if (table.size() >= sweepAt) {
+        std::erase_if(table, [](const auto& e) { return e.second.expired(); });
+        sweepAt = std::max<size_t>(1024, 2 * table.size());
+    }
+}
 
 const char* roleName(FileRole r)
 {
@@ -245,10 +275,29 @@ bool looksLikeDeepSpeed(const std::string& path)
 
 namespace {
 
-// The rank files of a tag, opened (parsed), in name order.
+// What the tag needs from a model file other than the first: ZeRO-3 saves one per rank, each
+// with a placeholder tensor per parameter, so keeping them all parsed would cost memory in
+// proportion to parameters x ranks. They are parsed one at a time, digested, and let go (the
+// FileSet keeps them only within its budget).
+struct ModelDigest
+{
+    RankFile info;
+    std::optional<int64_t> globalSteps;
+    struct Fragment
+    {
+        torch::DType dtype;
+        uint64_t numel;
+    };
+    std::map<std::string, Fragment> frozenFragments; // frozen_param_fragments/<name>
+};
+
+// The rank files of a tag, opened (parsed), in name order: the first model file whole, every
+// model file digested (the first one included), the optimizer files whole.
 struct OpenTag
 {
-    std::vector<OpenFile> models, optims;
+    std::vector<OpenFile> models; // the first model file only: it speaks for the tag
+    std::vector<ModelDigest> digests;
+    std::vector<OpenFile> optims;
 };
 
 // Optimizer files of data-parallel ranks 0..W-1 (mp rank 0), by rank.
@@ -277,14 +326,29 @@ OpenFile openRankFile(const RankFile& f, FileSet& files)
     return {f, std::move(owner), file};
 }
 
+ModelDigest digestModelFile(const OpenFile& m)
+{
+    ModelDigest d;
+    d.info = m.info;
+    d.globalSteps = asInt(dictGet(m.file->root(), "global_steps"));
+    static const std::string kFragments = "frozen_param_fragments/";
+    for (const torch::Tensor& t : m.file->tensors())
+        if (t.path.compare(0, kFragments.size(), kFragments) == 0)
+            d.frozenFragments.emplace(t.path.substr(kFragments.size()),
+                                      ModelDigest::Fragment{t.dtype, t.numel()});
+    return d;
+}
+
 // Step 2: parse the model and optimizer files; other files become warnings.
 OpenTag openRankFiles(Tag& tag, FileSet& files)
 {
     OpenTag open;
     for (const auto& f : tag.files) {
-        if (f.role == FileRole::ModelStates)
-            open.models.push_back(openRankFile(f, files));
-        else if (f.role == FileRole::OptimStates)
+        if (f.role == FileRole::ModelStates) {
+            OpenFile m = openRankFile(f, files);
+            open.digests.push_back(digestModelFile(m));
+            if (open.models.empty()) open.models.push_back(std::move(m));
+        } else if (f.role == FileRole::OptimStates)
             open.optims.push_back(openRankFile(f, files));
         else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
             tag.warnings.push_back(f.name + ": " + roleName(f.role) +
@@ -346,14 +410,12 @@ void readModelFacts(Tag& tag, const OpenFile& m0)
 // the key (an older or edited one) has none in every file, and that agrees too.
 void checkModelFilesAgree(const OpenTag& open)
 {
-    const OpenFile& m0 = open.models.front();
-    auto stepOf = [](const OpenFile& f) { return asInt(dictGet(f.file->root(), "global_steps")); };
+    const ModelDigest& m0 = open.digests.front();
     auto text = [](std::optional<int64_t> s) { return s ? std::to_string(*s) : std::string("(none)"); };
-    const auto first = stepOf(m0);
-    for (const auto& m : open.models)
-        if (const auto step = stepOf(m); step != first)
-            fail("model states file is from step " + text(step) + ", " + m0.info.name + " from step " +
-                     text(first) + ": the tag mixes files from different saves",
+    for (const auto& m : open.digests)
+        if (m.globalSteps != m0.globalSteps)
+            fail("model states file is from step " + text(m.globalSteps) + ", " + m0.info.name +
+                     " from step " + text(m0.globalSteps) + ": the tag mixes files from different saves",
                  m.info.path);
 }
 
@@ -632,15 +694,17 @@ void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trai
             if (tag.zeroStage == 3) {
                 // each rank's model file holds a ceil(n/W) fragment
                 uint64_t got = 0;
-                for (const auto& m : open.models) {
+                for (const auto& m : open.digests) {
                     if (got >= n) break;
-                    const torch::Tensor& t = tensorAt(m, path);
-                    p.dtype = t.dtype;
+                    const auto it = m.frozenFragments.find(p.name);
+                    if (it == m.frozenFragments.end())
+                        fail("expected a tensor at '" + path + "'", m.info.path);
+                    p.dtype = it->second.dtype;
                     RankSlice s;
                     s.rank = m.info.dpRank;
                     s.paramOffset = got;
-                    s.length = std::min<uint64_t>(t.numel(), n - got);
-                    s.master.push_back(source(m, path, 0, s.length));
+                    s.length = std::min<uint64_t>(it->second.numel, n - got);
+                    s.master.push_back({m.info.path, path, 0, s.length, it->second.dtype, {}, {}});
                     got += s.length;
                     p.slices.push_back(std::move(s));
                 }

@@ -98,11 +98,47 @@ void TensorFile::release(const uint8_t* begin, uint64_t size) const
         m_st->file()->release(begin, size);
 }
 
+uint64_t TensorFile::footprint() const
+{
+    if (m_torch) return m_torch->footprint();
+    return m_st->tensors().size() * (sizeof(safetensors::TensorInfo) + 128);
+}
+
+const std::shared_ptr<const TensorFile>& FileSet::keep(const std::string& id, Kept k) const
+{
+    k.lastUse = ++m_clock;
+    auto [it, inserted] = m_files.try_emplace(id, std::move(k));
+    if (!inserted) { // another thread parsed it first (keep theirs), or an adoption replaces it
+        if (!k.pinned) {
+            it->second.lastUse = m_clock;
+            return it->second.file;
+        }
+        m_kept -= it->second.footprint;
+        it->second = std::move(k);
+    }
+    m_kept += it->second.footprint;
+    // Over budget: let the least recently used unpinned files go, never the one just kept.
+    while (m_kept > m_budget) {
+        auto victim = m_files.end();
+        for (auto v = m_files.begin(); v != m_files.end(); ++v)
+            if (!v->second.pinned && v != it &&
+                (victim == m_files.end() || v->second.lastUse < victim->second.lastUse))
+                victim = v;
+        if (victim == m_files.end()) break;
+        m_kept -= victim->second.footprint;
+        m_files.erase(victim);
+    }
+    return it->second.file;
+}
+
 std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
 {
     {
         std::lock_guard lock(m_mutex);
-        if (auto it = m_files.find(id); it != m_files.end()) return it->second;
+        if (auto it = m_files.find(id); it != m_files.end()) {
+            it->second.lastUse = ++m_clock;
+            return it->second.file;
+        }
     }
     // Parsed outside the lock (it may take a while); should two threads race, the first stored wins.
     checkCancelled();
@@ -116,8 +152,9 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
         f = std::make_shared<TensorFile>(
             std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
     parsed(id, mapped->size());
+    const uint64_t footprint = f->footprint();
     std::lock_guard lock(m_mutex);
-    return m_files.emplace(id, std::move(f)).first->second;
+    return keep(id, {std::move(f), footprint, 0, false});
 }
 
 void FileSet::parsed(const std::string& id, uint64_t bytes) const
@@ -134,7 +171,7 @@ std::shared_ptr<const TensorFile> FileSet::find(const std::string& id) const
 {
     std::lock_guard lock(m_mutex);
     const auto it = m_files.find(id);
-    return it == m_files.end() ? nullptr : it->second;
+    return it == m_files.end() ? nullptr : it->second.file;
 }
 
 void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> file)
@@ -147,8 +184,9 @@ void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> fil
         parsed(id, ec ? 0 : uint64_t(bytes));
     }
     {
+        const uint64_t footprint = file->footprint();
         std::lock_guard lock(m_mutex);
-        m_files[id] = std::move(file);
+        keep(id, {std::move(file), footprint, 0, true});
     }
     checkCancelled();
 }
@@ -162,6 +200,12 @@ size_t FileSet::size() const
 {
     std::lock_guard lock(m_mutex);
     return m_files.size();
+}
+
+uint64_t FileSet::keptBytes() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_kept;
 }
 
 } // namespace ckpt::layout

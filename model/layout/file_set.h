@@ -59,6 +59,8 @@ public:
     void release(const uint8_t* begin, uint64_t size) const;
     // A safetensors file's header entry by name (hashed), or nullptr.
     const safetensors::TensorInfo* stFind(const std::string& name) const;
+    // Roughly the memory its parsed form holds (not the mapped bytes, which are the page cache's).
+    uint64_t footprint() const;
 
 private:
     std::shared_ptr<const torch::TorchFile> m_torch;
@@ -73,27 +75,46 @@ struct ParseObserver
     std::function<bool()> cancelled; // asked before each parse: true throws Cancelled
 };
 
+// Parsed files are kept while their parsed forms fit a memory budget; past it, the least
+// recently asked-for file opened from a path is let go (whoever still holds it keeps it alive)
+// and parsed again when next asked for. Files a recognizer adopted are kept: their ids need not
+// be paths. So a checkpoint of 64 ranks x 10,000 parameters does not keep 64 parsed model files.
 class FileSet
 {
 public:
+    static constexpr uint64_t kDefaultBudget = 512ull << 20;
+    // Set before the set is shared between threads.
+    void setBudget(uint64_t bytes) { m_budget = bytes; }
     // Set before a recognizer runs (not while other threads use the set).
     void observe(ParseObserver observer) { m_observer = std::move(observer); }
-    // The file with this id; a path not yet adopted is opened (parsed) now, once, whatever its
-    // content (torch zip, legacy torch or safetensors, sniffed). Thread-safe.
+    // The file with this id; a path not yet adopted is opened (parsed) now, whatever its content
+    // (torch zip, legacy torch or safetensors, sniffed): once, unless the budget let it go since.
+    // Thread-safe.
     std::shared_ptr<const TensorFile> get(const std::string& id) const;
-    // The file with this id if it is already parsed, else nullptr (never opens anything).
+    // The file with this id if it is parsed and kept, else nullptr (never opens anything).
     std::shared_ptr<const TensorFile> find(const std::string& id) const;
     // Puts a file the recognizer already parsed (so the operation does not parse it again).
     void adopt(const std::string& id, std::shared_ptr<const TensorFile> file);
     void adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file);
     size_t size() const;
+    uint64_t keptBytes() const; // the footprints of the files kept
 
 private:
+    struct Kept
+    {
+        std::shared_ptr<const TensorFile> file;
+        uint64_t footprint = 0;
+        uint64_t lastUse = 0;
+        bool pinned = false; // adopted: cannot be opened again from its id
+    };
     void parsed(const std::string& id, uint64_t bytes) const;
     void checkCancelled() const;
+    const std::shared_ptr<const TensorFile>& keep(const std::string& id, Kept k) const; // locked
     ParseObserver m_observer;
+    uint64_t m_budget = kDefaultBudget;
     mutable std::mutex m_mutex;
-    mutable std::map<std::string, std::shared_ptr<const TensorFile>> m_files;
+    mutable std::map<std::string, Kept> m_files;
+    mutable uint64_t m_kept = 0, m_clock = 0;
 };
 
 } // namespace ckpt::layout

@@ -313,8 +313,8 @@ ordered_json sourcesJson(const std::vector<layout::Source>& v)
 {
     ordered_json a = ordered_json::array();
     for (const auto& s : v)
-        a.push_back({{"file", std::filesystem::path(s.file).filename().string()},
-                     {"tensor", s.tensorPath},
+        a.push_back({{"file", std::filesystem::path(s.file.str()).filename().string()},
+                     {"tensor", s.tensorPath.str()},
                      {"offset", s.offset},
                      {"count", s.count}});
     return a;
@@ -329,7 +329,7 @@ const char* paramKind(layout::Parameter::Kind k)
 
 } // namespace
 
-ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName)
+ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName, bool sources)
 {
     const auto opened = layout::openCheckpoint(path);
     const layout::Checkpoint& ck = opened->model;
@@ -379,10 +379,12 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
                 ordered_json sj{{"rank", s.rank},
                                 {"offset", s.paramOffset},
                                 {"length", s.length},
-                                {"padding", s.padding},
-                                {"master", sourcesJson(s.master)}};
-                for (const auto& [name, src] : s.states)
-                    sj["states"][name] = sourcesJson(src);
+                                {"padding", s.padding}};
+                if (sources) {
+                    sj["master"] = sourcesJson(s.master);
+                    for (const auto& [name, src] : s.states)
+                        sj["states"][name] = sourcesJson(src);
+                }
                 parts.push_back(std::move(sj));
             }
             pj["partitions"] = std::move(parts);

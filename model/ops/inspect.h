@@ -12,7 +12,10 @@ namespace ckpt::ops {
 
 // A checkpoint folder (DeepSpeed): tags, rank files, parameters and partition maps. `tag`
 // empty: every tag.
-nlohmann::ordered_json inspectCheckpoint(const std::string& path, const std::string& tag = {});
+// `sources`: each partition's file, tensor and range too (--json); the text listing needs only
+// ranks and ranges, and at 64 ranks x 10,000 parameters the sources are most of the document.
+nlohmann::ordered_json inspectCheckpoint(const std::string& path, const std::string& tag = {},
+                                         bool sources = true);
 void printCheckpoint(const nlohmann::ordered_json& doc, std::ostream& out);
 
 // Opens `path` (torch zip, legacy torch or safetensors) and describes it.

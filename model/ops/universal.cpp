@@ -363,7 +363,7 @@ struct Piece
 Piece pieceOf(RankFiles& files, const layout::Source& s, torch::DType& dtype)
 {
     const torch::TorchFile& f = files.get(s.file);
-    const torch::Tensor* t = f.tensor(s.tensorPath);
+    const torch::Tensor* t = f.tensor(s.tensorPath.str());
     if (!t || t->storage < 0) throw Error("expected a tensor at '" + s.tensorPath + "'", s.file);
     if (t->shape.size() != 1 || (t->shape[0] > 1 && t->stride[0] != 1))
         throw Error("'" + s.tensorPath + "' is not a flat contiguous tensor", s.file);
@@ -853,7 +853,7 @@ UniversalResult universal(const std::string& input, const std::string& output,
                                         p.name +
                                         "': DeepSpeed's Universal format holds Adam-style moments "
                                         "(exp_avg, exp_avg_sq) only",
-                                    s->master.empty() ? tag.dir : s->master.front().file);
+                                    s->master.empty() ? tag.dir : s->master.front().file.str());
                 }
                 for (const layout::Source& src : *srcs)
                     pieces.push_back(pieceOf(files, src, dtype));

@@ -226,13 +226,29 @@ private:
         v->items = std::move(items);
         return v;
     }
+    // Picklers number memo slots 0, 1, 2, ... (MEMOIZE always does), so a vector indexed by the
+    // key serves them without hashing; a key far beyond what is stored (a hand-made pickle) goes
+    // to the map, so a huge key cannot make the vector huge.
     void memoPut(uint64_t idx, Value* v)
     {
-        if (m_memo.size() >= m_limits.maxMemo && !m_memo.count(idx)) fail("memo larger than the limit");
-        m_memo[idx] = v;
+        // A key already stored (in either place) is overwritten and not counted again.
+        bool known = false;
+        if (idx < m_memoDense.size() && m_memoDense[idx]) known = true;
+        auto it = m_memo.empty() ? m_memo.end() : m_memo.find(idx);
+        if (it != m_memo.end()) known = true;
+        if (!known && m_memoCount >= m_limits.maxMemo) fail("memo larger than the limit");
+        if (!known) ++m_memoCount;
+        if (idx <= m_memoDense.size() + 1024 && idx < m_limits.maxMemo) {
+            if (it != m_memo.end()) m_memo.erase(it);
+            if (idx >= m_memoDense.size()) m_memoDense.resize(idx + 1, nullptr);
+            m_memoDense[idx] = v;
+        } else {
+            m_memo[idx] = v;
+        }
     }
     Value* memoGet(uint64_t idx)
     {
+        if (idx < m_memoDense.size() && m_memoDense[idx]) return m_memoDense[idx];
         auto it = m_memo.find(idx);
         if (it == m_memo.end()) fail("memo key " + std::to_string(idx) + " was never stored");
         return it->second;
@@ -270,7 +286,9 @@ private:
     std::vector<GlobalRef>* m_globalsSeen;
     std::vector<Value*> m_stack;
     std::vector<size_t> m_marks;
-    std::unordered_map<uint64_t, Value*> m_memo;
+    std::vector<Value*> m_memoDense;
+    std::unordered_map<uint64_t, Value*> m_memo; // keys past the dense run
+    size_t m_memoCount = 0;
     Result m_result;
     uint64_t m_opOffset = 0;
 };
@@ -668,7 +686,7 @@ Result Machine::run()
         }
         case 0x94: { // MEMOIZE
             Value* v = top();
-            memoPut(m_memo.size(), v);
+            memoPut(m_memoCount, v);
             break;
         }
         case 0x95: { // FRAME: a framing hint; the length only has to be plausible

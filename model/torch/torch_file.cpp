@@ -1106,4 +1106,11 @@ std::string pyRepr(const Value* v, size_t maxLen)
     return out;
 }
 
+uint64_t TorchFile::footprint() const
+{
+    // Per item: the struct and a typical heap string or two (paths, record names).
+    return m_arena.size() * (sizeof(pickle::Value) + 16) + m_entries.size() * (sizeof(Entry) + 96) +
+           m_tensors.size() * (sizeof(Tensor) + 128) + m_storages.size() * (sizeof(Storage) + 160);
+}
+
 } // namespace ckpt::torch

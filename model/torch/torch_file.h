@@ -90,6 +90,9 @@ public:
     // The value node at a path, following dict keys and list indices, or nullptr.
     const pickle::Value* value(std::string_view path) const;
     const std::vector<pickle::GlobalRef>& globals() const { return m_globals; }
+    // Roughly what the parsed file holds in memory (value nodes, the walked tree, tensors,
+    // storages, the zip directory), for caches that keep parsed files within a budget.
+    uint64_t footprint() const;
     const std::vector<std::string>& warnings() const { return m_warnings; }
     uint64_t fileSize() const { return m_file->size(); }
     const io::MappedFile& mapped() const { return *m_file; }
