@@ -31,6 +31,7 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
         doc["latest_universal"] = r.latestFile;
         doc["zero_stage"] = r.zeroStage;
         doc["world_size"] = r.worldSize;
+        doc["tensor_parallel"] = r.tensorParallel;
         doc["optimizer"] = r.optimizer;
         doc["parameters"] = r.parameters;
         doc["files"] = r.files;
@@ -43,8 +44,10 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
         return 0;
     }
     std::cout << "wrote " << r.output << ": Universal checkpoint of tag " << r.tag << " (ZeRO stage "
-              << r.zeroStage << ", " << r.worldSize << " ranks), " << r.parameters << " parameters, "
-              << r.files << " files, " << ops::humanBytes(r.bytesWritten) << " in " << std::fixed;
+              << r.zeroStage << ", " << r.worldSize << " ranks"
+              << (r.tensorParallel > 1 ? " x " + std::to_string(r.tensorParallel) + " tensor-parallel" : "")
+              << "), " << r.parameters << " parameters, " << r.files << " files, "
+              << ops::humanBytes(r.bytesWritten) << " in " << std::fixed;
     std::cout.precision(1);
     std::cout << seconds << " s";
     std::cout.precision(2);

@@ -30,9 +30,11 @@ namespace {
 std::vector<std::string> universalExpectations()
 {
     std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(testutil::dataDir() + "/universal"))
-        if (e.path().string().size() > 12 && e.path().string().ends_with(".expect.json"))
-            out.push_back(e.path().string());
+    // universal-tp: tensor-parallel (TP=2) tags made by tools/fixtures/make_tp_fixture.py
+    for (const char* dir : {"/universal", "/universal-tp"})
+        for (const auto& e : fs::directory_iterator(testutil::dataDir() + dir))
+            if (e.path().string().size() > 12 && e.path().string().ends_with(".expect.json"))
+                out.push_back(e.path().string());
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -286,6 +288,35 @@ private slots:
                                            << "zero_pp_rank_10_mp_rank_00_optim_states.pt";
         QTest::newRow("BF16_Optimizer") << "universal/bf16_optimizer_w3/global_step4"
                                         << "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt";
+        QTest::newRow("TP=2, model of mp rank 1") << "universal-tp/tp2_zero1_fp32_w2/global_step3"
+                                                  << "mp_rank_01_model_states.pt";
+        QTest::newRow("TP=2, optim of mp rank 1") << "universal-tp/tp2_zero2_bf16_w2/global_step3"
+                                                  << "bf16_zero_pp_rank_1_mp_rank_01_optim_states.pt";
+        QTest::newRow("TP=2, optim of mp rank 0") << "universal-tp/tp2_zero1_fp32_w2/global_step3"
+                                                  << "zero_pp_rank_1_mp_rank_00_optim_states.pt";
+    }
+
+    // Every file of tensor-parallel rank 1 gone: the model file says tp_degree 2, so the tag is
+    // not taken for a save with one tensor-parallel rank; the first missing file is named.
+    void missingTensorParallelRankIsNamed()
+    {
+        QTemporaryDir tmp;
+        const std::string tag = copyTag(tmp, "universal-tp/tp2_zero1_fp32_w2/global_step3");
+        for (const char* f : {"mp_rank_01_model_states.pt", "zero_pp_rank_0_mp_rank_01_optim_states.pt",
+                              "zero_pp_rank_1_mp_rank_01_optim_states.pt"})
+            QVERIFY(fs::remove(tag + "/" + f));
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        try {
+            ops::universal(tag, out, {}, {}, cancel);
+            QFAIL("converted a tensor-parallel tag without its mp rank 1 files");
+        } catch (const Error& e) {
+            QCOMPARE(e.file(), tag + "/mp_rank_01_model_states.pt");
+            QVERIFY2(std::string(e.what()).find("missing") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("tensor-parallel rank 1 of 2") != std::string::npos,
+                     e.what());
+        }
+        QVERIFY(!fs::exists(out));
     }
 
     void missingRankFileIsNamed()

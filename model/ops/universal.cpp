@@ -4,6 +4,7 @@
 #include "io/mapped_file.h"
 #include "io/output.h"
 #include "layout/deepspeed.h"
+#include "layout/file_set.h"
 #include "ops/tensor_source.h"
 #include "pickle/writer.h"
 #include "torch/torch_file.h"
@@ -71,19 +72,22 @@ TagChoice chooseTag(const std::string& input, const std::string& wanted)
     throw Error("several tags and no 'latest': choose one with --tag (tags: " + names + ")", input);
 }
 
-// Refusals that need only file names and the first optimizer file, so that a missing rank
-// file is named as the file that is missing (not just "rank 3").
-void preflight(const std::string& tagDir)
+// Refusals that need only file names and the first files, so that a missing rank file is named
+// as the file that is missing (not just "rank 3"). Returns the tensor-parallel degree: the
+// highest mp rank of any rank file, or more where the first model file says so
+// (checkpoint_parallel_dimensions' tp_degree, mp_world_size); every (tp, dp) file must exist.
+int preflight(const std::string& tagDir)
 {
     std::vector<layout::RankFile> files;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(tagDir, ec))
         if (e.is_regular_file(ec)) files.push_back(layout::classifyTagFile(e.path().string()));
     if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
-    std::map<int, const layout::RankFile*> optims;
+    std::map<std::pair<int, int>, const layout::RankFile*> optims; // (tp, dp)
     std::string prefix;
     bool stage3Models = false;
-    std::set<int> modelRanks;
+    std::set<std::pair<int, int>> models; // (tp, dp); dp -1: mp_rank_XX_model_states.pt
+    int tpDegree = 1;
     for (const auto& f : files) {
         if (f.role == layout::FileRole::Layer)
             throw Error("pipeline-parallel checkpoint (layer files such as " + f.name +
@@ -93,31 +97,35 @@ void preflight(const std::string& tagDir)
             throw Error("MoE checkpoint (expert files such as " + f.name +
                             "): not converted to Universal yet",
                         tagDir);
-        if ((f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates) &&
-            f.mpRank != 0)
-            throw Error("tensor-parallel checkpoint (" + f.name + " is model-parallel rank " +
-                            std::to_string(f.mpRank) + "): not converted to Universal yet",
-                        tagDir);
+        if (f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates)
+            tpDegree = std::max(tpDegree, f.mpRank + 1);
         if (f.role == layout::FileRole::OptimStates) {
-            optims[f.dpRank] = &f;
+            optims[{f.mpRank, f.dpRank}] = &f;
             prefix = f.prefix;
         }
-        if (f.role == layout::FileRole::ModelStates && f.dpRank >= 0) {
-            stage3Models = true;
-            modelRanks.insert(f.dpRank);
+        if (f.role == layout::FileRole::ModelStates) {
+            if (f.dpRank >= 0) stage3Models = true;
+            models.insert({f.mpRank, f.dpRank});
         }
     }
     if (optims.empty())
         throw Error("no *_optim_states.pt files: a ZeRO-0 or non-ZeRO save has no optimizer partitions to "
                     "convert (ds_to_universal: \"can't find *_optim_states.pt files\")",
                     tagDir);
-    const auto optimName = [&](int r) {
-        return prefix + "zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt";
+    const auto mp = [](int t) {
+        std::string s = std::to_string(t);
+        return "mp_rank_" + (s.size() < 2 ? "0" + s : s);
+    };
+    const auto optimName = [&](int t, int r) {
+        return prefix + "zero_pp_rank_" + std::to_string(r) + "_" + mp(t) + "_optim_states.pt";
+    };
+    const auto modelName = [&](int t, int r) {
+        return (r < 0 ? "" : "zero_pp_rank_" + std::to_string(r) + "_") + mp(t) + "_model_states.pt";
     };
     // Ranks 0..W-1 with W = partition_count of rank 0's file.
-    const layout::RankFile* first = optims.count(0) ? optims.at(0) : nullptr;
+    const layout::RankFile* first = optims.count({0, 0}) ? optims.at({0, 0}) : nullptr;
     if (!first)
-        throw Error("missing: the optimizer states of rank 0", (fs::path(tagDir) / optimName(0)).string());
+        throw Error("missing: the optimizer states of rank 0", (fs::path(tagDir) / optimName(0, 0)).string());
     const auto f0 = torch::TorchFile::open(first->path);
     const Value* pc = f0->value("optimizer_state_dict/partition_count");
     int64_t world = 0;
@@ -127,27 +135,45 @@ void preflight(const std::string& tagDir)
         world = *std::max_element(l->begin(), l->end());
     if (world <= 0 || world > (1 << 20))
         throw Error("no usable partition_count in the optimizer states", first->path);
-    for (int r = 0; r < world; ++r) {
-        if (!optims.count(r))
-            throw Error("missing: the optimizer states of rank " + std::to_string(r) + " of " +
-                            std::to_string(world) + " (the save did not complete on every rank)",
-                        (fs::path(tagDir) / optimName(r)).string());
-        if (stage3Models && !modelRanks.count(r))
-            throw Error(
-                "missing: the model states of rank " + std::to_string(r) + " of " + std::to_string(world),
-                (fs::path(tagDir) / ("zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_model_states.pt"))
-                    .string());
+    // The tensor-parallel degree the first model file declares (a missing mp_rank_01 file is named,
+    // not taken for a save with one tensor-parallel rank).
+    const std::string model0 = (fs::path(tagDir) / modelName(0, stage3Models ? 0 : -1)).string();
+    if (models.count({0, stage3Models ? 0 : -1})) {
+        const auto m0 = torch::TorchFile::open(model0);
+        const auto declared = asInt(m0->value("checkpoint_parallel_dimensions/tp_degree"));
+        const auto mpWorld = asInt(m0->value("mp_world_size"));
+        for (const auto& d : {declared, mpWorld})
+            if (d && *d > tpDegree && *d <= 4096) tpDegree = int(*d);
     }
-    if (optims.rbegin()->first >= world)
-        throw Error("optimizer states of rank " + std::to_string(optims.rbegin()->first) +
-                        " but partition_count is " + std::to_string(world) +
-                        " (a stale file from an older save?)",
-                    optims.rbegin()->second->path);
+    for (int t = 0; t < tpDegree; ++t) {
+        const std::string of =
+            tpDegree > 1 ? " of tensor-parallel rank " + std::to_string(t) + " of " + std::to_string(tpDegree)
+                         : "";
+        if (!stage3Models && !models.count({t, -1}))
+            throw Error("missing: the model states" + of, (fs::path(tagDir) / modelName(t, -1)).string());
+        for (int r = 0; r < world; ++r) {
+            if (!optims.count({t, r}))
+                throw Error("missing: the optimizer states of rank " + std::to_string(r) + " of " +
+                                std::to_string(world) + of + " (the save did not complete on every rank)",
+                            (fs::path(tagDir) / optimName(t, r)).string());
+            if (stage3Models && !models.count({t, r}))
+                throw Error("missing: the model states of rank " + std::to_string(r) + " of " +
+                                std::to_string(world) + of,
+                            (fs::path(tagDir) / modelName(t, r)).string());
+        }
+    }
+    for (const auto& [k, f] : optims)
+        if (k.second >= world)
+            throw Error("optimizer states of rank " + std::to_string(k.second) + " but partition_count is " +
+                            std::to_string(world) + " (a stale file from an older save?)",
+                        f->path);
+    return tpDegree;
 }
 
 // ---------------------------------------------------------------------------------------------
-// universal_checkpoint_info: how ds_to_universal merges tensor-parallel slices. With one
-// tensor-parallel rank only the keys it writes and the vocabulary cut remain.
+// universal_checkpoint_info: how ds_to_universal merges the tensor-parallel slices of a parameter
+// (merge_tp_slices). With one tensor-parallel rank only the keys it writes and the vocabulary
+// cut remain.
 
 struct Pattern
 {
@@ -155,9 +181,39 @@ struct Pattern
     std::regex re;
 };
 
+Pattern compiled(const std::string& s, const std::string& file)
+{
+    try {
+        return {s, std::regex(s)};
+    } catch (const std::regex_error& e) {
+        throw Error("universal_checkpoint_info pattern '" + s +
+                        "' is not a regular expression we can read (" + e.what() + ")",
+                    file);
+    }
+}
+
+// Python's re.match: anchored at the start only.
+bool reMatch(const Pattern& p, const std::string& name)
+{
+    return std::regex_search(name, p.re, std::regex_constants::match_continuous);
+}
+
+// One entry of parameter_with_sub_params: SubparamShape(patterns, shape, partition_dim).
+struct SubParams
+{
+    std::vector<Pattern> patterns;
+    const Value* patternsNode = nullptr; // as the checkpoint holds them: written back unchanged
+    const Value* shapeNode = nullptr;
+    const Value* dimNode = nullptr;
+    int64_t partitionDim = 0;
+};
+
 struct Rules
 {
-    std::vector<Pattern> replicated, average, row, vocab, twoSub, subParams;
+    std::vector<Pattern> replicated, average, row, vocab, twoSub;
+    std::vector<SubParams> subParams;
+    const Value* shardWidths = nullptr; // sub_param_shard_widths (version >= 0.4)
+    double version = 0;
     std::optional<int64_t> originalVocab;
     std::set<std::string> unused;
 
@@ -174,24 +230,18 @@ struct Rules
             const auto s = asString(p);
             if (!s)
                 throw Error(std::string("universal_checkpoint_info '") + key + "' holds a non-string", file);
-            try {
-                out.push_back({*s, std::regex(*s)});
-            } catch (const std::regex_error& e) {
-                throw Error("universal_checkpoint_info pattern '" + *s +
-                                "' is not a regular expression we can read (" + e.what() + ")",
-                            file);
-            }
+            out.push_back(compiled(*s, file));
             all.insert(*s);
         }
         return out;
     }
 
-    // Python's re.match: anchored at the start only. More than one match is DeepSpeed's error too.
+    // re.match of each pattern; more than one match is DeepSpeed's error too.
     const Pattern* match(const std::vector<Pattern>& ps, const std::string& name, const std::string& file)
     {
         const Pattern* hit = nullptr;
         for (const Pattern& p : ps)
-            if (std::regex_search(name, p.re, std::regex_constants::match_continuous)) {
+            if (reMatch(p, name)) {
                 if (hit)
                     throw Error("parameter '" + name + "' matches more than one pattern ('" + hit->text +
                                     "', '" + p.text + "') of universal_checkpoint_info",
@@ -200,6 +250,18 @@ struct Rules
             }
         if (hit) unused.erase(hit->text);
         return hit;
+    }
+
+    // The first sub-parameter entry with a matching pattern (DeepSpeed takes the first).
+    std::pair<const SubParams*, const Pattern*> matchSub(const std::string& name)
+    {
+        for (const SubParams& sp : subParams)
+            for (const Pattern& p : sp.patterns)
+                if (reMatch(p, name)) {
+                    unused.erase(p.text);
+                    return {&sp, &p};
+                }
+        return {nullptr, nullptr};
     }
 };
 
@@ -221,45 +283,51 @@ Rules readRules(const Value* info, const std::string& file)
     r.row = Rules::list(info, "parameter_with_row_parallelism_patterns", all, file);
     r.vocab = Rules::list(info, "vocabulary_parameter_patterns", all, file);
     r.twoSub = Rules::list(info, "parameter_with_2_sub_params_cat_dim_0", all, file);
-    if (const Value* sp = dictGet(info, "parameter_with_sub_params"); sp && !sp->items.empty())
-        throw Error(
-            "universal_checkpoint_info has 'parameter_with_sub_params': not converted to Universal yet",
-            file);
+    if (const Value* sp = dictGet(info, "parameter_with_sub_params"); sp && sp->kind != Kind::None) {
+        if (sp->kind != Kind::List && sp->kind != Kind::Tuple)
+            throw Error("universal_checkpoint_info 'parameter_with_sub_params' is not a list", file);
+        for (const Value* e : sp->items) {
+            // SubparamShape(**entry): exactly these three keys.
+            if (!e || e->kind != Kind::Dict || e->entries.size() != 3 || !dictGet(e, "patterns") ||
+                !dictGet(e, "shape") || !dictGet(e, "partition_dim"))
+                throw Error(
+                    "universal_checkpoint_info 'parameter_with_sub_params' holds an entry that is not "
+                    "{patterns, shape, partition_dim}",
+                    file);
+            SubParams s;
+            s.patternsNode = dictGet(e, "patterns");
+            s.shapeNode = dictGet(e, "shape");
+            s.dimNode = dictGet(e, "partition_dim");
+            const auto dim = asInt(s.dimNode);
+            if (!dim || *dim < 0 || (s.shapeNode->kind != Kind::Tuple && s.shapeNode->kind != Kind::List) ||
+                size_t(*dim) >= s.shapeNode->items.size())
+                throw Error("universal_checkpoint_info 'parameter_with_sub_params': partition_dim is not a "
+                            "dimension of its shape",
+                            file);
+            s.partitionDim = *dim;
+            if (s.patternsNode->kind != Kind::List && s.patternsNode->kind != Kind::Tuple)
+                throw Error("universal_checkpoint_info 'parameter_with_sub_params' patterns are not a list",
+                            file);
+            for (const Value* p : s.patternsNode->items) {
+                const auto text = asString(p);
+                if (!text)
+                    throw Error(
+                        "universal_checkpoint_info 'parameter_with_sub_params' holds a non-string pattern",
+                        file);
+                s.patterns.push_back(compiled(*text, file));
+                all.insert(*text);
+            }
+            r.subParams.push_back(std::move(s));
+        }
+    }
+    r.shardWidths = dictGet(info, "sub_param_shard_widths");
+    r.version = torch::asFloat(dictGet(info, "universal_checkpoint_version"))
+                    .value_or(double(asInt(dictGet(info, "universal_checkpoint_version")).value_or(0)));
     r.originalVocab = asInt(dictGet(info, "original_vocab_size"));
     if (!r.vocab.empty() && !r.originalVocab)
         throw Error("universal_checkpoint_info has vocabulary patterns but no original_vocab_size", file);
     r.unused = all;
     return r;
-}
-
-// What ds_to_universal's merge writes beside `param` for one parameter (stage <= 2).
-struct ParamForm
-{
-    std::vector<std::pair<std::string, int64_t>> intKeys; // cat_dim, param_n_sub_params
-    bool vocab = false;
-    bool average = false; // sum(slices) / n: exact, except that -0.0 becomes +0.0
-    std::vector<int64_t> shape;
-};
-
-ParamForm formOf(Rules& rules, const layout::Parameter& p, const std::string& file)
-{
-    ParamForm f;
-    f.shape = p.shape;
-    if (rules.match(rules.replicated, p.name, file)) {
-    } else if (rules.match(rules.average, p.name, file)) {
-        f.average = true;
-    } else if (rules.match(rules.twoSub, p.name, file)) {
-        f.intKeys = {{"cat_dim", 0}, {"param_n_sub_params", 2}};
-    } else {
-        f.intKeys = {{"cat_dim", rules.match(rules.row, p.name, file) ? 1 : 0}};
-    }
-    if (rules.match(rules.vocab, p.name, file)) {
-        if (f.shape.size() < 2)
-            throw Error("vocabulary parameter '" + p.name + "' has fewer than two dimensions", file);
-        f.vocab = true;
-        f.shape[0] = std::min(f.shape[0], *rules.originalVocab);
-    }
-    return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -435,6 +503,352 @@ torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, co
         std::vector<uint8_t> staging(count / 4 * torch::elementSize(t.dtype));
         gpu::cpuBackend().gather(v, offset / 4, count / 4, staging.data());
         gpu::cpuBackend().cast(from, gpu::Scalar::F32, staging.data(), dst, count / 4);
+    };
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merging the tensor-parallel slices of one parameter as merge_tp_slices does, without holding
+// them: each TP rank's slice is its data-parallel fragments (read in place), viewed with a shape;
+// the merged tensor is a concatenation along one dimension of blocks of those slices.
+
+// One TP rank's slice of one state: its pieces, read at any byte offset.
+struct FlatSlice
+{
+    std::vector<Piece> pieces;
+    std::vector<uint64_t> starts; // byte offset of each piece in the slice
+    uint64_t bytes = 0;
+
+    void add(const Piece& p)
+    {
+        starts.push_back(bytes);
+        pieces.push_back(p);
+        bytes += p.bytes;
+    }
+    void read(uint64_t offset, uint64_t count, uint8_t* dst) const
+    {
+        size_t i = size_t(std::upper_bound(starts.begin(), starts.end(), offset) - starts.begin()) - 1;
+        while (count) {
+            const Piece& p = pieces.at(i);
+            const uint64_t in = offset - starts[i], n = std::min(count, p.bytes - in);
+            const io::Blob blob = p.file->storageBytes(p.storage);
+            const uint8_t* src = blob.bytes.data() + p.offset + in;
+            std::memcpy(dst, src, n);
+            p.file->release(src, n);
+            dst += n, offset += n, count -= n, ++i;
+        }
+    }
+};
+
+// Along dimension `dim`: `width` entries of TP rank `tp`'s slice from entry `start`.
+struct Block
+{
+    size_t tp = 0;
+    int64_t start = 0, width = 0;
+};
+
+struct MergePlan
+{
+    enum class Mode { Gather, Replicated, Average } mode = Mode::Gather;
+    std::vector<std::pair<std::string, Value*>> keys; // written before 'param'
+    std::vector<int64_t> shape;                       // of the merged tensor (vocabulary cut applied)
+    size_t dim = 0;
+    std::vector<std::vector<int64_t>> views; // each TP slice viewed with this shape
+    std::vector<Block> blocks;               // Gather: the merged tensor along `dim`, per outer index
+};
+
+int64_t product(const std::vector<int64_t>& s, size_t from, size_t to)
+{
+    int64_t n = 1;
+    for (size_t i = from; i < to && i < s.size(); ++i)
+        n *= s[i];
+    return n;
+}
+
+// How merge_tp_slices merges a parameter whose TP slices have these shapes (param_shapes of each
+// mp rank), and the keys it writes: the first matching rule wins, as there.
+MergePlan planMerge(Rules& rules, Tree& tree, const std::string& name,
+                    const std::vector<std::vector<int64_t>>& shapes, const std::string& file)
+{
+    const size_t tp = shapes.size();
+    MergePlan m;
+    m.views = shapes;
+    auto refuse = [&](const std::string& why) -> Error {
+        return Error("parameter '" + name + "': " + why + " (ds_to_universal cannot merge it either)", file);
+    };
+    auto sameShapes = [&](const char* rule) {
+        for (size_t t = 1; t < tp; ++t)
+            if (shapes[t] != shapes[0])
+                throw refuse(std::string("its tensor-parallel slices differ in shape but it is ") + rule);
+    };
+    // torch.cat of the slices along `dim`: all other dimensions agree.
+    auto cat = [&](size_t dim) {
+        m.dim = dim;
+        m.shape = shapes[0];
+        if (tp == 1) return; // the slice as it is (also where torch.cat would refuse a 0-d one)
+        for (size_t t = 0; t < tp; ++t)
+            if (shapes[t].size() != shapes[0].size() || shapes[t].size() <= dim)
+                throw refuse("its tensor-parallel slices cannot be concatenated along dimension " +
+                             std::to_string(dim));
+        for (size_t t = 0; t < tp; ++t)
+            for (size_t d = 0; d < shapes[0].size(); ++d)
+                if (d != dim && shapes[t][d] != shapes[0][d])
+                    throw refuse("its tensor-parallel slices cannot be concatenated along dimension " +
+                                 std::to_string(dim));
+        m.shape[dim] = 0;
+        for (size_t t = 0; t < tp; ++t)
+            m.shape[dim] += shapes[t][dim];
+    };
+    const auto [sub, subPattern] = rules.matchSub(name); // matched first, as there
+    if (rules.match(rules.replicated, name, file)) {
+        sameShapes("replicated");
+        m.mode = MergePlan::Mode::Replicated;
+        m.shape = shapes[0];
+    } else if (rules.match(rules.average, name, file)) {
+        sameShapes("averaged");
+        m.mode = MergePlan::Mode::Average;
+        m.shape = shapes[0];
+    } else if (rules.match(rules.twoSub, name, file)) {
+        // torch.chunk(slice, 2, dim=0) of each slice: first halves, then second halves
+        cat(0);
+        for (int half = 0; half < 2 && tp > 1; ++half)
+            for (size_t t = 0; t < tp; ++t) {
+                const int64_t n = shapes[t][0], c = (n + 1) / 2;
+                if (n < 2) throw refuse("a tensor-parallel slice too small for two sub-parameters");
+                m.blocks.push_back({t, half ? c : 0, half ? n - c : c});
+            }
+        m.keys = {{"cat_dim", tree.integer(0)}, {"param_n_sub_params", tree.integer(2)}};
+    } else if (sub) {
+        const size_t pd = size_t(sub->partitionDim);
+        const Value* spec = sub->shapeNode->items[pd];
+        std::vector<int64_t> sizes;
+        std::vector<std::vector<int64_t>> widths; // per sub-parameter, per TP rank
+        const Value* shapeOut = sub->shapeNode;
+        auto intsOf = [&](const Value* v) {
+            std::vector<int64_t> out;
+            if (!v || (v->kind != Kind::Tuple && v->kind != Kind::List))
+                throw refuse("its sub-parameter metadata is not a list of sizes");
+            for (const Value* x : v->items) {
+                const auto i = asInt(x);
+                if (!i) throw refuse("its sub-parameter metadata is not a list of sizes");
+                out.push_back(*i);
+            }
+            return out;
+        };
+        if (rules.version >= 0.4) {
+            sizes = intsOf(spec);
+            const Value* w = dictGet(rules.shardWidths, subPattern->text);
+            if (!w)
+                throw refuse("universal checkpoint version >= 0.4 records no sub_param_shard_widths for its "
+                             "pattern '" +
+                             subPattern->text + "'");
+            if (w->kind != Kind::List && w->kind != Kind::Tuple)
+                throw refuse("sub_param_shard_widths is not a list");
+            for (const Value* x : w->items)
+                widths.push_back(intsOf(x));
+        } else {
+            if (spec->kind == Kind::Tuple) {
+                sizes = intsOf(spec);
+            } else {
+                const auto count = asInt(spec);
+                if (!count) throw refuse("its sub-parameter shape holds neither a count nor sizes");
+                int64_t full = 0;
+                for (const auto& s : shapes) {
+                    if (s.size() <= pd) throw refuse("its slices have no partition dimension");
+                    full += s[pd];
+                }
+                if (*count <= 0 || full % *count)
+                    throw refuse("its sub-parameter count does not divide the partition dimension");
+                sizes.assign(size_t(*count), full / *count);
+                Value* normalized = tree.node(Kind::Tuple); // tuple(shape) with the sizes in place
+                normalized->items = sub->shapeNode->items;
+                normalized->items[pd] = tree.ints(sizes);
+                shapeOut = normalized;
+            }
+            for (int64_t s : sizes)
+                if (s % int64_t(tp))
+                    throw refuse(
+                        "a sub-parameter size is not divisible by the tensor-parallel degree and the "
+                        "universal checkpoint version predates sub_param_shard_widths");
+            for (int64_t s : sizes)
+                widths.push_back(std::vector<int64_t>(tp, s / int64_t(tp)));
+        }
+        if (widths.size() != sizes.size()) throw refuse("its shard widths do not match its sub-parameters");
+        for (size_t k = 0; k < sizes.size(); ++k) {
+            int64_t sum = 0;
+            for (int64_t w : widths[k])
+                sum += w;
+            if (widths[k].size() != tp || sum != sizes[k])
+                throw refuse("its shard widths do not add up to its sub-parameter sizes");
+        }
+        // The logical shape: tuples summed, the partition dimension the sizes' sum, one
+        // placeholder resolved from the element count.
+        std::vector<int64_t> logical;
+        for (const Value* d : sub->shapeNode->items) {
+            if (d->kind == Kind::Tuple) {
+                int64_t sum = 0;
+                for (int64_t x : intsOf(d))
+                    sum += x;
+                logical.push_back(sum);
+            } else if (const auto i = asInt(d)) {
+                logical.push_back(*i);
+            } else {
+                throw refuse("its sub-parameter shape holds something other than sizes");
+            }
+        }
+        logical[pd] = 0;
+        for (int64_t s : sizes)
+            logical[pd] += s;
+        int64_t total = 0;
+        for (const auto& s : shapes)
+            total += product(s, 0, s.size());
+        size_t holes = 0, hole = 0;
+        int64_t known = 1;
+        for (size_t d = 0; d < logical.size(); ++d)
+            if (logical[d] < 0)
+                ++holes, hole = d;
+            else
+                known *= logical[d];
+        if (holes > 1) throw refuse("its sub-parameter shape has more than one placeholder");
+        if (holes) {
+            if (known <= 0 || total % known)
+                throw refuse("its sub-parameter shape does not fit its elements");
+            logical[hole] = total / known;
+        }
+        for (size_t t = 0; t < tp; ++t) {
+            std::vector<int64_t> rank = logical;
+            rank[pd] = 0;
+            for (const auto& w : widths)
+                rank[pd] += w[t];
+            if (product(rank, 0, rank.size()) != product(shapes[t], 0, shapes[t].size()))
+                throw refuse("tensor-parallel rank " + std::to_string(t) +
+                             " holds a different number of elements than its shard widths describe");
+            m.views[t] = rank;
+        }
+        std::vector<int64_t> offsets(tp, 0);
+        for (const auto& w : widths)
+            for (size_t t = 0; t < tp; ++t) {
+                m.blocks.push_back({t, offsets[t], w[t]});
+                offsets[t] += w[t];
+            }
+        m.dim = pd;
+        m.shape = logical;
+        Value* obj = tree.node(Kind::Call); // SubparamShape(patterns, shape, partition_dim)
+        obj->isNew = true;
+        obj->callable = tree.global("deepspeed.checkpoint.universal_checkpoint", "SubparamShape");
+        obj->args = tree.tuple({});
+        obj->state = tree.node(Kind::Dict);
+        obj->state->entries = {{tree.str("patterns"), const_cast<Value*>(sub->patternsNode)},
+                               {tree.str("shape"), const_cast<Value*>(shapeOut)},
+                               {tree.str("partition_dim"), const_cast<Value*>(sub->dimNode)}};
+        m.keys = {{"sub_param_shape", obj}};
+    } else {
+        const size_t dim = rules.match(rules.row, name, file) ? 1 : 0;
+        cat(dim);
+        for (size_t t = 0; t < tp && tp > 1; ++t)
+            m.blocks.push_back({t, 0, shapes[t][dim]});
+        m.keys = {{"cat_dim", tree.integer(int64_t(dim))}};
+    }
+    if (m.mode != MergePlan::Mode::Gather) { // the slices whole, along a flat view
+        for (auto& v : m.views)
+            v = {product(v, 0, v.size())};
+        m.dim = 0;
+        m.blocks = {{0, 0, m.views[0][0]}};
+    }
+    if (rules.match(rules.vocab, name, file)) {
+        if (m.shape.size() < 2) throw refuse("a vocabulary parameter with fewer than two dimensions");
+        m.keys.push_back({"vocab_tensor", tree.boolean(true)});
+        m.shape[0] = std::min(m.shape[0], *rules.originalVocab); // param[:original_vocab_size, :]
+    }
+    return m;
+}
+
+// The merged tensor of one state: `nbytes` bytes (a prefix, after a vocabulary cut) of the
+// gather the plan describes, read from the slices as the writer asks for them.
+torch::OutTensor merged(const std::string& name, const std::string& state, torch::DType dtype,
+                        std::shared_ptr<const std::vector<FlatSlice>> slices, const MergePlan& m,
+                        uint64_t nbytes, const std::string& file)
+{
+    const uint32_t es = torch::elementSize(dtype);
+    torch::OutTensor o;
+    o.name = "0";
+    o.dtype = dtype;
+    o.nbytes = nbytes;
+    o.shape = {int64_t(nbytes / es)};
+    const auto& v0 = m.views[m.blocks.front().tp];
+    const uint64_t inner = uint64_t(product(v0, m.dim + 1, v0.size())) * es;
+    std::vector<uint64_t> dimOf; // each slice's size along dim
+    for (const auto& v : m.views)
+        dimOf.push_back(uint64_t(v[m.dim]));
+    uint64_t row = 0; // bytes of the merged tensor per outer index
+    for (const Block& b : m.blocks)
+        row += uint64_t(b.width) * inner;
+    o.fill = [slices, blocks = m.blocks, dimOf, inner, row, es, mode = m.mode, name, state,
+              file](uint64_t offset, uint64_t count, uint8_t* dst) {
+        if (mode == MergePlan::Mode::Gather) {
+            while (count) {
+                const uint64_t outer = offset / row;
+                uint64_t in = offset % row;
+                size_t b = 0;
+                while (in >= uint64_t(blocks[b].width) * inner)
+                    in -= uint64_t(blocks[b++].width) * inner;
+                const Block& blk = blocks[b];
+                const uint64_t n = std::min(count, uint64_t(blk.width) * inner - in);
+                (*slices)[blk.tp].read((outer * dimOf[blk.tp] + uint64_t(blk.start)) * inner + in, n, dst);
+                dst += n, offset += n, count -= n;
+            }
+            return;
+        }
+        (*slices)[0].read(offset, count, dst);
+        if (slices->size() == 1) return;
+        std::vector<uint8_t> other(count);
+        if (mode == MergePlan::Mode::Replicated) { // torch.equal: values compare, NaN differs
+            for (size_t t = 1; t < slices->size(); ++t) {
+                (*slices)[t].read(offset, count, other.data());
+                bool same = true;
+                if (es == 4) {
+                    for (uint64_t i = 0; i + 4 <= count && same; i += 4) {
+                        float a, b;
+                        std::memcpy(&a, dst + i, 4), std::memcpy(&b, other.data() + i, 4);
+                        same = a == b;
+                    }
+                } else if (es == 8) {
+                    for (uint64_t i = 0; i + 8 <= count && same; i += 8) {
+                        double a, b;
+                        std::memcpy(&a, dst + i, 8), std::memcpy(&b, other.data() + i, 8);
+                        same = a == b;
+                    }
+                } else {
+                    same = std::memcmp(dst, other.data(), count) == 0;
+                }
+                if (!same)
+                    throw Error("parameter '" + name + "' is tensor-parallel replicated, but its '" + state +
+                                    "' differs between mp rank 0 and mp rank " + std::to_string(t) +
+                                    " (ds_to_universal asserts they are equal)",
+                                file);
+            }
+            return;
+        }
+        // sum(slices) / len(slices): ((0 + s0) + s1 + ...) / n in float32, as torch computes it
+        std::vector<float> acc(count / 4);
+        for (size_t i = 0; i < acc.size(); ++i) {
+            float x;
+            std::memcpy(&x, dst + 4 * i, 4);
+            acc[i] = 0.0f + x;
+        }
+        for (size_t t = 1; t < slices->size(); ++t) {
+            (*slices)[t].read(offset, count, other.data());
+            for (size_t i = 0; i < acc.size(); ++i) {
+                float x;
+                std::memcpy(&x, other.data() + 4 * i, 4);
+                acc[i] = acc[i] + x;
+            }
+        }
+        const float n = float(slices->size());
+        for (size_t i = 0; i < acc.size(); ++i) {
+            const float r = acc[i] / n;
+            std::memcpy(dst + 4 * i, &r, 4);
+        }
     };
     return o;
 }
@@ -718,7 +1132,6 @@ bool hasGroupState(const torch::TorchFile& f, int group)
 
 struct Plan
 {
-    layout::Tag tag;
     std::string optim0, model0;      // rank 0's optimizer file; the model file ds_to_universal reads
     std::vector<std::string> copies; // model-states files copied into the output
     uint64_t totalBytes = 0;
@@ -767,24 +1180,49 @@ UniversalResult universal(const std::string& input, const std::string& output,
     io::OutputTransaction latestTx(inputs, latestPath.string(), io::OutputTransaction::Shape::File);
     reportNotes(progress, latestTx.notes());
 
-    preflight(choice.dir);
+    const int tpDegree = preflight(choice.dir);
     if (progress) progress({0, "reading " + choice.dir, 0, 0});
+    // One tag per tensor-parallel rank: its model file and its data-parallel optimizer files, read
+    // as the layout reads mp rank 0 (param_shapes of that rank, its partitions).
+    std::vector<layout::RankFile> listed;
+    for (const auto& e : fs::directory_iterator(choice.dir, ec))
+        if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
+    layout::FileSet fileSet;
+    std::vector<layout::Tag> tags;
+    for (int t = 0; t < tpDegree; ++t) {
+        std::vector<layout::RankFile> mine;
+        for (const auto& f : listed) {
+            const bool rankFile =
+                f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates;
+            if (rankFile ? f.mpRank != t : t != 0) continue;
+            mine.push_back(f);
+            mine.back().mpRank = 0;
+        }
+        tags.push_back(
+            layout::openDeepSpeedTagFiles(std::move(mine), choice.dir, choice.name, choice.latest, fileSet));
+    }
     Plan plan;
-    plan.tag = layout::openDeepSpeedTag(choice.dir, choice.name, choice.latest);
-    const layout::Tag& tag = plan.tag;
+    const layout::Tag& tag = tags.front();
     if (tag.optimizer != "zero" && tag.optimizer != "bf16_optimizer")
         throw Error("no ZeRO optimizer partitions: nothing to convert to Universal", tag.dir);
     if (tag.zeroStage < 1 || tag.zeroStage > 3)
         throw Error("ZeRO stage " + std::to_string(tag.zeroStage) + " cannot be converted", tag.dir);
     const bool stage3 = tag.zeroStage == 3;
+    for (size_t t = 1; t < tags.size(); ++t)
+        if (tags[t].zeroStage != tag.zeroStage || tags[t].optimizer != tag.optimizer ||
+            tags[t].worldSize != tag.worldSize)
+            throw Error("tensor-parallel rank " + std::to_string(t) +
+                            " was saved by another optimizer or data-parallel world size than rank 0",
+                        tags[t].files.empty() ? tag.dir : tags[t].files.front().path);
     for (const auto& f : tag.files) {
         if (f.role == layout::FileRole::OptimStates && f.dpRank == 0) plan.optim0 = f.path;
-        if (f.role == layout::FileRole::ModelStates) {
-            if (plan.model0.empty()) plan.model0 = f.path;
-            // ds_to_universal copies mp_rank_* files (stage <= 2) or every *model_states.pt (3).
-            if (stage3 || f.name.rfind("mp_rank_", 0) == 0) plan.copies.push_back(f.path);
-        }
+        if (f.role == layout::FileRole::ModelStates && plan.model0.empty()) plan.model0 = f.path;
     }
+    // ds_to_universal copies mp_rank_* files (stage <= 2) or every *model_states.pt (3).
+    for (const auto& f : listed)
+        if (f.role == layout::FileRole::ModelStates && (stage3 || f.name.rfind("mp_rank_", 0) == 0))
+            plan.copies.push_back(f.path);
+    std::sort(plan.copies.begin(), plan.copies.end());
     if (!stage3 &&
         (plan.copies.empty() || fs::path(plan.model0).filename().string().rfind("mp_rank_", 0) != 0))
         throw Error("no mp_rank_*_model_states.pt file (DeepSpeedCheckpoint needs one for ZeRO stage " +
@@ -795,13 +1233,14 @@ UniversalResult universal(const std::string& input, const std::string& output,
     const torch::TorchFile& m0 = files.get(plan.model0);
     const torch::TorchFile& o0 = files.get(plan.optim0);
 
-    // universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts), stage 3 with
-    // one tensor-parallel rank never reads it.
+    // universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts); stage 3 reads
+    // it (when present) only to merge tensor-parallel slices.
     Rules rules;
-    if (!stage3) {
+    const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
+    {
         const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
         if (info && info->kind == Kind::None) info = nullptr;
-        if (!info && !options.injectMissingState)
+        if (!stage3 && !info && !options.injectMissingState)
             throw Error(
                 "no universal_checkpoint_info: DeepSpeed's ds_to_universal refuses it (\"Required "
                 "universal_checkpoint_info state is missing in checkpoint. Verify that client creates "
@@ -809,7 +1248,7 @@ UniversalResult universal(const std::string& input, const std::string& output,
                 "For a model trained with data parallelism only (Hugging Face, plain DeepSpeed) run "
                 "again with --inject-missing-state, as ds_to_universal's --inject_missing_state",
                 plan.model0);
-        rules = readRules(info, plan.model0);
+        if (tpMerge) rules = readRules(info, plan.model0);
     }
 
     // Every output, planned (with its size) before anything is written.
@@ -824,55 +1263,132 @@ UniversalResult universal(const std::string& input, const std::string& output,
     Tree keysTree;              // nodes of the extra dict keys, shared by all state files
     UniversalResult result;
     const char* states[] = {"fp32", "exp_avg", "exp_avg_sq"};
+    // The trainable parameters of each TP rank by name: every rank holds the same ones.
+    std::vector<std::map<std::string, const layout::Parameter*>> byName(tags.size());
+    for (size_t t = 0; t < tags.size(); ++t)
+        for (const layout::Parameter& p : tags[t].params)
+            if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty()) byName[t][p.name] = &p;
+    for (size_t t = 1; t < tags.size(); ++t)
+        for (const auto& [name, p] : byName[t])
+            if (!byName[0].count(name))
+                throw Error("parameter '" + name + "' is in the param_shapes of mp rank " +
+                                std::to_string(t) +
+                                " but not of mp rank 0: the tensor-parallel ranks do not hold the same model",
+                            tags[t].files.front().path);
     for (const layout::Parameter& p : tag.params) {
         if (p.kind != layout::Parameter::Kind::Trainable || !p.tiedTo.empty()) continue;
-        std::vector<const layout::RankSlice*> held;
-        for (const auto& s : p.slices)
-            if (s.length && (stage3 || hasGroupState(files.get(s.master.front().file), p.group)))
-                held.push_back(&s);
+        std::vector<const layout::Parameter*> parts;
+        for (size_t t = 0; t < tags.size(); ++t) {
+            const auto it = byName[t].find(p.name);
+            if (it == byName[t].end())
+                throw Error("parameter '" + p.name +
+                                "' is in the param_shapes of mp rank 0 but not of mp rank " +
+                                std::to_string(t) + ": the tensor-parallel ranks do not hold the same model",
+                            tags[t].files.front().path);
+            parts.push_back(it->second);
+        }
+        std::vector<std::vector<const layout::RankSlice*>> held(parts.size());
+        bool any = false;
+        for (size_t t = 0; t < parts.size(); ++t) {
+            for (const auto& s : parts[t]->slices)
+                if (s.length && (stage3 || hasGroupState(files.get(s.master.front().file), parts[t]->group)))
+                    held[t].push_back(&s);
+            any = any || !held[t].empty();
+        }
         // No fragment anywhere (or no optimizer state yet: fp16 steps that all overflowed):
         // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt below.
-        if (held.empty()) continue;
-        const ParamForm form = stage3 ? ParamForm{{}, false, false, p.shape} : formOf(rules, p, plan.model0);
-        std::vector<std::pair<std::string, Value*>> keys;
-        for (const auto& [k, v] : form.intKeys)
-            keys.push_back({k, keysTree.integer(v)});
-        if (form.vocab) keys.push_back({"vocab_tensor", keysTree.boolean(true)});
+        if (!any) continue;
+        if (parts.size() > 1)
+            for (size_t t = 0; t < parts.size(); ++t) {
+                uint64_t covered = 0;
+                for (const auto* s : held[t])
+                    covered += s->length;
+                if (covered != parts[t]->numel())
+                    throw Error("parameter '" + p.name + "' has optimizer state for " +
+                                    std::to_string(covered) + " of its " + std::to_string(parts[t]->numel()) +
+                                    " elements on mp rank " + std::to_string(t) +
+                                    ": its tensor-parallel slices cannot be merged",
+                                tags[t].files.front().path);
+            }
+        std::vector<std::vector<int64_t>> shapes;
+        for (const auto* q : parts)
+            shapes.push_back(q->shape);
+        MergePlan merge;
+        if (tpMerge)
+            merge = planMerge(rules, keysTree, p.name, shapes, plan.model0);
+        else { // stage 3, one TP rank: the flat concatenation, a raw tensor
+            merge.shape = {int64_t(p.numel())};
+            merge.views = {merge.shape};
+            merge.blocks = {{0, 0, merge.shape[0]}};
+        }
         const std::string dir = "zero/" + p.name;
         for (const char* state : states) {
-            std::vector<Piece> pieces;
+            auto slices = std::make_shared<std::vector<FlatSlice>>(parts.size());
             torch::DType dtype = torch::DType::Float32;
-            for (const layout::RankSlice* s : held) {
-                const std::vector<layout::Source>* srcs = &s->master;
-                if (std::strcmp(state, "fp32") != 0) {
-                    srcs = nullptr;
-                    for (const auto& [name, v] : s->states)
-                        if (name == state) srcs = &v;
-                    if (!srcs)
-                        throw Error(std::string("no '") + state + "' optimizer state for parameter '" +
-                                        p.name +
-                                        "': DeepSpeed's Universal format holds Adam-style moments "
-                                        "(exp_avg, exp_avg_sq) only",
-                                    s->master.empty() ? tag.dir : s->master.front().file.str());
+            bool typed = false;
+            for (size_t t = 0; t < parts.size(); ++t)
+                for (const layout::RankSlice* s : held[t]) {
+                    const std::vector<layout::Source>* srcs = &s->master;
+                    if (std::strcmp(state, "fp32") != 0) {
+                        srcs = nullptr;
+                        for (const auto& [name, v] : s->states)
+                            if (name == state) srcs = &v;
+                        if (!srcs)
+                            throw Error(std::string("no '") + state + "' optimizer state for parameter '" +
+                                            p.name +
+                                            "': DeepSpeed's Universal format holds Adam-style moments "
+                                            "(exp_avg, exp_avg_sq) only",
+                                        s->master.empty() ? tag.dir : s->master.front().file.str());
+                    }
+                    for (const layout::Source& src : *srcs) {
+                        torch::DType d = dtype;
+                        (*slices)[t].add(pieceOf(files, src, d));
+                        if (typed && d != dtype)
+                            throw Error("parameter '" + p.name + "': its '" + state +
+                                            "' fragments are of different dtypes",
+                                        src.file);
+                        dtype = d, typed = true;
+                    }
                 }
-                for (const layout::Source& src : *srcs)
-                    pieces.push_back(pieceOf(files, src, dtype));
-            }
-            torch::OutTensor data = concatenation("0", dtype, std::move(pieces), form.average);
             const uint64_t es = torch::elementSize(dtype);
-            const std::vector<int64_t> shape = stage3 ? std::vector<int64_t>{int64_t(p.numel())} : form.shape;
-            data.nbytes = gpu::numelOf(shape) * es; // the vocabulary cut keeps the leading rows
+            if (parts.size() > 1)
+                for (size_t t = 0; t < parts.size(); ++t)
+                    if ((*slices)[t].bytes !=
+                        uint64_t(product(merge.views[t], 0, merge.views[t].size())) * es)
+                        throw Error("parameter '" + p.name + "': the '" + state + "' fragments of mp rank " +
+                                        std::to_string(t) + " do not hold its param_shapes shape",
+                                    tags[t].files.front().path);
+            const std::vector<int64_t> shape = merge.shape;
+            const uint64_t nbytes = gpu::numelOf(shape) * es; // the vocabulary cut keeps the leading rows
+            torch::OutTensor data;
+            if (parts.size() == 1) {
+                // One TP rank: the fragments in order (averaging one slice only turns -0.0 into +0.0).
+                std::vector<Piece> pieces = (*slices)[0].pieces;
+                data = concatenation("0", dtype, std::move(pieces), merge.mode == MergePlan::Mode::Average);
+            } else {
+                if (merge.mode == MergePlan::Mode::Average && dtype != torch::DType::Float32)
+                    throw Error("parameter '" + p.name + "': averaging tensor-parallel slices of " +
+                                    std::string(torch::name(dtype)) + " is not converted to Universal yet",
+                                plan.model0);
+                data = merged(p.name, state, dtype, slices, merge, nbytes, plan.model0);
+            }
+            data.nbytes = nbytes;
             const std::string rel = dir + "/" + state + ".pt";
-            items.push_back({rel, data.nbytes, [rel, keys, stage3, data = std::move(data), shape](Writer& w) {
-                                 writeState(w, rel, keys, !stage3, data, shape);
+            items.push_back({rel, data.nbytes,
+                             [rel, keys = merge.keys, tpMerge, data = std::move(data), shape](Writer& w) {
+                                 writeState(w, rel, keys, tpMerge, data, shape);
                              }});
         }
         dirs.insert(p.name);
-        if (!stage3) { // the step as the optimizer saved it (int or tensor), from a rank holding the param
-            const std::string from = held.front()->master.front().file;
+        if (!stage3) { // the step as the optimizer saved it (int or tensor), from the first TP rank holding
+                       // it
+            size_t t = 0;
+            while (held[t].empty())
+                ++t;
+            const std::string from = held[t].front()->master.front().file;
             const torch::TorchFile& f = files.get(from);
             const Value* step = f.value("optimizer_state_dict/base_optimizer_state/state/" +
-                                        std::to_string(p.group) + "/step");
+                                        std::to_string(parts[t]->group) + "/step");
             if (step) {
                 const std::string rel = dir + "/step.pt";
                 items.push_back({rel, 8, [rel, step, &f](Writer& w) { writeTree(w, rel, step, f); }});
@@ -975,6 +1491,7 @@ UniversalResult universal(const std::string& input, const std::string& output,
     result.latestFile = latestPath.string();
     result.zeroStage = tag.zeroStage;
     result.worldSize = tag.worldSize;
+    result.tensorParallel = tpDegree;
     result.optimizer = tag.optimizer;
     result.parameters = dirs.size();
     result.files = writer.files() + 1;

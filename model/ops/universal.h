@@ -1,5 +1,6 @@
-// `ckpt universal`: converts one DeepSpeed ZeRO 1/2/3 tag into a DeepSpeed Universal checkpoint
-// with the files, keys, value types and tensor bits DeepSpeed's ds_to_universal.py writes, so
+// `ckpt universal`: converts one DeepSpeed ZeRO 1/2/3 tag (any number of tensor-parallel mp ranks,
+// merged by universal_checkpoint_info's rules as ds_to_universal merges them) into a DeepSpeed Universal
+// checkpoint with the files, keys, value types and tensor bits DeepSpeed's ds_to_universal.py writes, so
 // DeepSpeed's load_universal resumes it on another world size. One pass over the rank files,
 // no temporary tree: each parameter's fragments are read from the mapped rank files and
 // streamed into its files as they are written; every file is re-read and checked, and the
@@ -26,9 +27,10 @@ struct UniversalResult
     std::string tag, tagDir;
     std::string output, latestFile; // the folder, and `latest_universal` in its parent
     int zeroStage = 0, worldSize = 0;
-    std::string optimizer; // "zero" or "bf16_optimizer"
-    size_t parameters = 0; // folders under zero/
-    size_t files = 0;      // files written, latest_universal included
+    int tensorParallel = 1; // mp ranks merged (mp_rank_00 .. mp_rank_NN)
+    std::string optimizer;  // "zero" or "bf16_optimizer"
+    size_t parameters = 0;  // folders under zero/
+    size_t files = 0;       // files written, latest_universal included
     uint64_t tensorBytes = 0, copiedBytes = 0, bytesWritten = 0;
     std::vector<std::string> warnings;
 };
