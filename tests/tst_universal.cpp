@@ -339,6 +339,33 @@ private slots:
         QVERIFY(!fs::exists(out));
     }
 
+    // A TP-replicated parameter whose replicas differ (one fp32 element of mp rank 1's copy of
+    // layers.0.input_layernorm.weight, made by make_tp_fixture.py --bad-replica): ds_to_universal
+    // asserts they are equal; ckpt refuses, naming the parameter, and leaves nothing behind.
+    void differingReplicaIsRefused()
+    {
+        const json refusal =
+            testutil::readJson(testutil::dataDir() + "/universal-tp/bad-replica/refusal.json");
+        QVERIFY(refusal["ds_to_universal"].get<std::string>().find("AssertionError") == 0);
+        QTemporaryDir tmp;
+        const std::string tag = copyTag(tmp, "universal-tp/tp2_zero1_fp32_w2/global_step3");
+        const std::string bad = refusal["file"];
+        fs::copy_file(testutil::dataDir() + "/universal-tp/bad-replica/" + bad, tag + "/" + bad,
+                      fs::copy_options::overwrite_existing);
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        try {
+            ops::universal(tag, out, {}, {}, cancel);
+            QFAIL("converted differing tensor-parallel replicas");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("layers.0.input_layernorm.weight") != std::string::npos, e.what());
+            QVERIFY2(m.find("'fp32' differs between mp rank 0 and mp rank 1") != std::string::npos, e.what());
+        }
+        QVERIFY(!fs::exists(out));
+        QVERIFY(!fs::exists(tmp.filePath("latest_universal").toStdString()));
+    }
+
     void truncatedRankFileIsNamed_data()
     {
         QTest::addColumn<QString>("fixture");
