@@ -1187,9 +1187,9 @@ UniversalResult universal(const std::string& input, const std::string& output,
     std::vector<layout::RankFile> listed;
     for (const auto& e : fs::directory_iterator(choice.dir, ec))
         if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
-    layout::FileSet fileSet;
     std::vector<layout::Tag> tags;
     for (int t = 0; t < tpDegree; ++t) {
+        layout::FileSet fileSet; // as openDeepSpeedTag: the parsed files go once the rank's tag is built
         std::vector<layout::RankFile> mine;
         for (const auto& f : listed) {
             const bool rankFile =
