@@ -395,6 +395,80 @@ private slots:
         QVERIFY(close(d.relL2(), std::sqrt(sd / sa), 1e-9));
     }
 
+    // The fused same-type kernels (AVX2 where the CPU has it, else the portable blocks): every
+    // float type, lengths that end mid-vector and mid-block, blocks with NaN and infinities
+    // (recomputed by the reference loop), and a misaligned start (the reference loop alone),
+    // against a long double reference written from the definition.
+    void diffFastPathsMatchReference_data()
+    {
+        QTest::addColumn<int>("type");
+        QTest::addColumn<bool>("special");
+        QTest::addColumn<int>("misalign");
+        for (Scalar t : {Scalar::F64, Scalar::F32, Scalar::F16, Scalar::BF16})
+            for (bool special : {false, true})
+                for (int mis : {0, 1}) {
+                    const std::string name = std::to_string(int(t)) + (special ? " special" : " finite") +
+                                             (mis ? " misaligned" : "");
+                    QTest::newRow(name.c_str()) << int(t) << special << mis;
+                }
+    }
+
+    void diffFastPathsMatchReference()
+    {
+        QFETCH(int, type);
+        QFETCH(bool, special);
+        QFETCH(int, misalign);
+        const auto t = Scalar(type);
+        const uint32_t es = gpu::scalarSize(t);
+        const size_t n = 3 * 2048 + 16 * 5 + 7;
+        std::mt19937_64 rng(uint64_t(type) * 7 + special);
+        std::normal_distribution<double> nd;
+        std::vector<double> x(n), y(n);
+        for (size_t i = 0; i < n; ++i)
+            x[i] = nd(rng), y[i] = i % 3 ? x[i] + 1e-2 * nd(rng) : x[i];
+        if (special) {
+            x[100] = y[100] = NAN;           // both NaN: skipped
+            x[2100] = NAN;                   // one NaN: a mismatch
+            x[4200] = y[4200] = INFINITY;    // inf - inf: NaN difference
+            y[4300] = -INFINITY;             // an infinite difference
+            x[n - 2] = -0.0, y[n - 2] = 0.0; // equal values, different bits, in the tail
+        }
+        // Encoded through the backend's own cast, with `misalign` spare bytes in front.
+        std::vector<uint8_t> ba(n * es + 1), bb(n * es + 1);
+        gpu::castElements(Scalar::F64, t, reinterpret_cast<const uint8_t*>(x.data()), ba.data() + misalign,
+                          n);
+        gpu::castElements(Scalar::F64, t, reinterpret_cast<const uint8_t*>(y.data()), bb.data() + misalign,
+                          n);
+        const gpu::StridedView va{ba.data() + misalign, es, {int64_t(n)}, {1}, 0},
+            vb{bb.data() + misalign, es, {int64_t(n)}, {1}, 0};
+        const auto d = gpu::cpuBackend().diff(va, t, vb, t);
+        uint64_t eq = 0, nanMismatch = 0;
+        long double sd = 0, sa = 0, sb = 0, dot = 0;
+        double mx = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const uint8_t *p = va.base + i * es, *q = vb.base + i * es;
+            eq += std::memcmp(p, q, es) == 0;
+            const double u = gpu::toDouble(t, p), v = gpu::toDouble(t, q);
+            if (std::isnan(u) || std::isnan(v)) {
+                nanMismatch += std::isnan(u) != std::isnan(v);
+                continue;
+            }
+            const double dd = u - v;
+            mx = std::max(mx, std::fabs(dd));
+            sd += (long double)dd * dd, sa += (long double)u * u, sb += (long double)v * v,
+                dot += (long double)u * v;
+        }
+        QCOMPARE(d.count, uint64_t(n));
+        QCOMPARE(d.bitwiseEqual, eq);
+        QCOMPARE(d.nanMismatch, nanMismatch);
+        QCOMPARE(d.maxAbsDiff, mx);
+        QVERIFY(close(d.sumSqDiff, sd, 1e-12));
+        QVERIFY(close(d.sumSqA, sa, 1e-12));
+        QVERIFY(close(d.sumSqB, sb, 1e-12));
+        QVERIFY(close(d.dot, dot, 1e-12));
+        if (special) QVERIFY(std::isnan(d.sumSqDiff) || std::isinf(d.sumSqDiff));
+    }
+
     void hashFollowsItsDefinition()
     {
         std::vector<uint8_t> data(3 * gpu::kHashChunk + 13);

@@ -3,16 +3,27 @@
 // same run: one pass reading memory with all cores, and pinned host-to-device copies.
 // Usage: bench_compute [MiB]  (default 1024)
 //        bench_compute --read-bandwidth [MiB]   prints only the memory-read GB/s (for other benches)
+//        bench_compute --read-mapped FILE...    prints only the GB/s of one trivial pass over the
+//            files as `ckpt diff` reads its inputs: mapped (MAP_PRIVATE, page cache), 64 MiB at a
+//            time split over all cores, each word added once, the pages read then let go
+//            (MADV_DONTNEED): the ceiling for any kernel reading mapped checkpoint files here
 #include "compute_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace ckpt::gpu;
 using Clock = std::chrono::steady_clock;
@@ -51,6 +62,48 @@ double memoryRead(const std::vector<uint8_t>& b)
     });
 }
 
+// The same summing pass over mapped files, page faults and page release included.
+double mappedRead(int count, char** paths)
+{
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    constexpr uint64_t kChunk = 64u << 20;
+    uint64_t total = 0;
+    std::vector<uint64_t> sums(n);
+    const auto t0 = Clock::now();
+    for (int f = 0; f < count; ++f) {
+        const int fd = ::open(paths[f], O_RDONLY);
+        struct stat st
+        {
+        };
+        if (fd < 0 || ::fstat(fd, &st) != 0) {
+            std::fprintf(stderr, "cannot open %s\n", paths[f]);
+            std::exit(1);
+        }
+        const uint64_t size = uint64_t(st.st_size);
+        auto* base = static_cast<uint8_t*>(::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0));
+        ::close(fd);
+        if (base == MAP_FAILED) std::exit(1);
+        for (uint64_t off = 0; off < size; off += kChunk) {
+            const uint64_t len = std::min(kChunk, size - off), words = len / 8;
+            std::vector<std::thread> pool;
+            for (unsigned t = 0; t < n; ++t)
+                pool.emplace_back([&, t] {
+                    const auto* p = reinterpret_cast<const uint64_t*>(base + off);
+                    uint64_t s = 0;
+                    for (uint64_t i = words * t / n; i < words * (t + 1) / n; ++i)
+                        s += p[i];
+                    sums[t] += s;
+                });
+            for (auto& th : pool)
+                th.join();
+            ::madvise(base + off, len, MADV_DONTNEED);
+        }
+        ::munmap(base, size);
+        total += size;
+    }
+    return double(total) / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 void row(const char* backend, const char* op, double bytes, double secs, double ref)
 {
     std::printf("| %s | %s | %.2f | %.0f%% |\n", backend, op, bytes / secs / 1e9,
@@ -85,6 +138,10 @@ int main(int argc, char** argv)
     if (argc > 1 && std::string(argv[1]) == "--read-bandwidth") {
         std::vector<uint8_t> b((argc > 2 ? std::stoul(argv[2]) : 1024) << 20, 1);
         std::printf("%.2f\n", double(b.size()) / memoryRead(b) / 1e9);
+        return 0;
+    }
+    if (argc > 2 && std::string(argv[1]) == "--read-mapped") {
+        std::printf("%.2f\n", mappedRead(argc - 2, argv + 2) / 1e9);
         return 0;
     }
     const size_t mib = argc > 1 ? std::stoul(argv[1]) : 1024;

@@ -2,7 +2,9 @@
 #include "compute_backend.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -16,6 +18,14 @@
 #define CKPT_WIDE_SIMD __attribute__((target_clones("default", "avx2")))
 #else
 #define CKPT_WIDE_SIMD
+#endif
+
+// Hand-written AVX2/FMA kernels (x86-64 with GCC or clang), used when the CPU has them.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CKPT_X86_KERNELS 1
+#include <immintrin.h>
+#else
+#define CKPT_X86_KERNELS 0
 #endif
 
 namespace ckpt::gpu {
@@ -254,6 +264,37 @@ template <typename Load> Stats blockStats(const uint8_t* p, uint64_t n, uint32_t
 // path. Same definition as blockStats: shift = the block's first value, sums in fp64.
 template <typename Load> Stats blockStats(const uint8_t* p, uint64_t n, uint32_t es, Load load);
 
+#if CKPT_X86_KERNELS
+bool haveAvx2();
+// The fp64 sums of blockStatsF32 with AVX2 + FMA: two sets of accumulators (the single chain
+// per sum that the vectoriser makes is latency-bound at about one element per cycle).
+[[gnu::target("avx2,fma")]] void avx2StatsSums(const float* p, uint64_t n, double shift, double& sum,
+                                               double& sumsq, double& sq)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, q0 = s0, q1 = s0, x0 = s0, x1 = s0;
+    const __m256d sh = _mm256_set1_pd(shift);
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(p + i)), b = _mm256_cvtps_pd(_mm_loadu_ps(p + i + 4));
+        const __m256d da = _mm256_sub_pd(a, sh), db = _mm256_sub_pd(b, sh);
+        s0 = _mm256_add_pd(s0, da), s1 = _mm256_add_pd(s1, db);
+        q0 = _mm256_fmadd_pd(da, da, q0), q1 = _mm256_fmadd_pd(db, db, q1);
+        x0 = _mm256_fmadd_pd(a, a, x0), x1 = _mm256_fmadd_pd(b, b, x1);
+    }
+    alignas(32) double v[3][4];
+    _mm256_store_pd(v[0], _mm256_add_pd(s0, s1));
+    _mm256_store_pd(v[1], _mm256_add_pd(q0, q1));
+    _mm256_store_pd(v[2], _mm256_add_pd(x0, x1));
+    sum = (v[0][0] + v[0][1]) + (v[0][2] + v[0][3]);
+    sumsq = (v[1][0] + v[1][1]) + (v[1][2] + v[1][3]);
+    sq = (v[2][0] + v[2][1]) + (v[2][2] + v[2][3]);
+    for (; i < n; ++i) {
+        const double x = p[i], d = x - shift;
+        sum += d, sumsq += d * d, sq += x * x;
+    }
+}
+#endif
+
 CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
 {
     // On the bits, so every step is an integer lane operation the compiler vectorises: a float's
@@ -290,13 +331,20 @@ CKPT_WIDE_SIMD Stats blockStatsF32(const float* p, uint64_t n)
     if (!n) return s;
     const double shift = p[0];
     double sum = 0, sumsq = 0, sq = 0;
-    // An explicit SIMD reduction: vector lanes accumulate in fp64 and are added at the end.
+#if CKPT_X86_KERNELS
+    if (haveAvx2()) {
+        avx2StatsSums(p, n, shift, sum, sumsq, sq);
+    } else
+#endif
+    {
+        // An explicit SIMD reduction: vector lanes accumulate in fp64 and are added at the end.
 #pragma omp simd reduction(+ : sum, sumsq, sq)
-    for (uint64_t i = 0; i < n; ++i) {
-        const double x = p[i], d = x - shift;
-        sum += d;
-        sumsq += d * d;
-        sq += x * x;
+        for (uint64_t i = 0; i < n; ++i) {
+            const double x = p[i], d = x - shift;
+            sum += d;
+            sumsq += d * d;
+            sq += x * x;
+        }
     }
     s.min = mn, s.max = mx, s.absmax = amax, s.sumsq = sq;
     s.mean = shift + sum / double(n);
@@ -373,6 +421,367 @@ inline bool sameBits(const uint8_t* p, const uint8_t* q, uint32_t size)
     }
     default:
         return std::memcmp(p, q, size) == 0;
+    }
+}
+
+// The fast diff of same-type floating arrays (F64, F32, F16, BF16): one pass over both inputs,
+// in blocks of kDiffBlock elements. Per block, the bitwise-equal count on the raw words and the
+// fp64 sums (products of two floats are exact in fp64) in independent vector lanes, then added
+// to the running totals block after block. A block whose sums come out non-finite holds a NaN
+// or an infinity (x * x of one is NaN or inf; finite floats cannot overflow fp64) or overflows
+// in fp64 (huge doubles): it is recomputed by the element-wise reference loop, so NaN pairs,
+// nanMismatch and inf - inf are exactly as defined there. Reduction order: lanes, then blocks in
+// order; equal to the reference loop within fp64 rounding (relative ~1e-15 on these sums) and
+// bit-exact for max |a-b| and the counts.
+constexpr uint64_t kDiffBlock = 2048;
+
+// The element-wise reference loop, any two types: what every kernel's result is defined by.
+template <typename LA, typename LB>
+[[gnu::noinline]] void diffElements(const uint8_t* pa, uint32_t ea, LA la, const uint8_t* pb, uint32_t eb,
+                                    LB lb, bool sameType, uint64_t begin, uint64_t end, DiffStats& acc)
+{
+    for (uint64_t i = begin; i < end; ++i) {
+        const double x = la(pa + i * ea), y = lb(pb + i * eb);
+        ++acc.count;
+        if (sameType && sameBits(pa + i * ea, pb + i * eb, ea)) ++acc.bitwiseEqual;
+        if (std::isnan(x) || std::isnan(y)) {
+            if (std::isnan(x) != std::isnan(y)) ++acc.nanMismatch;
+            continue;
+        }
+        const double dd = x - y;
+        acc.maxAbsDiff = std::max(acc.maxAbsDiff, std::fabs(dd));
+        acc.sumSqDiff += dd * dd, acc.sumSqA += x * x, acc.sumSqB += y * y, acc.dot += x * y;
+    }
+}
+
+// One block's sums, added to the totals only when all are finite.
+struct DiffBlock
+{
+    uint64_t equal = 0;
+    double mx = 0, sd = 0, sa = 0, sb = 0, dot = 0;
+
+    bool addTo(DiffStats& acc, uint64_t n) const
+    {
+        if (!std::isfinite(sd) || !std::isfinite(sa) || !std::isfinite(sb) || !std::isfinite(dot))
+            return false;
+        acc.count += n, acc.bitwiseEqual += equal;
+        acc.maxAbsDiff = std::max(acc.maxAbsDiff, mx);
+        acc.sumSqDiff += sd, acc.sumSqA += sa, acc.sumSqB += sb, acc.dot += dot;
+        return true;
+    }
+};
+
+// A word type and its value as a double.
+struct F64Words
+{
+    using Word = uint64_t;
+    static double value(Word w) { return std::bit_cast<double>(w); }
+};
+struct F32Words
+{
+    using Word = uint32_t;
+    static double value(Word w) { return double(std::bit_cast<float>(w)); }
+};
+struct BF16Words
+{
+    using Word = uint16_t;
+    static double value(Word w) { return double(std::bit_cast<float>(uint32_t(w) << 16)); }
+};
+struct F16Words
+{
+    using Word = uint16_t;
+    // halfToFloat's branch-free conversion, here so that it inlines and vectorises.
+    static double value(Word h)
+    {
+        const uint32_t w = uint32_t(h) << 16, sign = w & 0x80000000u, two = w + w;
+        const float normalized = std::bit_cast<float>((two >> 4) + (0xE0u << 23)) * 0x1p-112f;
+        const float denormalized = std::bit_cast<float>((two >> 17) | (126u << 23)) - 0.5f;
+        const uint32_t r = sign | (two < (1u << 27) ? std::bit_cast<uint32_t>(denormalized)
+                                                    : std::bit_cast<uint32_t>(normalized));
+        return double(std::bit_cast<float>(r));
+    }
+};
+
+// The portable block: loops the compiler vectorises (any x86-64, other CPUs). n <= kDiffBlock.
+template <typename L>
+[[gnu::always_inline]] inline DiffBlock diffBlockPortable(const typename L::Word* a,
+                                                          const typename L::Word* b, uint64_t n)
+{
+    using W = typename L::Word;
+    W eq = 0; // n <= kDiffBlock fits every word type
+#pragma omp simd reduction(+ : eq)
+    for (uint64_t i = 0; i < n; ++i)
+        eq += W(a[i] == b[i]);
+    DiffBlock r;
+    r.equal = eq;
+    double mx = 0, sd = 0, sa = 0, sb = 0, dot = 0;
+#pragma omp simd reduction(+ : sd, sa, sb, dot) reduction(max : mx)
+    for (uint64_t i = 0; i < n; ++i) {
+        const double x = L::value(a[i]), y = L::value(b[i]), d = x - y, ad = std::fabs(d);
+        mx = ad > mx ? ad : mx;
+        sd += d * d, sa += x * x, sb += y * y, dot += x * y;
+    }
+    r.mx = mx, r.sd = sd, r.sa = sa, r.sb = sb, r.dot = dot;
+    return r;
+}
+
+// Elements [0, n) of two same-type arrays aligned to their word, block by block; `block` gives
+// a block's sums over its first `len` elements and says how many it took (a multiple of its
+// vector step); the rest of the block and every non-finite block go through the reference loop.
+template <typename L, typename Block>
+[[gnu::always_inline]] inline void diffSameType(const uint8_t* pa, const uint8_t* pb, uint64_t n,
+                                                DiffStats& acc, Block block)
+{
+    using W = typename L::Word;
+    const auto* a = reinterpret_cast<const W*>(pa);
+    const auto* b = reinterpret_cast<const W*>(pb);
+    const auto load = [](const uint8_t* p) { return L::value(ld<W>(p)); };
+    for (uint64_t first = 0; first < n; first += kDiffBlock) {
+        const uint64_t len = std::min(kDiffBlock, n - first);
+        DiffBlock r;
+        const uint64_t took = block(a + first, b + first, len, r);
+        if (!r.addTo(acc, took)) {
+            diffElements(pa, sizeof(W), load, pb, sizeof(W), load, true, first, first + len, acc);
+        } else if (took < len) {
+            diffElements(pa, sizeof(W), load, pb, sizeof(W), load, true, first + took, first + len, acc);
+        }
+    }
+}
+
+template <typename L>
+uint64_t portableBlock(const typename L::Word* a, const typename L::Word* b, uint64_t n, DiffBlock& r)
+{
+    r = diffBlockPortable<L>(a, b, n);
+    return n;
+}
+
+CKPT_WIDE_SIMD void diffF64(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F64Words>(a, b, n, acc, [](auto&&... x) { return portableBlock<F64Words>(x...); });
+}
+CKPT_WIDE_SIMD void diffF32(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F32Words>(a, b, n, acc, [](auto&&... x) { return portableBlock<F32Words>(x...); });
+}
+CKPT_WIDE_SIMD void diffBF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<BF16Words>(a, b, n, acc, [](auto&&... x) { return portableBlock<BF16Words>(x...); });
+}
+CKPT_WIDE_SIMD void diffF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F16Words>(a, b, n, acc, [](auto&&... x) { return portableBlock<F16Words>(x...); });
+}
+
+#if CKPT_X86_KERNELS
+// AVX2 + FMA (+ F16C for half): the same blocks written out, two sets of accumulators so the
+// FMA chains overlap. Chosen at run time when the CPU has them.
+#define CKPT_AVX2 gnu::target("avx2,fma,f16c")
+
+// Two sets of the four sums (eight FMA chains in flight) and one running max |a-b|: eleven
+// registers with the sign mask, so that nothing spills (a spilled accumulator turned the loop
+// into a store-to-load chain, half the speed).
+struct Avx2Sums
+{
+    __m256d sd, sa, sb, dot;
+};
+
+[[CKPT_AVX2, gnu::always_inline]] inline void avx2Zero(Avx2Sums& s)
+{
+    s.sd = s.sa = s.sb = s.dot = _mm256_setzero_pd();
+}
+
+[[CKPT_AVX2, gnu::always_inline]] inline void avx2Add(Avx2Sums& s, __m256d& mx, __m256d x, __m256d y)
+{
+    const __m256d d = _mm256_sub_pd(x, y);
+    mx = _mm256_max_pd(mx, _mm256_andnot_pd(_mm256_set1_pd(-0.0), d));
+    s.sd = _mm256_fmadd_pd(d, d, s.sd);
+    s.sa = _mm256_fmadd_pd(x, x, s.sa);
+    s.sb = _mm256_fmadd_pd(y, y, s.sb);
+    s.dot = _mm256_fmadd_pd(x, y, s.dot);
+}
+
+// Eight floats as two halves of doubles, into the two sets of sums.
+[[CKPT_AVX2, gnu::always_inline]] inline void avx2Add8(Avx2Sums& s0, Avx2Sums& s1, __m256d& mx, __m256 x,
+                                                       __m256 y)
+{
+    avx2Add(s0, mx, _mm256_cvtps_pd(_mm256_castps256_ps128(x)), _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
+    avx2Add(s1, mx, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)),
+            _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+}
+
+[[CKPT_AVX2, gnu::always_inline]] inline double avx2Sum(__m256d v)
+{
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+[[CKPT_AVX2, gnu::always_inline]] inline double avx2Max(__m256d v)
+{
+    const __m128d h = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+[[CKPT_AVX2, gnu::always_inline]] inline void avx2Finish(const Avx2Sums& s0, const Avx2Sums& s1, __m256d mx,
+                                                         DiffBlock& r)
+{
+    r.mx = avx2Max(mx);
+    r.sd = avx2Sum(_mm256_add_pd(s0.sd, s1.sd));
+    r.sa = avx2Sum(_mm256_add_pd(s0.sa, s1.sa));
+    r.sb = avx2Sum(_mm256_add_pd(s0.sb, s1.sb));
+    r.dot = avx2Sum(_mm256_add_pd(s0.dot, s1.dot));
+}
+
+// Bitwise-equal words of a compare, counted in a general register (popcount of the byte mask
+// over bytes per word): keeps a vector register free.
+[[CKPT_AVX2, gnu::always_inline]] inline uint64_t avx2Equal(__m256i cmp, int bytesPerWord)
+{
+    return uint64_t(__builtin_popcount(uint32_t(_mm256_movemask_epi8(cmp)))) / uint64_t(bytesPerWord);
+}
+
+[[CKPT_AVX2]] uint64_t avx2BlockF32(const uint32_t* a, const uint32_t* b, uint64_t n, DiffBlock& r)
+{
+    Avx2Sums s0, s1;
+    avx2Zero(s0), avx2Zero(s1);
+    __m256d mx = _mm256_setzero_pd();
+    uint64_t eq = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+        eq += uint64_t(
+            __builtin_popcount(uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, y))))));
+        avx2Add8(s0, s1, mx, _mm256_castsi256_ps(x), _mm256_castsi256_ps(y));
+    }
+    avx2Finish(s0, s1, mx, r);
+    r.equal = eq;
+    return i;
+}
+
+[[CKPT_AVX2]] uint64_t avx2BlockBF16(const uint16_t* a, const uint16_t* b, uint64_t n, DiffBlock& r)
+{
+    Avx2Sums s0, s1;
+    avx2Zero(s0), avx2Zero(s1);
+    __m256d mx = _mm256_setzero_pd();
+    const __m256i zero = _mm256_setzero_si256();
+    uint64_t eq = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+        eq += avx2Equal(_mm256_cmpeq_epi16(x, y), 2);
+        // bf16 << 16 is the float; the interleaved order does not matter to sums
+        avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, x)),
+                 _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, y)));
+        avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)),
+                 _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, y)));
+    }
+    avx2Finish(s0, s1, mx, r);
+    r.equal = eq;
+    return i;
+}
+
+[[CKPT_AVX2]] uint64_t avx2BlockF16(const uint16_t* a, const uint16_t* b, uint64_t n, DiffBlock& r)
+{
+    Avx2Sums s0, s1;
+    avx2Zero(s0), avx2Zero(s1);
+    __m256d mx = _mm256_setzero_pd();
+    uint64_t eq = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+        eq += avx2Equal(_mm256_cmpeq_epi16(x, y), 2);
+        // F16C's conversion is exact (every half is a float), as halfToFloat
+        avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_castsi256_si128(x)),
+                 _mm256_cvtph_ps(_mm256_castsi256_si128(y)));
+        avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_extracti128_si256(x, 1)),
+                 _mm256_cvtph_ps(_mm256_extracti128_si256(y, 1)));
+    }
+    avx2Finish(s0, s1, mx, r);
+    r.equal = eq;
+    return i;
+}
+
+[[CKPT_AVX2]] uint64_t avx2BlockF64(const uint64_t* a, const uint64_t* b, uint64_t n, DiffBlock& r)
+{
+    Avx2Sums s0, s1;
+    avx2Zero(s0), avx2Zero(s1);
+    __m256d mx = _mm256_setzero_pd();
+    uint64_t eq = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
+        const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i + 4));
+        const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i + 4));
+        eq += avx2Equal(_mm256_cmpeq_epi64(x0, y0), 8) + avx2Equal(_mm256_cmpeq_epi64(x1, y1), 8);
+        avx2Add(s0, mx, _mm256_castsi256_pd(x0), _mm256_castsi256_pd(y0));
+        avx2Add(s1, mx, _mm256_castsi256_pd(x1), _mm256_castsi256_pd(y1));
+    }
+    avx2Finish(s0, s1, mx, r);
+    r.equal = eq;
+    return i;
+}
+
+[[CKPT_AVX2]] void avx2DiffF64(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F64Words>(a, b, n, acc, avx2BlockF64);
+}
+[[CKPT_AVX2]] void avx2DiffF32(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F32Words>(a, b, n, acc, avx2BlockF32);
+}
+[[CKPT_AVX2]] void avx2DiffBF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<BF16Words>(a, b, n, acc, avx2BlockBF16);
+}
+[[CKPT_AVX2]] void avx2DiffF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
+{
+    diffSameType<F16Words>(a, b, n, acc, avx2BlockF16);
+}
+
+bool haveAvx2()
+{
+    static const bool yes = [] {
+        if (const char* off = std::getenv("CKPT_NO_AVX2"); off && *off && *off != '0') return false;
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    }();
+    return yes;
+}
+#endif
+
+// The fused kernel for a same-type floating pair whose words are aligned, else nullptr.
+using DiffKernel = void (*)(const uint8_t*, const uint8_t*, uint64_t, DiffStats&);
+DiffKernel fastDiffKernel(Scalar ta, Scalar tb, const uint8_t* a, const uint8_t* b)
+{
+    if (ta != tb) return nullptr;
+    const uint32_t es = scalarSize(ta);
+    if (reinterpret_cast<uintptr_t>(a) % es || reinterpret_cast<uintptr_t>(b) % es) return nullptr;
+#if CKPT_X86_KERNELS
+    if (haveAvx2()) {
+        switch (ta) {
+        case Scalar::F64:
+            return avx2DiffF64;
+        case Scalar::F32:
+            return avx2DiffF32;
+        case Scalar::BF16:
+            return avx2DiffBF16;
+        case Scalar::F16:
+            return avx2DiffF16;
+        default:
+            return nullptr;
+        }
+    }
+#endif
+    switch (ta) {
+    case Scalar::F64:
+        return diffF64;
+    case Scalar::F32:
+        return diffF32;
+    case Scalar::BF16:
+        return diffBF16;
+    case Scalar::F16:
+        return diffF16;
+    default:
+        return nullptr;
     }
 }
 
@@ -557,28 +966,21 @@ public:
             if (!b.contiguous()) bufB.resize(len * eb), gather(b, first, len, bufB.data()), pb = bufB.data();
             std::vector<DiffStats> partial(static_cast<size_t>(threadCount()));
             int parts = 0;
+            const DiffKernel fast = fastDiffKernel(ta, tb, pa, pb);
             parallelFor(
                 len, 1 << 16,
                 [&](uint64_t s, uint64_t e, int part) {
                     DiffStats acc;
-                    withLoader(ta, [&](auto la) {
-                        return withLoader(tb, [&](auto lb) {
-                            for (uint64_t i = s; i < e; ++i) {
-                                const double x = la(pa + i * ea), y = lb(pb + i * eb);
-                                ++acc.count;
-                                if (sameType && sameBits(pa + i * ea, pb + i * eb, ea)) ++acc.bitwiseEqual;
-                                if (std::isnan(x) || std::isnan(y)) {
-                                    if (std::isnan(x) != std::isnan(y)) ++acc.nanMismatch;
-                                    continue;
-                                }
-                                const double dd = x - y;
-                                acc.maxAbsDiff = std::max(acc.maxAbsDiff, std::fabs(dd));
-                                acc.sumSqDiff += dd * dd, acc.sumSqA += x * x, acc.sumSqB += y * y,
-                                    acc.dot += x * y;
-                            }
-                            return 0;
+                    if (fast) {
+                        fast(pa + s * ea, pb + s * eb, e - s, acc);
+                    } else {
+                        withLoader(ta, [&](auto la) {
+                            return withLoader(tb, [&](auto lb) {
+                                diffElements(pa, ea, la, pb, eb, lb, sameType, s, e, acc);
+                                return 0;
+                            });
                         });
-                    });
+                    }
                     partial[size_t(part)] = acc;
                 },
                 parts);

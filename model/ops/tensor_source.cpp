@@ -137,6 +137,40 @@ struct Reader
         }
     }
 
+    // The piece holding flat element `first`, and `first` made relative to it; nullptr past the end.
+    const Piece* pieceAt(uint64_t& first) const
+    {
+        for (const Piece& p : pieces) {
+            if (first < p.count) return &p;
+            first -= p.count;
+        }
+        return nullptr;
+    }
+
+    // SourceTensor::inPlace for flat sources read without a cast.
+    const uint8_t* inPlace(uint64_t first, uint64_t* run) const
+    {
+        const Piece* p = pieceAt(first);
+        if (!p) return nullptr;
+        const uint8_t* base = p->file->mappedContiguous(p->tensorPath);
+        if (!base) return nullptr;
+        *run = p->count - first;
+        return base + (p->offset + first) * torch::elementSize(from);
+    }
+
+    void releaseInPlace(uint64_t first, uint64_t count) const
+    {
+        const uint32_t fs = torch::elementSize(from);
+        uint64_t start = 0; // the piece's first element in the tensor
+        for (const Piece& p : pieces) {
+            const uint64_t lo = std::max(first, start), hi = std::min(first + count, start + p.count);
+            if (lo < hi)
+                if (const uint8_t* base = p.file->mappedContiguous(p.tensorPath))
+                    p.file->release(base + (p.offset + lo - start) * fs, (hi - lo) * fs);
+            start += p.count;
+        }
+    }
+
     void fillChunked(uint64_t first, uint64_t count, uint8_t* dst, std::vector<uint8_t>& staging) const
     {
         const uint32_t ts = torch::elementSize(to);
@@ -276,6 +310,10 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
             reader->pieces[0].offset == 0)
             out.direct = reader->pieces[0].file->mappedContiguous(reader->pieces[0].tensorPath);
         out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
+        if (!reader->chunked && reader->from == to) {
+            out.inPlace = [reader](uint64_t first, uint64_t* run) { return reader->inPlace(first, run); };
+            out.releaseInPlace = [reader](uint64_t first, uint64_t n) { reader->releaseInPlace(first, n); };
+        }
         index[p.name] = plan.size();
         plan.push_back(std::move(out));
     }

@@ -8,6 +8,7 @@
 #include "torch/dtype.h"
 #include "torch/out_tensor.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,13 @@ struct SourceTensor
     std::string aliasOf; // same data as that tensor (tied weights); tensor.fill is empty
     // When the bytes already lie contiguous in a mapped file with no cast: read them in place.
     const uint8_t* direct = nullptr;
+    // In-place reading of a tensor made of several mapped pieces (a ZeRO partition per rank):
+    // the address of logical element `first` and, in *run, how many elements follow it
+    // contiguously there; nullptr when those bytes must go through fill (a cast, N-d chunks, a
+    // compressed record). Empty when the tensor never lies in place.
+    std::function<const uint8_t*(uint64_t first, uint64_t* run)> inPlace;
+    // Lets the pages of elements [first, first + count), read through inPlace, go (bounded RSS).
+    std::function<void(uint64_t first, uint64_t count)> releaseInPlace;
 };
 
 struct TensorSet
