@@ -11,11 +11,14 @@ int runInspect(const InspectArgs& a)
 {
     // A checkpoint shows tags, files and parameters; a single file its whole object tree.
     if (!layout::familyOf(a.path).singleFile()) {
-        const auto doc = ops::inspectCheckpoint(a.path, a.tag, a.json);
-        if (a.json)
-            std::cout << doc.dump(2) << "\n";
-        else
-            ops::printCheckpoint(doc, std::cout);
+        const auto listing = ops::listCheckpoint(a.path, a.tag, a.json);
+        const auto& doc = listing.doc;
+        if (a.json) {
+            ops::writeCheckpointJson(listing, std::cout);
+            std::cout << "\n";
+        } else {
+            ops::printCheckpoint(listing, std::cout);
+        }
         // As for a file: warnings also go to stderr, where scripts reading --json see them.
         for (const auto& w : doc["warnings"])
             std::cerr << "ckpt: warning: " << a.path << ": " << w.get<std::string>() << "\n";

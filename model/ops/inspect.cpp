@@ -329,12 +329,14 @@ const char* paramKind(layout::Parameter::Kind k)
 
 } // namespace
 
-ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName, bool sources)
+CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources)
 {
-    const auto opened = layout::openCheckpoint(path);
-    const layout::Checkpoint& ck = opened->model;
+    CheckpointListing l;
+    l.opened = layout::openCheckpoint(path);
+    l.sources = sources;
+    const layout::Checkpoint& ck = l.opened->model;
     if (!tagName.empty() && !ck.find(tagName)) throw Error("no tag '" + tagName + "'", path);
-    ordered_json doc;
+    ordered_json& doc = l.doc;
     doc["root"] = ck.root;
     doc["family"] = ck.family;
     doc["tags"] = ordered_json::array();
@@ -355,7 +357,7 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
         if (!t.badges.empty()) j["badges"] = t.badges;
         if (!t.dir.empty()) {
             static const CancelToken never;
-            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, opened->files.get()));
+            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, l.opened->files.get()));
         }
         ordered_json files = ordered_json::array();
         for (const auto& f : t.files)
@@ -365,44 +367,93 @@ ordered_json inspectCheckpoint(const std::string& path, const std::string& tagNa
                              {"mp_rank", f.mpRank},
                              {"size", f.size}});
         j["files"] = std::move(files);
-        ordered_json params = ordered_json::array();
-        for (const auto& p : t.params) {
-            ordered_json pj{{"name", p.name},
-                            {"kind", paramKind(p.kind)},
-                            {"dtype", torch::name(p.dtype)},
-                            {"shape", p.shape},
-                            {"numel", p.numel()}};
-            if (!p.tiedTo.empty()) pj["tied_to"] = p.tiedTo;
-            if (p.group >= 0) pj["group"] = p.group, pj["group_offset"] = p.groupOffset;
-            ordered_json parts = ordered_json::array();
-            for (const auto& s : p.slices) {
-                ordered_json sj{{"rank", s.rank},
-                                {"offset", s.paramOffset},
-                                {"length", s.length},
-                                {"padding", s.padding}};
-                if (sources) {
-                    sj["master"] = sourcesJson(s.master);
-                    for (const auto& [name, src] : s.states)
-                        sj["states"][name] = sourcesJson(src);
-                }
-                parts.push_back(std::move(sj));
-            }
-            pj["partitions"] = std::move(parts);
-            params.push_back(std::move(pj));
-        }
-        j["parameters"] = std::move(params);
+        j["parameters"] = ordered_json::array();
         j["config"] = t.config;
         j["lr_scheduler"] = t.lrScheduler;
         j["client_state"] = t.clientState;
         j["warnings"] = t.warnings;
         doc["tags"].push_back(std::move(j));
+        l.tags.push_back(&t);
     }
     doc["warnings"] = ck.warnings;
-    return doc;
+    return l;
 }
 
-void printCheckpoint(const ordered_json& doc, std::ostream& out)
+ordered_json CheckpointListing::parameter(size_t tag, size_t index) const
 {
+    const layout::Parameter& p = tags.at(tag)->params.at(index);
+    ordered_json pj{{"name", p.name},
+                    {"kind", paramKind(p.kind)},
+                    {"dtype", torch::name(p.dtype)},
+                    {"shape", p.shape},
+                    {"numel", p.numel()}};
+    if (!p.tiedTo.empty()) pj["tied_to"] = p.tiedTo;
+    if (p.group >= 0) pj["group"] = p.group, pj["group_offset"] = p.groupOffset;
+    ordered_json parts = ordered_json::array();
+    for (const auto& s : p.slices) {
+        ordered_json sj{
+            {"rank", s.rank}, {"offset", s.paramOffset}, {"length", s.length}, {"padding", s.padding}};
+        if (sources) {
+            sj["master"] = sourcesJson(s.master);
+            for (const auto& [name, src] : s.states)
+                sj["states"][name] = sourcesJson(src);
+        }
+        parts.push_back(std::move(sj));
+    }
+    pj["partitions"] = std::move(parts);
+    return pj;
+}
+
+ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName, bool sources)
+{
+    CheckpointListing l = listCheckpoint(path, tagName, sources);
+    for (size_t t = 0; t < l.tags.size(); ++t)
+        for (size_t i = 0; i < l.tags[t]->params.size(); ++i)
+            l.doc["tags"][t]["parameters"].push_back(l.parameter(t, i));
+    return l.doc;
+}
+
+void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
+{
+    // The document is dumped with a marker in place of each tag's parameters, which are then
+    // written one by one at the marker's indentation: the same text as dump(2) of the whole.
+    ordered_json doc = l.doc;
+    for (size_t t = 0; t < l.tags.size(); ++t)
+        doc["tags"][t]["parameters"] = "\x01parameters " + std::to_string(t);
+    const std::string text = doc.dump(2);
+    size_t at = 0;
+    for (size_t t = 0; t < l.tags.size(); ++t) {
+        const std::string marker = "\"\\u0001parameters " + std::to_string(t) + "\"";
+        const size_t m = text.find(marker, at);
+        if (m == std::string::npos) throw Error("inspect: lost the parameters of a tag", l.doc["root"]);
+        out.write(text.data() + at, std::streamsize(m - at));
+        const size_t lineStart = text.rfind('\n', m) + 1;
+        const std::string indent(text.find_first_not_of(' ', lineStart) - lineStart, ' ');
+        const auto& params = l.tags[t]->params;
+        if (params.empty()) {
+            out << "[]";
+        } else {
+            out << "[\n";
+            for (size_t i = 0; i < params.size(); ++i) {
+                const std::string one = l.parameter(t, i).dump(2);
+                out << indent << "  ";
+                for (char c : one) {
+                    out.put(c);
+                    if (c == '\n') out << indent << "  ";
+                }
+                out << (i + 1 < params.size() ? ",\n" : "\n");
+            }
+            out << indent << "]";
+        }
+        at = m + marker.size();
+    }
+    out.write(text.data() + at, std::streamsize(text.size() - at));
+}
+
+void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
+{
+    const ordered_json& doc = listing.doc;
+    size_t tagIndex = 0;
     out << doc["root"].get<std::string>() << "  (" << doc["family"].get<std::string>() << ", "
         << doc["tags"].size() << " tag" << (doc["tags"].size() == 1 ? "" : "s") << ")\n";
     for (const auto& t : doc["tags"]) {
@@ -428,8 +479,10 @@ void printCheckpoint(const ordered_json& doc, std::ostream& out)
         for (const auto& f : t["files"])
             out << "    " << f["name"].get<std::string>() << "  " << f["role"].get<std::string>() << "  "
                 << humanBytes(f["size"].get<uint64_t>()) << "\n";
-        if (!t["parameters"].empty()) out << "  parameters:\n";
-        for (const auto& p : t["parameters"]) {
+        const auto& params = listing.tags[tagIndex++]->params;
+        if (!params.empty()) out << "  parameters:\n";
+        for (size_t i = 0; i < params.size(); ++i) {
+            const ordered_json p = listing.parameter(tagIndex - 1, i);
             std::string shape;
             for (const auto& d : p["shape"])
                 shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
