@@ -318,6 +318,24 @@ private slots:
         QCOMPARE(frozenSlices, 4); // frozen.weight and frozen.bias, a fragment on each of 2 ranks
     }
 
+    // Reading a tag's tensors asks the FileSet once per distinct file: past the budget, a get()
+    // per source parsed the ZeRO-3 model files again for every frozen fragment (18 parses for
+    // this 4-file tag) and kept every copy.
+    void tensorsOfATagParseEachFileOnceWhateverTheBudget()
+    {
+        const auto opened = layout::openCheckpoint(testutil::dataDir() + "/deepspeed/zero3_bf16_w2");
+        opened->files->setBudget(1);
+        const layout::Tag& tag = *opened->model.latest();
+        size_t files = 0;
+        for (const auto& f : tag.files)
+            files += f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates;
+        const uint64_t before = torch::TorchFile::parses();
+        const ops::TensorSet set = ops::tagTensors(opened, tag, {});
+        QVERIFY(torch::TorchFile::parses() - before <= files);
+        for (const auto& t : set.tensors)
+            if (t.aliasOf.empty()) hashOf(t); // and they read
+    }
+
     // The model's latest() and the tag every command reads agree: `latest` names it, else the
     // only tag, else none (it once fell back to the last tag where the commands refused).
     void latestIsTheTagCommandsRead()

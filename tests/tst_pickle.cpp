@@ -181,6 +181,19 @@ private slots:
         QVERIFY(errorOf(hex("46312e3235650a2e")).find("FLOAT") != std::string::npos); // '1.25e'
     }
 
+    // The memo as Python's dict: BINPUT overwrites a key (not counted twice), MEMOIZE uses
+    // len(memo) as its key, a sparse LONG_BINPUT key counts too (results from CPython 3.11).
+    void memoFollowsPython()
+    {
+        auto p = run(hex("8004284b01944b0271004b03944b0472a08601004b0594680068016aa0860100680374"
+                         "2e"));
+        QCOMPARE(torch::pyRepr(p->result.root), std::string("(1, 2, 3, 4, 5, 2, 3, 4, 5)"));
+        // LONG_BINPUT 100000 then MEMOIZE stores at key 1 (len(memo)), so key 0 was never stored.
+        QVERIFY(errorOf(hex("80044b0172a08601004b02946aa0860100680086"
+                            "2e"))
+                    .find("memo key 0 was never stored") != std::string::npos);
+    }
+
     void outOfBandBuffersAreRejected()
     {
         QVERIFY(errorOf(hex("800597"

@@ -50,7 +50,9 @@ public:
     {
         return a.m_text == b.m_text || *a.m_text == *b.m_text;
     }
-    friend bool operator==(const SharedText& a, std::string_view b) { return *a.m_text == b; }
+    friend bool operator==(const SharedText& a, const std::string& b) { return *a.m_text == b; }
+    friend bool operator==(const SharedText& a, const char* b) { return *a.m_text == b; }
+    friend bool operator==(const std::string& a, const SharedText& b) { return a == *b.m_text; }
     friend bool operator<(const SharedText& a, const SharedText& b) { return *a.m_text < *b.m_text; }
     friend std::string operator+(const std::string& a, const SharedText& b) { return a + *b.m_text; }
     friend std::string operator+(const char* a, const SharedText& b) { return a + *b.m_text; }

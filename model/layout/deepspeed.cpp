@@ -37,17 +37,25 @@ SharedText::SharedText(std::string_view text)
 {
     // Interned while anything holds the text; expired entries are swept when the table has
     // doubled since the last sweep, so it stays the size of the texts in use.
-    static std::mutex mutex;
-    static std::unordered_map<std::string, std::weak_ptr<const std::string>> table;
+    struct Hash
+    {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    using Table = std::unordered_map<std::string, std::weak_ptr<const std::string>, Hash, std::equal_to<>>;
+    // Never destroyed: a SharedText made during static destruction must not find it gone.
+    static std::mutex& mutex = *new std::mutex;
+    static Table& table = *new Table;
     static size_t sweepAt = 1024;
     std::lock_guard lock(mutex);
-    auto [it, added] = table.try_emplace(std::string(text));
-    if (!added)
+    auto it = table.find(text); // no key string made for a text already in the table
+    if (it != table.end())
         if (auto live = it->second.lock()) {
             m_text = std::move(live);
             return;
         }
     m_text = std::make_shared<const std::string>(text);
+    if (it == table.end()) it = table.emplace(std::string(text), std::weak_ptr<const std::string>()).first;
     it->second = m_text;
     if (table.size() >= sweepAt) {
         std::erase_if(table, [](const auto& e) { return e.second.expired(); });

@@ -104,7 +104,8 @@ uint64_t TensorFile::footprint() const
     return m_st->tensors().size() * (sizeof(safetensors::TensorInfo) + 128);
 }
 
-const std::shared_ptr<const TensorFile>& FileSet::keep(const std::string& id, Kept k) const
+const std::shared_ptr<const TensorFile>&
+FileSet::keep(const std::string& id, Kept k, std::vector<std::shared_ptr<const TensorFile>>& gone) const
 {
     k.lastUse = ++m_clock;
     auto [it, inserted] = m_files.try_emplace(id, std::move(k));
@@ -117,18 +118,32 @@ const std::shared_ptr<const TensorFile>& FileSet::keep(const std::string& id, Ke
         it->second = std::move(k);
     }
     m_kept += it->second.footprint;
-    // Over budget: let the least recently used unpinned files go, never the one just kept.
+    evict(&it->first, gone);
+    return it->second.file;
+}
+
+void FileSet::evict(const std::string* spare, std::vector<std::shared_ptr<const TensorFile>>& gone) const
+{
+    // Over budget: let the least recently used unpinned files go, never `spare` (just kept).
     while (m_kept > m_budget) {
         auto victim = m_files.end();
         for (auto v = m_files.begin(); v != m_files.end(); ++v)
-            if (!v->second.pinned && v != it &&
+            if (!v->second.pinned && &v->first != spare &&
                 (victim == m_files.end() || v->second.lastUse < victim->second.lastUse))
                 victim = v;
         if (victim == m_files.end()) break;
         m_kept -= victim->second.footprint;
+        gone.push_back(std::move(victim->second.file)); // freed by the caller, after the lock
         m_files.erase(victim);
     }
-    return it->second.file;
+}
+
+void FileSet::setBudget(uint64_t bytes)
+{
+    std::vector<std::shared_ptr<const TensorFile>> gone;
+    std::lock_guard lock(m_mutex);
+    m_budget = bytes;
+    evict(nullptr, gone);
 }
 
 std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
@@ -153,8 +168,9 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
             std::shared_ptr<const torch::TorchFile>(torch::TorchFile::open(mapped)));
     parsed(id, mapped->size());
     const uint64_t footprint = f->footprint();
+    std::vector<std::shared_ptr<const TensorFile>> gone; // declared first: destroyed after the lock
     std::lock_guard lock(m_mutex);
-    return keep(id, {std::move(f), footprint, 0, false});
+    return keep(id, {std::move(f), footprint, 0, false}, gone);
 }
 
 void FileSet::parsed(const std::string& id, uint64_t bytes) const
@@ -185,8 +201,9 @@ void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> fil
     }
     {
         const uint64_t footprint = file->footprint();
+        std::vector<std::shared_ptr<const TensorFile>> gone;
         std::lock_guard lock(m_mutex);
-        keep(id, {std::move(file), footprint, 0, true});
+        keep(id, {std::move(file), footprint, 0, true}, gone);
     }
     checkCancelled();
 }

@@ -83,8 +83,8 @@ class FileSet
 {
 public:
     static constexpr uint64_t kDefaultBudget = 512ull << 20;
-    // Set before the set is shared between threads.
-    void setBudget(uint64_t bytes) { m_budget = bytes; }
+    // Lets files go at once if they no longer fit.
+    void setBudget(uint64_t bytes);
     // Set before a recognizer runs (not while other threads use the set).
     void observe(ParseObserver observer) { m_observer = std::move(observer); }
     // The file with this id; a path not yet adopted is opened (parsed) now, whatever its content
@@ -109,7 +109,10 @@ private:
     };
     void parsed(const std::string& id, uint64_t bytes) const;
     void checkCancelled() const;
-    const std::shared_ptr<const TensorFile>& keep(const std::string& id, Kept k) const; // locked
+    // Both called locked; the files let go are moved to `gone`, to be freed once unlocked.
+    void evict(const std::string* spare, std::vector<std::shared_ptr<const TensorFile>>& gone) const;
+    const std::shared_ptr<const TensorFile>& keep(const std::string& id, Kept k,
+                                                  std::vector<std::shared_ptr<const TensorFile>>& gone) const;
     ParseObserver m_observer;
     uint64_t m_budget = kDefaultBudget;
     mutable std::mutex m_mutex;

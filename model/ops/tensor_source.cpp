@@ -231,6 +231,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
     set.exportFiles = tag.exportFiles;
     const layout::FileSet& files = *opened->files;
     std::vector<std::shared_ptr<const layout::TensorFile>> held; // alive as long as the set
+    std::map<std::string, std::shared_ptr<const layout::TensorFile>> heldById;
     std::vector<SourceTensor>& plan = set.tensors;
     std::map<std::string, size_t> index;
     const std::optional<torch::DType> want = options.dtype ? options.dtype : tag.exportDtype;
@@ -271,8 +272,11 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
         uint64_t available = 0;
         for (const auto& sl : p.slices)
             for (const auto& src : sl.master) {
-                held.push_back(files.get(src.file));
-                const layout::TensorFile& f = *held.back();
+                // Once per distinct file: past the FileSet's budget a get() per source could
+                // parse a file again for every frozen fragment that names it.
+                auto [kept, fresh] = heldById.try_emplace(src.file.str());
+                if (fresh) held.push_back(kept->second = files.get(src.file));
+                const layout::TensorFile& f = *kept->second;
                 if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
                 reader->from = f.dtypeOf(src.tensorPath);
                 Reader::Piece piece{&f,        src.tensorPath,   src.offset,

@@ -238,7 +238,9 @@ private:
         if (it != m_memo.end()) known = true;
         if (!known && m_memoCount >= m_limits.maxMemo) fail("memo larger than the limit");
         if (!known) ++m_memoCount;
-        if (idx <= m_memoDense.size() + 1024 && idx < m_limits.maxMemo) {
+        // Dense only while the vector stays within twice the entries (+1024): sparse keys stepping
+        // 1024 past the end each time cannot grow it toward the limit with few entries.
+        if (idx <= m_memoDense.size() + 1024 && idx < 2 * m_memoCount + 1024 && idx < m_limits.maxMemo) {
             if (it != m_memo.end()) m_memo.erase(it);
             if (idx >= m_memoDense.size()) m_memoDense.resize(idx + 1, nullptr);
             m_memoDense[idx] = v;
