@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -275,6 +276,23 @@ private slots:
         QVERIFY(files.find("archive.tar!member"));
         QVERIFY(!files.find(a));
 
+        // A file let go and changed on disk since is refused, not read against the old layout.
+        QTemporaryDir tmp;
+        const std::string copy = tmp.filePath("m.pt").toStdString();
+        fs::copy_file(b, copy);
+        files.get(copy);
+        files.get(a); // lets the copy go
+        QVERIFY(!files.find(copy));
+        fs::copy_file(a, copy, fs::copy_options::overwrite_existing); // another file, same name
+        try {
+            files.get(copy);
+            QFAIL("a changed file was parsed again");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("changed on disk since the checkpoint was opened") !=
+                         std::string::npos,
+                     e.what());
+        }
+
         // Within the default budget nothing is parsed twice.
         layout::FileSet roomy;
         before = torch::TorchFile::parses();
@@ -334,6 +352,25 @@ private slots:
         QVERIFY(torch::TorchFile::parses() - before <= files);
         for (const auto& t : set.tensors)
             if (t.aliasOf.empty()) hashOf(t); // and they read
+    }
+
+    // `ckpt inspect --json` writes the document parameter by parameter: the same text as the
+    // whole document dumped at once, for every family's folder (several tags, no parameters).
+    void streamedListingIsTheWholeDocument_data()
+    {
+        QTest::addColumn<QString>("folder");
+        for (const char* f : {"deepspeed/zero3_bf16_w2", "deepspeed/zero1_bf16_w4", "dcp/composer_bf16_w2",
+                              "universal/bf16_optimizer_w3", "hf/bin"})
+            QTest::newRow(f) << QString::fromLatin1(f);
+    }
+    void streamedListingIsTheWholeDocument()
+    {
+        QFETCH(QString, folder);
+        const std::string path = testutil::dataDir() + "/" + folder.toStdString();
+        const std::string whole = ops::inspectCheckpoint(path).dump(2);
+        std::ostringstream streamed;
+        ops::writeCheckpointJson(ops::listCheckpoint(path), streamed);
+        QCOMPARE(streamed.str(), whole);
     }
 
     // The model's latest() and the tag every command reads agree: `latest` names it, else the

@@ -6,6 +6,7 @@
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 #include <filesystem>
+#include <sys/stat.h>
 
 namespace ckpt::layout {
 
@@ -157,6 +158,20 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
     }
     // Parsed outside the lock (it may take a while); should two threads race, the first stored wins.
     checkCancelled();
+    // A file let go and parsed again must be the file the checkpoint was opened from: its tag's
+    // partition map was read from the first parse (a training job may have rewritten it since).
+    struct stat st
+    {
+    };
+    const bool statted = ::stat(id.c_str(), &st) == 0;
+    const Stamp stamp{uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                      uint64_t(st.st_ino)};
+    if (statted) {
+        std::lock_guard lock(m_mutex);
+        const auto [seen, first] = m_stamps.try_emplace(id, stamp);
+        if (!first && !(seen->second == stamp))
+            throw Error("the file changed on disk since the checkpoint was opened: open it again", id);
+    }
     auto mapped = io::MappedFile::open(id);
     const io::ByteSpan head = mapped->bytes().subspan(0, std::min<uint64_t>(mapped->size(), 64));
     std::shared_ptr<const TensorFile> f;

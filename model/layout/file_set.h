@@ -113,8 +113,16 @@ private:
     void evict(const std::string* spare, std::vector<std::shared_ptr<const TensorFile>>& gone) const;
     const std::shared_ptr<const TensorFile>& keep(const std::string& id, Kept k,
                                                   std::vector<std::shared_ptr<const TensorFile>>& gone) const;
+    struct Stamp // size, mtime and inode at the first parse
+    {
+        uint64_t size = 0;
+        int64_t mtimeNs = 0;
+        uint64_t inode = 0;
+        bool operator==(const Stamp&) const = default;
+    };
     ParseObserver m_observer;
     uint64_t m_budget = kDefaultBudget;
+    mutable std::map<std::string, Stamp> m_stamps;
     mutable std::mutex m_mutex;
     mutable std::map<std::string, Kept> m_files;
     mutable uint64_t m_kept = 0, m_clock = 0;

@@ -420,7 +420,10 @@ void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
     ordered_json doc = l.doc;
     for (size_t t = 0; t < l.tags.size(); ++t)
         doc["tags"][t]["parameters"] = "\x01parameters " + std::to_string(t);
-    const std::string text = doc.dump(2);
+    // Invalid UTF-8 (a pickled name with lone surrogates) becomes U+FFFD rather than an exception
+    // half way through the output.
+    constexpr auto replace = ordered_json::error_handler_t::replace;
+    const std::string text = doc.dump(2, ' ', false, replace);
     size_t at = 0;
     for (size_t t = 0; t < l.tags.size(); ++t) {
         const std::string marker = "\"\\u0001parameters " + std::to_string(t) + "\"";
@@ -435,7 +438,7 @@ void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
         } else {
             out << "[\n";
             for (size_t i = 0; i < params.size(); ++i) {
-                const std::string one = l.parameter(t, i).dump(2);
+                const std::string one = l.parameter(t, i).dump(2, ' ', false, replace);
                 out << indent << "  ";
                 for (char c : one) {
                     out.put(c);

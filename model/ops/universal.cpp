@@ -1,5 +1,6 @@
 #include "ops/universal.h"
 
+#include "cast.h"
 #include "compute_backend.h"
 #include "io/mapped_file.h"
 #include "io/output.h"
@@ -783,8 +784,8 @@ torch::OutTensor merged(const std::string& name, const std::string& state, torch
     uint64_t row = 0; // bytes of the merged tensor per outer index
     for (const Block& b : m.blocks)
         row += uint64_t(b.width) * inner;
-    o.fill = [slices, blocks = m.blocks, dimOf, inner, row, es, mode = m.mode, name, state,
-              file](uint64_t offset, uint64_t count, uint8_t* dst) {
+    o.fill = [slices, blocks = m.blocks, dimOf, inner, row, es, mode = m.mode, name, state, file, dtype,
+              scalar = scalarOf(dtype)](uint64_t offset, uint64_t count, uint8_t* dst) {
         if (mode == MergePlan::Mode::Gather) {
             while (count) {
                 const uint64_t outer = offset / row;
@@ -806,18 +807,9 @@ torch::OutTensor merged(const std::string& name, const std::string& state, torch
             for (size_t t = 1; t < slices->size(); ++t) {
                 (*slices)[t].read(offset, count, other.data());
                 bool same = true;
-                if (es == 4) {
-                    for (uint64_t i = 0; i + 4 <= count && same; i += 4) {
-                        float a, b;
-                        std::memcpy(&a, dst + i, 4), std::memcpy(&b, other.data() + i, 4);
-                        same = a == b;
-                    }
-                } else if (es == 8) {
-                    for (uint64_t i = 0; i + 8 <= count && same; i += 8) {
-                        double a, b;
-                        std::memcpy(&a, dst + i, 8), std::memcpy(&b, other.data() + i, 8);
-                        same = a == b;
-                    }
+                if (scalar && torch::info(dtype).isFloat) { // bf16/fp16 too: -0.0 == +0.0, NaN != NaN
+                    for (uint64_t i = 0; i + es <= count && same; i += es)
+                        same = gpu::toDouble(*scalar, dst + i) == gpu::toDouble(*scalar, other.data() + i);
                 } else {
                     same = std::memcmp(dst, other.data(), count) == 0;
                 }
