@@ -211,10 +211,11 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         for (size_t r = 0; r < p.slices.size(); ++r) {
             const auto& s = p.slices[r];
             slices.push_back({s.rank, s.paramOffset, s.length, s.padding});
-            const QString file = s.master.empty()
-                                     ? QString()
-                                     : QString::fromStdString(
-                                           std::filesystem::path(s.master.front().file.str()).filename().string());
+            const QString file =
+                s.master.empty()
+                    ? QString()
+                    : QString::fromStdString(
+                          std::filesystem::path(s.master.front().file.str()).filename().string());
             const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
                                        QString::number(s.length), QString::number(s.padding)};
             for (int c = 0; c < cells.size(); ++c)

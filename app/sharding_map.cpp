@@ -160,21 +160,29 @@ ShardingLayout shardingLayout(const layout::Tag& tag)
     const size_t W = size_t(tag.worldSize);
     if (tag.zeroStage == 3) {
         l.mode = ShardingLayout::Mode::Grid;
+        l.segments.reserve(tag.params.size() * W);
         for (size_t i = 0; i < tag.params.size(); ++i) {
             const auto& p = tag.params[i];
             if (p.slices.empty() || p.group < 0) continue; // buffers and the like: not partitioned
             l.gridParams.push_back(int(i));
             l.gridFirst.push_back(l.segments.size());
-            uint64_t per = 0;
+            // A row of W cells, each filled from its rank's slice: one pass over the slices (a
+            // search per cell made 64 ranks x 10,000 parameters 43 million steps on the GUI thread).
+            const size_t row = l.segments.size();
             for (size_t r = 0; r < W; ++r) {
                 ShardingLayout::Segment s;
                 s.param = int(i);
                 s.rank = int(r);
-                for (const auto& sl : p.slices)
-                    if (size_t(sl.rank) == r) s.length = sl.length, s.padding = sl.padding;
-                per = std::max(per, s.length + s.padding);
                 l.segments.push_back(s);
             }
+            for (const auto& sl : p.slices)
+                if (sl.rank >= 0 && size_t(sl.rank) < W) {
+                    auto& s = l.segments[row + size_t(sl.rank)];
+                    s.length = sl.length, s.padding = sl.padding; // the last one wins, as before
+                }
+            uint64_t per = 0;
+            for (size_t r = 0; r < W; ++r)
+                per = std::max(per, l.segments[row + r].length + l.segments[row + r].padding);
             l.perRank.push_back(per);
         }
         return l;

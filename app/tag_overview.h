@@ -25,6 +25,14 @@ struct RoleBytesResult
     bool cancelled = false;
 };
 
+// The summary's parameter counts, kept apart so tests can check them against the layout.
+struct ParameterCounts
+{
+    uint64_t trainable = 0, frozen = 0, buffers = 0, tied = 0;              // tensors
+    uint64_t trainableElements = 0, frozenElements = 0, bufferElements = 0; // elements
+};
+ParameterCounts countParameters(const layout::Tag& tag);
+
 class TagOverview : public QWidget
 {
     Q_OBJECT
@@ -44,7 +52,8 @@ signals:
 private:
     void render();
 
-    layout::Tag m_tag;
+    layout::Tag m_tag; // without its parameters (see setTag)
+    ParameterCounts m_counts;
     std::vector<layout::Tag> m_others;
     std::optional<RoleBytesResult> m_roles;
     QTextBrowser* m_text;
@@ -52,13 +61,5 @@ private:
     QFutureWatcher<RoleBytesResult> m_watcher;
     std::shared_ptr<ops::CancelToken> m_token;
 };
-
-// The summary's parameter counts, kept apart so tests can check them against the layout.
-struct ParameterCounts
-{
-    uint64_t trainable = 0, frozen = 0, buffers = 0, tied = 0;              // tensors
-    uint64_t trainableElements = 0, frozenElements = 0, bufferElements = 0; // elements
-};
-ParameterCounts countParameters(const layout::Tag& tag);
 
 } // namespace ckpt::app
