@@ -269,8 +269,13 @@ private slots:
         QVERIFY(files.find(b));
         QCOMPARE(files.size(), size_t(1));
         QVERIFY(heldA->torch()->value("param_shapes")); // still usable
-        files.get(a);
-        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(3));
+        files.remember(a, heldA); // put back as the most recently used, without a parse: b goes
+        QVERIFY(files.find(a) == heldA);
+        QVERIFY(!files.find(b));
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(2));
+        files.get(b);
+        files.get(a); // let go by b: parsed again
+        QCOMPARE(torch::TorchFile::parses() - before, uint64_t(4));
         files.adopt("archive.tar!member", torch::TorchFile::open(c));
         files.get(b);
         QVERIFY(files.find("archive.tar!member"));

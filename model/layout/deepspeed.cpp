@@ -367,6 +367,7 @@ OpenTag openRankFiles(Tag& tag, FileSet& files)
             tag.warnings.push_back(f.name + ": not a file name DeepSpeed writes");
     }
     if (open.models.empty()) fail("no *_model_states.pt file in the tag folder", tag.dir);
+    files.remember(open.models.front().info.path, open.models.front().owner);
     return open;
 }
 

@@ -228,6 +228,18 @@ void FileSet::adopt(const std::string& id, std::shared_ptr<const torch::TorchFil
     adopt(id, std::make_shared<const TensorFile>(std::move(file)));
 }
 
+void FileSet::remember(const std::string& id, std::shared_ptr<const TensorFile> file) const
+{
+    const uint64_t footprint = file->footprint();
+    std::vector<std::shared_ptr<const TensorFile>> gone;
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_files.find(id); it != m_files.end()) {
+        it->second.lastUse = ++m_clock;
+        return;
+    }
+    keep(id, {std::move(file), footprint, 0, false}, gone);
+}
+
 size_t FileSet::size() const
 {
     std::lock_guard lock(m_mutex);

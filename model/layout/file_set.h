@@ -96,6 +96,10 @@ public:
     // Puts a file the recognizer already parsed (so the operation does not parse it again).
     void adopt(const std::string& id, std::shared_ptr<const TensorFile> file);
     void adopt(const std::string& id, std::shared_ptr<const torch::TorchFile> file);
+    // Puts back a file opened by get() that the caller still holds, as the most recently used
+    // (unpinned): a recognizer keeps the file that speaks for a tag (DeepSpeed's first model
+    // file) from being the first one let go while it digests the others.
+    void remember(const std::string& id, std::shared_ptr<const TensorFile> file) const;
     size_t size() const;
     uint64_t keptBytes() const; // the footprints of the files kept
 
