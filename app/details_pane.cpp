@@ -170,7 +170,11 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     m_overview->setVisible(overview);
     m_summary->setVisible(!overview);
     if (overview) {
-        m_overview->setTag(*overview, node->parent ? std::vector<layout::Tag>{} : snapshot->tags);
+        // By reference (the tags hold every rank slice: a copy here stalled the GUI thread).
+        static const std::vector<layout::Tag> none;
+        const size_t index = size_t(overview - snapshot->tags.data());
+        m_overview->setTag(*overview, node->parent ? none : snapshot->tags,
+                           index < snapshot->layouts.size() ? snapshot->layouts[index] : nullptr);
         return;
     }
     if (!node) {

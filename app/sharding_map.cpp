@@ -248,27 +248,32 @@ ShardingMap::ShardingMap(QWidget* parent) : QWidget(parent)
 
 void ShardingMap::setSharding(ShardingLayout layout)
 {
-    m_layout = std::move(layout);
-    m_laneFirst.assign(size_t(std::max(0, m_layout.ranks)) + 1, m_layout.segments.size());
-    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files)
-        for (size_t i = m_layout.segments.size(); i-- > 0;)
-            m_laneFirst[size_t(m_layout.segments[i].rank)] = i;
+    setSharding(std::make_shared<const ShardingLayout>(std::move(layout)));
+}
+
+void ShardingMap::setSharding(std::shared_ptr<const ShardingLayout> layout)
+{
+    m_layout = layout ? std::move(layout) : std::make_shared<const ShardingLayout>();
+    m_laneFirst.assign(size_t(std::max(0, m_layout->ranks)) + 1, m_layout->segments.size());
+    if (m_layout->mode == ShardingLayout::Mode::Lanes || m_layout->mode == ShardingLayout::Mode::Files)
+        for (size_t i = m_layout->segments.size(); i-- > 0;)
+            m_laneFirst[size_t(m_layout->segments[i].rank)] = i;
     for (size_t r = m_laneFirst.size() - 1; r-- > 0;) // ranks with nothing start where the next does
         m_laneFirst[r] = std::min(m_laneFirst[r], m_laneFirst[r + 1]);
     const QFontMetrics fm(font());
-    m_labelWidth = fm.horizontalAdvance(tr("rank %1").arg(std::max(0, m_layout.ranks - 1)));
-    for (const QString& n : m_layout.laneNames)
+    m_labelWidth = fm.horizontalAdvance(tr("rank %1").arg(std::max(0, m_layout->ranks - 1)));
+    for (const QString& n : m_layout->laneNames)
         m_labelWidth = std::max(m_labelWidth, fm.horizontalAdvance(n));
-    if (m_layout.mode == ShardingLayout::Mode::Grid) {
+    if (m_layout->mode == ShardingLayout::Mode::Grid) {
         // The widest label is among the longest names: measuring 10,000 names took 70 ms of
         // the GUI thread, the 64 longest take nothing.
-        std::vector<int> longest = m_layout.gridParams;
+        std::vector<int> longest = m_layout->gridParams;
         const size_t n = std::min<size_t>(longest.size(), 64);
         std::partial_sort(longest.begin(), longest.begin() + ptrdiff_t(n), longest.end(), [&](int a, int b) {
-            return m_layout.names.value(a).size() > m_layout.names.value(b).size();
+            return m_layout->names.value(a).size() > m_layout->names.value(b).size();
         });
         for (size_t i = 0; i < n; ++i)
-            m_labelWidth = std::max(m_labelWidth, fm.horizontalAdvance(m_layout.names.value(longest[i])));
+            m_labelWidth = std::max(m_labelWidth, fm.horizontalAdvance(m_layout->names.value(longest[i])));
     }
     m_zoom = 1;
     m_offset = 0;
@@ -277,8 +282,8 @@ void ShardingMap::setSharding(ShardingLayout layout)
 
 void ShardingMap::setZoom(double zoom, double center)
 {
-    const double extent = m_layout.mode == ShardingLayout::Mode::Grid ? double(m_layout.gridParams.size())
-                                                                      : double(m_layout.laneLength);
+    const double extent = m_layout->mode == ShardingLayout::Mode::Grid ? double(m_layout->gridParams.size())
+                                                                       : double(m_layout->laneLength);
     m_zoom = std::clamp(zoom, 1.0, std::max(1.0, extent / 4)); // at most 4 elements or rows in view
     m_offset = std::clamp(center - 0.5 / m_zoom, 0.0, 1 - 1 / m_zoom);
     update();
@@ -299,13 +304,13 @@ int ShardingMap::leftMargin(QSize size) const
 
 double ShardingMap::toX(uint64_t pos, const QRect& a) const
 {
-    const double f = m_layout.laneLength ? double(pos) / double(m_layout.laneLength) : 0;
+    const double f = m_layout->laneLength ? double(pos) / double(m_layout->laneLength) : 0;
     return a.left() + (f - m_offset) * m_zoom * a.width();
 }
 
 QColor ShardingMap::colorOf(int param) const
 {
-    const int key = size_t(param) < m_layout.layer.size() ? m_layout.layer[size_t(param)] : 0;
+    const int key = size_t(param) < m_layout->layer.size() ? m_layout->layer[size_t(param)] : 0;
     // Layers walk the hue circle by the golden angle, so neighbours differ; other modules too,
     // paler; every other parameter is a shade darker so that neighbours stay apart.
     const bool odd = param % 2;
@@ -317,27 +322,27 @@ QColor ShardingMap::colorOf(int param) const
 int ShardingMap::segmentAt(QPoint pt) const
 {
     const QRect a = area(size());
-    if (!a.contains(pt) || m_layout.ranks <= 0) return -1;
-    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
-        const double laneH = double(a.height()) / m_layout.ranks;
+    if (!a.contains(pt) || m_layout->ranks <= 0) return -1;
+    if (m_layout->mode == ShardingLayout::Mode::Lanes || m_layout->mode == ShardingLayout::Mode::Files) {
+        const double laneH = double(a.height()) / m_layout->ranks;
         const int rank = int((pt.y() - a.top()) / laneH);
-        if (rank < 0 || rank >= m_layout.ranks) return -1;
+        if (rank < 0 || rank >= m_layout->ranks) return -1;
         const double f = m_offset + double(pt.x() - a.left()) / a.width() / m_zoom;
-        const auto pos = uint64_t(std::max(0.0, f * double(m_layout.laneLength)));
-        const auto b = m_layout.segments.begin() + ptrdiff_t(m_laneFirst[size_t(rank)]),
-                   e = m_layout.segments.begin() + ptrdiff_t(m_laneFirst[size_t(rank) + 1]);
+        const auto pos = uint64_t(std::max(0.0, f * double(m_layout->laneLength)));
+        const auto b = m_layout->segments.begin() + ptrdiff_t(m_laneFirst[size_t(rank)]),
+                   e = m_layout->segments.begin() + ptrdiff_t(m_laneFirst[size_t(rank) + 1]);
         auto it = std::upper_bound(b, e, pos, [](uint64_t v, const auto& s) { return v < s.begin; });
         if (it == b) return -1;
         --it;
-        return pos < it->begin + it->length ? int(it - m_layout.segments.begin()) : -1;
+        return pos < it->begin + it->length ? int(it - m_layout->segments.begin()) : -1;
     }
-    if (m_layout.mode == ShardingLayout::Mode::Grid) {
-        const double rows = double(m_layout.gridParams.size());
+    if (m_layout->mode == ShardingLayout::Mode::Grid) {
+        const double rows = double(m_layout->gridParams.size());
         const double f = m_offset + double(pt.y() - a.top()) / a.height() / m_zoom;
         const auto row = size_t(f * rows);
-        const int rank = int(double(pt.x() - a.left()) / a.width() * m_layout.ranks);
-        if (row >= m_layout.gridParams.size() || rank < 0 || rank >= m_layout.ranks) return -1;
-        return int(m_layout.gridFirst[row] + size_t(rank));
+        const int rank = int(double(pt.x() - a.left()) / a.width() * m_layout->ranks);
+        if (row >= m_layout->gridParams.size() || rank < 0 || rank >= m_layout->ranks) return -1;
+        return int(m_layout->gridFirst[row] + size_t(rank));
     }
     return -1;
 }
@@ -345,40 +350,40 @@ int ShardingMap::segmentAt(QPoint pt) const
 QPoint ShardingMap::pointOf(int segment) const
 {
     const QRect a = area(size());
-    const auto& s = m_layout.segments[size_t(segment)];
-    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
-        const double laneH = double(a.height()) / m_layout.ranks;
+    const auto& s = m_layout->segments[size_t(segment)];
+    if (m_layout->mode == ShardingLayout::Mode::Lanes || m_layout->mode == ShardingLayout::Mode::Files) {
+        const double laneH = double(a.height()) / m_layout->ranks;
         const double x0 = std::max(toX(s.begin, a), double(a.left())),
                      x1 = std::min(toX(s.begin + s.length, a), double(a.right()));
         return QPoint(int((x0 + x1) / 2), int(a.top() + (s.rank + 0.5) * laneH));
     }
-    const auto row = size_t(std::find(m_layout.gridParams.begin(), m_layout.gridParams.end(), s.param) -
-                            m_layout.gridParams.begin());
-    const double rows = double(m_layout.gridParams.size());
+    const auto row = size_t(std::find(m_layout->gridParams.begin(), m_layout->gridParams.end(), s.param) -
+                            m_layout->gridParams.begin());
+    const double rows = double(m_layout->gridParams.size());
     const double y = a.top() + ((double(row) + 0.5) / rows - m_offset) * m_zoom * a.height();
-    return QPoint(int(a.left() + (s.rank + 0.5) * a.width() / m_layout.ranks), int(y));
+    return QPoint(int(a.left() + (s.rank + 0.5) * a.width() / m_layout->ranks), int(y));
 }
 
 QString ShardingMap::describe(int segment) const
 {
-    const auto& s = m_layout.segments[size_t(segment)];
+    const auto& s = m_layout->segments[size_t(segment)];
     const QLocale loc;
-    QString t = m_layout.names.value(s.param) + QLatin1Char('\n') +
+    QString t = m_layout->names.value(s.param) + QLatin1Char('\n') +
                 tr("rank %1: elements %2 to %3 (%4)")
                     .arg(s.rank)
                     .arg(loc.toString(qulonglong(s.begin)))
                     .arg(loc.toString(qulonglong(s.begin + s.length)))
                     .arg(loc.toString(qulonglong(s.length)));
-    if (m_layout.mode == ShardingLayout::Mode::Grid)
-        t = m_layout.names.value(s.param) + QLatin1Char('\n') +
+    if (m_layout->mode == ShardingLayout::Mode::Grid)
+        t = m_layout->names.value(s.param) + QLatin1Char('\n') +
             tr("rank %1 holds %2 elements, %3 of padding")
                 .arg(s.rank)
                 .arg(loc.toString(qulonglong(s.length)))
                 .arg(loc.toString(qulonglong(s.padding)));
     if (!s.where.isEmpty()) t += QLatin1Char('\n') + tr("block %1").arg(s.where);
-    if (m_layout.mode == ShardingLayout::Mode::Files)
-        t = m_layout.names.value(s.param) + QLatin1Char('\n') +
-            tr("in %1: %2").arg(m_layout.laneNames.value(s.rank), loc.formattedDataSize(qint64(s.length)));
+    if (m_layout->mode == ShardingLayout::Mode::Files)
+        t = m_layout->names.value(s.param) + QLatin1Char('\n') +
+            tr("in %1: %2").arg(m_layout->laneNames.value(s.rank), loc.formattedDataSize(qint64(s.length)));
     return t;
 }
 
@@ -389,36 +394,36 @@ void ShardingMap::paint(QPainter& p, QSize size) const
     const QRect a = area(size);
     const QFontMetrics fm(font());
     p.setPen(pal.color(QPalette::Text));
-    if (m_layout.mode == ShardingLayout::Mode::Empty || m_layout.ranks <= 0) {
+    if (m_layout->mode == ShardingLayout::Mode::Empty || m_layout->ranks <= 0) {
         p.setPen(pal.color(QPalette::PlaceholderText));
         p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter | Qt::TextWordWrap, tr("No tensors to draw"));
         return;
     }
     const QBrush hatch(pal.color(QPalette::Mid), Qt::BDiagPattern);
-    if (m_layout.mode == ShardingLayout::Mode::Lanes || m_layout.mode == ShardingLayout::Mode::Files) {
-        const bool files = m_layout.mode == ShardingLayout::Mode::Files;
-        const double laneH = double(a.height()) / m_layout.ranks;
+    if (m_layout->mode == ShardingLayout::Mode::Lanes || m_layout->mode == ShardingLayout::Mode::Files) {
+        const bool files = m_layout->mode == ShardingLayout::Mode::Files;
+        const double laneH = double(a.height()) / m_layout->ranks;
         const int gap = laneH >= 6 ? 1 : 0;
         const int labelStep = std::max(1, int(std::ceil(fm.height() / laneH)));
-        const double v0 = m_offset * double(m_layout.laneLength),
-                     v1 = v0 + double(m_layout.laneLength) / m_zoom;
+        const double v0 = m_offset * double(m_layout->laneLength),
+                     v1 = v0 + double(m_layout->laneLength) / m_zoom;
         p.setClipRect(a.adjusted(0, 0, 1, 1));
-        for (int r = 0; r < m_layout.ranks; ++r) {
+        for (int r = 0; r < m_layout->ranks; ++r) {
             const int y0 = a.top() + int(r * laneH), y1 = a.top() + int((r + 1) * laneH) - gap;
             const int h = std::max(1, y1 - y0);
             // Padding first, under the segments: every group's tail this rank does not fill.
-            for (size_t g = 0; g < m_layout.groupStarts.size(); ++g) {
-                const uint64_t gEnd =
-                    g + 1 < m_layout.groupStarts.size() ? m_layout.groupStarts[g + 1] : m_layout.laneLength;
-                const uint64_t used = m_layout.groupStarts[g] + m_layout.groupUsed[g][size_t(r)];
+            for (size_t g = 0; g < m_layout->groupStarts.size(); ++g) {
+                const uint64_t gEnd = g + 1 < m_layout->groupStarts.size() ? m_layout->groupStarts[g + 1]
+                                                                           : m_layout->laneLength;
+                const uint64_t used = m_layout->groupStarts[g] + m_layout->groupUsed[g][size_t(r)];
                 if (used < gEnd) {
                     const double x0 = toX(used, a), x1 = toX(gEnd, a);
                     if (x1 - x0 >= 1) p.fillRect(QRectF(x0, y0, x1 - x0, h), hatch);
                 }
             }
             // Segments: at most one rectangle per pixel column, the first segment in it wins.
-            const auto b = m_layout.segments.begin() + ptrdiff_t(m_laneFirst[size_t(r)]),
-                       e = m_layout.segments.begin() + ptrdiff_t(m_laneFirst[size_t(r) + 1]);
+            const auto b = m_layout->segments.begin() + ptrdiff_t(m_laneFirst[size_t(r)]),
+                       e = m_layout->segments.begin() + ptrdiff_t(m_laneFirst[size_t(r) + 1]);
             auto it =
                 std::upper_bound(b, e, uint64_t(v0), [](uint64_t v, const auto& s) { return v < s.begin; });
             if (it != b) --it;
@@ -433,8 +438,8 @@ void ShardingMap::paint(QPainter& p, QSize size) const
                 // first segment that reaches past it.
                 if (px1 - px0 == 1) {
                     const double next =
-                        m_offset * double(m_layout.laneLength) +
-                        (double(px1 - a.left()) / a.width()) / m_zoom * double(m_layout.laneLength);
+                        m_offset * double(m_layout->laneLength) +
+                        (double(px1 - a.left()) / a.width()) / m_zoom * double(m_layout->laneLength);
                     auto skip =
                         std::upper_bound(it, e, uint64_t(std::max(0.0, next)),
                                          [](uint64_t v, const auto& s) { return v < s.begin + s.length; });
@@ -443,15 +448,15 @@ void ShardingMap::paint(QPainter& p, QSize size) const
             }
         }
         p.setClipping(false);
-        for (int r = 0; r < m_layout.ranks; r += labelStep)
+        for (int r = 0; r < m_layout->ranks; r += labelStep)
             p.drawText(QRect(0, a.top() + int(r * laneH), a.left() - 6, std::max(int(laneH), fm.height())),
                        Qt::AlignRight | Qt::AlignVCenter,
-                       files ? fm.elidedText(m_layout.laneNames.value(r), Qt::ElideLeft, a.left() - 6)
+                       files ? fm.elidedText(m_layout->laneNames.value(r), Qt::ElideLeft, a.left() - 6)
                              : tr("rank %1").arg(r));
         // Group boundaries, dashed across every lane.
         p.setPen(QPen(pal.color(QPalette::Text), 1, Qt::DashLine));
-        for (size_t g = 0; g < m_layout.groupStarts.size(); ++g) {
-            const double x = toX(m_layout.groupStarts[g], a);
+        for (size_t g = 0; g < m_layout->groupStarts.size(); ++g) {
+            const double x = toX(m_layout->groupStarts[g], a);
             if (x < a.left() || x > a.right()) continue;
             if (g > 0) p.drawLine(QPointF(x, a.top() - 2), QPointF(x, a.bottom()));
             const QString label = tr("group %1").arg(g);
@@ -465,7 +470,7 @@ void ShardingMap::paint(QPainter& p, QSize size) const
             p.drawText(QRect(a.left(), 0, a.width(), kTop), Qt::AlignLeft | Qt::AlignVCenter,
                        tr("Not sharded: each file's tensors in order, by size"));
             p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignRight,
-                       loc.formattedDataSize(qint64(std::min(v1, double(m_layout.laneLength)))));
+                       loc.formattedDataSize(qint64(std::min(v1, double(m_layout->laneLength)))));
             p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignLeft,
                        loc.formattedDataSize(qint64(v0)));
             return;
@@ -474,16 +479,16 @@ void ShardingMap::paint(QPainter& p, QSize size) const
                    loc.toString(qulonglong(v0)));
         p.drawText(
             QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignRight,
-            tr("%1 elements").arg(loc.toString(qulonglong(std::min(v1, double(m_layout.laneLength))))));
+            tr("%1 elements").arg(loc.toString(qulonglong(std::min(v1, double(m_layout->laneLength))))));
         drawPaddingKey(p, QRect(a.left() + fm.horizontalAdvance(loc.toString(qulonglong(v0))) + 16,
                                 a.bottom() + 2, a.width(), fm.height()));
         return;
     }
     // Grid: a row per parameter, a column per rank; rows thinner than a pixel share it.
-    const size_t rows = m_layout.gridParams.size();
+    const size_t rows = m_layout->gridParams.size();
     if (!rows) return;
     const double rowH = double(a.height()) * m_zoom / double(rows);
-    const double colW = double(a.width()) / m_layout.ranks;
+    const double colW = double(a.width()) / m_layout->ranks;
     const size_t firstRow = size_t(m_offset * double(rows));
     const size_t lastRow = std::min(rows, size_t(std::ceil((m_offset + 1 / m_zoom) * double(rows))) + 1);
     int drawnTo = INT_MIN;
@@ -495,10 +500,10 @@ void ShardingMap::paint(QPainter& p, QSize size) const
         if (y1 <= y0) continue;
         drawnTo = y1;
         const int h = y1 - y0 - (rowH >= 6 ? 1 : 0);
-        const uint64_t per = std::max<uint64_t>(1, m_layout.perRank[row]);
-        const QColor c = colorOf(m_layout.gridParams[row]);
-        for (int r = 0; r < m_layout.ranks; ++r) {
-            const auto& s = m_layout.segments[m_layout.gridFirst[row] + size_t(r)];
+        const uint64_t per = std::max<uint64_t>(1, m_layout->perRank[row]);
+        const QColor c = colorOf(m_layout->gridParams[row]);
+        for (int r = 0; r < m_layout->ranks; ++r) {
+            const auto& s = m_layout->segments[m_layout->gridFirst[row] + size_t(r)];
             const double x0 = a.left() + r * colW, w = colW - (colW >= 6 ? 1 : 0);
             const double filled = w * double(s.length) / double(per);
             if (filled > 0) p.fillRect(QRectF(x0, y0, std::max(1.0, filled), std::max(1, h)), c);
@@ -507,18 +512,18 @@ void ShardingMap::paint(QPainter& p, QSize size) const
     }
     p.setClipping(false);
     const int colStep = std::max(1, int(std::ceil(fm.horizontalAdvance(QStringLiteral("00")) * 1.5 / colW)));
-    for (int r = 0; r < m_layout.ranks; r += colStep)
+    for (int r = 0; r < m_layout->ranks; r += colStep)
         p.drawText(QRectF(a.left() + r * colW, 0, colW * colStep, kTop), Qt::AlignLeft | Qt::AlignVCenter,
                    QString::number(r));
     if (rowH >= fm.height())
         for (size_t row = firstRow; row < lastRow; ++row) {
             const double yf = a.top() + (double(row) / double(rows) - m_offset) * m_zoom * a.height();
-            p.drawText(
-                QRectF(0, yf, a.left() - 6, rowH), Qt::AlignRight | Qt::AlignVCenter,
-                fm.elidedText(m_layout.names.value(m_layout.gridParams[row]), Qt::ElideMiddle, a.left() - 6));
+            p.drawText(QRectF(0, yf, a.left() - 6, rowH), Qt::AlignRight | Qt::AlignVCenter,
+                       fm.elidedText(m_layout->names.value(m_layout->gridParams[row]), Qt::ElideMiddle,
+                                     a.left() - 6));
         }
     p.drawText(QRect(a.left(), a.bottom() + 2, a.width(), fm.height()), Qt::AlignRight,
-               tr("%n parameter(s) x %1 ranks", nullptr, int(rows)).arg(m_layout.ranks));
+               tr("%n parameter(s) x %1 ranks", nullptr, int(rows)).arg(m_layout->ranks));
     drawPaddingKey(p, QRect(a.left(), a.bottom() + 2, a.width(), fm.height()));
 }
 
@@ -559,7 +564,7 @@ qint64 ShardingMap::timePaint(QSize size)
 void ShardingMap::wheelEvent(QWheelEvent* e)
 {
     const QRect a = area(size());
-    const bool grid = m_layout.mode == ShardingLayout::Mode::Grid;
+    const bool grid = m_layout->mode == ShardingLayout::Mode::Grid;
     const double at = grid ? double(e->position().y() - a.top()) / a.height()
                            : double(e->position().x() - a.left()) / a.width();
     const double point = m_offset + std::clamp(at, 0.0, 1.0) / m_zoom; // stays under the cursor
@@ -585,7 +590,7 @@ void ShardingMap::mouseMoveEvent(QMouseEvent* e)
     m_dragging = true;
     setCursor(Qt::ClosedHandCursor);
     const QRect a = area(size());
-    const bool grid = m_layout.mode == ShardingLayout::Mode::Grid;
+    const bool grid = m_layout->mode == ShardingLayout::Mode::Grid;
     const double moved = grid ? double(d.y()) / a.height() : double(d.x()) / a.width();
     m_offset = std::clamp(m_dragOffset - moved / m_zoom, 0.0, 1 - 1 / m_zoom);
     update();
@@ -596,7 +601,7 @@ void ShardingMap::mouseReleaseEvent(QMouseEvent* e)
     setCursor(Qt::OpenHandCursor);
     if (m_dragging) return;
     const int s = segmentAt(e->position().toPoint());
-    if (s >= 0) emit parameterClicked(m_layout.names.value(m_layout.segments[size_t(s)].param));
+    if (s >= 0) emit parameterClicked(m_layout->names.value(m_layout->segments[size_t(s)].param));
 }
 
 bool ShardingMap::event(QEvent* e)

@@ -15,6 +15,7 @@
 #include <QImage>
 #include <QStringList>
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 namespace ckpt::app {
@@ -53,7 +54,9 @@ class ShardingMap : public QWidget
 public:
     explicit ShardingMap(QWidget* parent = nullptr);
     void setSharding(ShardingLayout layout);
-    const ShardingLayout& sharding() const { return m_layout; }
+    // A layout made on a worker (the snapshot's), shared: nothing is laid out or copied here.
+    void setSharding(std::shared_ptr<const ShardingLayout> layout);
+    const ShardingLayout& sharding() const { return *m_layout; }
     void setZoom(double zoom, double center = 0.5); // 1 = all of it; center as a fraction
     double zoom() const { return m_zoom; }
     // The segment under a point, -1 when none (tests, tooltips, clicks).
@@ -84,7 +87,7 @@ private:
     double toX(uint64_t pos, const QRect& a) const;
     QColor colorOf(int param) const;
 
-    ShardingLayout m_layout;
+    std::shared_ptr<const ShardingLayout> m_layout = std::make_shared<const ShardingLayout>();
     std::vector<size_t> m_laneFirst; // Lanes: first segment of each rank, plus the end
     int m_labelWidth = 0;            // the widest row label
     double m_zoom = 1, m_offset = 0; // the visible fraction [m_offset, m_offset + 1/m_zoom)

@@ -1,5 +1,7 @@
 #include "snapshot.h"
 
+#include "sharding_map.h"
+
 #include "io/error.h"
 #include "layout/deepspeed.h"
 #include "layout/family.h"
@@ -125,6 +127,7 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
         for (size_t ti = 0; ti < ck.tags.size(); ++ti) {
             const layout::Tag& t = ck.tags[ti];
             s->tags.push_back(t);
+            s->layouts.push_back(std::make_shared<const ShardingLayout>(shardingLayout(t)));
             for (const auto& w : t.warnings)
                 s->warnings.push_back(t.name + ": " + w);
             Node* tn = add(root, t.name, NodeKind::Tag, t.latest ? "tag (latest)" : "tag");

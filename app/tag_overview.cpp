@@ -83,7 +83,8 @@ TagOverview::~TagOverview()
     if (m_token) m_token->cancel();
 }
 
-void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others)
+void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others,
+                         std::shared_ptr<const ShardingLayout> layout)
 {
     const bool same = tag.dir == m_tag.dir && m_roles;
     // What the text shows, without the parameters: copying a tag of 64 ranks x 10,000
@@ -102,7 +103,10 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
     m_others.clear();
     for (const auto& o : others)
         m_others.push_back(header(o));
-    m_map->setSharding(shardingLayout(tag));
+    if (layout)
+        m_map->setSharding(std::move(layout));
+    else
+        m_map->setSharding(shardingLayout(tag));
     if (!same) {
         m_roles.reset();
         if (m_token) m_token->cancel(); // the previous tag's reading stops; its result is dropped

@@ -16,6 +16,7 @@ class QTextBrowser;
 namespace ckpt::app {
 
 class ShardingMap;
+struct ShardingLayout;
 
 struct RoleBytesResult
 {
@@ -40,7 +41,9 @@ public:
     explicit TagOverview(QWidget* parent = nullptr);
     ~TagOverview() override;
     // `others`: every tag of the checkpoint, listed when the checkpoint itself is selected.
-    void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {});
+    // `layout`: the tag's map laid out beforehand (on a worker); null: laid out here.
+    void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {},
+                std::shared_ptr<const ShardingLayout> layout = {});
     ShardingMap* map() const { return m_map; }
     QString text() const; // the summary as plain text (tests)
     bool busy() const { return m_watcher.isRunning(); }
