@@ -10,6 +10,8 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <QtConcurrent>
+#include <algorithm>
+#include <map>
 
 namespace ckpt::app {
 
@@ -187,8 +189,28 @@ void TagOverview::render()
         html += row(tr("total"), humanBytes(m_roles->bloat.fileBytes));
     }
     html += QStringLiteral("</table><h4>%1</h4><table>").arg(tr("Rank files"));
-    for (const auto& f : t.files)
-        html += row(esc(f.name), humanBytes(f.size));
+    if (t.files.size() <= 32) {
+        for (const auto& f : t.files)
+            html += row(esc(f.name), humanBytes(f.size));
+    } else {
+        // Past 32 files, one line per role (how many, from the smallest to the largest, in
+        // all): a table of 128 rows took 30-50 ms of the GUI thread to lay out, and each file
+        // is listed with its size in the tree under "rank files".
+        std::map<std::string, std::vector<uint64_t>> byRole;
+        for (const auto& f : t.files)
+            byRole[layout::roleName(f.role)].push_back(f.size);
+        for (const auto& [role, sizes] : byRole) {
+            const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+            uint64_t total = 0;
+            for (uint64_t b : sizes)
+                total += b;
+            html += row(tr("%n %1 file(s)", nullptr, int(sizes.size())).arg(esc(role)),
+                        (humanBytes(*lo) == humanBytes(*hi)
+                             ? humanBytes(*lo)
+                             : humanBytes(*lo) + QStringLiteral(" – ") + humanBytes(*hi)) +
+                            tr(" each, %1 in all").arg(humanBytes(total)));
+        }
+    }
     m_text->setHtml(html + QStringLiteral("</table>"));
 }
 

@@ -610,7 +610,7 @@ zeros %6  NaN %7  Inf %8</source>
     </message>
     <message>
         <location filename="../app/details_pane.cpp" line="103" />
-        <location filename="../app/details_pane.cpp" line="195" />
+        <location filename="../app/details_pane.cpp" line="199" />
         <source>File</source>
         <translation>文件</translation>
     </message>
@@ -640,87 +640,87 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="177" />
+        <location filename="../app/details_pane.cpp" line="181" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="181" />
+        <location filename="../app/details_pane.cpp" line="185" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="183" />
+        <location filename="../app/details_pane.cpp" line="187" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="183" />
+        <location filename="../app/details_pane.cpp" line="187" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="184" />
+        <location filename="../app/details_pane.cpp" line="188" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="185" />
+        <location filename="../app/details_pane.cpp" line="189" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="188" />
+        <location filename="../app/details_pane.cpp" line="192" />
         <source>Stride</source>
         <translation>步长</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="189" />
+        <location filename="../app/details_pane.cpp" line="193" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="190" />
+        <location filename="../app/details_pane.cpp" line="194" />
         <source>record %1, offset %2, %3</source>
         <translation>记录 %1，偏移 %2，%3</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="194" />
+        <location filename="../app/details_pane.cpp" line="198" />
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="200" />
+        <location filename="../app/details_pane.cpp" line="204" />
         <source>Shares storage with</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="206" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="207" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="226" />
+        <location filename="../app/details_pane.cpp" line="231" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="241" />
+        <location filename="../app/details_pane.cpp" line="246" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="242" />
+        <location filename="../app/details_pane.cpp" line="247" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="260" />
+        <location filename="../app/details_pane.cpp" line="265" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -956,7 +956,7 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::FilterProxy</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="163" />
+        <location filename="../app/tree_model.cpp" line="159" />
         <source>Not a valid regular expression: %1 (at character %2)</source>
         <translation>不是有效的正则表达式：%1（第 %2 个字符处）</translation>
     </message>
@@ -1198,58 +1198,58 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ShardingMap</name>
     <message>
-        <location filename="../app/sharding_map.cpp" line="351" />
+        <location filename="../app/sharding_map.cpp" line="372" />
         <source>rank %1: elements %2 to %3 (%4)</source>
         <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="358" />
+        <location filename="../app/sharding_map.cpp" line="379" />
         <source>rank %1 holds %2 elements, %3 of padding</source>
         <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="251" />
-        <location filename="../app/sharding_map.cpp" line="434" />
+        <location filename="../app/sharding_map.cpp" line="264" />
+        <location filename="../app/sharding_map.cpp" line="455" />
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="362" />
+        <location filename="../app/sharding_map.cpp" line="383" />
         <source>block %1</source>
         <translation>块 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="365" />
+        <location filename="../app/sharding_map.cpp" line="386" />
         <source>in %1: %2</source>
         <translation>在 %1 中：%2</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="378" />
+        <location filename="../app/sharding_map.cpp" line="399" />
         <source>No tensors to draw</source>
         <translation>没有可绘制的张量</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="441" />
+        <location filename="../app/sharding_map.cpp" line="462" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="450" />
+        <location filename="../app/sharding_map.cpp" line="471" />
         <source>Not sharded: each file's tensors in order, by size</source>
         <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="461" />
+        <location filename="../app/sharding_map.cpp" line="482" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="505" />
+        <location filename="../app/sharding_map.cpp" line="526" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="513" />
+        <location filename="../app/sharding_map.cpp" line="534" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>
@@ -1516,165 +1516,175 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="126" />
+        <location filename="../app/tag_overview.cpp" line="146" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="132" />
-        <location filename="../app/tag_overview.cpp" line="137" />
+        <location filename="../app/tag_overview.cpp" line="152" />
+        <location filename="../app/tag_overview.cpp" line="157" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="133" />
+        <location filename="../app/tag_overview.cpp" line="153" />
         <source>step %1, %2 in %3 files</source>
         <translation>第 %1 步，%2，共 %3 个文件</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="141" />
+        <location filename="../app/tag_overview.cpp" line="161" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="143" />
+        <location filename="../app/tag_overview.cpp" line="163" />
         <source>World size</source>
         <translation>world size</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="144" />
+        <location filename="../app/tag_overview.cpp" line="164" />
         <source>%1 data-parallel x %2 model-parallel</source>
         <translation>%1 数据并行 x %2 模型并行</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="145" />
+        <location filename="../app/tag_overview.cpp" line="165" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="146" />
+        <location filename="../app/tag_overview.cpp" line="166" />
         <source>Optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="148" />
+        <location filename="../app/tag_overview.cpp" line="168" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="148" />
-        <location filename="../app/tag_overview.cpp" line="152" />
-        <location filename="../app/tag_overview.cpp" line="153" />
+        <location filename="../app/tag_overview.cpp" line="168" />
+        <location filename="../app/tag_overview.cpp" line="172" />
+        <location filename="../app/tag_overview.cpp" line="173" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="150" />
+        <location filename="../app/tag_overview.cpp" line="170" />
         <source>Step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="155" />
+        <location filename="../app/tag_overview.cpp" line="175" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="156" />
-        <location filename="../app/tag_overview.cpp" line="157" />
-        <location filename="../app/tag_overview.cpp" line="158" />
+        <location filename="../app/tag_overview.cpp" line="176" />
+        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="178" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="157" />
+        <location filename="../app/tag_overview.cpp" line="177" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="158" />
+        <location filename="../app/tag_overview.cpp" line="178" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="159" />
+        <location filename="../app/tag_overview.cpp" line="179" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="159" />
+        <location filename="../app/tag_overview.cpp" line="179" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="160" />
+        <location filename="../app/tag_overview.cpp" line="180" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="162" />
+        <location filename="../app/tag_overview.cpp" line="182" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="164" />
+        <location filename="../app/tag_overview.cpp" line="184" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="169" />
+        <location filename="../app/tag_overview.cpp" line="189" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="171" />
+        <location filename="../app/tag_overview.cpp" line="191" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/tag_overview.cpp" line="207" />
+        <source>%n %1 file(s)</source>
+        <translation><numerusform>%n 个%1文件</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="211" />
+        <source> each, %1 in all</source>
+        <translation>（每个），共 %1</translation>
     </message>
 </context>
 <context>
     <name>ckpt::app::TreeModel</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="34" />
+        <location filename="../app/tree_model.cpp" line="30" />
         <source>bytes</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="124" />
+        <location filename="../app/tree_model.cpp" line="120" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="126" />
+        <location filename="../app/tree_model.cpp" line="122" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="128" />
+        <location filename="../app/tree_model.cpp" line="124" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="130" />
+        <location filename="../app/tree_model.cpp" line="126" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="132" />
+        <location filename="../app/tree_model.cpp" line="128" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="134" />
+        <location filename="../app/tree_model.cpp" line="130" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="136" />
+        <location filename="../app/tree_model.cpp" line="132" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="138" />
+        <location filename="../app/tree_model.cpp" line="134" />
         <source>Value</source>
         <translation>值</translation>
     </message>

@@ -318,6 +318,8 @@ ZH = {
     "Cannot read": "无法读取",
     "total": "合计",
     "Rank files": "rank 文件",
+    "%n %1 file(s)": "%n 个%1文件",
+    " each, %1 in all": "（每个），共 %1",
     "The tag of this side, when it holds several": "此侧的标签（当它包含多个标签时）",
     "Compare the optimizer moments too (exp_avg, exp_avg_sq)": "同时比较优化器矩（exp_avg、exp_avg_sq）",
     "Optimizer moments": "优化器矩",
