@@ -23,6 +23,7 @@
 // Hand-written AVX2/FMA kernels (x86-64 with GCC or clang), used when the CPU has them.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CKPT_X86_KERNELS 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define CKPT_X86_KERNELS 0
@@ -741,8 +742,10 @@ bool haveAvx2()
     static const bool yes = [] {
         if (const char* off = std::getenv("CKPT_NO_AVX2"); off && *off && *off != '0') return false;
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+        // F16C from CPUID leaf 1 (ECX bit 29): clang 14 has no "f16c" for __builtin_cpu_supports.
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     }();
     return yes;
 }
