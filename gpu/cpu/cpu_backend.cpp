@@ -657,7 +657,9 @@ struct Avx2Sums
     return i;
 }
 
-[[CKPT_AVX2]] uint64_t avx2BlockBF16(const uint16_t* a, const uint16_t* b, uint64_t n, DiffBlock& r)
+// The two 16-bit floating types differ only in how eight words widen to floats.
+template <bool BFloat16>
+[[CKPT_AVX2]] uint64_t avx2Block16(const uint16_t* a, const uint16_t* b, uint64_t n, DiffBlock& r)
 {
     Avx2Sums s0, s1;
     avx2Zero(s0), avx2Zero(s1);
@@ -668,32 +670,19 @@ struct Avx2Sums
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
         const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
         eq += avx2Equal(_mm256_cmpeq_epi16(x, y), 2);
-        // bf16 << 16 is the float; the interleaved order does not matter to sums
-        avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, x)),
-                 _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, y)));
-        avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)),
-                 _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, y)));
-    }
-    avx2Finish(s0, s1, mx, r);
-    r.equal = eq;
-    return i;
-}
-
-[[CKPT_AVX2]] uint64_t avx2BlockF16(const uint16_t* a, const uint16_t* b, uint64_t n, DiffBlock& r)
-{
-    Avx2Sums s0, s1;
-    avx2Zero(s0), avx2Zero(s1);
-    __m256d mx = _mm256_setzero_pd();
-    uint64_t eq = 0, i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i));
-        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
-        eq += avx2Equal(_mm256_cmpeq_epi16(x, y), 2);
-        // F16C's conversion is exact (every half is a float), as halfToFloat
-        avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_castsi256_si128(x)),
-                 _mm256_cvtph_ps(_mm256_castsi256_si128(y)));
-        avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_extracti128_si256(x, 1)),
-                 _mm256_cvtph_ps(_mm256_extracti128_si256(y, 1)));
+        if constexpr (BFloat16) {
+            // bf16 << 16 is the float; the interleaved order does not matter to sums
+            avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, x)),
+                     _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, y)));
+            avx2Add8(s0, s1, mx, _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)),
+                     _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, y)));
+        } else {
+            // F16C's conversion is exact (every half is a float), as halfToFloat
+            avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_castsi256_si128(x)),
+                     _mm256_cvtph_ps(_mm256_castsi256_si128(y)));
+            avx2Add8(s0, s1, mx, _mm256_cvtph_ps(_mm256_extracti128_si256(x, 1)),
+                     _mm256_cvtph_ps(_mm256_extracti128_si256(y, 1)));
+        }
     }
     avx2Finish(s0, s1, mx, r);
     r.equal = eq;
@@ -730,11 +719,11 @@ struct Avx2Sums
 }
 [[CKPT_AVX2]] void avx2DiffBF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
 {
-    diffSameType<BF16Words>(a, b, n, acc, avx2BlockBF16);
+    diffSameType<BF16Words>(a, b, n, acc, avx2Block16<true>);
 }
 [[CKPT_AVX2]] void avx2DiffF16(const uint8_t* a, const uint8_t* b, uint64_t n, DiffStats& acc)
 {
-    diffSameType<F16Words>(a, b, n, acc, avx2BlockF16);
+    diffSameType<F16Words>(a, b, n, acc, avx2Block16<false>);
 }
 
 bool haveAvx2()

@@ -230,8 +230,8 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
     set.warnings = tag.warnings;
     set.exportFiles = tag.exportFiles;
     const layout::FileSet& files = *opened->files;
-    std::vector<std::shared_ptr<const layout::TensorFile>> held; // alive as long as the set
-    std::map<std::string, std::shared_ptr<const layout::TensorFile>> heldById;
+    // The tag's files by id, each asked of the FileSet once, alive as long as the set.
+    std::map<std::string, std::shared_ptr<const layout::TensorFile>> held;
     std::vector<SourceTensor>& plan = set.tensors;
     std::map<std::string, size_t> index;
     const std::optional<torch::DType> want = options.dtype ? options.dtype : tag.exportDtype;
@@ -274,8 +274,8 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
             for (const auto& src : sl.master) {
                 // Once per distinct file: past the FileSet's budget a get() per source could
                 // parse a file again for every frozen fragment that names it.
-                auto [kept, fresh] = heldById.try_emplace(src.file.str());
-                if (fresh) held.push_back(kept->second = files.get(src.file));
+                auto [kept, fresh] = held.try_emplace(src.file.str());
+                if (fresh) kept->second = files.get(src.file);
                 const layout::TensorFile& f = *kept->second;
                 if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
                 reader->from = f.dtypeOf(src.tensorPath);
