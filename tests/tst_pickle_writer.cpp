@@ -277,6 +277,24 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, pickle::write(deep, {1}));
     }
 
+    void globalNamesGlobalCannotSpell()
+    {
+        // STACK_GLOBAL accepts any string; GLOBAL's text lines cannot hold a newline (the fuzzer
+        // found the rewrite read back as other names and opcodes). Protocol 4+ says them with
+        // STACK_GLOBAL, older protocols refuse; plain names keep CPython's GLOBAL spelling.
+        Builder b;
+        for (const auto& [module, name] : std::vector<std::pair<std::string, std::string>>{
+                 {"a\nb", "c"}, {"m", "x\ny\n"}, {"m", std::string(io::kMaxTextLine, 'n')}}) {
+            Value* g = b.global(module, name);
+            roundTrip(g, 4);
+            roundTrip(g, 5);
+            QVERIFY_THROWS_EXCEPTION(Error, pickle::write(g, {2}));
+            QVERIFY_THROWS_EXCEPTION(Error, pickle::write(g, {3}));
+        }
+        const std::string plain = pickle::write(b.global("torch._utils", "_rebuild_tensor_v2"), {4});
+        QVERIFY(plain.find("ctorch._utils\n_rebuild_tensor_v2\n") != std::string::npos);
+    }
+
     void cpythonRebuildsTheSameObjects()
     {
         // CPython's own judgement: it pickles a rich object graph, we parse and rewrite it, and

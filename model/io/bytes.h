@@ -31,6 +31,9 @@ template <typename T> inline T loadLE(const uint8_t* p)
     return v;
 }
 
+// The longest text line Cursor::line reads by default (pickle's text opcodes: GLOBAL, INT, ...).
+inline constexpr uint64_t kMaxTextLine = 1 << 20;
+
 // Sequential reader over a span; all reads are checked against the end.
 class Cursor
 {
@@ -64,7 +67,7 @@ public:
     }
 
     // Reads up to and excluding '\n' (consumed); fails if no newline within `limit` bytes.
-    std::string_view line(uint64_t limit = 1 << 20)
+    std::string_view line(uint64_t limit = kMaxTextLine)
     {
         const uint64_t start = m_pos;
         const uint64_t end = std::min<uint64_t>(m_data.size(), m_pos + limit);

@@ -1,5 +1,6 @@
 #include "pickle/writer.h"
 
+#include "io/bytes.h"
 #include "io/error.h"
 
 #include <bit>
@@ -21,7 +22,7 @@ constexpr char MARK = '(', STOP = '.', POP_MARK = '1', NONE = 'N', BININT = 'J',
 constexpr uint8_t PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
                   TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
                   BINBYTES = 'B', SHORT_BINBYTES = 'C', EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91,
-                  NEWOBJ_EX = 0x92, BYTEARRAY8 = 0x96;
+                  NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, BYTEARRAY8 = 0x96;
 
 class Writer
 {
@@ -134,6 +135,22 @@ private:
     }
     void saveGlobal(const std::string& module, const std::string& name)
     {
+        // GLOBAL spells the names as two text lines, so a name holding a newline (STACK_GLOBAL
+        // takes any string) or longer than the reader's line limit would be read back as other
+        // names and opcodes. Protocol 4 has STACK_GLOBAL for those; older ones cannot say them.
+        const auto unsayable = [](const std::string& s) {
+            return s.find('\n') != std::string::npos || s.size() >= io::kMaxTextLine;
+        };
+        if (unsayable(module) || unsayable(name)) {
+            if (m_opt.protocol < 4)
+                throw Error("pickle writer: the global '" + module.substr(0, 60) + "." + name.substr(0, 60) +
+                            "' has a newline or an over-long name, which protocol " +
+                            std::to_string(m_opt.protocol) + " cannot express");
+            saveStr(module);
+            saveStr(name);
+            op(STACK_GLOBAL);
+            return;
+        }
         m_out += GLOBAL;
         m_out += module + "\n" + name + "\n";
     }
