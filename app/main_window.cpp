@@ -568,11 +568,9 @@ const layout::Tag* MainWindow::universalTag() const
     const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
     while (n && n->kind != NodeKind::Tag)
         n = n->parent;
-    if (!snap || !n || n->tag < 0 || size_t(n->tag) >= snap->tags.size() || snap->family != "deepspeed")
-        return nullptr;
+    if (!snap || !n || n->tag < 0 || size_t(n->tag) >= snap->tags.size()) return nullptr;
     const layout::Tag& t = snap->tags[size_t(n->tag)];
-    const bool zero = t.optimizer == "zero" || t.optimizer == "bf16_optimizer";
-    return zero && t.zeroStage >= 1 && t.zeroStage <= 3 ? &t : nullptr;
+    return t.convertsToUniversal ? &t : nullptr;
 }
 
 void MainWindow::convertToUniversal()

@@ -28,6 +28,16 @@ public:
     }
     qint64 longest() const { return m_longest; }
     int samples() const { return m_samples; }
+    // The longest gap since the last reset (the one still open included), and a fresh start:
+    // bench/gui measures each phase of the window this way.
+    qint64 reset()
+    {
+        const qint64 l = std::max(m_longest, m_clock.elapsed());
+        m_longest = 0;
+        m_samples = 0;
+        m_clock.restart();
+        return l;
+    }
 
 private:
     QTimer m_timer;

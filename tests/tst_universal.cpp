@@ -466,11 +466,13 @@ private slots:
         QTemporaryDir tmp;
         const std::string out = tmp.filePath("uni").toStdString();
         ops::CancelToken cancel;
+        QVERIFY(layout::openCheckpointTag(in, "")->model.tags.front().convertsToUniversal);
         const auto r = ops::universal(in, out, injected(), {}, cancel);
         for (const std::string& path : {out, tmp.path().toStdString()}) { // the folder, and its root
             const auto c = layout::openCheckpointTag(path, "");
             QCOMPARE(c->model.family, std::string("universal"));
             const layout::Tag& t = c->model.tags.front();
+            QVERIFY(!t.convertsToUniversal); // already Universal: the window offers no conversion
             QCOMPARE(t.name, std::string("uni"));
             QVERIFY(t.latest);
             QCOMPARE(t.params.size(), r.parameters);

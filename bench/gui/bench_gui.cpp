@@ -5,6 +5,7 @@
 // Prints a Markdown table. Usage: bench_gui CHECKPOINT [TAG]   (QT_QPA_PLATFORM=offscreen)
 #include "main_window.h"
 #include "sharding_map.h"
+#include "stall_meter.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -17,32 +18,6 @@
 using namespace ckpt;
 
 namespace {
-
-// The longest gap between 2 ms ticks since the last reset(): how long the GUI thread was away.
-class StallMeter : public QObject
-{
-public:
-    StallMeter()
-    {
-        m_timer.setInterval(2);
-        connect(&m_timer, &QTimer::timeout, this,
-                [this] { m_longest = std::max(m_longest, m_clock.restart()); });
-        m_clock.start();
-        m_timer.start();
-    }
-    qint64 reset()
-    {
-        const qint64 l = std::max(m_longest, m_clock.elapsed());
-        m_longest = 0;
-        m_clock.restart();
-        return l;
-    }
-
-private:
-    QTimer m_timer;
-    QElapsedTimer m_clock;
-    qint64 m_longest = 0;
-};
 
 // Runs the event loop for `ms` (so the meter sees what the window does meanwhile).
 void spin(int ms)
@@ -65,7 +40,7 @@ int main(int argc, char** argv)
     app::MainWindow w;
     w.resize(1600, 1000);
     w.show();
-    StallMeter meter;
+    testutil::StallMeter meter;
     spin(200);
     meter.reset();
 

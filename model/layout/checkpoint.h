@@ -130,6 +130,9 @@ struct Tag
     // as zero_to_fp32 does); nullopt: as stored.
     std::optional<torch::DType> exportDtype;
     std::string notExportable; // non-empty: why this tag has no model to export (and what to do)
+    // A ZeRO 1-3 tag of a DeepSpeed folder, which `ckpt universal` / "Convert to Universal..."
+    // take; set by the recognizer that knows, so callers do not test family ids.
+    bool convertsToUniversal = false;
     std::vector<RankFile> files;
     std::vector<Parameter> params; // the model: what export writes (zero_to_fp32's order for ZeRO)
     // Tensors outside the model (optimizer state, RNG, ...) named by their `/` path: exported

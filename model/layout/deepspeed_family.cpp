@@ -25,7 +25,12 @@ public:
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {
         const auto& [name, dir] = list.tags.at(index);
-        return openDeepSpeedTag(dir, name, name == list.latest, &files);
+        Tag tag = openDeepSpeedTag(dir, name, name == list.latest, &files);
+        // Only here, not in openDeepSpeedTag: Composer's per-rank tarballs are DeepSpeed tags too,
+        // but their files are archive members, which the conversion does not read.
+        const bool zero = tag.optimizer == "zero" || tag.optimizer == "bf16_optimizer";
+        tag.convertsToUniversal = zero && tag.zeroStage >= 1 && tag.zeroStage <= 3;
+        return tag;
     }
 };
 
