@@ -27,6 +27,10 @@ void ProgressPrinter::operator()(const ops::Progress& p)
     }
     if (m_quiet) return;
     const auto now = std::chrono::steady_clock::now();
+    // A job's phases each count their own bytes (reading the tag's files, then writing): bytes
+    // going back mean a new phase, whose rate and ETA start from now.
+    if (p.doneBytes < m_lastDone) m_start = now;
+    m_lastDone = p.doneBytes;
     const double since = std::chrono::duration<double>(now - m_last).count();
     const bool final = p.permille >= 1000;
     if (!final && since < (m_tty ? 0.1 : 2.0)) return;

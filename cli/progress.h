@@ -23,6 +23,7 @@ private:
     bool m_tty;
     bool m_drawn = false;
     std::chrono::steady_clock::time_point m_start, m_last;
+    uint64_t m_lastDone = 0;
 };
 
 } // namespace ckpt::cli

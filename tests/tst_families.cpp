@@ -249,6 +249,41 @@ private slots:
         QCOMPARE(parsed, 3);
     }
 
+    // One tag (what ckpt export / stats / diff open) reports against that tag's bytes alone, and
+    // a job shows it as its first phase and stops in it when cancelled.
+    void openingOneTagReportsProgressAndStops()
+    {
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero3_bf16_w4";
+        uint64_t last = 0, total = 0;
+        int reports = 0;
+        layout::OpenObserver watch;
+        watch.progress = [&](uint64_t done, uint64_t all, const std::string&) {
+            QVERIFY(done > last);
+            last = done, total = all, ++reports;
+        };
+        const auto opened = layout::openCheckpointTag(ck, "", watch);
+        const layout::Tag& tag = opened->model.tags.front();
+        QVERIFY(reports >= int(tag.files.size()) - 1);
+        uint64_t tagBytes = 0;
+        for (const auto& e : fs::recursive_directory_iterator(tag.dir))
+            if (e.is_regular_file()) tagBytes += e.file_size();
+        QCOMPARE(total, tagBytes); // this tag's files, not every tag's
+        QVERIFY(last * 10 >= total * 9);
+
+        std::vector<ops::Progress> seen;
+        ops::CancelToken cancel;
+        const auto sink = [&](const ops::Progress& p) {
+            seen.push_back(p);
+            if (seen.size() == 2) cancel.cancel();
+        };
+        QTemporaryDir tmp;
+        QVERIFY_THROWS_EXCEPTION(Cancelled,
+                                 ops::consolidate(ck, tmp.filePath("out").toStdString(), {}, sink, cancel));
+        QVERIFY(seen.size() >= 2);
+        QVERIFY2(seen.back().stage.rfind("reading the checkpoint: ", 0) == 0, seen.back().stage.c_str());
+        QVERIFY(!fs::exists(tmp.filePath("out").toStdString()));
+    }
+
     // Parsed files are kept within the set's budget: past it the least recently used file is
     // let go (whoever holds it keeps it alive) and parsed again when asked for; adopted files,
     // whose ids need not be paths, stay. The file just asked for is never the one let go.

@@ -98,27 +98,44 @@ uint64_t bytesAt(const std::string& location)
     return total;
 }
 
+// Reports an opening's parses to its observer, against the bytes at the locations it will read,
+// for as long as it lives: the observer refers to the caller's locals, and the set is shared once
+// the opening returns.
+class Observing
+{
+public:
+    Observing(FileSet& files, const OpenObserver& observer, const std::vector<std::string>& locations)
+        : m_files(files)
+    {
+        if (!observer.progress && !observer.cancelled) return;
+        if (observer.progress)
+            for (const auto& l : locations)
+                m_total += bytesAt(l);
+        files.observe({[this, &observer](const std::string& id, uint64_t bytes) {
+                           m_done += bytes;
+                           if (observer.progress) observer.progress(m_done, std::max(m_total, m_done), id);
+                       },
+                       observer.cancelled});
+    }
+    ~Observing() { m_files.observe({}); }
+    Observing(const Observing&) = delete;
+    Observing& operator=(const Observing&) = delete;
+
+private:
+    FileSet& m_files;
+    uint64_t m_total = 0, m_done = 0;
+};
+
 } // namespace
 
 std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, const OpenObserver& observer)
 {
     TagList list;
     auto c = start(path, list);
-    uint64_t total = 0, done = 0;
-    if (observer.progress)
-        for (const auto& tag : list.tags)
-            total += bytesAt(tag.second);
-    c->files->observe({[&](const std::string& id, uint64_t bytes) {
-                           done += bytes;
-                           if (observer.progress) observer.progress(done, std::max(total, done), id);
-                       },
-                       observer.cancelled});
-    // The observer refers to this call's locals: the set is shared once returned.
-    struct Unobserve
-    {
-        FileSet& files;
-        ~Unobserve() { files.observe({}); }
-    } unobserve{*c->files};
+    std::vector<std::string> dirs;
+    for (const auto& tag : list.tags)
+        dirs.push_back(tag.second);
+    const Observing observing(*c->files, observer, dirs);
     std::optional<Error> firstError;
     for (size_t i = 0; i < list.tags.size(); ++i) {
         const auto& [name, dir] = list.tags[i];
@@ -144,7 +161,8 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, 
     return c;
 }
 
-std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag)
+std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag,
+                                                          const OpenObserver& observer)
 {
     TagList list;
     auto c = start(path, list);
@@ -159,6 +177,8 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& pat
     }
     const Tag& chosen = names.chooseTag(tag);
     const size_t index = size_t(&chosen - names.model.tags.data());
+    const Observing observing(*c->files, observer, {list.tags[index].second});
+    if (observer.cancelled && observer.cancelled()) throw Cancelled();
     c->model.tags.push_back(c->family->openTag(list, index, *c->files));
     return c;
 }

@@ -78,7 +78,9 @@ struct OpenObserver
 // bad save does not hide the others. Throws Error when nothing can be read.
 std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path,
                                                        const OpenObserver& observer = {});
-// One tag (`tag` empty: latest, or the only one), strictly: any damage is an Error.
-std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag);
+// One tag (`tag` empty: latest, or the only one), strictly: any damage is an Error. The observer
+// sees the bytes of that tag's files parsed so far (what `ckpt export/stats/diff` show first).
+std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag,
+                                                          const OpenObserver& observer = {});
 
 } // namespace ckpt::layout

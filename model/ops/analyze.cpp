@@ -88,7 +88,9 @@ void differences(const gpu::StridedView& a, gpu::Scalar ta, const gpu::StridedVi
 StatsResult computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
                          const ProgressSink& progress, const CancelToken& cancel)
 {
-    const TensorSet set = anyTensors(path, options.source);
+    SourceOptions source = options.source;
+    source.opening = openingObserver(progress, cancel, "the checkpoint");
+    const TensorSet set = anyTensors(path, source);
     uint64_t total = 0, done = 0;
     for (const auto& t : set.tensors)
         total += t.tensor.nbytes;
@@ -365,7 +367,7 @@ std::vector<layout::Parameter> momentParameters(const layout::Tag& tag)
 TensorSet diffTensors(const std::string& path, const SourceOptions& options, bool moments)
 {
     if (!moments) return anyTensors(path, options);
-    auto opened = layout::openCheckpointTag(path, options.tag);
+    auto opened = layout::openCheckpointTag(path, options.tag, options.opening);
     const layout::Tag& tag = opened->model.tags.front();
     TensorSet set = tagTensors(opened, tag, options);
     layout::Tag m;
@@ -394,9 +396,12 @@ DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOpt
                        gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
                        const DiffSink& onTensor)
 {
-    const TensorSet sa = diffTensors(a, options.a, options.moments);
+    SourceOptions sourceA = options.a, sourceB = options.b;
+    sourceA.opening = openingObserver(progress, cancel, "A");
+    sourceB.opening = openingObserver(progress, cancel, "B");
+    const TensorSet sa = diffTensors(a, sourceA, options.moments);
     cancel.throwIfCancelled();
-    const TensorSet sb = diffTensors(b, options.b, options.moments);
+    const TensorSet sb = diffTensors(b, sourceB, options.moments);
     std::map<std::string, const SourceTensor*> inB;
     for (const auto& t : sb.tensors)
         if (t.aliasOf.empty()) inB[t.tensor.name] = &t;

@@ -79,6 +79,7 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     so.all = options.all;
     so.ignore = options.ignore;
     so.backend = options.backend;
+    so.opening = openingObserver(progress, cancel, "the checkpoint");
     const TensorSet set = anyTensors(checkpoint, so);
     const std::vector<SourceTensor>& plan = set.tensors;
     ConsolidateResult result;

@@ -5,6 +5,7 @@
 #include "layout/family.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fnmatch.h>
 #include <map>
 #include <memory>
@@ -326,9 +327,26 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
     return set;
 }
 
+layout::OpenObserver openingObserver(const ProgressSink& progress, const CancelToken& cancel,
+                                     const std::string& label)
+{
+    layout::OpenObserver o;
+    o.cancelled = [&cancel] { return cancel.cancelled(); };
+    if (progress)
+        o.progress = [progress, label](uint64_t done, uint64_t total, const std::string& file) {
+            Progress p;
+            p.permille = total ? int(done * 1000 / total) : 0;
+            p.stage = "reading " + label + ": " + std::filesystem::path(file).filename().string();
+            p.doneBytes = done;
+            p.totalBytes = total;
+            progress(p);
+        };
+    return o;
+}
+
 TensorSet anyTensors(const std::string& path, const SourceOptions& options)
 {
-    auto opened = layout::openCheckpointTag(path, options.tag);
+    auto opened = layout::openCheckpointTag(path, options.tag, options.opening);
     const layout::Tag& tag = opened->model.tags.front();
     return tagTensors(std::move(opened), tag, options);
 }

@@ -5,6 +5,7 @@
 
 #include "compute_backend.h"
 #include "layout/family.h"
+#include "ops/job.h"
 #include "torch/dtype.h"
 #include "torch/out_tensor.h"
 
@@ -52,7 +53,13 @@ struct SourceOptions
     bool all = false;                             // the tag's other tensors too (optimizer state, ...)
     std::vector<std::string> ignore;              // fnmatch globs over `/` paths: a match drops the subtree
     std::shared_ptr<gpu::ComputeBackend> backend; // casts; nullptr = CPU
+    layout::OpenObserver opening;                 // parsing the tag's files: progress and cancel
 };
+
+// An observer that shows the parsing of a tag's files as the first phase of a job ("reading
+// `label`: file"), and stops it between two files when the job is cancelled.
+layout::OpenObserver openingObserver(const ProgressSink& progress, const CancelToken& cancel,
+                                     const std::string& label);
 
 // The model tensors of one tag of an opened checkpoint, any family: what export writes, stats
 // and diff read. The set keeps the opened checkpoint alive. Throws Error on damage.
