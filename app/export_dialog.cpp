@@ -3,13 +3,17 @@
 #include "compute_backend.h"
 #include "io/output.h"
 #include "ops/consolidate.h"
+#include "ops/export.h"
+#include "replace_prompt.h"
 #include "tree_model.h"
 
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -27,15 +31,22 @@ const QString kChannel = QStringLiteral("export");
 
 } // namespace
 
-ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest,
+ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
                            QWidget* parent)
-    : QDialog(parent), m_checkpoint(checkpoint)
+    : QDialog(parent), m_checkpoint(source), m_singleFile(tags.isEmpty())
 {
-    setWindowTitle(tr("Export consolidated model"));
     auto* form = new QFormLayout;
+    // The source, as the title says it too: which checkpoint this dialog writes never changes.
+    m_source = new QLabel(QDir::toNativeSeparators(source), this);
+    m_source->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_source->setWordWrap(true);
+    m_sourceNote = new QLabel(this);
+    m_sourceNote->setWordWrap(true);
+    m_sourceNote->setStyleSheet(QStringLiteral("QLabel { color: #b45309; }"));
+    m_sourceNote->hide();
     m_tag = new QComboBox(this);
     m_tag->addItems(tags);
-    m_tag->setCurrentText(latest);
+    m_tag->setCurrentText(tag);
     m_format = new QComboBox(this);
     m_format->addItems({QStringLiteral("safetensors"), QStringLiteral("bin")});
     m_dtype = new QComboBox(this);
@@ -47,12 +58,25 @@ ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, c
     auto* outRow = new QHBoxLayout;
     outRow->addWidget(m_output, 1);
     outRow->addWidget(browse);
-    form->addRow(tr("Tag"), m_tag);
-    form->addRow(tr("Format"), m_format);
-    form->addRow(tr("dtype"), m_dtype);
-    form->addRow(tr("Largest shard"), m_shard);
-    form->addRow(QString(), m_excludeFrozen);
-    form->addRow(tr("Output folder"), outRow);
+    form->addRow(m_singleFile ? tr("File") : tr("Checkpoint"), m_source);
+    form->addRow(QString(), m_sourceNote);
+    if (m_singleFile) {
+        // One file becomes one safetensors file, every tensor in it, as `ckpt export FILE OUT`.
+        for (QWidget* w :
+             {static_cast<QWidget*>(m_tag), static_cast<QWidget*>(m_format), static_cast<QWidget*>(m_dtype),
+              static_cast<QWidget*>(m_shard), static_cast<QWidget*>(m_excludeFrozen)})
+            w->hide();
+        const QFileInfo fi(source);
+        m_output->setText(fi.dir().filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
+        form->addRow(tr("Output file"), outRow);
+    } else {
+        form->addRow(tr("Tag"), m_tag);
+        form->addRow(tr("Format"), m_format);
+        form->addRow(tr("dtype"), m_dtype);
+        form->addRow(tr("Largest shard"), m_shard);
+        form->addRow(QString(), m_excludeFrozen);
+        form->addRow(tr("Output folder"), outRow);
+    }
     m_progress = new QProgressBar(this);
     m_progress->setRange(0, 1000);
     m_status = new QLabel(this);
@@ -71,15 +95,46 @@ ExportDialog::ExportDialog(const QString& checkpoint, const QStringList& tags, c
     layout->addWidget(m_progress);
     layout->addWidget(m_status);
     layout->addLayout(buttons);
+    updateTitle();
 
+    connect(m_tag, &QComboBox::currentTextChanged, this, &ExportDialog::updateTitle);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString d = QFileDialog::getExistingDirectory(this, tr("Output folder"));
+        const QString d = m_singleFile
+                              ? QFileDialog::getSaveFileName(this, tr("Output file"), m_output->text(),
+                                                             tr("safetensors (*.safetensors)"))
+                              : QFileDialog::getExistingDirectory(this, tr("Output folder"));
         if (!d.isEmpty()) m_output->setText(d);
     });
     connect(m_start, &QPushButton::clicked, this, &ExportDialog::start);
     connect(m_cancel, &QPushButton::clicked, this, &ExportDialog::reject); // cancels while running
-    connect(m_openFolder, &QPushButton::clicked, this,
-            [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_output->text())); });
+    connect(m_openFolder, &QPushButton::clicked, this, [this] {
+        const QFileInfo out(m_output->text());
+        QDesktopServices::openUrl(
+            QUrl::fromLocalFile(m_singleFile ? out.absolutePath() : out.absoluteFilePath()));
+    });
+}
+
+QString ExportDialog::tag() const
+{
+    return m_singleFile ? QString() : m_tag->currentText();
+}
+
+void ExportDialog::updateTitle()
+{
+    const QString name = QFileInfo(m_checkpoint).fileName();
+    setWindowTitle(m_singleFile ? tr("Export %1 to safetensors").arg(name)
+                                : tr("Export model: %1 of %2").arg(tag(), name));
+}
+
+void ExportDialog::noteWindowShows(const QString& path)
+{
+    if (QFileInfo(path).absoluteFilePath() == QFileInfo(m_checkpoint).absoluteFilePath()) {
+        m_sourceNote->hide();
+        return;
+    }
+    m_sourceNote->setText(tr("The window now shows %1; this export still reads the checkpoint above.")
+                              .arg(QDir::toNativeSeparators(path)));
+    m_sourceNote->show();
 }
 
 bool ExportDialog::running() const
@@ -123,6 +178,16 @@ void ExportDialog::onFinished(const ExportOutcome& outcome)
 void ExportDialog::setOutputFolder(const QString& dir)
 {
     m_output->setText(dir);
+}
+
+QString ExportDialog::outputFolder() const
+{
+    return m_output->text();
+}
+
+void ExportDialog::setTag(const QString& tag)
+{
+    m_tag->setCurrentText(tag);
 }
 
 void ExportDialog::setFormat(const QString& format)
@@ -171,6 +236,10 @@ void ExportDialog::start()
         emit finished(false);
         return;
     }
+    if (m_singleFile) {
+        startFile(m_checkpoint.toStdString(), m_output->text().toStdString());
+        return;
+    }
     ops::ConsolidateOptions opt;
     opt.tag = m_tag->currentText().toStdString();
     opt.format = m_format->currentText() == QLatin1String("bin")
@@ -182,10 +251,13 @@ void ExportDialog::start()
                                                                   : torch::DType::Float32;
     try {
         opt.maxShardSize = ops::parseShardSize(m_shard->text().toStdString());
-    } catch (const std::exception& e) {
-        m_status->setText(QString::fromUtf8(e.what()));
+    } catch (const std::exception&) {
+        m_status->setText(
+            tr("Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).").arg(m_shard->text()));
         return;
     }
+    if (!mayWriteInto(m_output->text())) return;
+    opt.overwrite = true; // asked, or the folder is empty: either way nothing mixes
     m_start->setEnabled(false);
     m_openFolder->setVisible(false);
     m_cancel->setText(tr("Cancel"));
@@ -209,6 +281,43 @@ void ExportDialog::start()
             const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
             for (const auto& f : res.files)
                 r.files << QString::fromStdString(f);
+            for (const auto& w : res.warnings)
+                r.warnings << QString::fromStdString(w);
+            r.ok = true;
+            return r;
+        },
+        [this](const JobResult<ExportOutcome>& r) {
+            ExportOutcome o = r.value.value_or(ExportOutcome{});
+            o.cancelled = r.cancelled;
+            o.message = r.error;
+            onFinished(o);
+        },
+        [this](const JobProgress& p) { onProgress(p); });
+}
+
+bool ExportDialog::mayWriteInto(const QString& folder)
+{
+    if (mayReplace(this, folder, m_replaceAnswer)) return true;
+    m_status->setText(
+        tr("Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.")
+            .arg(QDir::toNativeSeparators(folder)));
+    return false;
+}
+
+void ExportDialog::startFile(const std::string& in, const std::string& out)
+{
+    m_start->setEnabled(false);
+    m_openFolder->setVisible(false);
+    m_cancel->setText(tr("Cancel"));
+    m_notes.clear();
+    m_status->setToolTip(QString());
+    m_clock.start();
+    m_jobs.run(
+        kChannel,
+        [in, out](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            ExportOutcome r;
+            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, {}, progress, cancel);
+            r.files << QString::fromStdString(res.path);
             for (const auto& w : res.warnings)
                 r.warnings << QString::fromStdString(w);
             r.ok = true;

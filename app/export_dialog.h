@@ -2,9 +2,15 @@
 // progress (stage, bytes, GB/s, ETA), cancel that removes partial output, an error dialog
 // naming the file and the reason, and a summary with "Open folder". Closing the dialog while it
 // runs cancels the export; destroying it (the window closing) cancels it and waits.
+//
+// The dialog is bound to its source from the moment it opens: the path (and the tag it starts
+// from) are fixed and named in its title and body, whatever the window opens afterwards. A
+// checkpoint exports one of its tags into a folder; a single file exports into one safetensors
+// file. An output folder that already holds files is replaced only after the user says so.
 #pragma once
 
 #include "job_manager.h"
+#include "replace_prompt.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
@@ -32,13 +38,25 @@ class ExportDialog : public QDialog
 {
     Q_OBJECT
 public:
-    ExportDialog(const QString& checkpoint, const QStringList& tags, const QString& latest,
+    // `tags` empty: `source` is a single file. `tag`: the tag the dialog starts from.
+    ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
                  QWidget* parent = nullptr);
 
+    QString source() const { return m_checkpoint; }
+    QString tag() const; // empty for a single file
+    bool singleFile() const { return m_singleFile; }
+    // The window now shows another checkpoint: say that this export still reads its own.
+    void noteWindowShows(const QString& path);
+
     // For tests and scripted use.
-    void setOutputFolder(const QString& dir);
+    void setOutputFolder(const QString& dir); // the output file, for a single file
+    QString outputFolder() const;
+    void setTag(const QString& tag);
     void setFormat(const QString& format); // "safetensors" or "bin"
     void setMaxShardSize(const QString& size);
+    // Whether an output folder that holds files may be replaced: ask (the default, a question
+    // box) or the answer given here.
+    void setReplaceAnswer(ReplaceAnswer answer) { m_replaceAnswer = answer; }
     void start();
     void cancel();
     bool running() const;
@@ -54,8 +72,15 @@ protected:
 private:
     void onProgress(const JobProgress& p);
     void onFinished(const ExportOutcome& outcome);
+    void updateTitle();
+    bool mayWriteInto(const QString& folder);
+    void startFile(const std::string& in, const std::string& out);
 
     QString m_checkpoint;
+    bool m_singleFile = false;
+    ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
+    QLabel* m_source;
+    QLabel* m_sourceNote;
     QComboBox* m_tag;
     QComboBox* m_format;
     QComboBox* m_dtype;

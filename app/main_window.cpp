@@ -323,8 +323,12 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
                           lines.join(QLatin1String("<br>")));
         m_banner->show();
     }
-    // Any checkpoint family exports its model (ops::consolidate reads it from the layout).
-    m_exportAction->setEnabled(snapshot->opened != nullptr);
+    // Any checkpoint family exports its model (ops::consolidate reads it from the layout); a
+    // single file exports its tensors into one safetensors file.
+    m_exportAction->setEnabled(true);
+    // An export dialog still open reads what it was opened on: it says so.
+    for (ExportDialog* d : findChildren<ExportDialog*>())
+        d->noteWindowShows(QString::fromStdString(snapshot->path));
     // The Bloat view shows what was opened; hidden, it forgets its old target and takes the
     // selection when it is next shown.
     if (m_bloatDock->isVisible())
@@ -376,14 +380,27 @@ void MainWindow::exportModel()
 ExportDialog* MainWindow::openExportDialog()
 {
     const Snapshot* s = m_model->snapshot();
-    if (!s || !s->opened) return nullptr;
+    if (!s) return nullptr;
+    if (!s->opened) { // a single file: every tensor into one safetensors file
+        auto* d = new ExportDialog(QString::fromStdString(s->path), {}, {}, this);
+        d->setAttribute(Qt::WA_DeleteOnClose);
+        d->show();
+        return d;
+    }
+    // The tag the user chose in the tree (a tag, or anything inside one); else the latest.
     QStringList tags;
-    QString latest;
+    QString chosen;
     for (const auto& t : s->tags) {
         tags << QString::fromStdString(t.name);
-        if (t.latest) latest = QString::fromStdString(t.name);
+        if (t.latest) chosen = QString::fromStdString(t.name);
     }
-    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, latest, this);
+    const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
+    while (n && n->kind != NodeKind::Tag)
+        n = n->parent;
+    if (n && n->tag >= 0 && size_t(n->tag) < s->tags.size())
+        chosen = QString::fromStdString(s->tags[size_t(n->tag)].name);
+    if (chosen.isEmpty() && !tags.isEmpty()) chosen = tags.back();
+    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, chosen, this);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
     return d;

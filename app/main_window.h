@@ -48,7 +48,9 @@ public:
     QLineEdit* filterBox() const { return m_filter; }
     QString lastError() const { return m_lastError; }
     static QString exampleCheckpoint();
-    ExportDialog* openExportDialog(); // nullptr unless a DeepSpeed checkpoint is open
+    // For the tag selected in the tree (or the latest), or the single file open: nullptr when
+    // nothing is open.
+    ExportDialog* openExportDialog();
 
     // Bloat and slim (issue 11). The Bloat view shows PATH (a file or any folder) whether or not
     // it is open in the tree; while visible it follows the tree's selection.

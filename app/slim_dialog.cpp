@@ -2,6 +2,7 @@
 
 #include "io/output.h"
 #include "ops/slim.h"
+#include "replace_prompt.h"
 #include "tree_model.h"
 
 #include <QDir>
@@ -36,6 +37,7 @@ SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, 
     r.dryRun = dryRun;
     ops::SlimOptions options;
     options.dryRun = dryRun;
+    options.overwrite = true; // the dialog asked before a folder that holds files is written
     const ops::SlimResult res = ops::slim(in, out, options, progress, token);
     for (const ops::SlimFile& f : res.files) {
         const QString path = QString::fromStdString(f.path);
@@ -314,6 +316,11 @@ void SlimDialog::start()
         m_outcome.message = QString::fromUtf8(e.what());
         m_status->setText(m_outcome.message);
         emit finished(false);
+        return;
+    }
+    if (m_folder && !mayReplace(this, output(), m_replaceAnswer)) {
+        m_status->setText(tr("Nothing written: %1 holds files. Choose an empty folder, or replace them.")
+                              .arg(QDir::toNativeSeparators(output())));
         return;
     }
     // The real run tells the real sizes: a prediction still running is cancelled (and says so).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "job_manager.h"
+#include "replace_prompt.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
@@ -48,6 +49,7 @@ public:
     void setOutput(const QString& path);
     QString output() const;
     void start();
+    void setReplaceAnswer(ReplaceAnswer answer) { m_replaceAnswer = answer; }
     void cancel();
     // From start() until its result has been shown (not only while the worker runs).
     bool running() const { return m_running; }
@@ -88,6 +90,7 @@ private:
     QElapsedTimer m_clock;
     bool m_running = false;
     bool m_predicted = false;
+    ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
     JobManager m_jobs; // the prediction and the run; destroyed first, it stops and waits for them
 };
 

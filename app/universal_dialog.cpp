@@ -3,6 +3,7 @@
 #include "io/output.h"
 #include "ops/inspect.h"
 #include "ops/universal.h"
+#include "replace_prompt.h"
 
 #include <QCheckBox>
 #include <QDir>
@@ -187,8 +188,15 @@ void UniversalDialog::start()
         emit finished(false);
         return;
     }
+    if (!mayReplace(this, out, m_replaceAnswer)) {
+        m_status->setText(tr("Nothing written: %1 holds files. Choose an empty folder, or replace the "
+                             "conversion in it.")
+                              .arg(QDir::toNativeSeparators(out)));
+        return;
+    }
     ops::UniversalOptions opt;
     opt.injectMissingState = m_inject->isChecked();
+    opt.overwrite = true; // asked, or nothing is there to mix with
     m_outcome = {};
     m_notes.clear();
     m_status->setToolTip(QString());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "job_manager.h"
+#include "replace_prompt.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
@@ -48,6 +49,7 @@ public:
     QString outputFolder() const;
     void setInjectMissingState(bool inject);
     void start();
+    void setReplaceAnswer(ReplaceAnswer answer) { m_replaceAnswer = answer; }
     void cancel();
     bool running() const;
     const UniversalOutcome& outcome() const { return m_outcome; }
@@ -76,6 +78,7 @@ private:
     UniversalOutcome m_outcome;
     QStringList m_notes;
     QElapsedTimer m_clock;
+    ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
     JobManager m_jobs; // last: its destructor cancels the conversion and waits for it
 };
 

@@ -38,6 +38,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.all = a.all;
         opt.ignore = a.ignore;
         opt.dtype = parseDtype(a.dtype);
+        opt.overwrite = a.overwrite;
         opt.backend = backendFor(a.device, a.quiet || a.device == "auto");
         ops::ConsolidateResult r;
         {

@@ -13,6 +13,7 @@ int runSlim(const SlimArgs& a, const ops::CancelToken& cancel)
 {
     ops::SlimOptions o;
     o.dryRun = a.dryRun;
+    o.overwrite = a.overwrite;
     ops::SlimResult r;
     {
         ProgressPrinter printer(a.quiet || a.json);

@@ -15,6 +15,7 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
     ops::UniversalOptions o;
     o.tag = a.tag;
     o.injectMissingState = a.injectMissingState;
+    o.overwrite = a.overwrite;
     const auto start = std::chrono::steady_clock::now();
     ops::UniversalResult r;
     {

@@ -30,6 +30,7 @@ struct ExportArgs
     bool all = false;
     std::vector<std::string> ignore;
     bool skipUnsupported = false;
+    bool overwrite = false;
     bool quiet = false;
 };
 struct AnalyzeArgs
@@ -49,6 +50,7 @@ struct SlimArgs
     std::string input;
     std::string output;
     bool dryRun = false;
+    bool overwrite = false;
     bool json = false;
     bool quiet = false;
 };
@@ -58,6 +60,7 @@ struct UniversalArgs
     std::string output;
     std::string tag;
     bool injectMissingState = false;
+    bool overwrite = false;
     bool json = false;
     bool quiet = false;
 };

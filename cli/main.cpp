@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "io/interrupt.h"
+#include "io/output.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -84,6 +85,9 @@ int main(int argc, char** argv)
     exp->add_flag(
         "--skip-unsupported", ea.skipUnsupported,
         "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
+    exp->add_flag("--overwrite", ea.overwrite,
+                  "The output folder holds files: replace the export in it (earlier shards and index "
+                  "removed, other files kept; the new set swapped in atomically)");
     exp->add_flag("-q,--quiet", ea.quiet, "No progress on stderr");
 
     ckpt::cli::AnalyzeArgs st;
@@ -124,6 +128,8 @@ int main(int argc, char** argv)
     slim->add_option("output", sl.output, "output file (for a file) or new folder (for a folder)")
         ->required();
     slim->add_flag("--dry-run", sl.dryRun, "Only report what would be saved; write nothing");
+    slim->add_flag("--overwrite", sl.overwrite,
+                   "The output folder holds files: replace those the new output writes (others kept)");
     slim->add_flag("--json", sl.json, "Print one JSON document");
     slim->add_flag("-q,--quiet", sl.quiet, "No progress on stderr");
 
@@ -139,6 +145,9 @@ int main(int argc, char** argv)
     uni->add_flag("--inject-missing-state", ua.injectMissingState,
                   "Convert a checkpoint without universal_checkpoint_info (a data-parallel-only model, e.g. "
                   "Hugging Face) as ds_to_universal's --inject_missing_state does");
+    uni->add_flag("--overwrite", ua.overwrite,
+                  "The output folder holds files: replace the earlier conversion in it (its zero/ "
+                  "folder and model files; the new set swapped in atomically)");
     uni->add_flag("--json", ua.json, "Print one JSON document");
     uni->add_flag("-q,--quiet", ua.quiet, "No progress on stderr");
 
@@ -164,6 +173,9 @@ int main(int argc, char** argv)
         rc = run(inspect, exp, scan, stats, diff, slim, uni, ia, ea, sa, st, df, sl, ua);
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";
+    } catch (const ckpt::io::OutputNotEmpty& e) {
+        error =
+            std::string("error: ") + e.what() + "; pass --overwrite to replace it, or choose another folder";
     } catch (const std::bad_alloc&) {
         error = "error: out of memory";
     } catch (const std::exception& e) {

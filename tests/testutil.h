@@ -6,6 +6,7 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QFile>
 #include <QString>
 #include <QTest>
 #include <fstream>
@@ -52,6 +53,16 @@ inline std::string sha256Hex(const uint8_t* data, size_t n)
     return QCryptographicHash::hash(QByteArrayView(data, qsizetype(n)), QCryptographicHash::Sha256)
         .toHex()
         .toStdString();
+}
+
+// sha256 of a whole file, hex; empty when it cannot be read.
+inline QByteArray sha256File(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    h.addData(&f);
+    return h.result().toHex();
 }
 
 inline std::vector<uint8_t> contiguousBytes(const ckpt::torch::TorchFile& f, const ckpt::torch::Tensor& t)

@@ -103,11 +103,67 @@ private slots:
             ckptRun({"export", "--max-shard-size", "5GiB", data("/deepspeed/zero3_bf16_w2"), dir.path()});
         QCOMPARE(bad.code, 1);
         QVERIFY(bad.err.contains("--max-shard-size"));
-        const Run tag =
-            ckptRun({"export", "--tag", "global_step9", data("/deepspeed/zero3_bf16_w2"), dir.path()});
+        const Run tag = ckptRun(
+            {"export", "--tag", "global_step9", data("/deepspeed/zero3_bf16_w2"), dir.filePath("other")});
         QCOMPARE(tag.code, 1);
         QCOMPARE(tag.err.count('\n'), 1);
         QVERIFY(tag.err.contains("no tag 'global_step9'"));
+    }
+
+    // Issue 21 #3: a second export into a folder that holds the first one's shards used to leave
+    // them (and their index) beside the new model.safetensors. Refused now, naming the folder;
+    // --overwrite replaces what the earlier export wrote, keeps the user's files, leaves nothing
+    // beside the folder, and gives the bytes a fresh export gives.
+    void exportIntoAFolderThatHoldsAnExport()
+    {
+        const QString z2 = data("/deepspeed/zero2_bf16_w2");
+        QTemporaryDir tmp;
+        const QString d = tmp.filePath("d"), fresh = tmp.filePath("fresh");
+        QCOMPARE(ckptRun({"export", "-q", z2, d, "--max-shard-size", "2KB"}).code, 0);
+        const QStringList shards = QDir(d).entryList({"model-*-of-*.safetensors"}, QDir::Files);
+        QVERIFY(shards.size() > 1);
+        // the user's own files, and an odd shard name only the old index knows
+        QVERIFY(QFile::copy(data("/deepspeed/zero2_bf16_w2/latest"), d + "/README.md"));
+        QVERIFY(QDir(d).mkpath("notes"));
+        QVERIFY(QFile::copy(data("/deepspeed/zero2_bf16_w2/latest"), d + "/notes/a.txt"));
+        QFile index(d + "/model.safetensors.index.json");
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        QByteArray text = index.readAll();
+        index.close();
+        text.replace(shards[0].toUtf8(), "weights-a.safetensors");
+        QVERIFY(QFile::rename(d + "/" + shards[0], d + "/weights-a.safetensors"));
+        QVERIFY(index.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        index.write(text);
+        index.close();
+        const QStringList before = QDir(d).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
+
+        const Run refused = ckptRun({"export", "-q", z2, d});
+        QCOMPARE(refused.code, 1);
+        QCOMPARE(refused.err.count('\n'), 1);
+        QVERIFY2(refused.err.contains(d.toUtf8() + ": the output folder is not empty"),
+                 refused.err.constData());
+        QVERIFY2(refused.err.contains("--overwrite"), refused.err.constData());
+        QCOMPARE(QDir(d).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot), before);
+
+        const Run replaced = ckptRun({"export", "-q", "--overwrite", z2, d});
+        QCOMPARE(replaced.code, 0);
+        QCOMPARE(QDir(d).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name),
+                 QStringList({"README.md", "model.safetensors", "notes"}));
+        QVERIFY(QFile::exists(d + "/notes/a.txt"));
+        QCOMPARE(QDir(tmp.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList{"d"}); // no staging folder left beside it
+        QCOMPARE(ckptRun({"export", "-q", z2, fresh}).code, 0);
+        QCOMPARE(testutil::sha256File(d + "/model.safetensors"),
+                 testutil::sha256File(fresh + "/model.safetensors"));
+
+        // and back to .bin shards: model.safetensors goes, the .bin set comes
+        QCOMPARE(ckptRun({"export", "-q", "--overwrite", "--format", "bin", "--max-shard-size", "2KB", z2, d})
+                     .code,
+                 0);
+        const QStringList now = QDir(d).entryList(QDir::Files);
+        QVERIFY2(!now.contains("model.safetensors") && now.contains("pytorch_model.bin.index.json") &&
+                     now.contains("README.md"),
+                 qPrintable(now.join(' ')));
     }
 
     void exportWritesAndRefuses()

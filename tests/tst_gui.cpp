@@ -22,13 +22,17 @@
 #include <cstring>
 
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
+#include <QPointer>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -81,6 +85,35 @@ bool blank(const QImage& image)
         for (int x = 0; x < img.width(); ++x)
             if (img.pixel(x, y) != img.pixel(0, 0)) return false;
     return true;
+}
+
+// The .bin export in `out` holds what zero_to_fp32 wrote for `tag` of the fixture (`key`: "bin",
+// "bin_sharded"): the same files and every tensor's sha256.
+void expectZeroToFp32(const QString& out, const char* fixtureName, const char* tag, const char* key)
+{
+    const auto exp = testutil::readJson(fixture(fixtureName) + ".expect.json");
+    const auto& ref = exp["tags"][tag][key];
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(out.toStdString()))
+        files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    QCOMPARE(files, ref["files"].get<std::vector<std::string>>());
+    for (const auto& t : ref["tensors"]) {
+        const auto f = torch::TorchFile::open(
+            QDir(out).filePath(QString::fromStdString(t["file"].get<std::string>())).toStdString());
+        const torch::Tensor* tt = f->tensor(t["name"].get<std::string>());
+        QVERIFY(tt);
+        const auto b = testutil::contiguousBytes(*f, *tt);
+        QCOMPARE(testutil::sha256Hex(b.data(), b.size()), t["sha256"].get<std::string>());
+    }
+}
+
+// Opens `path` in the window and waits for it.
+bool openAndWait(app::MainWindow& w, const QString& path)
+{
+    QSignalSpy loaded(&w, &app::MainWindow::loaded);
+    w.open(path);
+    return loaded.wait(60000) && loaded.first().first().toBool();
 }
 
 // Every worker the jobs started has stopped, and what they posted has been delivered.
@@ -346,21 +379,137 @@ private slots:
         QVERIFY2(d.outcome().compute.startsWith(QLatin1String("cpu")) ||
                      d.outcome().compute.startsWith(QLatin1String("cuda")),
                  qPrintable(d.outcome().compute));
-        const auto exp = testutil::readJson(fixture("zero3_fp32_w2") + ".expect.json");
-        const auto& ref = exp["tags"]["global_step4"]["bin_sharded"];
-        std::vector<std::string> files;
-        for (const auto& e : std::filesystem::directory_iterator(out.path().toStdString()))
-            files.push_back(e.path().filename().string());
-        std::sort(files.begin(), files.end());
-        QCOMPARE(files, ref["files"].get<std::vector<std::string>>());
-        for (const auto& t : ref["tensors"]) {
-            const auto f = torch::TorchFile::open(
-                out.filePath(QString::fromStdString(t["file"].get<std::string>())).toStdString());
-            const torch::Tensor* tt = f->tensor(t["name"].get<std::string>());
-            QVERIFY(tt);
-            const auto b = testutil::contiguousBytes(*f, *tt);
-            QCOMPARE(testutil::sha256Hex(b.data(), b.size()), t["sha256"].get<std::string>());
+        expectZeroToFp32(out.path(), "zero3_fp32_w2", "global_step4", "bin_sharded");
+    }
+
+    // Issue 21 #1: Export starts from the tag chosen in the tree (the tag, or anything inside
+    // it), says it in its title, and writes that tag; from the checkpoint, the latest.
+    void exportStartsFromTheSelectedTag()
+    {
+        app::MainWindow w;
+        w.show();
+        const QString ck = QString::fromStdString(fixture("zero2_bf16_w2"));
+        QVERIFY(openAndWait(w, ck));
+        QVERIFY(w.select(QStringLiteral("global_step2")));
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(d);
+        QCOMPARE(d->tag(), QStringLiteral("global_step2"));
+        QVERIFY2(d->windowTitle().contains("global_step2") && d->windowTitle().contains("zero2_bf16_w2"),
+                 qPrintable(d->windowTitle()));
+        QCOMPARE(d->source(), ck);
+        d->close();
+        QVERIFY(w.select(QStringLiteral("global_step2/parameters/fc1.weight")));
+        d = w.openExportDialog();
+        QCOMPARE(d->tag(), QStringLiteral("global_step2"));
+        d->close();
+        w.tree()->setCurrentIndex(w.proxy()->index(0, 0)); // the checkpoint itself
+        d = w.openExportDialog();
+        QCOMPARE(d->tag(), QStringLiteral("global_step4")); // `latest`
+        d->close();
+        QVERIFY(w.select(QStringLiteral("global_step2")));
+        d = w.openExportDialog();
+        QTemporaryDir out;
+        d->setOutputFolder(out.path());
+        d->setFormat(QStringLiteral("bin"));
+        QSignalSpy done(d.data(), &app::ExportDialog::finished);
+        d->start();
+        QVERIFY(done.wait(60000));
+        QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
+        expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+    }
+
+    // Issue 21 #2: a dialog left open while the window opens another checkpoint keeps to its
+    // own, says so, and writes its own.
+    void anOpenExportDialogKeepsToItsCheckpoint()
+    {
+        app::MainWindow w;
+        w.show();
+        const QString a = QString::fromStdString(fixture("zero2_bf16_w2"));
+        const QString b = QString::fromStdString(fixture("zero3_fp32_w2"));
+        QVERIFY(openAndWait(w, a));
+        QVERIFY(w.select(QStringLiteral("global_step2")));
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(openAndWait(w, b));
+        QVERIFY(d);
+        QCOMPARE(d->source(), a);
+        QCOMPARE(d->tag(), QStringLiteral("global_step2"));
+        QVERIFY(d->windowTitle().contains("zero2_bf16_w2"));
+        QLabel* note = nullptr;
+        for (auto* l : d->findChildren<QLabel*>())
+            if (l->text().contains("zero3_fp32_w2")) note = l;
+        QVERIFY2(note && note->isVisible(), "the dialog does not say the window shows another checkpoint");
+        QTemporaryDir out;
+        d->setOutputFolder(out.path());
+        d->setFormat(QStringLiteral("bin"));
+        QSignalSpy done(d.data(), &app::ExportDialog::finished);
+        d->start();
+        QVERIFY(done.wait(60000));
+        QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
+        expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+    }
+
+    // Issue 21 #3 in the window: a folder holding files is written only after the user says to
+    // replace; then the earlier export goes and the user's other files stay.
+    void exportIntoAFolderThatHoldsFilesAsksFirst()
+    {
+        const QString ck = QString::fromStdString(fixture("zero2_bf16_w2"));
+        QTemporaryDir out;
+        for (const char* name : {"pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
+                                 "pytorch_model.bin.index.json", "README.md"}) {
+            QFile f(out.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("an earlier export's");
         }
+        const QStringList before = QDir(out.path()).entryList(QDir::Files);
+        app::ExportDialog d(ck, {"global_step2", "global_step4"}, QStringLiteral("global_step2"));
+        d.show();
+        d.setOutputFolder(out.path());
+        d.setFormat(QStringLiteral("bin"));
+        QSignalSpy done(&d, &app::ExportDialog::finished);
+        // asked, with the question box: Cancel writes nothing
+        bool asked = false;
+        QTimer::singleShot(0, &d, [&asked] {
+            if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+                asked = box->text().contains(QLatin1String("Replace"));
+                box->button(QMessageBox::Cancel)->click();
+            }
+        });
+        d.start();
+        QVERIFY(asked);
+        QVERIFY(!d.running());
+        QCOMPARE(QDir(out.path()).entryList(QDir::Files), before);
+        d.setReplaceAnswer(app::ReplaceAnswer::Yes);
+        d.start();
+        QVERIFY(done.wait(60000));
+        QVERIFY2(d.outcome().ok, qPrintable(d.outcome().message));
+        QCOMPARE(QDir(out.path()).entryList(QDir::Files, QDir::Name),
+                 QStringList({"README.md", "pytorch_model.bin"}));
+        QVERIFY(QFile::remove(out.filePath("README.md")));
+        expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+    }
+
+    // Issue 21 #7: a single torch.save file exports in the window as `ckpt export FILE OUT`.
+    void aSingleFileExportsToSafetensors()
+    {
+        app::MainWindow w;
+        w.show();
+        const QString file = QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt");
+        QVERIFY(openAndWait(w, file));
+        QAction* exportAction = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->text().contains(QLatin1String("Export"))) exportAction = a;
+        QVERIFY(exportAction && exportAction->isEnabled());
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(d && d->singleFile());
+        QVERIFY(d->outputFolder().endsWith(QLatin1String("state_dict.safetensors")));
+        QTemporaryDir out;
+        d->setOutputFolder(out.filePath("m.safetensors"));
+        QSignalSpy done(d.data(), &app::ExportDialog::finished);
+        d->start();
+        QVERIFY(done.wait(60000));
+        QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
+        QCOMPARE(d->outcome().files, QStringList{out.filePath("m.safetensors")});
+        QVERIFY(layout::familyOf(out.filePath("m.safetensors").toStdString()).singleFile());
     }
 
     // Cancel through the dialog's public API once bytes flow: a large model is still being

@@ -179,13 +179,20 @@ private slots:
             io::OutputTransaction tx({s("ck")}, out.toStdString(), Shape::Folder);
             tx.create("one.bin").write("1", 1);
             tx.create("two.bin").write("22", 2);
-            QCOMPARE(partialsIn(out).size(), 2);
-            QVERIFY(!QFile::exists(out + "/one.bin"));
+            // staged beside the folder, which stays empty until the commit swaps it in whole
+            const QString staging = QString::fromStdString(tx.folder());
+            QCOMPARE(QFileInfo(staging).dir().absolutePath(), QFileInfo(out).dir().absolutePath());
+            QVERIFY(QFileInfo(staging).fileName().startsWith(".b.ckpt-partial-"));
+            QCOMPARE(partialsIn(staging).size(), 2);
+            QVERIFY(QDir(out).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
             tx.commit();
+            QVERIFY(!QFileInfo::exists(staging));
         }
         QCOMPARE(QFileInfo(out + "/one.bin").size(), 1);
         QCOMPARE(QFileInfo(out + "/two.bin").size(), 2);
         QVERIFY(partialsIn(out).isEmpty());
+        QCOMPARE(QDir(p("tx_commit/a")).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList{"b"});
     }
 
     void transactionLeavesNothingWhenNotCommitted()
@@ -209,12 +216,135 @@ private slots:
     void aFailedRenameTakesBackTheOthers()
     {
         const QString out = p("tx_rename");
-        writeFile(out + "/second.bin/blocker", "a non-empty folder cannot be renamed over");
         io::OutputTransaction tx({}, out.toStdString(), Shape::Folder);
+        writeFile(QString::fromStdString(tx.folder()) + "/second.bin/blocker",
+                  "a non-empty folder cannot be renamed over");
         tx.create("first.bin").write("1", 1);
         tx.create("second.bin").write("2", 1);
         QVERIFY_THROWS_EXCEPTION(Error, tx.commit());
         QVERIFY(!QFile::exists(out + "/first.bin"));
+    }
+
+    // A folder that holds files is refused unless replacing is asked for; nothing is touched.
+    void aFolderThatHoldsFilesIsRefused()
+    {
+        const QString out = p("tx_refuse");
+        writeFile(out + "/model-00001-of-00002.safetensors", "old shard 1");
+        QDir().mkpath(out + "/empty/sub"); // empty folders hold nothing that could mix
+        try {
+            io::OutputTransaction tx({}, out.toStdString(), Shape::Folder);
+            QFAIL("a folder holding an earlier export was written into");
+        } catch (const io::OutputNotEmpty& e) {
+            QVERIFY2(QString(e.what()).contains("not empty (1 file: model-00001-of-00002.safetensors)"),
+                     e.what());
+            QVERIFY2(QString(e.what()).startsWith(out), e.what());
+        }
+        QCOMPARE(QDir(out).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList({"empty", "model-00001-of-00002.safetensors"}));
+        QVERIFY(QDir(p("")).entryList({".tx_refuse*"}, QDir::AllEntries | QDir::Hidden).isEmpty());
+        QDir(out).removeRecursively(); // only empty folders: written in place
+        QDir().mkpath(out + "/empty/sub");
+        {
+            io::OutputTransaction tx({}, out.toStdString(), Shape::Folder);
+            QVERIFY(!tx.replacing());
+            tx.create("model.safetensors").write("new", 3);
+            tx.commit();
+        }
+        QVERIFY(QFile::exists(out + "/model.safetensors"));
+    }
+
+    // Replacing: the old output's files (named by the operation) and those the new one writes are
+    // replaced, everything else is kept (hard links: no byte copied), and the folder shows the
+    // old set until commit() and the new set after it, with nothing left beside it.
+    void replacingSwapsTheWholeSet()
+    {
+        const QString out = p("tx_replace");
+        writeFile(out + "/model-00001-of-00002.safetensors", "old shard 1");
+        writeFile(out + "/model-00002-of-00002.safetensors", "old shard 2");
+        writeFile(out + "/model.safetensors.index.json", "old index");
+        writeFile(out + "/config.json", "old config");
+        writeFile(out + "/README.md", "the user's");
+        writeFile(out + "/notes/a.txt", "the user's too");
+        QVERIFY(QFile::link("README.md", out + "/readme-link"));
+        struct stat before
+        {
+        };
+        QCOMPARE(::stat((out + "/README.md").toLocal8Bit().constData(), &before), 0);
+        const auto old = [](const std::string& n) { return n.rfind("model", 0) == 0; };
+        {
+            io::OutputTransaction tx({}, out.toStdString(), Shape::Folder,
+                                     io::OutputTransaction::Existing::Replace, old);
+            QVERIFY(tx.replacing());
+            tx.create("model.safetensors").write("new weights", 11);
+            tx.create("config.json").write("new config", 10);
+            // until commit, the folder is the old set exactly
+            QCOMPARE(QDir(out).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot).size(), 7);
+            QVERIFY(!QFile::exists(out + "/model.safetensors"));
+            tx.commit();
+            QCOMPARE(tx.files(), (std::vector<std::string>{s("tx_replace/model.safetensors"),
+                                                           s("tx_replace/config.json")}));
+        }
+        QCOMPARE(QDir(out).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name),
+                 QStringList({"README.md", "config.json", "model.safetensors", "notes", "readme-link"}));
+        QFile config(out + "/config.json");
+        QVERIFY(config.open(QIODevice::ReadOnly));
+        QCOMPARE(config.readAll(), QByteArray("new config"));
+        QVERIFY(QFile::exists(out + "/notes/a.txt"));
+        QCOMPARE(QFile::symLinkTarget(out + "/readme-link"), out + "/README.md");
+        struct stat after
+        {
+        };
+        QCOMPARE(::stat((out + "/README.md").toLocal8Bit().constData(), &after), 0);
+        QCOMPARE(after.st_ino, before.st_ino); // the same file, not a copy
+        QCOMPARE(QDir(p("")).entryList({".tx_replace*"}, QDir::AllEntries | QDir::Hidden), QStringList());
+    }
+
+    void replacingNotCommittedLeavesTheOldSet()
+    {
+        const QString out = p("tx_replace_abort");
+        writeFile(out + "/pytorch_model.bin", "old");
+        {
+            io::OutputTransaction tx({}, out.toStdString(), Shape::Folder,
+                                     io::OutputTransaction::Existing::Replace);
+            tx.create("model.safetensors").write("new", 3);
+        }
+        QCOMPARE(QDir(out).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 QStringList({"pytorch_model.bin"}));
+        QCOMPARE(QDir(p("")).entryList({".tx_replace_abort*"}, QDir::AllEntries | QDir::Hidden),
+                 QStringList());
+    }
+
+    // kill -9 of a replacing writer leaves its staging folder beside the output (the new set not
+    // swapped in, or the old one swapped out); the next writer removes it. Where the two-rename
+    // fallback was cut between its renames, the folder is missing and the old set is put back.
+    void staleStagingOfDeadWritersIsRemoved()
+    {
+        const QString out = p("tx_stale_staging");
+        const QString host = QString::fromStdString(hostTag());
+        const QString staging = p(".tx_stale_staging" + host + QString::number(deadPid()));
+        const QString live = p(".tx_stale_staging" + host + QString::number(::getppid()));
+        writeFile(staging + "/model.safetensors", "new set, never swapped in");
+        writeFile(live + "/model.safetensors", "its writer still runs");
+        const QString aside = p(".tx_stale_staging.old" + host + QString::number(deadPid()));
+        writeFile(aside + "/model.safetensors", "the old set, moved aside");
+        {
+            io::OutputTransaction tx({}, out.toStdString(), Shape::Folder,
+                                     io::OutputTransaction::Existing::Replace);
+            QString notes;
+            for (const auto& n : tx.notes())
+                notes += QString::fromStdString(n) + "\n";
+            QVERIFY2(notes.contains("removed stale partial output " + staging), qPrintable(notes));
+            QVERIFY2(notes.contains("restored the earlier output"), qPrintable(notes));
+            QVERIFY(tx.replacing()); // the restored old set is what it replaces
+            tx.create("model.safetensors").write("newer", 5);
+            tx.commit();
+        }
+        QVERIFY(!QFileInfo::exists(staging));
+        QVERIFY(!QFileInfo::exists(aside));
+        QVERIFY(QFileInfo::exists(live));
+        QFile f(out + "/model.safetensors");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("newer"));
     }
 
     void oneWriterPerFolder()
@@ -268,9 +398,10 @@ private slots:
         const QString out = p("tx_signal/new");
         io::OutputTransaction tx({}, out.toStdString(), Shape::Folder);
         tx.create("a.bin").write("a", 1);
-        QCOMPARE(partialsIn(out).size(), 1);
+        QCOMPARE(partialsIn(QString::fromStdString(tx.folder())).size(), 1);
         io::removeAllTemporaryOutputs(); // what the interrupt handler does on a forced exit
         QVERIFY(!QFileInfo::exists(out));
+        QVERIFY(QDir(p("tx_signal")).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
     }
 
     void onlyRegularFilesAreRead()

@@ -1,6 +1,23 @@
 <?xml version='1.0' encoding='utf-8'?>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>ReplacePrompt</name>
+    <message numerus="yes">
+        <location filename="../app/replace_prompt.cpp" line="25" />
+        <source>%1 already holds %n file(s). Replace the earlier output in it?
+
+The files it wrote are removed and the new ones put in their place in one step; other files are kept.</source>
+        <translation><numerusform>%1 中已有 %n 个文件。要替换其中先前的输出吗？
+
+先前写入的文件会被删除，新文件一步替换到位；其他文件保留。</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/replace_prompt.cpp" line="31" />
+        <source>Replace the output?</source>
+        <translation>替换输出？</translation>
+    </message>
+</context>
+<context>
     <name>ckpt::app::BloatView</name>
     <message>
         <location filename="../app/bloat_view.cpp" line="83" />
@@ -798,96 +815,138 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="34" />
-        <source>Export consolidated model</source>
-        <translation>导出合并后的模型</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="44" />
+        <location filename="../app/export_dialog.cpp" line="54" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="46" />
+        <location filename="../app/export_dialog.cpp" line="56" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="50" />
+        <location filename="../app/export_dialog.cpp" line="60" />
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="60" />
+        <source>Checkpoint</source>
+        <translation>检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="70" />
+        <location filename="../app/export_dialog.cpp" line="102" />
+        <source>Output file</source>
+        <translation>输出文件</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="72" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="51" />
+        <location filename="../app/export_dialog.cpp" line="73" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="52" />
+        <location filename="../app/export_dialog.cpp" line="74" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="53" />
+        <location filename="../app/export_dialog.cpp" line="75" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="55" />
-        <location filename="../app/export_dialog.cpp" line="76" />
+        <location filename="../app/export_dialog.cpp" line="77" />
+        <location filename="../app/export_dialog.cpp" line="104" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="60" />
+        <location filename="../app/export_dialog.cpp" line="83" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="61" />
-        <location filename="../app/export_dialog.cpp" line="191" />
+        <location filename="../app/export_dialog.cpp" line="84" />
+        <location filename="../app/export_dialog.cpp" line="261" />
+        <location filename="../app/export_dialog.cpp" line="308" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="62" />
+        <location filename="../app/export_dialog.cpp" line="85" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
         <location filename="../app/export_dialog.cpp" line="103" />
+        <source>safetensors (*.safetensors)</source>
+        <translation>safetensors (*.safetensors)</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="123" />
+        <source>Export %1 to safetensors</source>
+        <translation>将 %1 导出为 safetensors</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="124" />
+        <source>Export model: %1 of %2</source>
+        <translation>导出模型：%2 的 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="133" />
+        <source>The window now shows %1; this export still reads the checkpoint above.</source>
+        <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="156" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="104" />
+        <location filename="../app/export_dialog.cpp" line="157" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="109" />
+        <location filename="../app/export_dialog.cpp" line="162" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="115" />
+        <location filename="../app/export_dialog.cpp" line="168" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="118" />
+        <location filename="../app/export_dialog.cpp" line="171" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="142" />
+        <location filename="../app/export_dialog.cpp" line="205" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="161" />
+        <location filename="../app/export_dialog.cpp" line="224" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="253" />
+        <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
+        <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="299" />
+        <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
+        <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
 </context>
 <context>
@@ -1162,22 +1221,22 @@ zeros %6  NaN %7  Inf %8</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="335" />
+        <location filename="../app/main_window.cpp" line="339" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="336" />
+        <location filename="../app/main_window.cpp" line="340" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="556" />
+        <location filename="../app/main_window.cpp" line="572" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="558" />
+        <location filename="../app/main_window.cpp" line="574" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1257,186 +1316,191 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="67" />
+        <location filename="../app/slim_dialog.cpp" line="69" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="77" />
+        <location filename="../app/slim_dialog.cpp" line="79" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="80" />
+        <location filename="../app/slim_dialog.cpp" line="82" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="83" />
+        <location filename="../app/slim_dialog.cpp" line="85" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="92" />
+        <location filename="../app/slim_dialog.cpp" line="94" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="96" />
+        <location filename="../app/slim_dialog.cpp" line="98" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="97" />
-        <location filename="../app/slim_dialog.cpp" line="140" />
+        <location filename="../app/slim_dialog.cpp" line="99" />
+        <location filename="../app/slim_dialog.cpp" line="142" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="97" />
-        <location filename="../app/slim_dialog.cpp" line="140" />
+        <location filename="../app/slim_dialog.cpp" line="99" />
+        <location filename="../app/slim_dialog.cpp" line="142" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="119" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="119" />
-        <location filename="../app/slim_dialog.cpp" line="328" />
+        <location filename="../app/slim_dialog.cpp" line="121" />
+        <location filename="../app/slim_dialog.cpp" line="335" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="120" />
+        <location filename="../app/slim_dialog.cpp" line="122" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="158" />
+        <location filename="../app/slim_dialog.cpp" line="160" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="164" />
+        <location filename="../app/slim_dialog.cpp" line="166" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="165" />
+        <location filename="../app/slim_dialog.cpp" line="167" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="176" />
+        <location filename="../app/slim_dialog.cpp" line="178" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="182" />
+        <location filename="../app/slim_dialog.cpp" line="184" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="182" />
+        <location filename="../app/slim_dialog.cpp" line="184" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="183" />
+        <location filename="../app/slim_dialog.cpp" line="185" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="189" />
+        <location filename="../app/slim_dialog.cpp" line="191" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="194" />
+        <location filename="../app/slim_dialog.cpp" line="196" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="195" />
+        <location filename="../app/slim_dialog.cpp" line="197" />
         <source>Slimming failed.</source>
         <translation>精简失败。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="196" />
+        <location filename="../app/slim_dialog.cpp" line="198" />
         <source>Slimming failed on %1.</source>
         <translation>精简 %1 时失败。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="232" />
+        <location filename="../app/slim_dialog.cpp" line="234" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="233" />
+        <location filename="../app/slim_dialog.cpp" line="235" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="235" />
+        <location filename="../app/slim_dialog.cpp" line="237" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="252" />
-        <location filename="../app/slim_dialog.cpp" line="253" />
+        <location filename="../app/slim_dialog.cpp" line="254" />
+        <location filename="../app/slim_dialog.cpp" line="255" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="259" />
+        <location filename="../app/slim_dialog.cpp" line="261" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="275" />
+        <location filename="../app/slim_dialog.cpp" line="277" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="304" />
+        <location filename="../app/slim_dialog.cpp" line="306" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="305" />
+        <location filename="../app/slim_dialog.cpp" line="307" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="330" />
+        <location filename="../app/slim_dialog.cpp" line="322" />
+        <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
+        <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
+    </message>
+    <message>
+        <location filename="../app/slim_dialog.cpp" line="337" />
         <source>Starting...</source>
         <translation>正在开始...</translation>
     </message>
@@ -1792,89 +1856,94 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="45" />
+        <location filename="../app/universal_dialog.cpp" line="46" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="53" />
+        <location filename="../app/universal_dialog.cpp" line="54" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="57" />
+        <location filename="../app/universal_dialog.cpp" line="58" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="61" />
+        <location filename="../app/universal_dialog.cpp" line="62" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="64" />
+        <location filename="../app/universal_dialog.cpp" line="65" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="65" />
-        <location filename="../app/universal_dialog.cpp" line="98" />
+        <location filename="../app/universal_dialog.cpp" line="66" />
+        <location filename="../app/universal_dialog.cpp" line="99" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="67" />
+        <location filename="../app/universal_dialog.cpp" line="68" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="79" />
-        <location filename="../app/universal_dialog.cpp" line="199" />
+        <location filename="../app/universal_dialog.cpp" line="80" />
+        <location filename="../app/universal_dialog.cpp" line="207" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="80" />
+        <location filename="../app/universal_dialog.cpp" line="81" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="140" />
+        <location filename="../app/universal_dialog.cpp" line="141" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="176" />
+        <location filename="../app/universal_dialog.cpp" line="177" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="201" />
+        <location filename="../app/universal_dialog.cpp" line="192" />
+        <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
+        <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="209" />
         <source>Reading %1...</source>
         <translation>正在读取 %1...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="235" />
+        <location filename="../app/universal_dialog.cpp" line="243" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="239" />
+        <location filename="../app/universal_dialog.cpp" line="247" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="255" />
+        <location filename="../app/universal_dialog.cpp" line="263" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="259" />
+        <location filename="../app/universal_dialog.cpp" line="267" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>

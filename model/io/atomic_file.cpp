@@ -10,7 +10,8 @@
 
 namespace ckpt::io {
 
-AtomicFile::AtomicFile(std::string finalPath) : m_final(std::move(finalPath))
+AtomicFile::AtomicFile(std::string finalPath, std::string shownPath)
+    : m_final(std::move(finalPath)), m_shown(shownPath.empty() ? m_final : std::move(shownPath))
 {
     const auto slash = m_final.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : m_final.substr(0, slash + 1);
@@ -23,7 +24,7 @@ AtomicFile::AtomicFile(std::string finalPath) : m_final(std::move(finalPath))
     if (m_fd < 0) {
         const int e = errno;
         detail::trackTemporary(m_temp, false);
-        throw Error(std::string("cannot create output: ") + std::strerror(e), m_final);
+        throw Error(std::string("cannot create output: ") + std::strerror(e), m_shown);
     }
 }
 
@@ -43,7 +44,7 @@ void AtomicFile::write(const void* data, uint64_t size)
         const ssize_t n = ::write(m_fd, p, std::min<uint64_t>(size, 1u << 30));
         if (n < 0) {
             if (errno == EINTR) continue;
-            throw Error(std::string("write failed: ") + std::strerror(errno), m_final);
+            throw Error(std::string("write failed: ") + std::strerror(errno), m_shown);
         }
         p += n;
         size -= uint64_t(n);
@@ -57,7 +58,7 @@ void AtomicFile::finish()
     ::sync_file_range(m_fd, 0, 0, SYNC_FILE_RANGE_WRITE); // a hint: sync() checks the outcome
     if (::close(m_fd) != 0) {
         m_fd = -1;
-        throw Error(std::string("close failed: ") + std::strerror(errno), m_final);
+        throw Error(std::string("close failed: ") + std::strerror(errno), m_shown);
     }
     m_fd = -1;
 }
@@ -68,11 +69,11 @@ void AtomicFile::sync()
     if (m_synced) return;
     // fsync of any descriptor of the file writes its dirty pages and reports their errors.
     const int fd = ::open(m_temp.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) throw Error(std::string("cannot reopen output to sync it: ") + std::strerror(errno), m_final);
+    if (fd < 0) throw Error(std::string("cannot reopen output to sync it: ") + std::strerror(errno), m_shown);
     const int rc = ::fsync(fd);
     const int e = errno;
     ::close(fd);
-    if (rc != 0) throw Error(std::string("fsync failed: ") + std::strerror(e), m_final);
+    if (rc != 0) throw Error(std::string("fsync failed: ") + std::strerror(e), m_shown);
     m_synced = true;
 }
 
@@ -80,7 +81,7 @@ void AtomicFile::commit()
 {
     sync();
     if (std::rename(m_temp.c_str(), m_final.c_str()) != 0)
-        throw Error(std::string("cannot rename output into place: ") + std::strerror(errno), m_final);
+        throw Error(std::string("cannot rename output into place: ") + std::strerror(errno), m_shown);
     m_committed = true;
     detail::trackTemporary(m_temp, false);
 }

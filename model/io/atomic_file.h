@@ -32,11 +32,13 @@ public:
 
 private:
     friend class OutputTransaction;
-    explicit AtomicFile(std::string finalPath);
+    // `shownPath`: the name errors give, when the file is written elsewhere first (a staging folder).
+    explicit AtomicFile(std::string finalPath, std::string shownPath = {});
     // Renames over the final path.
     void commit();
 
     std::string m_final;
+    std::string m_shown;
     std::string m_temp;
     int m_fd = -1;
     uint64_t m_written = 0;

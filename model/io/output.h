@@ -7,6 +7,7 @@
 
 #include "io/atomic_file.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ void checkOutputOutsideInputs(const std::vector<std::string>& inputs, const std:
 // The temporary name of an output: ".NAME.ckpt-partial-HOST-PID" beside it.
 std::string partialName(const std::string& finalName);
 
+// Thrown when a folder output already holds files and replacing them was not asked for: a second
+// export into it would leave the first one's shards and index beside the new files, and a loader
+// could read the mix. The CLI adds its flag to the message, the window asks.
+class OutputNotEmpty : public Error
+{
+public:
+    using Error::Error;
+};
+
 class OutputTransaction
 {
 public:
@@ -27,11 +37,22 @@ public:
         File,  // `path` is the one output file
         Folder // `path` is a folder the outputs go into (created when missing)
     };
+    // What a folder output does when the folder already holds files (a file output always
+    // replaces its one file: the rename is atomic).
+    enum class Existing {
+        Refuse, // OutputNotEmpty, before anything is read or written
+        Replace // the new output replaces the old one, atomically for the whole set (see commit())
+    };
+    // Replace: which top-level entries of the folder belong to the output being replaced, beside
+    // those the new output writes (an export's earlier shards, named by its index). Every other
+    // entry is kept.
+    using OldOutput = std::function<bool(const std::string& name)>;
 
     // Checks the output against the inputs, creates missing folders, takes the folder's lock
     // (a second writer into the same folder fails clearly instead of mixing files) and removes
     // temporaries left by writers that are gone (listed in notes()).
-    OutputTransaction(const std::vector<std::string>& inputs, const std::string& path, Shape shape);
+    OutputTransaction(const std::vector<std::string>& inputs, const std::string& path, Shape shape,
+                      Existing existing = Existing::Refuse, OldOutput oldOutput = {});
     // Uncommitted: removes every temporary, and the folders this transaction created if empty.
     ~OutputTransaction();
     OutputTransaction(const OutputTransaction&) = delete;
@@ -42,20 +63,35 @@ public:
     AtomicFile& create(const std::string& name = {});
     // Renames every file to its final name, in creation order; if one rename fails, the files
     // already renamed are removed again, so the job leaves all of its outputs or none.
+    // A folder output is written into a staging folder beside it (".NAME.ckpt-partial-HOST-PID"),
+    // the entries it keeps (replacing: all but the old output's) are hard-linked into it, and the
+    // two folders are exchanged in one rename (renameat2 RENAME_EXCHANGE): a reader, a crash or a
+    // kill -9 sees the old set or the new set, never a mix. The old set is then removed.
     void commit();
 
+    // Where files are created: the output folder, or the staging folder beside it.
     const std::string& folder() const { return m_folder; }
     std::vector<std::string> files() const; // final paths, in creation order
     const std::vector<std::string>& notes() const { return m_notes; }
+    bool replacing() const { return m_replacing; } // the folder held files: they are replaced
 
 private:
     void createFolders(const std::string& dir);
     void lockFolder();
     void removeStalePartials();
+    void removeStaleStaging();
+    void prepareFolder(Existing existing);
+    void removeOldInPlace();
+    void keepOldEntries();
+    void swapInStaging();
 
     Shape m_shape;
     std::string m_path;
-    std::string m_folder;
+    std::string m_folder;  // where files are created: the output folder, or the staging folder
+    std::string m_staging; // replacing: the staging folder beside the output folder
+    OldOutput m_oldOutput;
+    bool m_replacing = false;
+    std::vector<std::string> m_names;       // each file's path relative to the folder, in creation order
     std::vector<std::string> m_createdDirs; // outermost first
     std::vector<std::unique_ptr<AtomicFile>> m_files;
     std::vector<std::string> m_notes;

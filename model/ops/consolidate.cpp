@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
 namespace ckpt::ops {
 
@@ -56,6 +58,33 @@ std::string shardName(bool safetensors, size_t i, size_t n)
     return stem + buf + ext;
 }
 
+// The weight files an earlier export (ours, zero_to_fp32's, save_pretrained's) left in `dir`: the
+// usual names and whatever its indexes name. An index that cannot be read names nothing more.
+std::set<std::string> earlierExportFiles(const std::string& dir)
+{
+    std::set<std::string> names{"model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                                "pytorch_model.bin.index.json"};
+    for (const std::string index : {"model.safetensors.index.json", "pytorch_model.bin.index.json"}) {
+        const fs::path p = fs::path(dir) / index;
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) > (64u << 20)) continue;
+        std::ifstream in(p);
+        const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+        if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) continue;
+        for (const auto& [tensor, file] : j["weight_map"].items())
+            if (file.is_string() && file.get<std::string>().find('/') == std::string::npos)
+                names.insert(file.get<std::string>());
+    }
+    return names;
+}
+
+bool isShardName(const std::string& name)
+{
+    // model-00001-of-00003.safetensors, pytorch_model-00001-of-00003.bin
+    static const std::regex shard(R"((model|pytorch_model)-\d{5}-of-\d{5}\.(safetensors|bin))");
+    return std::regex_match(name, shard);
+}
+
 } // namespace
 
 ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
@@ -67,9 +96,13 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     const bool oneFile = options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
                          outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
     // Before any work: the output may not be, contain, or lie inside the checkpoint.
-    io::OutputTransaction tx({checkpoint}, outDir,
-                             oneFile ? io::OutputTransaction::Shape::File
-                                     : io::OutputTransaction::Shape::Folder);
+    const std::set<std::string> earlier = oneFile ? std::set<std::string>{} : earlierExportFiles(outDir);
+    io::OutputTransaction tx(
+        {checkpoint}, outDir,
+        oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder,
+        options.overwrite ? io::OutputTransaction::Existing::Replace
+                          : io::OutputTransaction::Existing::Refuse,
+        [&earlier](const std::string& name) { return earlier.count(name) || isShardName(name); });
     reportNotes(progress, tx.notes());
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     SourceOptions so;

@@ -29,6 +29,10 @@ struct ConsolidateOptions
     // included; as stored for other families).
     std::optional<torch::DType> dtype;
     std::shared_ptr<gpu::ComputeBackend> backend; // casts run here; nullptr = CPU
+    // The output folder holds files: replace the export in it (else refused). What an earlier
+    // export wrote goes (the weights named by its index, the usual weight and index names, the
+    // files this export writes); other files are kept. The set is swapped in atomically.
+    bool overwrite = false;
 };
 
 struct ConsolidateResult

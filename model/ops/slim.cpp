@@ -553,9 +553,11 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
     io::checkOutputOutsideInputs({input}, output);
     std::unique_ptr<io::OutputTransaction> tx;
     if (!options.dryRun) {
-        tx = std::make_unique<io::OutputTransaction>(std::vector<std::string>{input}, output,
-                                                     folder ? io::OutputTransaction::Shape::Folder
-                                                            : io::OutputTransaction::Shape::File);
+        tx = std::make_unique<io::OutputTransaction>(
+            std::vector<std::string>{input}, output,
+            folder ? io::OutputTransaction::Shape::Folder : io::OutputTransaction::Shape::File,
+            options.overwrite ? io::OutputTransaction::Existing::Replace
+                              : io::OutputTransaction::Existing::Refuse);
         reportNotes(progress, tx->notes());
     }
 

@@ -17,6 +17,9 @@ namespace ckpt::ops {
 struct SlimOptions
 {
     bool dryRun = false; // plan and report only; nothing is written
+    // A folder output that holds files: replace them (else refused). Entries the new output
+    // writes are replaced; others are kept.
+    bool overwrite = false;
 };
 
 struct SlimFile

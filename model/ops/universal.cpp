@@ -1129,15 +1129,14 @@ struct Plan
     uint64_t totalBytes = 0;
 };
 
-bool emptyOfFiles(const std::string& dir)
+// The files an earlier conversion wrote into the folder: its zero/ tree and the model-states
+// files copied beside it. Replaced as a set by a conversion that overwrites (--overwrite).
+bool earlierUniversalOutput(const std::string& name)
 {
-    std::error_code ec;
-    if (!fs::exists(dir, ec)) return true;
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        if (!it->is_directory(ec) &&
-            it->path().filename().string().find(".ckpt-partial-") == std::string::npos)
-            return false;
-    return true;
+    const auto ends = [&](const std::string& x) {
+        return name.size() >= x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
+    };
+    return name == "zero" || ends("_model_states.pt") || ends("_optim_states.pt");
 }
 
 } // namespace
@@ -1163,12 +1162,13 @@ UniversalResult universal(const std::string& input, const std::string& output,
     // checkpoint root, where load_checkpoint(root) with load_universal looks; given the root,
     // OUT may not lie in it (no output inside an input).
     const std::vector<std::string> inputs = {input, choice.dir};
-    io::OutputTransaction tx(inputs, output, io::OutputTransaction::Shape::Folder);
+    // A folder that holds files is refused unless replacing was asked for: an earlier
+    // conversion's zero/ folders would mix with this one's.
+    io::OutputTransaction tx(inputs, output, io::OutputTransaction::Shape::Folder,
+                             options.overwrite ? io::OutputTransaction::Existing::Replace
+                                               : io::OutputTransaction::Existing::Refuse,
+                             earlierUniversalOutput);
     reportNotes(progress, tx.notes());
-    if (!emptyOfFiles(out.string()))
-        throw Error("the output folder is not empty: a Universal checkpoint goes into a new or empty folder "
-                    "(files of an earlier conversion would mix with this one)",
-                    out.string());
     io::OutputTransaction latestTx(inputs, latestPath.string(), io::OutputTransaction::Shape::File);
     reportNotes(progress, latestTx.notes());
 

@@ -20,6 +20,8 @@ struct UniversalOptions
     // What ds_to_universal's --inject_missing_state does: a model file without
     // universal_checkpoint_info converts as plain data parallelism (Hugging Face models).
     bool injectMissingState = false;
+    // The output folder holds files: replace the conversion in it (else refused).
+    bool overwrite = false;
 };
 
 struct UniversalResult

@@ -107,8 +107,10 @@ input_unchanged() {
     cmp -s "$SCRATCH/now.manifest" "$SCRATCH/input-$1.manifest"
 }
 
-partials() { find "$1" -name '*.ckpt-partial-*' 2>/dev/null; }
-finals() { find "$1" -type f ! -name '*.ckpt-partial-*' 2>/dev/null; }
+# A folder output is staged in a folder beside it named like a temporary: that folder is one
+# partial (what is inside it is not listed), and nothing in it is a final output.
+partials() { find "$1" -name '*.ckpt-partial-*' -prune 2>/dev/null; }
+finals() { find "$1" -type f ! -path '*.ckpt-partial-*' 2>/dev/null; }
 lines() { grep -c '' "$1"; } # counts a last line without newline too
 first_line() { head -n 1 "$1" | cut -c 1-300; }
 
@@ -479,6 +481,52 @@ run_kills() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# 10b. kill -9 of an export that replaces an earlier one (--overwrite): at every point the folder
+# holds the old complete set (the sharded export) or the new complete set (one model.safetensors),
+# never a mix; a rerun removes the staging folder and leaves the new set.
+
+replace_kill_case() {
+    local label=$1 trigger=$2 case="kill -9 replacing export at $1"
+    local dir=$SCRATCH/replace-$label out sent rc finished elapsed progress hung state
+    mkdir -p "$dir"; out=$dir/exported
+    cp -al "$SCRATCH/ref-export-sharded/exported" "$out" || { fail "$case" "cannot copy the old set"; return; }
+    op_load export-folder; op_cmd "$(input_path "$OP_INPUT")" "$out"; CMD+=(--overwrite)
+    read -r sent rc finished elapsed progress hung < <("${LIB[@]}" run --at "$trigger" --signal KILL \
+        --watch "$dir" --pidfile "$dir.pid" --stderr "$dir.err1" -- "${CMD[@]}")
+    rm -f "$dir.pid"
+    [[ -n ${rc:-} ]] || { fail "$case" "faultlib.py run failed"; return; }
+    input_unchanged ds || { fail "$case" "THE INPUT CHANGED (sha256)"; return; }
+    manifest "$out" >"$dir.manifest"
+    if cmp -s "$dir.manifest" "$SCRATCH/ref-export-sharded.manifest"; then state="old set"
+    elif cmp -s "$dir.manifest" "$SCRATCH/ref-export-folder.manifest"; then state="new set"
+    else fail "$case" "the folder holds neither the old nor the new export (exit $rc): $(ls "$out" | head -5 | tr '\n' ' ')"; return; fi
+    [[ $rc == 0 && $state == "old set" ]] && { fail "$case" "finished, but the folder holds the old set"; return; }
+    local left; left=$(partials "$dir")
+    "${CMD[@]}" >/dev/null 2>"$dir.err2"; rc=$?
+    [[ $rc == 0 ]] || { fail "$case" "rerun: exit $rc: $(first_line "$dir.err2")"; return; }
+    local p
+    for p in $left; do
+        grep -qF "removed stale partial output $p" "$dir.err2" || { fail "$case" "rerun did not report removing $p"; return; }
+    done
+    [[ -z $(partials "$dir") ]] || { fail "$case" "rerun left partials: $(partials "$dir" | tr '\n' ' ')"; return; }
+    manifest "$out" >"$dir.manifest"
+    cmp -s "$dir.manifest" "$SCRATCH/ref-export-folder.manifest" || { fail "$case" "rerun output differs from the reference export"; return; }
+    ok "$case (killed with the $state in place, $(echo "$left" | grep -c .) partial(s) left; rerun clean)"
+    rm -rf "$dir"
+}
+
+run_replace_kills() {
+    if [[ ${REF_OK[export-folder]} != 1 || ${REF_OK[export-sharded]} != 1 ]]; then
+        skip "kill -9 replacing export" "no reference runs"; return
+    fi
+    # the old set is hard-linked in, so the watched bytes start at its size
+    local old=${REF_BYTES[export-sharded]} new=${REF_BYTES[export-folder]}
+    replace_kill_case "50ms" "time:0.05"
+    replace_kill_case "30%" "bytes:$((old + new * 30 / 100))"
+    replace_kill_case "full-size" "bytes:$((old + new * 999 / 1000))" # verifying, or swapping
+}
+
+# ---------------------------------------------------------------------------------------------
 # 3. SIGINT / SIGTERM / SIGHUP: exit within 1 s with 128+n, and nothing left at all (the folder
 # the job created included).
 
@@ -547,15 +595,16 @@ run_disk_full() {
 
 # ---------------------------------------------------------------------------------------------
 # 9. Race: two exports of the same checkpoint with different layouts, same output folder, same
-# moment. One wins and the other says another ckpt is writing there, or both succeed in turn;
-# the folder always holds exactly one of the two exports, never a mix.
+# moment, both allowed to replace what they find (--overwrite). One wins and the other says
+# another ckpt is writing there, or both succeed in turn (the second replacing the first); the
+# folder always holds exactly one of the two exports, never a mix.
 
 race_case() {
     local a=$1 b=$2 round=$3 case="race $1 vs $2 #$3"
     local dir=$SCRATCH/race-$round out in rca rcb
     mkdir -p "$dir"; out=$dir/exported
-    op_load "$a"; op_cmd "$(input_path "$OP_INPUT")" "$out"; local cmda=("${CMD[@]}")
-    op_load "$b"; op_cmd "$(input_path "$OP_INPUT")" "$out"; local cmdb=("${CMD[@]}")
+    op_load "$a"; op_cmd "$(input_path "$OP_INPUT")" "$out"; local cmda=("${CMD[@]}" --overwrite)
+    op_load "$b"; op_cmd "$(input_path "$OP_INPUT")" "$out"; local cmdb=("${CMD[@]}" --overwrite)
     if ((round % 2)); then
         "${cmda[@]}" >/dev/null 2>"$dir.a.err" & local pa=$!
         "${cmdb[@]}" >/dev/null 2>"$dir.b.err" & local pb=$!
@@ -603,7 +652,7 @@ section read_only && run_read_only
 if section 'reference|kill|signal|disk_full|race'; then
     if make_inputs; then
         run_reference
-        section kill && run_kills
+        section kill && { run_kills; run_replace_kills; }
         section signal && run_signals
         section disk_full && run_disk_full
         section race && run_races

@@ -352,7 +352,20 @@ ZH = {
     "With --compare: the tag of A (default: its latest).": "与 --compare 一起使用：A 的标签（默认：其最新标签）。",
     "With --compare: the tag of B (default: its latest).": "与 --compare 一起使用：B 的标签（默认：其最新标签）。",
     "With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.": "与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。",
+    "%1 already holds %n file(s). Replace the earlier output in it?\n\nThe files it wrote are removed and the new ones put in their place in one step; other files are kept.":
+        "%1 中已有 %n 个文件。要替换其中先前的输出吗？\n\n先前写入的文件会被删除，新文件一步替换到位；其他文件保留。",
+    "Replace the output?": "替换输出？",
+    "Checkpoint": "检查点",
+    "safetensors (*.safetensors)": "safetensors (*.safetensors)",
+    "Export %1 to safetensors": "将 %1 导出为 safetensors",
+    "Export model: %1 of %2": "导出模型：%2 的 %1",
+    "The window now shows %1; this export still reads the checkpoint above.": "窗口现在显示 %1；此导出仍读取上面的检查点。",
+    "Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).": "最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。",
+    "Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.": "未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。",
+    "Nothing written: %1 holds files. Choose an empty folder, or replace them.": "未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。",
+    "Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.": "未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。",
 }
+
 
 
 def main():
