@@ -26,6 +26,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
@@ -42,6 +43,17 @@ namespace ckpt::app {
 namespace {
 
 const QString kOpen = QStringLiteral("open");
+
+// Where a failed opening says so: in the window, red, selectable, never only in the status bar.
+QLabel* errorLabel(QWidget* parent)
+{
+    auto* l = new QLabel(parent);
+    l->setWordWrap(true);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setStyleSheet(QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; }"));
+    l->hide();
+    return l;
+}
 
 } // namespace
 
@@ -63,55 +75,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_proxy = new FilterProxy(this);
     m_proxy->setSourceModel(m_model);
 
-    auto* fileMenu = menuBar()->addMenu(tr("&File"));
-    auto* openFolder = fileMenu->addAction(tr("Open &Folder..."), this, [this] {
-        const QString d = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"));
-        if (!d.isEmpty()) open(d);
-    });
-    auto* openFile = fileMenu->addAction(tr("&Open File..."), this, [this] {
-        const QString f = QFileDialog::getOpenFileName(
-            this, tr("Open checkpoint file"), QString(),
-            tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
-        if (!f.isEmpty()) open(f);
-    });
-    m_exportAction = fileMenu->addAction(tr("&Export Model..."), this, &MainWindow::exportModel);
-    m_exportAction->setEnabled(false);
-    m_slimAction = fileMenu->addAction(tr("&Slim..."), this, [this] {
-        // The Bloat view's file or folder when it is shown, else the selection's.
-        QString path = m_bloatDock->isVisible() ? m_bloat->target() : QString();
-        if (path.isEmpty()) path = diskPathOf(TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex())));
-        if (path.isEmpty() && m_model->snapshot()) path = QString::fromStdString(m_model->snapshot()->path);
-        if (!path.isEmpty()) openSlimDialog(path);
-    });
-    m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
-    m_slimAction->setEnabled(false);
-    m_universalAction =
-        fileMenu->addAction(tr("Convert to &Universal..."), this, &MainWindow::convertToUniversal);
-    m_universalAction->setToolTip(tr(
-        "Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count"));
-    m_universalAction->setEnabled(false);
-    fileMenu->addAction(tr("&Bloat of a Folder..."), this, [this] {
-        // Any folder, a checkpoint or not: a Hugging Face folder of bloated .bin shards is the
-        // usual case, and the tree cannot open that.
-        const QString d = QFileDialog::getExistingDirectory(this, tr("Folder to analyse"));
-        if (!d.isEmpty()) showBloat(d);
-    });
-    fileMenu->addAction(tr("&Compare..."), this, &MainWindow::askCompare);
-    m_compareTags = fileMenu->addAction(tr("Compare Selected &Tags"), this, [this] {
-        const QStringList tags = selectedTagPaths();
-        if (tags.size() == 2) openCompare(tags[0], tags[1]);
-    });
-    m_compareTags->setToolTip(
-        tr("Select two tags in the tree (Ctrl+click) to compare them tensor by tensor"));
-    m_compareTags->setEnabled(false);
-    fileMenu->addSeparator();
-    fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
-    fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
-    auto* tb = addToolBar(tr("Main"));
-    tb->addAction(openFolder);
-    tb->addAction(openFile);
-    tb->addAction(m_exportAction);
-
+    buildFileMenu();
     // The Bloat view: a dock below the tree and the details, wide enough for its bars and its
     // storage table side by side. Hidden until asked for (View menu, toolbar, Ctrl+B): it parses
     // every pickle of what it shows, which is work nobody should pay for unasked.
@@ -128,8 +92,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         tr("Where the bytes of the selected file, tag or checkpoint go, and how many are wasted"));
     auto* viewMenu = menuBar()->addMenu(tr("&View"));
     viewMenu->addAction(bloatToggle);
-    tb->addAction(bloatToggle);
-    tb->addAction(m_slimAction);
+    m_toolbar->addAction(bloatToggle);
+    m_toolbar->addAction(m_slimAction);
+    buildHelpMenu();
     connect(m_bloatDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
         if (!visible || !m_bloat->target().isEmpty()) return;
         const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
@@ -153,7 +118,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                    start);
     m_recent = new QListWidget(start);
     auto* example = new QPushButton(tr("Open the bundled example"), start);
+    m_startError = errorLabel(start);
     sl->addWidget(title);
+    sl->addWidget(m_startError);
     sl->addWidget(m_recent, 1);
     sl->addWidget(example);
     connect(example, &QPushButton::clicked, this, [this] { open(exampleCheckpoint()); });
@@ -165,6 +132,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_banner->setWordWrap(true);
     m_banner->setStyleSheet(QStringLiteral("QLabel { background: #fff3cd; color: #664d03; padding: 6px; }"));
     m_banner->hide();
+    m_error = errorLabel(browser);
     auto* filterRow = new QHBoxLayout;
     m_filter = new QLineEdit(browser);
     m_filter->setPlaceholderText(tr("Filter by name (wildcards, or a regular expression)"));
@@ -198,6 +166,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     split->addWidget(m_details);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    bl->addWidget(m_error);
     bl->addWidget(m_banner);
     bl->addWidget(split, 1);
     m_stack->addWidget(start);
@@ -240,8 +209,158 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     } catch (const std::exception& e) {
         reason = e.what();
     }
-    statusBar()->addPermanentWidget(new QLabel(tr("Compute: %1").arg(QString::fromStdString(reason)), this));
+    m_compute = QString::fromStdString(reason);
+    statusBar()->addPermanentWidget(new QLabel(tr("Compute: %1").arg(m_compute), this));
     refreshRecent();
+    showStartPage();
+}
+
+void MainWindow::buildFileMenu()
+{
+    // Shortcuts as in every Qt application: the standard key where Qt has one.
+    auto* fileMenu = menuBar()->addMenu(tr("&File"));
+    auto* openFile = fileMenu->addAction(tr("&Open File..."), this, [this] {
+        const QString f = QFileDialog::getOpenFileName(
+            this, tr("Open checkpoint file"), QString(),
+            tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+        if (!f.isEmpty()) open(f);
+    });
+    openFile->setShortcuts(QKeySequence::Open);
+    auto* openFolder = fileMenu->addAction(tr("Open &Folder..."), this, [this] {
+        const QString d = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"));
+        if (!d.isEmpty()) open(d);
+    });
+    openFolder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
+    connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+    fillRecentMenu();
+    m_reloadAction = fileMenu->addAction(tr("Re&load"), this, [this] {
+        if (const Snapshot* s = m_model->snapshot()) open(QString::fromStdString(s->path));
+    });
+    m_reloadAction->setShortcuts(QKeySequence::Refresh);
+    m_reloadAction->setToolTip(tr("Read the open checkpoint again from disk (new tags, changed files)"));
+    m_reloadAction->setEnabled(false);
+    fileMenu->addSeparator();
+    m_exportAction = fileMenu->addAction(tr("&Export Model..."), this, &MainWindow::exportModel);
+    m_exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_exportAction->setEnabled(false);
+    m_slimAction = fileMenu->addAction(tr("&Slim..."), this, [this] {
+        // The Bloat view's file or folder when it is shown, else the selection's.
+        QString path = m_bloatDock->isVisible() ? m_bloat->target() : QString();
+        if (path.isEmpty()) path = diskPathOf(TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex())));
+        if (path.isEmpty() && m_model->snapshot()) path = QString::fromStdString(m_model->snapshot()->path);
+        if (!path.isEmpty()) openSlimDialog(path);
+    });
+    m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
+    m_slimAction->setEnabled(false);
+    m_universalAction =
+        fileMenu->addAction(tr("Convert to &Universal..."), this, &MainWindow::convertToUniversal);
+    m_universalAction->setToolTip(tr(
+        "Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count"));
+    m_universalAction->setEnabled(false);
+    fileMenu->addAction(tr("&Bloat of a Folder..."), this, [this] {
+        // Any folder, a checkpoint or not: a Hugging Face folder of bloated .bin shards is the
+        // usual case, and the tree cannot open that.
+        const QString d = QFileDialog::getExistingDirectory(this, tr("Folder to analyse"));
+        if (!d.isEmpty()) showBloat(d);
+    });
+    fileMenu->addAction(tr("&Compare..."), this, &MainWindow::askCompare);
+    m_compareTags = fileMenu->addAction(tr("Compare Selected &Tags"), this, [this] {
+        const QStringList tags = selectedTagPaths();
+        if (tags.size() == 2) openCompare(tags[0], tags[1]);
+    });
+    m_compareTags->setToolTip(
+        tr("Select two tags in the tree (Ctrl+click) to compare them tensor by tensor"));
+    m_compareTags->setEnabled(false);
+    fileMenu->addSeparator();
+    auto* find = fileMenu->addAction(tr("&Find..."), this, [this] {
+        m_stack->setCurrentIndex(m_model->snapshot() ? 1 : 0);
+        m_filter->setFocus(Qt::ShortcutFocusReason);
+        m_filter->selectAll();
+    });
+    find->setShortcuts(QKeySequence::Find);
+    find->setToolTip(tr("Filter the tree by name"));
+    m_closeAction = fileMenu->addAction(tr("&Close Checkpoint"), this, &MainWindow::closeCheckpoint);
+    // Ctrl+W on every desktop, whatever the platform theme lists (some list Ctrl+F4 alone).
+    QList<QKeySequence> closeKeys = QKeySequence::keyBindings(QKeySequence::Close);
+    if (!closeKeys.contains(QKeySequence(Qt::CTRL | Qt::Key_W)))
+        closeKeys.prepend(QKeySequence(Qt::CTRL | Qt::Key_W));
+    m_closeAction->setShortcuts(closeKeys);
+    m_closeAction->setEnabled(false);
+    fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
+    auto* quit = fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
+    quit->setShortcuts(QKeySequence::Quit);
+    m_toolbar = addToolBar(tr("Main"));
+    m_toolbar->addAction(openFolder);
+    m_toolbar->addAction(openFile);
+    m_toolbar->addAction(m_exportAction);
+}
+
+void MainWindow::fillRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
+    for (int i = 0; i < recent.size(); ++i) {
+        // &1..&9 as in every recent list; the path as it was opened.
+        const QString label = i < 9 ? QStringLiteral("&%1 %2").arg(i + 1).arg(recent[i]) : recent[i];
+        m_recentMenu->addAction(label, this, [this, p = recent[i]] { open(p); });
+    }
+    if (recent.isEmpty()) m_recentMenu->addAction(tr("No recent checkpoints"))->setEnabled(false);
+    m_recentMenu->addSeparator();
+    m_recentMenu
+        ->addAction(tr("Clear the List"), this,
+                    [this] {
+                        QSettings().remove(QStringLiteral("recent"));
+                        refreshRecent();
+                    })
+        ->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::buildHelpMenu()
+{
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    auto* keys = help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
+        QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsText());
+    });
+    keys->setShortcuts(QKeySequence::HelpContents);
+    help->addAction(tr("&About Checkpoint Studio"), this,
+                    [this] { QMessageBox::about(this, tr("About Checkpoint Studio"), aboutText()); });
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+}
+
+QString MainWindow::shortcutsText() const
+{
+    // Made from the actions themselves, so that it cannot disagree with them.
+    QString html = QStringLiteral("<table>");
+    for (QMenu* menu : menuBar()->findChildren<QMenu*>())
+        for (QAction* a : menu->actions())
+            if (!a->shortcut().isEmpty())
+                html += QStringLiteral("<tr><td><b>%1</b>&nbsp;&nbsp;</td><td>%2</td></tr>")
+                            .arg(a->shortcut().toString(QKeySequence::NativeText).toHtmlEscaped(),
+                                 a->text().remove(QLatin1Char('&')).toHtmlEscaped());
+    return html + QStringLiteral("</table>");
+}
+
+QString MainWindow::aboutText() const
+{
+    return tr("<h3>Checkpoint Studio %1</h3><p>Inspect, export, convert and compare DeepSpeed, Composer, "
+              "PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and "
+              "nothing is written into a checkpoint.</p><p>Compute: %2<br>Qt %3</p>")
+        .arg(QStringLiteral(CKPT_VERSION), m_compute.toHtmlEscaped(), QString::fromLatin1(qVersion()));
+}
+
+void MainWindow::closeCheckpoint()
+{
+    m_jobs.cancel(kOpen);
+    m_model->setSnapshot(nullptr);
+    m_details->show(nullptr, nullptr);
+    m_banner->hide();
+    m_error->hide();
+    m_bloat->clear();
+    for (QAction* a : {m_exportAction, m_reloadAction, m_closeAction, m_universalAction, m_compareTags})
+        a->setEnabled(false);
+    updateSlimAction();
+    setWindowTitle(tr("Checkpoint Studio"));
     showStartPage();
 }
 
@@ -296,14 +415,29 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         return;
     }
     if (!r.ok() || !*r.value) {
+        // The one-line error where the user is looking. What the tree showed stays, with its own
+        // warnings, under a banner saying that the new checkpoint failed; with nothing open,
+        // the start page says it.
         m_lastError = r.error;
-        statusBar()->showMessage(tr("Cannot open: %1").arg(r.error));
-        m_banner->setText(r.error);
+        statusBar()->showMessage(tr("Cannot open: %1").arg(r.error), 8000);
+        if (const Snapshot* s = m_model->snapshot(); s && m_stack->currentIndex() == 1) {
+            m_error->setText(tr("Could not open %1: %2\nStill showing %3.")
+                                 .arg(QDir::toNativeSeparators(m_pending), r.error,
+                                      QDir::toNativeSeparators(QString::fromStdString(s->path))));
+            m_error->show();
+        } else {
+            m_startError->setText(
+                tr("Could not open %1: %2").arg(QDir::toNativeSeparators(m_pending), r.error));
+            m_startError->show();
+            showStartPage();
+        }
         emit loaded(false);
         return;
     }
     const std::shared_ptr<const Snapshot> snapshot = *r.value;
     m_lastError.clear();
+    m_error->hide();
+    m_startError->hide();
     const bool wasStartPage = m_stack->currentIndex() == 0;
     m_model->setSnapshot(snapshot);
     m_tree->expandToDepth(1);
@@ -326,6 +460,8 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     // Any checkpoint family exports its model (ops::consolidate reads it from the layout); a
     // single file exports its tensors into one safetensors file.
     m_exportAction->setEnabled(true);
+    m_reloadAction->setEnabled(true);
+    m_closeAction->setEnabled(true);
     // An export dialog still open reads what it was opened on: it says so.
     for (ExportDialog* d : findChildren<ExportDialog*>())
         d->noteWindowShows(QString::fromStdString(snapshot->path));
@@ -404,6 +540,13 @@ ExportDialog* MainWindow::openExportDialog()
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
     return d;
+}
+
+QString MainWindow::shownError() const
+{
+    if (!m_error->isHidden()) return m_error->text();
+    if (!m_startError->isHidden()) return m_startError->text();
+    return {};
 }
 
 QString MainWindow::diskPathOf(const Node* n) const

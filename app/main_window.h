@@ -11,6 +11,8 @@
 #include <memory>
 
 class QLabel;
+class QMenu;
+class QToolBar;
 class QLineEdit;
 class QCheckBox;
 class QDockWidget;
@@ -47,6 +49,10 @@ public:
     DetailsPane* details() const { return m_details; }
     QLineEdit* filterBox() const { return m_filter; }
     QString lastError() const { return m_lastError; }
+    // The failed opening's message as the window shows it (banner or start page); empty if none.
+    QString shownError() const;
+    // Back to the start page with nothing open (File > Close, Ctrl+W).
+    void closeCheckpoint();
     static QString exampleCheckpoint();
     // For the tag selected in the tree (or the latest), or the single file open: nullptr when
     // nothing is open.
@@ -79,6 +85,11 @@ protected:
 
 private:
     void showStartPage();
+    void buildFileMenu();
+    void buildHelpMenu();
+    void fillRecentMenu();
+    QString shortcutsText() const;
+    QString aboutText() const;
     void onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r);
     void addRecent(const QString& path);
     void refreshRecent();
@@ -102,6 +113,13 @@ private:
     QLineEdit* m_filter;
     QCheckBox* m_regex;
     QLabel* m_banner;
+    QLabel* m_error;      // a failed opening, over what the tree still shows
+    QLabel* m_startError; // a failed opening with nothing open
+    QToolBar* m_toolbar = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QAction* m_reloadAction = nullptr;
+    QAction* m_closeAction = nullptr;
+    QString m_compute; // the compute device and why, as the status bar says
     QProgressBar* m_busy;
     QPushButton* m_cancelOpen;
     QAction* m_exportAction = nullptr;

@@ -4,6 +4,7 @@
 #include "sharding_map.h"
 #include "tree_model.h"
 
+#include <QCoreApplication>
 #include <QLocale>
 #include <QPointer>
 #include <QSplitter>
@@ -30,6 +31,34 @@ QString row(const QString& k, const QString& v)
 QString count(uint64_t n)
 {
     return QLocale().toString(qulonglong(n));
+}
+
+// What a stage partitions, beside its number: DeepSpeed's ZeroStageEnum names (disabled,
+// optimizer_states, gradients, weights) read like jargon on their own.
+QString zeroStageText(int stage)
+{
+    switch (stage) {
+    case 0:
+        return QCoreApplication::translate("TagOverview", "0 (disabled: plain data parallelism)");
+    case 1:
+        return QCoreApplication::translate("TagOverview", "1 (optimizer states partitioned)");
+    case 2:
+        return QCoreApplication::translate("TagOverview", "2 (optimizer states and gradients partitioned)");
+    case 3:
+        return QCoreApplication::translate("TagOverview",
+                                           "3 (optimizer states, gradients and parameters partitioned)");
+    default:
+        return QString::number(stage);
+    }
+}
+
+QString optimizerText(const std::string& optimizer)
+{
+    if (optimizer == "zero") return QCoreApplication::translate("TagOverview", "DeepSpeed ZeRO optimizer");
+    if (optimizer == "bf16_optimizer")
+        return QCoreApplication::translate("TagOverview", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)");
+    if (optimizer == "none") return QCoreApplication::translate("TagOverview", "none saved");
+    return esc(optimizer);
 }
 
 } // namespace
@@ -97,7 +126,7 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
         h.zeroStage = t.zeroStage, h.worldSize = t.worldSize, h.mpWorldSize = t.mpWorldSize;
         h.dtype = t.dtype, h.dsVersion = t.dsVersion;
         h.globalSteps = t.globalSteps, h.globalSamples = t.globalSamples, h.skippedSteps = t.skippedSteps;
-        h.badges = t.badges, h.files = t.files, h.warnings = t.warnings;
+        h.badges = t.badges, h.files = t.files, h.warnings = t.warnings, h.unreadable = t.unreadable;
         return h;
     };
     m_tag = header(tag);
@@ -148,22 +177,31 @@ void TagOverview::render()
             uint64_t bytes = 0;
             for (const auto& f : o.files)
                 bytes += f.size;
-            html += row(
-                esc(o.name) + (o.latest ? tr(" (latest)") : QString()),
-                tr("step %1, %2 in %3 files").arg(o.globalSteps).arg(humanBytes(bytes)).arg(o.files.size()));
+            const QString what =
+                !o.unreadable.empty()
+                    ? tr("cannot be read")
+                    : (o.globalSteps >= 0 ? tr("step %1").arg(count(uint64_t(o.globalSteps)))
+                                          : tr("step unknown")) +
+                          tr(", %1 in %n file(s)", nullptr, int(o.files.size())).arg(humanBytes(bytes));
+            html += row(esc(o.name) + (o.latest ? tr(" (latest)") : QString()), what);
         }
         html += QStringLiteral("</table>");
     }
     html += QStringLiteral("<h3>%1%2</h3><table>").arg(esc(t.name), t.latest ? tr(" (latest)") : QString());
+    if (!t.unreadable.empty()) { // no facts to show: why, naming the file
+        html += row(tr("Cannot be read"), esc(t.unreadable));
+        m_text->setHtml(html + QStringLiteral("</table>"));
+        return;
+    }
     // What the family knows: DeepSpeed's facts are left out where there are none (a DCP or
     // Hugging Face tag has no ZeRO stage, world size or DeepSpeed version to speak of).
     const bool deepspeed = t.zeroStage >= 0 || !t.dsVersion.empty();
-    if (deepspeed) html += row(tr("ZeRO stage"), QString::number(t.zeroStage));
+    if (deepspeed) html += row(tr("ZeRO stage"), zeroStageText(t.zeroStage));
     if (t.worldSize > 0)
         html += row(tr("World size"),
                     tr("%1 data-parallel x %2 model-parallel").arg(t.worldSize).arg(t.mpWorldSize));
     if (!t.dtype.empty()) html += row(tr("dtype"), esc(t.dtype));
-    if (!t.optimizer.empty()) html += row(tr("Optimizer"), esc(t.optimizer));
+    if (!t.optimizer.empty()) html += row(tr("Optimizer"), optimizerText(t.optimizer));
     if (deepspeed)
         html += row(tr("DeepSpeed version"), t.dsVersion.empty() ? tr("unknown") : esc(t.dsVersion));
     if (t.globalSteps >= 0 || t.globalSamples >= 0)

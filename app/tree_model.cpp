@@ -105,7 +105,8 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (sort) return n->ranks;
         return n->ranks ? QString::number(n->ranks) : QString();
     case Value:
-        return n->kind == NodeKind::Entry && n->info.contains("value") && n->info["value"].is_string()
+        return (n->kind == NodeKind::Entry || n->kind == NodeKind::Tensor) && n->info.contains("value") &&
+                       n->info["value"].is_string()
                    ? QString::fromStdString(n->info["value"].get<std::string>())
                    : QString();
     }

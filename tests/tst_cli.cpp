@@ -166,6 +166,76 @@ private slots:
                  qPrintable(now.join(' ')));
     }
 
+    // Issue 21 #12: broken checkpoints triaged tag by tag. A tag folder opened on its own is not
+    // warned about its parent's `latest`; a broken tag says why instead of an empty listing; a
+    // run whose every tag is broken names each tag's error, not only the first.
+    void brokenCheckpointsAreTriagedTagByTag()
+    {
+        const QString z2 = data("/deepspeed/zero2_bf16_w2");
+        const Run tag = ckptRun({"inspect", z2 + "/global_step2"});
+        QCOMPARE(tag.code, 0);
+        QVERIFY2(!tag.err.contains("latest"), tag.err.constData());
+        QVERIFY(!tag.out.contains("[latest]"));
+        const Run latestTag = ckptRun({"inspect", z2 + "/global_step4"});
+        QVERIFY(latestTag.out.contains("tag global_step4  [latest]"));
+
+        QTemporaryDir tmp;
+        const QString b = tmp.filePath("b");
+        for (const char* t : {"global_step2", "global_step4"}) {
+            QVERIFY(QDir().mkpath(b + "/" + t));
+            for (const QString& f : QDir(z2 + "/" + t).entryList(QDir::Files))
+                QVERIFY(QFile::copy(z2 + "/" + t + "/" + f, b + "/" + t + "/" + f));
+        }
+        QVERIFY(QFile::copy(z2 + "/latest", b + "/latest"));
+        QVERIFY(QFile::resize(b + "/global_step2/mp_rank_00_model_states.pt", 100));
+        const Run one = ckptRun({"inspect", b});
+        QCOMPARE(one.code, 0);
+        QVERIFY2(one.out.contains("tag global_step2\n  cannot be read: " + b.toUtf8() +
+                                  "/global_step2/mp_rank_00_model_states.pt: zip:"),
+                 one.out.constData());
+        const Run oneJson = ckptRun({"inspect", "--json", b});
+        const auto tags = QJsonDocument::fromJson(oneJson.out).object()["tags"].toArray();
+        QVERIFY(tags[0].toObject()["unreadable"].toString().contains("mp_rank_00_model_states.pt"));
+        QVERIFY(!tags[1].toObject().contains("unreadable"));
+
+        QVERIFY(QFile::resize(b + "/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt", 100));
+        const Run all = ckptRun({"inspect", b});
+        QCOMPARE(all.code, 1);
+        QCOMPARE(all.err.count('\n'), 1);
+        QVERIFY2(all.err.contains("none of its 2 tags can be read (global_step2: ") &&
+                     all.err.contains("global_step2/mp_rank_00_model_states.pt") &&
+                     all.err.contains("; global_step4: ") &&
+                     all.err.contains("global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"),
+                 all.err.constData());
+    }
+
+    // Issue 21 #14: an enum member says what it is (ZeroStageEnum(2), not "reduce") and a 0-d
+    // tensor (Adam's step) shows its value.
+    void enumsAndScalarsSayTheirValue()
+    {
+        const QString optim =
+            data("/deepspeed/zero2_bf16_w2/global_step4/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt");
+        const Run text = ckptRun({"inspect", optim});
+        QVERIFY2(
+            text.out.contains("ZeroStageEnum(2): ZeRO stage 2 (optimizer states and gradients partitioned)"),
+            text.out.constData());
+        const Run js = ckptRun({"inspect", "--json",
+                                data("/deepspeed/zero1_fp32_w2/global_step4/"
+                                     "zero_pp_rank_0_mp_rank_00_optim_states.pt")});
+        QCOMPARE(js.code, 0);
+        int steps = 0;
+        for (const auto& t : QJsonDocument::fromJson(js.out).object()["tensors"].toArray()) {
+            const auto o = t.toObject();
+            if (o["path"].toString().endsWith("/step")) {
+                QCOMPARE(o["value"].toString(), QString("4.0")); // global_step4
+                ++steps;
+            } else {
+                QVERIFY(!o.contains("value")); // only 0-d tensors are read
+            }
+        }
+        QVERIFY(steps > 0);
+    }
+
     void exportWritesAndRefuses()
     {
         QTemporaryDir dir;

@@ -186,6 +186,40 @@ private slots:
         QCOMPARE(opened->chooseTag("").name, e["latest"].get<std::string>());
     }
 
+    // Issue 21 #8: files beside the saves whose names start like one (an expectation, a checksum)
+    // are no tags: only what sniffs as a checkpoint is; the others are listed as other files.
+    void siblingsNamedLikeCheckpointsAreNoTags()
+    {
+        QTemporaryDir tmp;
+        const QString run = tmp.path() + "/run";
+        QVERIFY(QDir().mkpath(run));
+        for (const char* f : {"ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"})
+            QVERIFY(QFile::copy(QString::fromStdString(composerDir() + "/run/") + f, run + "/" + f));
+        for (const char* f : {"ep0-ba1-rank0.pt.expect.json", "ep0-ba4-rank0.pt.sha256"}) {
+            QFile side(run + "/" + f);
+            QVERIFY(side.open(QIODevice::WriteOnly));
+            side.write("{\"not\": \"a checkpoint\"}\n");
+        }
+        const auto opened = layout::openCheckpoint(run.toStdString());
+        std::vector<std::string> tags;
+        for (const auto& t : opened->model.tags)
+            tags.push_back(t.name);
+        QCOMPARE(tags,
+                 (std::vector<std::string>{"ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"}));
+        QCOMPARE(opened->model.otherFiles,
+                 (std::vector<std::string>{"ep0-ba1-rank0.pt.expect.json", "ep0-ba4-rank0.pt.sha256"}));
+        QVERIFY(opened->model.warnings.empty());
+        QProcess p;
+        p.start(CKPT_BINARY, {"inspect", run});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const QByteArray out = p.readAllStandardOutput();
+        QVERIFY2(out.contains("(composer, 3 tags)"), out.constData());
+        QVERIFY2(out.contains("other files (named like checkpoints, but not):  ep0-ba1-rank0.pt.expect.json  "
+                              "ep0-ba4-rank0.pt.sha256"),
+                 out.constData());
+    }
+
     // `ckpt export hf_run OUT` gives what Composer's write_huggingface_pretrained_from_composer_
     // checkpoint gave: the same tensors under the same names, config.json byte for byte, and the
     // tokenizer files.

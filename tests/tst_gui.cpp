@@ -31,6 +31,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPointer>
 #include <QPushButton>
@@ -486,6 +487,102 @@ private slots:
                  QStringList({"README.md", "pytorch_model.bin"}));
         QVERIFY(QFile::remove(out.filePath("README.md")));
         expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+    }
+
+    // Issue 21 #5: a failed opening says so in the window. Over an open checkpoint, its tree and
+    // its own warnings stay under a banner naming the failed path; with nothing open, the start
+    // page says it.
+    void failedOpensAreShownInTheWindow()
+    {
+        app::MainWindow w;
+        w.show();
+        const QString torch2 = QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/");
+        QVERIFY(openAndWait(w, torch2 + "dangerous.pt"));
+        QLabel* banner = nullptr;
+        for (auto* l : w.findChildren<QLabel*>())
+            if (l->isVisible() && l->text().contains(QLatin1String("dangerous global"))) banner = l;
+        QVERIFY2(banner, "the dangerous file's warning is not shown");
+        const QString truncated = QString::fromStdString(testutil::dataDir() + "/corrupt/short_storage.pt");
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(truncated);
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(!loaded.first().first().toBool());
+        QVERIFY2(w.shownError().contains(QLatin1String("Could not open ") + truncated),
+                 qPrintable(w.shownError()));
+        QVERIFY2(w.shownError().contains(QLatin1String("Still showing ") + torch2 + "dangerous.pt"),
+                 qPrintable(w.shownError()));
+        QVERIFY(banner->isVisible() && banner->text().contains(QLatin1String("dangerous global")));
+        QVERIFY(w.windowTitle().contains(QLatin1String("dangerous.pt")));
+        QVERIFY(openAndWait(w, torch2 + "state_dict.pt")); // a good one clears it
+        QCOMPARE(w.shownError(), QString());
+
+        app::MainWindow fresh;
+        fresh.show();
+        QTemporaryDir unrelated;
+        QFile f(unrelated.filePath("notes.txt"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a checkpoint");
+        f.close();
+        QSignalSpy freshLoaded(&fresh, &app::MainWindow::loaded);
+        fresh.open(unrelated.path());
+        QVERIFY(freshLoaded.wait(30000));
+        QVERIFY2(fresh.shownError().contains(QLatin1String("no checkpoint found")),
+                 qPrintable(fresh.shownError()));
+    }
+
+    // Issue 21 #6: the shortcuts and menus of every Qt application.
+    void shortcutsAndMenus()
+    {
+        app::MainWindow w;
+        w.show();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        auto action = [&w](const QString& text) -> QAction* {
+            for (QAction* a : w.findChildren<QAction*>())
+                if (a->text().remove(QLatin1Char('&')) == text) return a;
+            return nullptr;
+        };
+        QCOMPARE(action("Open File...")->shortcut(), QKeySequence(QKeySequence::Open));
+        QCOMPARE(action("Open Folder...")->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+        QCOMPARE(action("Export Model...")->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_E));
+        QCOMPARE(action("Quit")->shortcut(), QKeySequence(QKeySequence::Quit));
+        QVERIFY(!action("Export Model...")->isEnabled());
+        const QString ck = QString::fromStdString(fixture("zero2_bf16_w2"));
+        QVERIFY(openAndWait(w, ck));
+        // Ctrl+F: the filter box
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        QVERIFY(w.filterBox()->hasFocus());
+        // F5: read again
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        QTest::keyClick(&w, Qt::Key_F5);
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(loaded.first().first().toBool());
+        // Ctrl+E: the export dialog, for the selected tag
+        QVERIFY(w.select(QStringLiteral("global_step2")));
+        QTest::keyClick(&w, Qt::Key_E, Qt::ControlModifier);
+        QList<app::ExportDialog*> dialogs = w.findChildren<app::ExportDialog*>();
+        QCOMPARE(dialogs.size(), 1);
+        QCOMPARE(dialogs.first()->tag(), QStringLiteral("global_step2"));
+        dialogs.first()->close();
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+        // File > Open Recent lists it
+        QMenu* recent = nullptr;
+        for (QMenu* m : w.findChildren<QMenu*>())
+            if (m->title().remove(QLatin1Char('&')) == QLatin1String("Open Recent")) recent = m;
+        QVERIFY(recent);
+        emit recent->aboutToShow();
+        bool listed = false;
+        for (QAction* a : recent->actions())
+            listed = listed || a->text().endsWith(ck);
+        QVERIFY(listed);
+        // Help: shortcuts from the actions themselves, and the version and compute device
+        QVERIFY(action("Keyboard Shortcuts") && action("About Checkpoint Studio"));
+        // Ctrl+W: nothing open, back to the start page
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        QVERIFY(action("Close Checkpoint")->shortcuts().contains(QKeySequence(Qt::CTRL | Qt::Key_W)));
+        QTest::keyClick(&w, Qt::Key_W, Qt::ControlModifier);
+        QVERIFY(!w.model()->snapshot());
+        QVERIFY(!action("Export Model...")->isEnabled());
+        QCOMPARE(w.windowTitle(), QStringLiteral("Checkpoint Studio"));
     }
 
     // Issue 21 #7: a single torch.save file exports in the window as `ckpt export FILE OUT`.

@@ -18,6 +18,44 @@ The files it wrote are removed and the new ones put in their place in one step; 
     </message>
 </context>
 <context>
+    <name>TagOverview</name>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="42" />
+        <source>0 (disabled: plain data parallelism)</source>
+        <translation>0（未启用：普通数据并行）</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="44" />
+        <source>1 (optimizer states partitioned)</source>
+        <translation>1（切分优化器状态）</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="46" />
+        <source>2 (optimizer states and gradients partitioned)</source>
+        <translation>2（切分优化器状态和梯度）</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="48" />
+        <source>3 (optimizer states, gradients and parameters partitioned)</source>
+        <translation>3（切分优化器状态、梯度和参数）</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="57" />
+        <source>DeepSpeed ZeRO optimizer</source>
+        <translation>DeepSpeed ZeRO 优化器</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="59" />
+        <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
+        <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="60" />
+        <source>none saved</source>
+        <translation>未保存</translation>
+    </message>
+</context>
+<context>
     <name>ckpt::app::BloatView</name>
     <message>
         <location filename="../app/bloat_view.cpp" line="83" />
@@ -815,136 +853,136 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="54" />
+        <location filename="../app/export_dialog.cpp" line="55" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="56" />
+        <location filename="../app/export_dialog.cpp" line="57" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="60" />
+        <location filename="../app/export_dialog.cpp" line="61" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="60" />
+        <location filename="../app/export_dialog.cpp" line="61" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="70" />
-        <location filename="../app/export_dialog.cpp" line="102" />
+        <location filename="../app/export_dialog.cpp" line="71" />
+        <location filename="../app/export_dialog.cpp" line="103" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="72" />
+        <location filename="../app/export_dialog.cpp" line="73" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="73" />
+        <location filename="../app/export_dialog.cpp" line="74" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="74" />
+        <location filename="../app/export_dialog.cpp" line="75" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="75" />
+        <location filename="../app/export_dialog.cpp" line="76" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="77" />
-        <location filename="../app/export_dialog.cpp" line="104" />
+        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="105" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="83" />
+        <location filename="../app/export_dialog.cpp" line="84" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="84" />
-        <location filename="../app/export_dialog.cpp" line="261" />
-        <location filename="../app/export_dialog.cpp" line="308" />
+        <location filename="../app/export_dialog.cpp" line="85" />
+        <location filename="../app/export_dialog.cpp" line="263" />
+        <location filename="../app/export_dialog.cpp" line="311" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="85" />
+        <location filename="../app/export_dialog.cpp" line="86" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="103" />
+        <location filename="../app/export_dialog.cpp" line="104" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="123" />
+        <location filename="../app/export_dialog.cpp" line="125" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="124" />
+        <location filename="../app/export_dialog.cpp" line="126" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="133" />
+        <location filename="../app/export_dialog.cpp" line="135" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="156" />
+        <location filename="../app/export_dialog.cpp" line="158" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="157" />
+        <location filename="../app/export_dialog.cpp" line="159" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="162" />
+        <location filename="../app/export_dialog.cpp" line="164" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="168" />
+        <location filename="../app/export_dialog.cpp" line="170" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="171" />
+        <location filename="../app/export_dialog.cpp" line="173" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="205" />
+        <location filename="../app/export_dialog.cpp" line="207" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="224" />
+        <location filename="../app/export_dialog.cpp" line="226" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="253" />
+        <location filename="../app/export_dialog.cpp" line="256" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="299" />
+        <location filename="../app/export_dialog.cpp" line="302" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1015,7 +1053,7 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::FilterProxy</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="159" />
+        <location filename="../app/tree_model.cpp" line="160" />
         <source>Not a valid regular expression: %1 (at character %2)</source>
         <translation>不是有效的正则表达式：%1（第 %2 个字符处）</translation>
     </message>
@@ -1036,207 +1074,295 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="58" />
+        <location filename="../app/main_window.cpp" line="70" />
+        <location filename="../app/main_window.cpp" line="363" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="66" />
+        <location filename="../app/main_window.cpp" line="221" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="67" />
+        <location filename="../app/main_window.cpp" line="229" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="68" />
+        <location filename="../app/main_window.cpp" line="230" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="71" />
+        <location filename="../app/main_window.cpp" line="222" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="73" />
+        <location filename="../app/main_window.cpp" line="224" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="74" />
+        <location filename="../app/main_window.cpp" line="225" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="77" />
+        <location filename="../app/main_window.cpp" line="234" />
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="237" />
+        <source>Re&amp;load</source>
+        <translation>重新加载(&amp;L)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="241" />
+        <source>Read the open checkpoint again from disk (new tags, changed files)</source>
+        <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="244" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="79" />
+        <location filename="../app/main_window.cpp" line="247" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="86" />
+        <location filename="../app/main_window.cpp" line="254" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="89" />
+        <location filename="../app/main_window.cpp" line="257" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="90" />
+        <location filename="../app/main_window.cpp" line="258" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="93" />
+        <location filename="../app/main_window.cpp" line="261" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="96" />
+        <location filename="../app/main_window.cpp" line="264" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="99" />
+        <location filename="../app/main_window.cpp" line="267" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="100" />
+        <location filename="../app/main_window.cpp" line="268" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="105" />
+        <location filename="../app/main_window.cpp" line="273" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="108" />
+        <location filename="../app/main_window.cpp" line="276" />
+        <source>&amp;Find...</source>
+        <translation>查找(&amp;F)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="282" />
+        <source>Filter the tree by name</source>
+        <translation>按名称筛选树</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="283" />
+        <source>&amp;Close Checkpoint</source>
+        <translation>关闭检查点(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="290" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="109" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="110" />
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="119" />
+        <location filename="../app/main_window.cpp" line="83" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="125" />
+        <location filename="../app/main_window.cpp" line="89" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="128" />
+        <location filename="../app/main_window.cpp" line="92" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="129" />
+        <location filename="../app/main_window.cpp" line="93" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="143" />
+        <location filename="../app/main_window.cpp" line="108" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="151" />
+        <location filename="../app/main_window.cpp" line="116" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="155" />
+        <location filename="../app/main_window.cpp" line="120" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="170" />
+        <location filename="../app/main_window.cpp" line="138" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="171" />
+        <location filename="../app/main_window.cpp" line="139" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="232" />
+        <location filename="../app/main_window.cpp" line="201" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="280" />
+        <location filename="../app/main_window.cpp" line="308" />
+        <source>No recent checkpoints</source>
+        <translation>没有最近打开的检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="311" />
+        <source>Clear the List</source>
+        <translation>清空列表</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="321" />
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="322" />
+        <source>&amp;Keyboard Shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="323" />
+        <source>Keyboard Shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="326" />
+        <source>&amp;About Checkpoint Studio</source>
+        <translation>关于 Checkpoint Studio(&amp;A)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="327" />
+        <source>About Checkpoint Studio</source>
+        <translation>关于 Checkpoint Studio</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="328" />
+        <source>About &amp;Qt</source>
+        <translation>关于 &amp;Qt</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="346" />
+        <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="399" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="293" />
+        <location filename="../app/main_window.cpp" line="412" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="243" />
+        <location filename="../app/main_window.cpp" line="213" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="258" />
+        <location filename="../app/main_window.cpp" line="377" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="261" />
+        <location filename="../app/main_window.cpp" line="380" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="300" />
+        <location filename="../app/main_window.cpp" line="422" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="424" />
+        <source>Could not open %1: %2
+Still showing %3.</source>
+        <translation>无法打开 %1：%2
+仍显示 %3。</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="430" />
+        <source>Could not open %1: %2</source>
+        <translation>无法打开 %1：%2</translation>
+    </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="322" />
+        <location filename="../app/main_window.cpp" line="456" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="339" />
+        <location filename="../app/main_window.cpp" line="475" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="340" />
+        <location filename="../app/main_window.cpp" line="476" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="572" />
+        <location filename="../app/main_window.cpp" line="716" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="574" />
+        <location filename="../app/main_window.cpp" line="718" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1580,127 +1706,147 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="146" />
+        <location filename="../app/tag_overview.cpp" line="175" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="152" />
-        <location filename="../app/tag_overview.cpp" line="157" />
+        <location filename="../app/tag_overview.cpp" line="182" />
+        <source>cannot be read</source>
+        <translation>无法读取</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="183" />
+        <source>step %1</source>
+        <translation>第 %1 步</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="184" />
+        <source>step unknown</source>
+        <translation>步数未知</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/tag_overview.cpp" line="185" />
+        <source>, %1 in %n file(s)</source>
+        <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="186" />
+        <location filename="../app/tag_overview.cpp" line="190" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="153" />
-        <source>step %1, %2 in %3 files</source>
-        <translation>第 %1 步，%2，共 %3 个文件</translation>
+        <location filename="../app/tag_overview.cpp" line="192" />
+        <source>Cannot be read</source>
+        <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="161" />
+        <location filename="../app/tag_overview.cpp" line="199" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="163" />
+        <location filename="../app/tag_overview.cpp" line="201" />
         <source>World size</source>
         <translation>world size</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="164" />
+        <location filename="../app/tag_overview.cpp" line="202" />
         <source>%1 data-parallel x %2 model-parallel</source>
         <translation>%1 数据并行 x %2 模型并行</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="165" />
+        <location filename="../app/tag_overview.cpp" line="203" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="166" />
+        <location filename="../app/tag_overview.cpp" line="204" />
         <source>Optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="168" />
+        <location filename="../app/tag_overview.cpp" line="206" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="168" />
-        <location filename="../app/tag_overview.cpp" line="172" />
-        <location filename="../app/tag_overview.cpp" line="173" />
+        <location filename="../app/tag_overview.cpp" line="206" />
+        <location filename="../app/tag_overview.cpp" line="210" />
+        <location filename="../app/tag_overview.cpp" line="211" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="170" />
+        <location filename="../app/tag_overview.cpp" line="208" />
         <source>Step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="175" />
+        <location filename="../app/tag_overview.cpp" line="213" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="176" />
-        <location filename="../app/tag_overview.cpp" line="177" />
-        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="214" />
+        <location filename="../app/tag_overview.cpp" line="215" />
+        <location filename="../app/tag_overview.cpp" line="216" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="215" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="216" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="179" />
+        <location filename="../app/tag_overview.cpp" line="217" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="179" />
+        <location filename="../app/tag_overview.cpp" line="217" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="180" />
+        <location filename="../app/tag_overview.cpp" line="218" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="182" />
+        <location filename="../app/tag_overview.cpp" line="220" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="184" />
+        <location filename="../app/tag_overview.cpp" line="222" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="189" />
+        <location filename="../app/tag_overview.cpp" line="227" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="191" />
+        <location filename="../app/tag_overview.cpp" line="229" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="207" />
+        <location filename="../app/tag_overview.cpp" line="245" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="211" />
+        <location filename="../app/tag_overview.cpp" line="249" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -1713,42 +1859,42 @@ Click to select it in the tree.</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="120" />
+        <location filename="../app/tree_model.cpp" line="121" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="122" />
+        <location filename="../app/tree_model.cpp" line="123" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="124" />
+        <location filename="../app/tree_model.cpp" line="125" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="126" />
+        <location filename="../app/tree_model.cpp" line="127" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="128" />
+        <location filename="../app/tree_model.cpp" line="129" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="130" />
+        <location filename="../app/tree_model.cpp" line="131" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="132" />
+        <location filename="../app/tree_model.cpp" line="133" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="134" />
+        <location filename="../app/tree_model.cpp" line="135" />
         <source>Value</source>
         <translation>值</translation>
     </message>

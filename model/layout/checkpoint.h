@@ -130,6 +130,9 @@ struct Tag
     // as zero_to_fp32 does); nullopt: as stored.
     std::optional<torch::DType> exportDtype;
     std::string notExportable; // non-empty: why this tag has no model to export (and what to do)
+    // Non-empty: the tag's files could not be read, and why (naming the file); the tag then has
+    // its name and folder and nothing else, and views say this instead of empty facts.
+    std::string unreadable;
     // A ZeRO 1-3 tag of a DeepSpeed folder, which `ckpt universal` / "Convert to Universal..."
     // take; set by the recognizer that knows, so callers do not test family ids.
     bool convertsToUniversal = false;
@@ -152,6 +155,7 @@ struct Checkpoint
     bool singleFile = false; // Family::singleFile()
     std::vector<Tag> tags;
     std::vector<std::string> warnings;
+    std::vector<std::string> otherFiles; // TagList::otherFiles
 
     // The tag read when none is named: the one `latest` names, else the only one; nullptr when
     // neither (OpenedCheckpoint::chooseTag then lists the tags to choose from).

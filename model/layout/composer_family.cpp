@@ -380,13 +380,20 @@ struct RunCheckpoint
     RunName name;
     fs::path rank0;
 };
-std::vector<RunCheckpoint> runCheckpoints(const fs::path& dir)
+// `others`: the files named like a checkpoint that are not one, for the listing.
+std::vector<RunCheckpoint> runCheckpoints(const fs::path& dir, std::vector<std::string>* others = nullptr)
 {
     std::map<std::tuple<int64_t, int64_t, std::string>, RunCheckpoint> byStep;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
         const auto n = parseRunName(e.path().filename().string());
         if (!n || e.is_symlink(ec) || !e.is_regular_file(ec)) continue;
+        // A name like a checkpoint's is not enough: ep0-ba1-rank0.pt.expect.json beside the
+        // checkpoint is no tag. Only what sniffs as one (a wrapper, or a torch.save zip) counts.
+        if (!looksLikeComposerFile(e.path().string())) {
+            if (others) others->push_back(e.path().filename().string());
+            continue;
+        }
         auto& c = byStep[{n->epoch, n->batch, n->suffix}];
         if (c.rank0.empty() || n->rank < c.name.rank) c = {*n, e.path()};
     }
@@ -428,8 +435,12 @@ public:
             return l;
         }
         l.root = path;
-        for (const auto& c : runCheckpoints(path))
+        std::vector<std::string> others;
+        for (const auto& c : runCheckpoints(path, &others))
             l.tags.push_back({c.rank0.filename().string(), c.rank0.string()});
+        std::sort(others.begin(), others.end());
+        for (const auto& o : others)
+            l.otherFiles.push_back(o);
         if (l.tags.empty())
             throw Error("no Composer checkpoint files (ep{e}-ba{b}-rank{r}.pt) in the folder", path);
         // Composer points latest-rank0.pt (whatever the wrapper) at the newest save.

@@ -835,7 +835,8 @@ TagFolders findDeepSpeedTags(const std::string& path)
     const fs::path p(path);
     std::error_code ec;
     if (!fs::is_directory(p, ec)) throw Error("not a folder", path);
-    if (hasRankFiles(p)) { // a tag folder itself
+    const bool tagFolder = hasRankFiles(p);
+    if (tagFolder) { // a tag folder itself
         f.root = p.parent_path().string();
         f.tags.push_back({p.filename().string(), p.string()});
     } else {
@@ -848,6 +849,9 @@ TagFolders findDeepSpeedTags(const std::string& path)
               [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
     if (f.tags.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
     f.latest = readLatest(f.root.empty() ? fs::path(".") : fs::path(f.root));
+    // Opened on its own, a tag is the latest when the parent's `latest` names it; that `latest`
+    // naming one of its siblings is no news about this tag.
+    if (tagFolder && f.latest != f.tags.front().first) f.latest.clear();
     return f;
 }
 
@@ -870,6 +874,7 @@ Checkpoint openDeepSpeed(const std::string& path)
             t.name = name;
             t.dir = dir;
             t.latest = name == latest;
+            t.unreadable = e.what();
             t.warnings.push_back(std::string("cannot be read: ") + e.what());
             c.warnings.push_back("tag " + name + ": " + e.what());
             c.tags.push_back(std::move(t));

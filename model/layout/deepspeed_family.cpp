@@ -20,7 +20,7 @@ public:
     TagList listTags(const std::string& path) const override
     {
         const TagFolders f = findDeepSpeedTags(path);
-        return {f.root, f.latest, f.tags, {}};
+        return {f.root, f.latest, f.tags, {}, {}};
     }
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {

@@ -69,6 +69,7 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
     c->model.familyName = std::string(c->family->displayName());
     c->model.singleFile = c->family->singleFile();
     c->model.warnings = list.warnings;
+    c->model.otherFiles = list.otherFiles;
     if (!list.latest.empty() && std::none_of(list.tags.begin(), list.tags.end(),
                                              [&](const auto& t) { return t.first == list.latest; }))
         c->model.warnings.push_back("'latest' names tag '" + list.latest + "', which does not exist");
@@ -148,16 +149,25 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, 
             t.name = name;
             t.dir = dir;
             t.latest = name == list.latest;
+            t.unreadable = e.what();
             t.warnings.push_back(std::string("cannot be read: ") + e.what());
             c->model.warnings.push_back("tag " + name + ": " + e.what());
             c->model.tags.push_back(std::move(t));
         }
     }
-    // Nothing readable is an error (the first tag's, which names the file), not an empty tree.
+    // Nothing readable is an error, not an empty tree: the one tag's (which names the file), or
+    // each tag's, so that a run whose every save broke says how each one broke.
     if (firstError && c->model.tags.size() == list.tags.size() &&
         std::all_of(c->model.tags.begin(), c->model.tags.end(),
-                    [](const Tag& t) { return t.files.empty() && t.params.empty(); }))
-        throw *firstError;
+                    [](const Tag& t) { return !t.unreadable.empty(); })) {
+        if (c->model.tags.size() == 1) throw *firstError;
+        std::string each;
+        for (const Tag& t : c->model.tags)
+            each += (each.empty() ? "" : "; ") + t.name + ": " + t.unreadable;
+        throw Error("none of its " + std::to_string(c->model.tags.size()) + " tags can be read (" + each +
+                        ")",
+                    c->model.root.empty() ? path : c->model.root);
+    }
     return c;
 }
 

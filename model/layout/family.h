@@ -22,6 +22,9 @@ struct TagList
     std::string latest; // the tag the family's pointer names, possibly one that does not exist
     std::vector<std::pair<std::string, std::string>> tags; // name, location; in training order
     std::vector<std::string> warnings;
+    // Files beside the tags that are no part of them (named like a checkpoint, but not one), by
+    // name relative to the root: listed, never read.
+    std::vector<std::string> otherFiles;
 };
 
 class Family

@@ -1,13 +1,17 @@
 #include "ops/inspect.h"
 
+#include "cast.h"
 #include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
+#include "ops/tensor_source.h"
 #include "pickle/safety.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -75,6 +79,31 @@ ordered_json globalsJson(const std::vector<pickle::GlobalRef>& globals, ordered_
     return out;
 }
 
+// A 0-d tensor's one value, as Python prints it ("4.0", "7", "True"): a scalar such as Adam's
+// `step` says nothing without it, and one element costs one page of the mapped file. Empty for
+// other tensors, dtypes without a number, and bytes that cannot be read.
+std::string scalarText(const torch::TorchFile& f, const torch::Tensor& t)
+{
+    const auto type = scalarOf(t.dtype);
+    if (!t.shape.empty() || t.storage < 0 || !type) return {};
+    const uint32_t es = torch::elementSize(t.dtype);
+    try {
+        const io::Blob blob = f.storageBytes(t.storage);
+        const uint64_t at = uint64_t(t.storageOffset) * es;
+        if (t.storageOffset < 0 || at + es > blob.size()) return {};
+        const double v = gpu::toDouble(*type, blob.bytes.data() + at);
+        if (t.dtype == torch::DType::Bool) return v != 0 ? "True" : "False";
+        if (!torch::info(t.dtype).isFloat) return std::to_string(int64_t(v));
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.*g", t.dtype == torch::DType::Float64 ? 17 : 8, v);
+        std::string text = buf;
+        if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
+        return text;
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
 ordered_json describeTorch(const torch::TorchFile* f)
 {
     const std::string& path = f->path();
@@ -108,6 +137,7 @@ ordered_json describeTorch(const torch::TorchFile* f)
         if (!t.subclass.empty()) j["subclass"] = t.subclass;
         if (!t.note.empty()) j["note"] = t.note;
         if (t.aliasOf >= 0) j["alias_of"] = f->tensors()[size_t(t.aliasOf)].path;
+        if (const std::string v = scalarText(*f, t); !v.empty()) j["value"] = v;
         tensors.push_back(std::move(j));
     }
     std::vector<int> users(f->storages().size(), 0);
@@ -303,6 +333,12 @@ void printInspect(const ordered_json& doc, std::ostream& out)
         out << line << "\n";
     }
     if (doc.contains("bloat")) printBloat(doc["bloat"], out);
+    if (doc.contains("other_files")) {
+        out << "other files (named like checkpoints, but not):";
+        for (const auto& f : doc["other_files"])
+            out << "  " << f.get<std::string>();
+        out << "\n";
+    }
     for (const auto& w : doc["warnings"])
         out << "warning: " << w.get<std::string>() << "\n";
 }
@@ -355,7 +391,8 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         j["global_samples"] = t.globalSamples;
         j["skipped_steps"] = t.skippedSteps;
         if (!t.badges.empty()) j["badges"] = t.badges;
-        if (!t.dir.empty()) {
+        if (!t.unreadable.empty()) j["unreadable"] = t.unreadable;
+        if (!t.dir.empty() && t.unreadable.empty()) {
             static const CancelToken never;
             j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, l.opened->files.get()));
         }
@@ -375,6 +412,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         doc["tags"].push_back(std::move(j));
         l.tags.push_back(&t);
     }
+    if (!ck.otherFiles.empty()) doc["other_files"] = ck.otherFiles;
     doc["warnings"] = ck.warnings;
     return l;
 }
@@ -478,6 +516,11 @@ void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
                 out << " " << k << " " << (v.is_string() ? v.get<std::string>() : v.dump());
             out << "\n";
         }
+        if (t.contains("unreadable")) { // said once, instead of an empty listing and a warning
+            out << "  cannot be read: " << t["unreadable"].get<std::string>() << "\n";
+            ++tagIndex;
+            continue;
+        }
         out << "  files:\n";
         for (const auto& f : t["files"])
             out << "    " << f["name"].get<std::string>() << "  " << f["role"].get<std::string>() << "  "
@@ -517,6 +560,12 @@ void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
         if (!t["client_state"].empty()) out << "  client state: " << t["client_state"].dump() << "\n";
         for (const auto& w : t["warnings"])
             out << "  warning: " << w.get<std::string>() << "\n";
+    }
+    if (doc.contains("other_files")) {
+        out << "other files (named like checkpoints, but not):";
+        for (const auto& f : doc["other_files"])
+            out << "  " << f.get<std::string>();
+        out << "\n";
     }
     for (const auto& w : doc["warnings"])
         out << "warning: " << w.get<std::string>() << "\n";

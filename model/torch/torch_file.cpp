@@ -48,6 +48,26 @@ std::string globalName(const Value* g)
     return "<" + pyRepr(g, 40) + ">";
 }
 
+// What an opaque object's Value column says. An enum member is pickled as a call of its class on
+// its value (REDUCE), so it is shown as such, "ZeroStageEnum(2)", and DeepSpeed's ZeRO stage in
+// words. Anything else is only "object" or "reduce": its state is in the rows below it.
+std::string objectSummary(const Value* v, const Value* fn)
+{
+    if (v->isNew) return "object";
+    if (!fn || fn->kind != Kind::Global || !v->args || v->args->items.size() != 1) return "reduce";
+    const Value* a = v->args->items[0];
+    if (a->kind != Kind::Int && a->kind != Kind::Str && a->kind != Kind::Float && a->kind != Kind::Bool)
+        return "reduce";
+    std::string text = fn->name + "(" + pyRepr(a, 60) + ")";
+    if (fn->name == "ZeroStageEnum" && a->kind == Kind::Int && a->integer >= 0 && a->integer <= 3) {
+        static const char* const what[] = {"disabled", "optimizer states partitioned",
+                                           "optimizer states and gradients partitioned",
+                                           "optimizer states, gradients and parameters partitioned"};
+        text += ": ZeRO stage " + std::to_string(a->integer) + " (" + what[a->integer] + ")";
+    }
+    return text;
+}
+
 } // namespace
 
 uint64_t Tensor::numel() const
@@ -641,7 +661,7 @@ private:
         // (a pickled nn.Module, an argparse.Namespace) are still found.
         std::string cls = type;
         if (v->calls("copyreg", "_reconstructor")) cls = globalName(item(v->args, 0));
-        const int e = addEntry(path, name, depth, EntryKind::Object, cls, v->isNew ? "object" : "reduce");
+        const int e = addEntry(path, name, depth, EntryKind::Object, cls, objectSummary(v, fn));
         m_seen.emplace(v, e);
         if (!v->isNew && !v->calls("copyreg", "_reconstructor") && v->args && !v->args->items.empty()) {
             const std::string p = join(path, "__args__");
