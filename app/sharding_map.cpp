@@ -7,6 +7,7 @@
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QSet>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -79,6 +80,30 @@ void chunkGrid(const layout::Tag& tag, int ranks, ShardingLayout& l)
     }
 }
 
+// Each lane's label: the file's name when that tells the lanes apart, else its path without the
+// folders every lane shares (a Universal folder's files are all fp32.pt: zero/<param>/fp32.pt
+// becomes <param>/fp32.pt).
+QStringList laneLabels(const QStringList& paths)
+{
+    QStringList base;
+    for (const QString& p : paths)
+        base << p.section(QLatin1Char('/'), -1);
+    if (QSet<QString>(base.begin(), base.end()).size() == base.size()) return base;
+    QStringList common = paths.value(0).split(QLatin1Char('/'));
+    common.removeLast();
+    for (const QString& p : paths) {
+        const QStringList parts = p.split(QLatin1Char('/'));
+        int n = 0;
+        while (n < common.size() && n + 1 < parts.size() && parts[n] == common[n])
+            ++n;
+        common = common.mid(0, n);
+    }
+    QStringList out;
+    for (const QString& p : paths)
+        out << p.section(QLatin1Char('/'), int(common.size()));
+    return out;
+}
+
 // Unsharded tensors: a lane per file, its tensors one after another in the tag's order, each as
 // long as its bytes. Positions are not file offsets (the domain model has none): what a file
 // holds and how big, not where.
@@ -95,8 +120,7 @@ void fileLanes(const layout::Tag& tag, ShardingLayout& l)
                     at.push_back(0);
                     const auto f = std::find_if(tag.files.begin(), tag.files.end(),
                                                 [&](const auto& rf) { return rf.path == src.file; });
-                    const std::string name = f != tag.files.end() ? f->name : src.file.str();
-                    l.laneNames << QString::fromStdString(name.substr(name.find_last_of('/') + 1));
+                    l.laneNames << QString::fromStdString(f != tag.files.end() ? f->name : src.file.str());
                 }
                 uint64_t n = src.count;
                 if (!src.chunkShape.empty()) {
@@ -112,6 +136,7 @@ void fileLanes(const layout::Tag& tag, ShardingLayout& l)
                 at[size_t(it->second)] += s.length;
                 if (s.length) l.segments.push_back(s);
             }
+    l.laneNames = laneLabels(l.laneNames);
     l.ranks = int(at.size());
     l.laneLength = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
     if (!l.ranks || !l.laneLength) l.mode = ShardingLayout::Mode::Empty;
@@ -451,7 +476,7 @@ void ShardingMap::paint(QPainter& p, QSize size) const
         for (int r = 0; r < m_layout->ranks; r += labelStep)
             p.drawText(QRect(0, a.top() + int(r * laneH), a.left() - 6, std::max(int(laneH), fm.height())),
                        Qt::AlignRight | Qt::AlignVCenter,
-                       files ? fm.elidedText(m_layout->laneNames.value(r), Qt::ElideLeft, a.left() - 6)
+                       files ? fm.elidedText(m_layout->laneNames.value(r), Qt::ElideMiddle, a.left() - 6)
                              : tr("rank %1").arg(r));
         // Group boundaries, dashed across every lane.
         p.setPen(QPen(pal.color(QPalette::Text), 1, Qt::DashLine));

@@ -14,6 +14,7 @@
 #include "tree_model.h"
 
 #include <QApplication>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -203,6 +204,11 @@ private slots:
             QVERIFY(chunked);
         } else {
             QCOMPARE(int(l.laneNames.size()), l.ranks);
+            // Every lane says which file it is (a Universal folder's are all fp32.pt: their
+            // parameter folder tells them apart, without the zero/ every one shares).
+            QCOMPARE(int(QSet<QString>(l.laneNames.begin(), l.laneNames.end()).size()), l.ranks);
+            for (const QString& n : l.laneNames)
+                QVERIFY2(!n.startsWith(QLatin1String("zero/")), qPrintable(n));
             std::vector<uint64_t> end(size_t(l.ranks), 0);
             std::map<int, uint64_t> bytes;
             for (const auto& s : l.segments) {

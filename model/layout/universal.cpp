@@ -179,6 +179,12 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
     if (const Value* module = dictGet(mroot, "module"))
         for (const auto& [k, v] : module->entries)
             if (auto n = asString(k)) order.push_back(*n);
+    // Tied weights (alias -> target), as the ZeRO tag's model file recorded them: ds_to_universal
+    // copies the alias from `module` into a folder of its own, but it is still the same tensor.
+    std::map<std::string, std::string> tied;
+    if (const Value* shared = dictGet(mroot, "shared_params"))
+        for (const auto& [k, v] : shared->entries)
+            if (auto alias = asString(k), target = asString(v); alias && target) tied[*alias] = *target;
     std::set<std::string> present, seen;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root / "zero", ec))
@@ -238,6 +244,16 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
         tag.params.push_back(std::move(p));
     }
     if (tag.params.empty()) throw Error("no parameter folders under zero/", dir);
+    for (auto& p : tag.params) {
+        const auto t = tied.find(p.name);
+        if (t == tied.end()) continue;
+        const auto target = std::find_if(tag.params.begin(), tag.params.end(),
+                                         [&](const Parameter& q) { return q.name == t->second; });
+        if (target == tag.params.end() || target->numel() != p.numel()) continue;
+        p.tiedTo = target->name;
+        p.kind = target->kind; // its moments are the target's: it is no frozen parameter
+        p.slices.clear();      // an alias has no data of its own, as in the ZeRO tag
+    }
     return tag;
 }
 
