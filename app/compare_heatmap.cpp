@@ -151,6 +151,7 @@ void CompareHeatmap::paintEvent(QPaintEvent*)
             p.setPen(grid);
             p.drawRect(r.adjusted(0, 0, -1, -1));
         }
+        if (c.dtypeChanged) dtypeMark(p, r);
     }
     if (m_grid.layerRows > 0 && m_grid.layerRows < m_grid.rows.size()) { // layers | other modules
         const int y = cellRect(m_grid.layerRows, 0).top();
@@ -193,6 +194,24 @@ void CompareHeatmap::paintEvent(QPaintEvent*)
     p.fillRect(na, QBrush(pal.color(QPalette::Mid), Qt::BDiagPattern));
     p.drawRect(na.adjusted(0, 0, -1, -1));
     p.drawText(na.right() + 5, ky + fm.ascent() - 1, tr("not comparable"));
+    x = na.right() + 5 + fm.horizontalAdvance(tr("not comparable")) + 16;
+    const QRect dt(x, ky, 12, 10);
+    p.fillRect(dt, pal.color(QPalette::Base));
+    p.drawRect(dt.adjusted(0, 0, -1, -1));
+    dtypeMark(p, dt);
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(dt.right() + 5, ky + fm.ascent() - 1, tr("dtype changed (values compared)"));
+}
+
+void CompareHeatmap::dtypeMark(QPainter& p, const QRect& r) const
+{
+    // A corner triangle in the text colour: visible on every ramp colour, light or dark.
+    const int s = std::max(3, std::min(r.width(), r.height()) / 2);
+    const QPoint tr = r.topRight() + QPoint(1, 0);
+    p.setPen(Qt::NoPen);
+    p.setBrush(palette().color(QPalette::Text));
+    p.drawPolygon(QPolygon({tr, tr - QPoint(s, 0), tr + QPoint(0, s)}));
+    p.setBrush(Qt::NoBrush);
 }
 
 void CompareHeatmap::mousePressEvent(QMouseEvent* e)
@@ -208,10 +227,11 @@ bool CompareHeatmap::event(QEvent* e)
     if (e->type() == QEvent::ToolTip) {
         auto* he = static_cast<QHelpEvent*>(e);
         if (const auto* c = cellAt(he->pos())) {
-            const QString value = c->value == 0 ? tr("identical")
-                                  : std::isfinite(c->value)
-                                      ? tr("rel. L2 %1").arg(QString::number(c->value, 'g', 3))
-                                      : CompareModel::statusText(c->status);
+            QString value = c->value == 0 ? tr("identical")
+                            : std::isfinite(c->value)
+                                ? tr("rel. L2 %1").arg(QString::number(c->value, 'g', 3))
+                                : CompareModel::statusText(c->status);
+            if (c->dtypeChanged) value += QLatin1Char('\n') + CompareModel::statusText(c->status);
             QToolTip::showText(he->globalPos(), c->name + QLatin1Char('\n') + value, this);
         } else {
             QToolTip::hideText();

@@ -8,6 +8,8 @@
 
 #include <QWidget>
 
+class QPainter;
+
 namespace ckpt::app {
 
 class CompareHeatmap : public QWidget
@@ -43,6 +45,7 @@ private:
     Geometry geometry() const;
     const HeatmapGrid::Cell* cellAt(QPoint p) const;
     QColor cellColor(const HeatmapGrid::Cell& c) const;
+    void dtypeMark(QPainter& p, const QRect& r) const;
 
     HeatmapGrid m_grid;
     std::vector<int> m_index; // row * columns + column -> cell, -1 where none

@@ -60,6 +60,8 @@ QString CompareModel::statusText(ops::DiffStatus s)
         return tr("only in B");
     case ops::DiffStatus::ShapeOrDTypeChanged:
         return tr("shape or dtype changed");
+    case ops::DiffStatus::DTypeChanged:
+        return tr("dtype changed");
     }
     return {};
 }
@@ -134,7 +136,13 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
         return number(d, c);
     case Qt::DisplayRole:
         if (c == Name) return QString::fromStdString(d.name);
-        if (c == Status) return statusText(d.status);
+        if (c == Status) {
+            if (d.status != ops::DiffStatus::DTypeChanged) return statusText(d.status);
+            // What changed, beside the numbers the other columns show.
+            return tr("dtype changed: %1 → %2")
+                .arg(QLatin1String(torch::name(d.dtypeA).data(), qsizetype(torch::name(d.dtypeA).size())),
+                     QLatin1String(torch::name(d.dtypeB).data(), qsizetype(torch::name(d.dtypeB).size())));
+        }
         if (c == BitwiseEqual) {
             const QVariant v = number(d, c);
             return v.isValid() ? QLocale().toString(v.toDouble() * 100, 'f', 1) + QLatin1Char('%')
@@ -195,13 +203,23 @@ const char* const kKeys[] = {"name",          "status", "max_abs_diff", "rel_l2"
 static_assert(std::size(kKeys) == size_t(CompareModel::ColumnCount));
 } // namespace
 
-QByteArray CompareModel::toCsv() const
+QList<int> CompareModel::rowsOrAll(const std::optional<QList<int>>& rows) const
+{
+    if (rows) return *rows;
+    QList<int> all;
+    for (int r = 0; r < int(m_rows.size()); ++r)
+        all << r;
+    return all;
+}
+
+QByteArray CompareModel::toCsv(const std::optional<QList<int>>& rows) const
 {
     QByteArray out;
     for (int c = 0; c < ColumnCount; ++c)
         out += QByteArray(c ? "," : "") + kKeys[c];
     out += '\n';
-    for (const auto& d : m_rows) {
+    for (const int r : rowsOrAll(rows)) {
+        const ops::TensorDiff& d = m_rows.at(size_t(r));
         QString name = QString::fromStdString(d.name);
         if (name.contains(QLatin1Char(',')) || name.contains(QLatin1Char('"')))
             name = QLatin1Char('"') + name.replace(QLatin1String("\""), QLatin1String("\"\"")) +
@@ -216,10 +234,11 @@ QByteArray CompareModel::toCsv() const
     return out;
 }
 
-QByteArray CompareModel::toJson() const
+QByteArray CompareModel::toJson(const std::optional<QList<int>>& shown) const
 {
     QJsonArray rows;
-    for (const auto& d : m_rows) {
+    for (const int r : rowsOrAll(shown)) {
+        const ops::TensorDiff& d = m_rows.at(size_t(r));
         QJsonObject o{{QLatin1String(kKeys[Name]), QString::fromStdString(d.name)},
                       {QLatin1String(kKeys[Status]), QLatin1String(ops::statusName(d.status))}};
         for (int c = MaxAbsDiff; c < ColumnCount; ++c) {
@@ -357,6 +376,7 @@ HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors)
         c.status = t.status;
         c.value =
             t.compared && t.status != ops::DiffStatus::ShapeOrDTypeChanged ? t.diff.relL2() : std::nan("");
+        c.dtypeChanged = t.status == ops::DiffStatus::DTypeChanged;
         if (t.status == ops::DiffStatus::Identical) c.value = 0;
         g.cells.push_back(c);
     }

@@ -8,6 +8,7 @@
 #include <QAbstractTableModel>
 #include <QSortFilterProxyModel>
 #include <QStringList>
+#include <optional>
 #include <vector>
 
 namespace ckpt::app {
@@ -44,12 +45,14 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-    // The table as CSV (every column, full precision) and as a JSON array of objects.
-    QByteArray toCsv() const;
-    QByteArray toJson() const;
+    // The table as CSV (every column, full precision) and as a JSON array of objects: the rows
+    // given (source rows, in the order shown), or every row when none are given.
+    QByteArray toCsv(const std::optional<QList<int>>& rows = std::nullopt) const;
+    QByteArray toJson(const std::optional<QList<int>>& rows = std::nullopt) const;
 
 private:
     QVariant number(const ops::TensorDiff& d, int column) const; // invalid when not known
+    QList<int> rowsOrAll(const std::optional<QList<int>>& rows) const;
     std::vector<ops::TensorDiff> m_rows;
 };
 
@@ -85,6 +88,7 @@ struct HeatmapGrid
         QString name;
         double value = 0;
         ops::DiffStatus status = ops::DiffStatus::Identical;
+        bool dtypeChanged = false; // compared across dtypes: coloured, and marked as such
     };
     QStringList rows, columns;
     std::vector<Cell> cells;

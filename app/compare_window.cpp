@@ -128,8 +128,9 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     m_status = new QComboBox(central);
     m_status->addItem(tr("All tensors"), int(CompareProxy::AnyStatus));
     m_status->addItem(tr("All but identical"), int(CompareProxy::NotIdentical));
-    for (auto s : {ops::DiffStatus::Changed, ops::DiffStatus::Identical, ops::DiffStatus::OnlyInA,
-                   ops::DiffStatus::OnlyInB, ops::DiffStatus::ShapeOrDTypeChanged})
+    for (auto s :
+         {ops::DiffStatus::Changed, ops::DiffStatus::Identical, ops::DiffStatus::OnlyInA,
+          ops::DiffStatus::OnlyInB, ops::DiffStatus::DTypeChanged, ops::DiffStatus::ShapeOrDTypeChanged})
         m_status->addItem(CompareModel::statusText(s), int(s));
     m_momentsBox = new QCheckBox(tr("Optimizer moments"), central);
     m_momentsBox->setToolTip(tr("Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, "
@@ -359,11 +360,13 @@ void CompareWindow::updateSummary()
         top << QStringLiteral("%1 (%2)").arg(QString::fromStdString(changed[i]->name).toHtmlEscaped(),
                                              QString::number(changed[i]->diff.relL2(), 'g', 3));
     QString s = tr("<b>%n tensor(s)</b>: ", nullptr, int(rows.size())) +
-                tr("%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed")
+                tr("%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 "
+                   "shape or dtype changed (not compared)")
                     .arg(t.changed)
                     .arg(t.identical)
                     .arg(t.onlyA)
                     .arg(t.onlyB)
+                    .arg(t.dtypeChanged)
                     .arg(t.shapeOrDType);
     if (!top.isEmpty()) s += tr(". Largest relative change: %1").arg(top.join(QLatin1String(", ")));
     m_summary->setText(s);
@@ -412,13 +415,23 @@ void CompareWindow::exportTable()
     const bool json =
         path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) || filter.contains(QLatin1String("json"));
     QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(json ? m_model->toJson() : m_model->toCsv()) < 0) {
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(shownTable(json)) < 0) {
         QMessageBox::warning(this, tr("Export comparison"),
                              tr("Cannot write %1: %2").arg(path, f.errorString()));
         return;
     }
-    statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+    statusBar()->showMessage(
+        tr("Saved %1: %n row(s) as shown (filter and sort applied)", nullptr, m_proxy->rowCount()).arg(path),
+        5000);
+}
+
+QByteArray CompareWindow::shownTable(bool json) const
+{
+    // What the table shows, in its order: the filter and the sort the user chose are the point.
+    QList<int> rows;
+    for (int r = 0; r < m_proxy->rowCount(); ++r)
+        rows << m_proxy->mapToSource(m_proxy->index(r, 0)).row();
+    return json ? m_model->toJson(rows) : m_model->toCsv(rows);
 }
 
 void CompareWindow::askOtherSides()

@@ -101,6 +101,8 @@ public:
     bool selectTensor(const QString& name);
 
     CompareModel* model() const { return m_model; }
+    // The table as exported (CSV or JSON): the rows shown, in the order shown.
+    QByteArray shownTable(bool json) const;
     CompareProxy* proxy() const { return m_proxy; }
     QTableView* table() const { return m_table; }
     CompareHeatmap* heatmap() const { return m_heatmap; }

@@ -135,7 +135,7 @@ ordered_json diffJson(const ops::DiffResult& r)
     for (const auto& t : r.tensors) {
         if (t.status == ops::DiffStatus::OnlyInA) onlyA.push_back(t.name);
         if (t.status == ops::DiffStatus::OnlyInB) onlyB.push_back(t.name);
-        if (t.status == ops::DiffStatus::ShapeOrDTypeChanged)
+        if (t.status == ops::DiffStatus::ShapeOrDTypeChanged || t.status == ops::DiffStatus::DTypeChanged)
             changed.push_back({{"name", t.name},
                                {"a", shapeJson(t.dtypeA, t.shapeA)},
                                {"b", shapeJson(t.dtypeB, t.shapeB)}});

@@ -5,6 +5,7 @@
 // event-loop stall while it computes. The optimizer moments (--moments, the window's checkbox)
 // against ds_to_universal's files and a Universal folder; each side's tag (--tag-a/--tag-b,
 // the dialog's tag lists).
+#include "cast.h"
 #include "compare_heatmap.h"
 #include "compare_histograms.h"
 #include "compare_model.h"
@@ -46,15 +47,17 @@ std::string fixture(const char* rel)
 
 // A safetensors file of `count` float32 tensors of n elements each, values from `seed`: big
 // enough that a comparison takes a while (for cancel), written by hand so no tool is needed.
-void writeSafetensors(const QString& path, int count, qint64 n, float seed)
+void writeSafetensors(const QString& path, int count, qint64 n, float seed, bool bf16 = false)
 {
+    const int es = bf16 ? 2 : 4; // bf16: the same values rounded as torch's .to(torch.bfloat16)
     QJsonObject header;
     for (int i = 0; i < count; ++i)
-        header.insert(QStringLiteral("layers.%1.weight").arg(i),
-                      QJsonObject{{QStringLiteral("dtype"), QStringLiteral("F32")},
-                                  {QStringLiteral("shape"), QJsonArray{double(n)}},
-                                  {QStringLiteral("data_offsets"),
-                                   QJsonArray{double(i * n * 4), double((i + 1) * n * 4)}}});
+        header.insert(
+            QStringLiteral("layers.%1.weight").arg(i),
+            QJsonObject{
+                {QStringLiteral("dtype"), bf16 ? QStringLiteral("BF16") : QStringLiteral("F32")},
+                {QStringLiteral("shape"), QJsonArray{double(n)}},
+                {QStringLiteral("data_offsets"), QJsonArray{double(i * n * es), double((i + 1) * n * es)}}});
     QByteArray h = QJsonDocument(header).toJson(QJsonDocument::Compact);
     while (h.size() % 8)
         h += ' ';
@@ -64,10 +67,17 @@ void writeSafetensors(const QString& path, int count, qint64 n, float seed)
     f.write(reinterpret_cast<const char*>(&len), 8);
     f.write(h);
     std::vector<float> v(static_cast<size_t>(n));
+    std::vector<uint16_t> h16(static_cast<size_t>(n));
     for (int i = 0; i < count; ++i) {
         for (qint64 j = 0; j < n; ++j)
             v[size_t(j)] = std::sin(float(j) * 0.001f + seed * float(i + 1));
-        f.write(reinterpret_cast<const char*>(v.data()), n * 4);
+        if (!bf16) {
+            f.write(reinterpret_cast<const char*>(v.data()), n * 4);
+            continue;
+        }
+        for (qint64 j = 0; j < n; ++j)
+            h16[size_t(j)] = gpu::floatToBFloat16(v[size_t(j)]);
+        f.write(reinterpret_cast<const char*>(h16.data()), n * 2);
     }
 }
 
@@ -346,6 +356,51 @@ private slots:
         QVERIFY(!r.tensors[0].compared);
     }
 
+    // Issue 21 #9: an fp32 tensor and its bf16 copy are compared (each side widened), the numbers
+    // stand, and "dtype changed" is said beside them: in the model, the table, the heatmap and
+    // `ckpt diff --json`.
+    void acrossDtypesValuesAreCompared()
+    {
+        QTemporaryDir dir;
+        const QString a = dir.filePath(QStringLiteral("fp32.safetensors")),
+                      b = dir.filePath(QStringLiteral("bf16.safetensors"));
+        writeSafetensors(a, 3, 1000, 1.f);
+        writeSafetensors(b, 3, 1000, 1.f, true);
+        const auto r = ops::computeDiff(a.toStdString(), b.toStdString(), {}, gpu::cpuBackend(), {}, {});
+        QCOMPARE(r.tensors.size(), size_t(3));
+        for (const auto& d : r.tensors) {
+            QCOMPARE(d.status, ops::DiffStatus::DTypeChanged);
+            QVERIFY(d.compared && !d.bitwiseKnown);
+            QVERIFY2(d.diff.relL2() > 0 && d.diff.relL2() < 1e-2,
+                     qPrintable(QString::number(d.diff.relL2())));
+            QVERIFY(d.diff.maxAbsDiff > 0 && d.diff.maxAbsDiff <= 1.0 / 256); // bf16 keeps 8 bits
+        }
+        QCOMPARE(ops::totalsOf(r.tensors).dtypeChanged, uint64_t(3));
+        const app::HeatmapGrid g = app::heatmapGrid(r.tensors);
+        for (const auto& c : g.cells)
+            QVERIFY(c.dtypeChanged && std::isfinite(c.value) && c.value > 0); // coloured, and marked
+
+        app::CompareWindow w;
+        w.show();
+        w.start(a, b);
+        QVERIFY(waitFinished(w));
+        QCOMPARE(w.model()->rowCount(), 3);
+        const QModelIndex status = w.model()->index(0, app::CompareModel::Status);
+        QCOMPARE(status.data().toString(), QStringLiteral("dtype changed: float32 → bfloat16"));
+        QVERIFY(w.model()->index(0, app::CompareModel::RelL2).data().toString().size() > 0);
+        QVERIFY2(w.summaryText().contains(QLatin1String("3 dtype changed (compared)")),
+                 qPrintable(w.summaryText()));
+
+        QProcess p;
+        p.start(QStringLiteral(CKPT_BINARY),
+                {QStringLiteral("diff"), a, b, QStringLiteral("--json"), QStringLiteral("-q")});
+        QVERIFY(p.waitForFinished(60000));
+        const QJsonObject doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+        const QJsonObject t0 = doc[QStringLiteral("tensors")].toArray()[0].toObject();
+        QCOMPARE(t0[QStringLiteral("status")].toString(), QStringLiteral("dtype_changed"));
+        QVERIFY(jsonNumber(t0[QStringLiteral("rel_l2")]) > 0);
+    }
+
     void heatmapGridPlacesLayersAndModules()
     {
         std::vector<ops::TensorDiff> rows;
@@ -458,6 +513,26 @@ private slots:
         // Exports: CSV with one line per row, JSON with one object per row.
         QCOMPARE(w.model()->toCsv().count('\n'), qsizetype(tensors.size() + 1));
         QCOMPARE(QJsonDocument::fromJson(w.model()->toJson()).array().size(), tensors.size());
+        // Issue 21 #10: what the window exports is what it shows: the filter's rows, in the
+        // sort's order (it used to write every row, unsorted).
+        w.statusBox()->setCurrentIndex(0);
+        w.filterBox()->setText(QStringLiteral("fc"));
+        w.table()->sortByColumn(app::CompareModel::Name, Qt::DescendingOrder);
+        const int shown = w.proxy()->rowCount();
+        QVERIFY(shown >= 2 && shown < int(tensors.size()));
+        const QList<QByteArray> csv = w.shownTable(false).trimmed().split('\n');
+        QCOMPARE(csv.size(), shown + 1);
+        const QJsonArray js = QJsonDocument::fromJson(w.shownTable(true)).array();
+        QCOMPARE(js.size(), shown);
+        for (int r = 0; r < shown; ++r) {
+            const QString name = w.proxy()->index(r, app::CompareModel::Name).data().toString();
+            QCOMPARE(js[r].toObject()[QStringLiteral("name")].toString(), name);
+            QVERIFY(csv[r + 1].startsWith(name.toUtf8() + ','));
+        }
+        w.filterBox()->setText(QStringLiteral("no such tensor"));
+        QCOMPARE(w.shownTable(false), QByteArray(w.model()->toCsv(QList<int>{})));
+        QCOMPARE(QJsonDocument::fromJson(w.shownTable(true)).array().size(), 0);
+        w.filterBox()->clear();
         QVERIFY(w.summaryText().contains(QString::number(tensors.size())));
     }
 

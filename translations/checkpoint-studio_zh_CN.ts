@@ -198,53 +198,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="462" />
-        <location filename="../app/compare_window.cpp" line="500" />
+        <location filename="../app/compare_window.cpp" line="475" />
+        <location filename="../app/compare_window.cpp" line="513" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="468" />
+        <location filename="../app/compare_window.cpp" line="481" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="469" />
+        <location filename="../app/compare_window.cpp" line="482" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="470" />
+        <location filename="../app/compare_window.cpp" line="483" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="472" />
+        <location filename="../app/compare_window.cpp" line="485" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="476" />
+        <location filename="../app/compare_window.cpp" line="489" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="480" />
+        <location filename="../app/compare_window.cpp" line="493" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="493" />
+        <location filename="../app/compare_window.cpp" line="506" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="493" />
+        <location filename="../app/compare_window.cpp" line="506" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="496" />
+        <location filename="../app/compare_window.cpp" line="509" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -257,24 +257,30 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>尚未比较任何张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="183" />
+        <location filename="../app/compare_heatmap.cpp" line="184" />
         <source>rel. L2 change</source>
         <translation>相对 L2 变化</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="190" />
         <location filename="../app/compare_heatmap.cpp" line="191" />
-        <location filename="../app/compare_heatmap.cpp" line="211" />
+        <location filename="../app/compare_heatmap.cpp" line="192" />
+        <location filename="../app/compare_heatmap.cpp" line="230" />
         <source>identical</source>
         <translation>相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="195" />
+        <location filename="../app/compare_heatmap.cpp" line="196" />
+        <location filename="../app/compare_heatmap.cpp" line="197" />
         <source>not comparable</source>
         <translation>无法比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="213" />
+        <location filename="../app/compare_heatmap.cpp" line="203" />
+        <source>dtype changed (values compared)</source>
+        <translation>dtype 已改变（已比较数值）</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_heatmap.cpp" line="232" />
         <source>rel. L2 %1</source>
         <translation>相对 L2 %1</translation>
     </message>
@@ -396,77 +402,87 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>形状或数据类型不同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="125" />
+        <location filename="../app/compare_model.cpp" line="64" />
+        <source>dtype changed</source>
+        <translation>dtype 已改变</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="127" />
         <source>A: %1</source>
         <translation>A：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="127" />
+        <location filename="../app/compare_model.cpp" line="129" />
         <source>B: %1</source>
         <translation>B：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="157" />
+        <location filename="../app/compare_model.cpp" line="142" />
+        <source>dtype changed: %1 → %2</source>
+        <translation>dtype 已改变：%1 → %2</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="165" />
         <source>||a - b|| / ||a||</source>
         <translation>||a - b|| / ||a||</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="159" />
+        <location filename="../app/compare_model.cpp" line="167" />
         <source>a.b / (||a|| ||b||)</source>
         <translation>a.b / (||a|| ||b||)</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="161" />
+        <location filename="../app/compare_model.cpp" line="169" />
         <source>Share of elements whose bits are equal</source>
         <translation>比特完全相同的元素所占比例</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="168" />
+        <location filename="../app/compare_model.cpp" line="176" />
         <source>Tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="170" />
+        <location filename="../app/compare_model.cpp" line="178" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="172" />
+        <location filename="../app/compare_model.cpp" line="180" />
         <source>max |a-b|</source>
         <translation>最大 |a-b|</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="174" />
+        <location filename="../app/compare_model.cpp" line="182" />
         <source>rel. L2</source>
         <translation>相对 L2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="176" />
+        <location filename="../app/compare_model.cpp" line="184" />
         <source>cosine</source>
         <translation>余弦</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="178" />
+        <location filename="../app/compare_model.cpp" line="186" />
         <source>bitwise equal</source>
         <translation>按位相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="180" />
+        <location filename="../app/compare_model.cpp" line="188" />
         <source>mean A</source>
         <translation>A 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="182" />
+        <location filename="../app/compare_model.cpp" line="190" />
         <source>mean B</source>
         <translation>B 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="184" />
+        <location filename="../app/compare_model.cpp" line="192" />
         <source>std A</source>
         <translation>A 标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="186" />
+        <location filename="../app/compare_model.cpp" line="194" />
         <source>std B</source>
         <translation>B 标准差</translation>
     </message>
@@ -499,137 +515,137 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="134" />
+        <location filename="../app/compare_window.cpp" line="135" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="135" />
+        <location filename="../app/compare_window.cpp" line="136" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="137" />
+        <location filename="../app/compare_window.cpp" line="138" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="138" />
+        <location filename="../app/compare_window.cpp" line="139" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="179" />
+        <location filename="../app/compare_window.cpp" line="180" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="180" />
+        <location filename="../app/compare_window.cpp" line="181" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="181" />
+        <location filename="../app/compare_window.cpp" line="182" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="183" />
+        <location filename="../app/compare_window.cpp" line="184" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="243" />
+        <location filename="../app/compare_window.cpp" line="244" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="245" />
-        <location filename="../app/compare_window.cpp" line="328" />
+        <location filename="../app/compare_window.cpp" line="246" />
+        <location filename="../app/compare_window.cpp" line="329" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="246" />
+        <location filename="../app/compare_window.cpp" line="247" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="247" />
+        <location filename="../app/compare_window.cpp" line="248" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="249" />
-        <location filename="../app/compare_window.cpp" line="292" />
+        <location filename="../app/compare_window.cpp" line="250" />
+        <location filename="../app/compare_window.cpp" line="293" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="266" />
+        <location filename="../app/compare_window.cpp" line="267" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="299" />
+        <location filename="../app/compare_window.cpp" line="300" />
         <source>%1 MB/s, about %2 left</source>
         <translation>%1 MB/s，约剩 %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="316" />
+        <location filename="../app/compare_window.cpp" line="317" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="322" />
+        <location filename="../app/compare_window.cpp" line="323" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="334" />
+        <location filename="../app/compare_window.cpp" line="335" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="336" />
+        <location filename="../app/compare_window.cpp" line="337" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="361" />
+        <location filename="../app/compare_window.cpp" line="362" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="362" />
-        <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed</source>
-        <translation>%1 个有变化，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个形状或数据类型不同</translation>
+        <location filename="../app/compare_window.cpp" line="363" />
+        <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
+        <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/compare_window.cpp" line="424" />
+        <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
+        <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="368" />
+        <location filename="../app/compare_window.cpp" line="371" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="409" />
-        <location filename="../app/compare_window.cpp" line="417" />
+        <location filename="../app/compare_window.cpp" line="412" />
+        <location filename="../app/compare_window.cpp" line="419" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="410" />
+        <location filename="../app/compare_window.cpp" line="413" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="418" />
+        <location filename="../app/compare_window.cpp" line="420" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="421" />
-        <source>Saved %1</source>
-        <translation>已保存 %1</translation>
     </message>
 </context>
 <context>
@@ -1383,58 +1399,58 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::ShardingMap</name>
     <message>
-        <location filename="../app/sharding_map.cpp" line="372" />
+        <location filename="../app/sharding_map.cpp" line="397" />
         <source>rank %1: elements %2 to %3 (%4)</source>
         <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="379" />
+        <location filename="../app/sharding_map.cpp" line="404" />
         <source>rank %1 holds %2 elements, %3 of padding</source>
         <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="264" />
-        <location filename="../app/sharding_map.cpp" line="455" />
+        <location filename="../app/sharding_map.cpp" line="289" />
+        <location filename="../app/sharding_map.cpp" line="480" />
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="383" />
+        <location filename="../app/sharding_map.cpp" line="408" />
         <source>block %1</source>
         <translation>块 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="386" />
+        <location filename="../app/sharding_map.cpp" line="411" />
         <source>in %1: %2</source>
         <translation>在 %1 中：%2</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="399" />
+        <location filename="../app/sharding_map.cpp" line="424" />
         <source>No tensors to draw</source>
         <translation>没有可绘制的张量</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="462" />
+        <location filename="../app/sharding_map.cpp" line="487" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="471" />
+        <location filename="../app/sharding_map.cpp" line="496" />
         <source>Not sharded: each file's tensors in order, by size</source>
         <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="482" />
+        <location filename="../app/sharding_map.cpp" line="507" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="526" />
+        <location filename="../app/sharding_map.cpp" line="551" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="534" />
+        <location filename="../app/sharding_map.cpp" line="559" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>

@@ -154,6 +154,8 @@ const char* statusName(DiffStatus s)
         return "only_b";
     case DiffStatus::ShapeOrDTypeChanged:
         return "shape_or_dtype";
+    case DiffStatus::DTypeChanged:
+        return "dtype_changed";
     }
     return "?";
 }
@@ -178,6 +180,9 @@ DiffTotals totalsOf(const std::vector<TensorDiff>& tensors)
             break;
         case DiffStatus::ShapeOrDTypeChanged:
             ++t.shapeOrDType;
+            break;
+        case DiffStatus::DTypeChanged:
+            ++t.dtypeChanged;
             break;
         }
         if (d.compared) t.maxAbsDiff = std::max(t.maxAbsDiff, d.diff.maxAbsDiff);
@@ -460,8 +465,10 @@ DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOpt
                         {int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
             });
         }
-        if (!sameShape || !d.bitwiseKnown)
+        if (!sameShape || (!d.bitwiseKnown && !comparable))
             d.status = DiffStatus::ShapeOrDTypeChanged;
+        else if (!d.bitwiseKnown)
+            d.status = DiffStatus::DTypeChanged; // compared, the numbers beside the change
         else if (!comparable)
             d.status = DiffStatus::Changed; // not known to be identical, and said so above
         else

@@ -44,8 +44,12 @@ StatsResult computeStats(const std::string& path, const AnalyzeOptions& options,
 
 // --- diff -----------------------------------------------------------------------------------
 
-enum class DiffStatus { Identical, Changed, OnlyInA, OnlyInB, ShapeOrDTypeChanged };
-const char* statusName(DiffStatus s); // "identical", "changed", "only_a", "only_b", "shape_or_dtype"
+// DTypeChanged: one shape, another dtype (an fp32 master and its bf16 copy): the values are
+// compared all the same, each side widened to float64 (exact for every float type), and the
+// numbers stand beside the change. ShapeOrDTypeChanged: another shape; nothing compared.
+enum class DiffStatus { Identical, Changed, OnlyInA, OnlyInB, ShapeOrDTypeChanged, DTypeChanged };
+// "identical", "changed", "only_a", "only_b", "shape_or_dtype", "dtype_changed"
+const char* statusName(DiffStatus s);
 
 // One side of a comparison: what was read, and which tag of it.
 struct DiffSide
@@ -81,7 +85,8 @@ struct DiffResult
 
 struct DiffTotals
 {
-    uint64_t compared = 0, identical = 0, changed = 0, onlyA = 0, onlyB = 0, shapeOrDType = 0;
+    uint64_t compared = 0, identical = 0, changed = 0, onlyA = 0, onlyB = 0, shapeOrDType = 0,
+             dtypeChanged = 0;
     double maxAbsDiff = 0;
 };
 DiffTotals totalsOf(const std::vector<TensorDiff>& tensors);

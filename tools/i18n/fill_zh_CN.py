@@ -393,6 +393,11 @@ ZH = {
     "step unknown": "步数未知",
     ", %1 in %n file(s)": "，%1，共 %n 个文件",
     "Cannot be read": "无法读取",
+    "dtype changed (values compared)": "dtype 已改变（已比较数值）",
+    "dtype changed": "dtype 已改变",
+    "dtype changed: %1 → %2": "dtype 已改变：%1 → %2",
+    "%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)": "%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）",
+    "Saved %1: %n row(s) as shown (filter and sort applied)": "已保存 %1：按所示保存 %n 行（已应用筛选和排序）",
 }
 
 
