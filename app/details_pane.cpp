@@ -43,13 +43,13 @@ QString ints(const std::vector<int64_t>& v)
 // Runs on a worker: the first values and the statistics of one named tensor: of a tag of the
 // checkpoint the window opened (its parsed files are reused, nothing is opened again), or of a
 // file shown on its own.
-QString tensorReport(const std::shared_ptr<const layout::OpenedCheckpoint>& opened, int tagIndex,
-                     const std::string& source, const std::string& name, const ops::CancelToken& cancel)
+QString tensorReport(const std::shared_ptr<const layout::OpenedCheckpoint>& opened,
+                     const std::optional<layout::Tag>& one, const std::string& source,
+                     const std::string& name, const ops::CancelToken& cancel)
 {
     try {
-        const ops::TensorSet set = opened && tagIndex >= 0
-                                       ? ops::tagTensors(opened, opened->model.tags.at(size_t(tagIndex)), {})
-                                       : ops::fileTensors(source);
+        const ops::TensorSet set =
+            opened && one ? ops::tagTensors(opened, *one, {}) : ops::fileTensors(source);
         const ops::SourceTensor* t = nullptr;
         for (const auto& s : set.tensors)
             if (s.tensor.name == name && s.aliasOf.empty()) t = &s;
@@ -149,10 +149,10 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     m_jobs.drop(kStatistics); // the previous node's report is not this one's
     m_stats->clear();
     m_partitions->setRowCount(0);
-    const bool tensorLike = node && (node->kind == NodeKind::Tensor || node->kind == NodeKind::Parameter);
-    m_statsButton->setVisible(
-        tensorLike && !(node->kind == NodeKind::Parameter && snapshot && node->param >= 0 &&
-                        !snapshot->tags[size_t(node->tag)].params[size_t(node->param)].tiedTo.empty()));
+    const layout::Parameter* held = node && snapshot ? heldParameter(*snapshot, *node) : nullptr;
+    // A tensor, a parameter, an optimizer moment or another tensor of a tag: values on demand.
+    m_statsButton->setVisible((node && node->kind == NodeKind::Tensor) ||
+                              (held && held->tiedTo.empty() && held->unreadable.empty()));
     m_statsButton->setEnabled(true);
     m_bar->setVisible(false);
     m_partitions->setVisible(false);
@@ -204,9 +204,8 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
             html += row(tr("Shares storage with"), others.join(QLatin1String("<br>")));
         }
     }
-    if (node->kind == NodeKind::Parameter && snapshot && node->param >= 0) {
-        const layout::Tag& tag = snapshot->tags[size_t(node->tag)];
-        const layout::Parameter& p = tag.params[size_t(node->param)];
+    if (held) {
+        const layout::Parameter& p = *held;
         if (!p.tiedTo.empty()) html += row(tr("Tied to"), esc(p.tiedTo));
         if (p.group >= 0) html += row(tr("Flat group"), QString::number(p.group));
         std::vector<PartitionBar::Slice> slices;
@@ -252,11 +251,11 @@ void DetailsPane::computeStatistics()
 {
     if (!m_node || !m_snapshot) return;
     std::string source, name;
-    int tag = -1;
-    if (m_node->kind == NodeKind::Parameter) {
+    std::optional<layout::Tag> tag; // the node's parameter alone (its moments are not its values)
+    if (const layout::Parameter* p = heldParameter(*m_snapshot, *m_node)) {
         source = m_snapshot->path;
-        tag = m_node->tag;
-        name = m_node->name;
+        tag = oneParameterTag(*m_snapshot, *m_node);
+        name = p->name;
     } else {
         source = m_node->info.value("file", m_snapshot->path);
         name = m_node->info.value("path", std::string());

@@ -32,13 +32,14 @@ public:
     bool computing() const; // a report is being computed for the node shown
     TagOverview* overview() const { return m_overview; }
 
+    // The selected tensor's first values and statistics, on a worker ("Show values and statistics").
+    void computeStatistics();
+
 signals:
     void statisticsReady();
     void parameterClicked(const QString& tag, const QString& name); // in the sharding map
 
 private:
-    void computeStatistics();
-
     const Snapshot* m_snapshot = nullptr;
     const Node* m_node = nullptr;
     QTextBrowser* m_summary;

@@ -33,6 +33,9 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "MoE expert"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "MoE expert optimizer"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other tensors"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other tensor"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "folder"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "DeepSpeed checkpoint"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tag"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tag (latest)"),
@@ -47,6 +50,7 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tensor"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "model states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer states"),
+    QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "other tensor"),
 };
 } // namespace
 
@@ -71,6 +75,8 @@ const char* iconName(const Node& n)
         return n.info.contains("error") ? "warning" : "rank-file";
     case NodeKind::Parameter:
         if (n.kindText == "buffer") return "buffer";
+        if (n.kindText == "optimizer state") return "optimizer-state";
+        if (n.kindText == "other tensor") return "tensor";
         return n.kindText == "parameter (frozen)" ? "frozen" : "parameter";
     case NodeKind::Tensor:
         return "tensor";

@@ -6,6 +6,7 @@
 #include "details_pane.h"
 #include "export_dialog.h"
 #include "layout/deepspeed.h"
+#include "ops/export.h"
 #include "slim_dialog.h"
 #include "tree_model.h"
 #include "universal_dialog.h"
@@ -709,9 +710,57 @@ void MainWindow::askCompare()
     CompareWindow::ask(this, a, b); // each side's tag and the moments go through as one request
 }
 
+void MainWindow::exportTensors(const QString& treePath, const QString& out, bool withMoments)
+{
+    const Snapshot* s = m_model->snapshot();
+    const QModelIndex src = m_model->indexOfPath(treePath);
+    const Node* n = TreeModel::node(src);
+    if (!s || !n || !heldParameter(*s, *n)) return;
+    layout::Tag what = oneParameterTag(*s, *n);
+    if (withMoments && n->held == Node::Held::Parameter && size_t(n->tag) < s->moments.size())
+        for (const auto& m : s->moments[size_t(n->tag)])
+            if (m.name.rfind(n->name + "/", 0) == 0) what.params.push_back(m);
+    if (withMoments) what.exportDtype.reset(); // as stored, the master and its moments alike
+    statusBar()->showMessage(tr("Writing %1...").arg(out));
+    m_jobs.run(
+        QStringLiteral("tensors"),
+        [opened = s->opened, what, o = out.toStdString()](const ops::ProgressSink& progress,
+                                                          const ops::CancelToken& cancel) {
+            const ops::ExportResult r = ops::exportTagTensors(opened, what, o, progress, cancel);
+            return tr("Wrote %n tensor(s), %1, to %2", nullptr, int(r.tensors))
+                .arg(humanBytes(r.bytes), QString::fromStdString(r.path));
+        },
+        [this](const JobResult<QString>& r) {
+            const QString message = r.ok() ? *r.value : r.cancelled ? tr("Cancelled") : r.error;
+            statusBar()->showMessage(message, 8000);
+            emit tensorsExported(r.ok(), message);
+        });
+}
+
+void MainWindow::askExportTensors(const Node* n, bool withMoments)
+{
+    const QString suggested = QString::fromStdString(n->path).replace(QLatin1Char('/'), QLatin1Char('_')) +
+                              QStringLiteral(".safetensors");
+    const QString out = QFileDialog::getSaveFileName(this, tr("Export tensor"), suggested,
+                                                     tr("safetensors (*.safetensors);;PyTorch (*.pt)"));
+    if (!out.isEmpty()) exportTensors(QString::fromStdString(n->path), out, withMoments);
+}
+
 void MainWindow::treeMenu(const QPoint& pos)
 {
     QMenu menu(this);
+    // A parameter, optimizer moment or other tensor of a tag: its values, and a file of its own.
+    const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->indexAt(pos)));
+    const Snapshot* s = m_model->snapshot();
+    if (const layout::Parameter* p = n && s ? heldParameter(*s, *n) : nullptr; p && p->tiedTo.empty()) {
+        select(QString::fromStdString(n->path));
+        menu.addAction(tr("Show Values and Statistics"), m_details, &DetailsPane::computeStatistics);
+        menu.addAction(tr("Export Tensor..."), this, [this, n] { askExportTensors(n, false); });
+        if (n->held == Node::Held::Parameter && !n->children.empty())
+            menu.addAction(tr("Export with Optimizer State..."), this,
+                           [this, n] { askExportTensors(n, true); });
+        menu.addSeparator();
+    }
     const QStringList tags = selectedTagPaths();
     QAction* compare = menu.addAction(tr("Compare"), this, [this, tags] { openCompare(tags[0], tags[1]); });
     compare->setEnabled(tags.size() == 2);

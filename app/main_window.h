@@ -74,9 +74,14 @@ public:
     CompareWindow* openCompare(const QString& a, const QString& b);
     // The two tags selected in the tree (older first), else empty: what "Compare" compares.
     QStringList selectedTagPaths() const;
+    // Writes the tree's parameter, optimizer moment or other tensor at `treePath` into `out`
+    // (safetensors, or a torch.save zip for .pt/.bin); a parameter `withMoments` takes its
+    // optimizer moments along ("<param>/exp_avg", ...). tensorsExported() tells the outcome.
+    void exportTensors(const QString& treePath, const QString& out, bool withMoments);
 
 signals:
     void loaded(bool ok);
+    void tensorsExported(bool ok, const QString& message);
     void openProgressed(int permille, const QString& stage);
 
 protected:
@@ -103,6 +108,7 @@ private:
     void openSlimResult(const QString& input, const QString& output);
     void askCompare();
     void treeMenu(const QPoint& pos);
+    void askExportTensors(const Node* node, bool withMoments);
 
     TreeModel* m_model;
     FilterProxy* m_proxy;

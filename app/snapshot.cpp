@@ -5,6 +5,7 @@
 #include "io/error.h"
 #include "layout/deepspeed.h"
 #include "layout/family.h"
+#include "ops/analyze.h"
 #include "ops/inspect.h"
 
 #include <QThread>
@@ -75,7 +76,67 @@ void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
     }
 }
 
+void describeParameter(Node* n, const layout::Parameter& p, int tag, int index, Node::Held held)
+{
+    n->tag = tag;
+    n->param = index;
+    n->held = held;
+    n->dtype = torch::name(p.dtype);
+    n->shape = p.shape;
+    n->elements = p.numel();
+    n->bytes = p.numel() * torch::elementSize(p.dtype);
+    n->ranks = int(p.slices.size());
+}
+
+// The tag's tensors outside the model (the optimizer's state as DCP and Composer keep it, RNG
+// states, ...), as a tree of their `/` paths under "other tensors".
+void addOtherTensors(Node* tagNode, const layout::Tag& t, int tag)
+{
+    if (t.otherTensors.empty()) return;
+    Node* group = add(tagNode, "other tensors", NodeKind::Group, "other tensors");
+    std::map<std::string, Node*> folders{{"", group}};
+    for (size_t i = 0; i < t.otherTensors.size(); ++i) {
+        const layout::Parameter& p = t.otherTensors[i];
+        Node* parent = group;
+        std::string at;
+        size_t from = 0;
+        for (size_t slash; (slash = p.name.find('/', from)) != std::string::npos; from = slash + 1) {
+            at = p.name.substr(0, slash);
+            auto [it, added] = folders.emplace(at, nullptr);
+            if (added) it->second = add(parent, p.name.substr(from, slash - from), NodeKind::Group, "folder");
+            parent = it->second;
+        }
+        Node* n = add(parent, p.name.substr(from), NodeKind::Parameter, "other tensor");
+        describeParameter(n, p, tag, int(i), Node::Held::Other);
+        group->bytes += n->bytes;
+    }
+}
+
 } // namespace
+
+const layout::Parameter* heldParameter(const Snapshot& s, const Node& n)
+{
+    if (n.kind != NodeKind::Parameter || n.tag < 0 || size_t(n.tag) >= s.tags.size() || n.param < 0)
+        return nullptr;
+    const layout::Tag& t = s.tags[size_t(n.tag)];
+    const std::vector<layout::Parameter>* list = n.held == Node::Held::Parameter ? &t.params
+                                                 : n.held == Node::Held::Other   ? &t.otherTensors
+                                                 : size_t(n.tag) < s.moments.size()
+                                                     ? &s.moments[size_t(n.tag)]
+                                                     : nullptr;
+    return list && size_t(n.param) < list->size() ? &(*list)[size_t(n.param)] : nullptr;
+}
+
+layout::Tag oneParameterTag(const Snapshot& s, const Node& n)
+{
+    const layout::Tag& t = s.tags.at(size_t(n.tag));
+    layout::Tag one;
+    one.name = t.name;
+    one.dir = t.dir;
+    if (n.held == Node::Held::Parameter) one.exportDtype = t.exportDtype; // moments as stored
+    if (const layout::Parameter* p = heldParameter(s, n)) one.params.push_back(*p);
+    return one;
+}
 
 namespace {
 std::atomic<const void*> g_guiThread{nullptr};
@@ -167,6 +228,13 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                 }
                 files->bytes += f.size;
             }
+            // The optimizer's moments under their parameters, whichever way the family keeps them.
+            s->moments.push_back(ops::momentParameters(t));
+            std::map<std::string, std::vector<int>> momentsOf;
+            for (size_t mi = 0; mi < s->moments.back().size(); ++mi) {
+                const std::string& n = s->moments.back()[mi].name;
+                momentsOf[n.substr(0, n.rfind('/'))].push_back(int(mi));
+            }
             Node* params = add(tn, "parameters", NodeKind::Group, "parameters");
             for (size_t pi = 0; pi < t.params.size(); ++pi) {
                 const auto& p = t.params[pi];
@@ -175,31 +243,18 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                                                                                : "parameter";
                 Node* pn =
                     add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
-                pn->tag = int(ti);
-                pn->param = int(pi);
-                pn->dtype = torch::name(p.dtype);
-                pn->shape = p.shape;
-                pn->elements = p.numel();
-                pn->bytes = p.numel() * torch::elementSize(p.dtype);
-                pn->ranks = int(p.slices.size());
-                for (const auto& sl : p.slices)
-                    for (const auto& [name, src] : sl.states) {
-                        bool have = false;
-                        for (const auto& c : pn->children)
-                            have |= c->name == name;
-                        if (!have && !src.empty()) {
-                            // As saved: moments are often, but not always, fp32 (8-bit and
-                            // bf16 optimizers keep them smaller).
-                            const torch::DType dtype = src.front().dtype;
-                            Node* st = add(pn, name, NodeKind::Entry, "optimizer state");
-                            st->dtype = torch::name(dtype);
-                            st->shape = p.shape;
-                            st->elements = p.numel();
-                            st->bytes = p.numel() * torch::elementSize(dtype);
-                        }
-                    }
+                describeParameter(pn, p, int(ti), int(pi), Node::Held::Parameter);
+                for (const int mi : momentsOf[p.name]) {
+                    // As saved: moments are often, but not always, fp32 (8-bit and bf16
+                    // optimizers keep them smaller).
+                    const layout::Parameter& m = s->moments.back()[size_t(mi)];
+                    Node* st =
+                        add(pn, m.name.substr(p.name.size() + 1), NodeKind::Parameter, "optimizer state");
+                    describeParameter(st, m, int(ti), mi, Node::Held::Moment);
+                }
                 params->elements += pn->elements;
             }
+            addOtherTensors(tn, t, int(ti));
         }
         return s;
     }

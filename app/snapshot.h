@@ -27,9 +27,14 @@ struct Node
     uint64_t elements = 0;
     uint64_t bytes = 0;
     int ranks = 0;
-    std::string path;            // names from the root joined by '/', for --select and tests
-    int tag = -1;                // index into Snapshot::tags
-    int param = -1;              // index into that tag's params
+    std::string path; // names from the root joined by '/', for --select and tests
+    int tag = -1;     // index into Snapshot::tags
+    int param = -1;   // index into that tag's list `held` names
+    // Which list of the tag `param` indexes: its parameters, the optimizer moments of its
+    // parameters (Snapshot::moments: "<param>/exp_avg"), or its other tensors (optimizer state
+    // that is no moment, RNG, ...). A Parameter node of any of them has values, statistics and
+    // a partition table.
+    enum class Held : uint8_t { Parameter, Moment, Other } held = Held::Parameter;
     nlohmann::ordered_json info; // details for the pane (tensor fields, config JSON, ...)
     Node* parent = nullptr;
     int row = 0; // index in parent->children: the item model's row, without a search
@@ -46,12 +51,22 @@ struct Snapshot
     // Each tag's sharding map, laid out on the loading worker (at 64 ranks x 10,000 parameters
     // it took 43 ms of the GUI thread when a tag was selected); may be shorter than `tags`.
     std::vector<std::shared_ptr<const ShardingLayout>> layouts;
+    // Each tag's optimizer moments as parameters of their own ("<param>/exp_avg"), whichever way
+    // the family keeps them (rank slices, or DCP/Composer optimizer tensors): ops::momentParameters.
+    std::vector<std::vector<layout::Parameter>> moments;
     std::vector<std::string> warnings;
     std::unique_ptr<Node> root;
     // The checkpoint as opened (parsed files and layout), shared with the jobs the window runs
     // on it, so none of them parses a file again. Null for a single file.
     std::shared_ptr<const layout::OpenedCheckpoint> opened;
 };
+
+// What a Parameter node stands for (a parameter, a moment, another tensor of its tag); nullptr
+// for any other node.
+const layout::Parameter* heldParameter(const Snapshot& s, const Node& n);
+// The node's tag with that one parameter alone: what a job reads to show or export it (moments
+// and other tensors as stored, parameters as the tag exports them).
+layout::Tag oneParameterTag(const Snapshot& s, const Node& n);
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
 // Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.

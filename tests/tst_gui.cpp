@@ -12,6 +12,7 @@
 #include "layout/deepspeed.h"
 #include "layout/family.h"
 #include "main_window.h"
+#include "ops/tensor_source.h"
 #include "snapshot.h"
 #include "stall_meter.h"
 #include "testutil.h"
@@ -47,6 +48,7 @@
 #include <QXmlStreamReader>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <tuple>
 
 using namespace ckpt;
@@ -583,6 +585,84 @@ private slots:
         QVERIFY(!w.model()->snapshot());
         QVERIFY(!action("Export Model...")->isEnabled());
         QCOMPARE(w.windowTitle(), QStringLiteral("Checkpoint Studio"));
+    }
+
+    // Issue 21 #4: a parameter's optimizer moments are nodes with values: statistics, their
+    // partition table, a file of their own with the parameter (bit for bit what DeepSpeed's
+    // ds_to_universal wrote for them); DCP's optimizer state is in the tree, under its parameter
+    // and as it was saved.
+    void optimizerStateHasValues()
+    {
+        app::MainWindow w;
+        w.show();
+        QVERIFY(openAndWait(w, QString::fromStdString(fixture("zero2_bf16_w2"))));
+        const QString moment = QStringLiteral("global_step4/parameters/fc1.weight/exp_avg");
+        QVERIFY(w.select(moment));
+        const app::Node* n = app::TreeModel::node(w.proxy()->mapToSource(w.tree()->currentIndex()));
+        QVERIFY(n && n->kind == app::NodeKind::Parameter && n->held == app::Node::Held::Moment);
+        QSignalSpy ready(w.details(), &app::DetailsPane::statisticsReady);
+        w.details()->computeStatistics();
+        QVERIFY(ready.wait(30000));
+        QVERIFY2(w.details()->statisticsText().contains(QLatin1String("mean")),
+                 qPrintable(w.details()->statisticsText()));
+        auto* table = w.details()->findChild<QTableWidget*>();
+        QVERIFY(table && table->isVisible() && table->rowCount() >= 1);
+        QVERIFY2(table->item(0, 1)->text().contains(QLatin1String("optim_states")),
+                 qPrintable(table->item(0, 1)->text()));
+
+        // The parameter with its moments, against ds_to_universal's zero/fc1.weight/*.pt
+        const auto uni = testutil::readJson(testutil::dataDir() + "/universal/zero2_bf16_w2.expect.json");
+        auto reference = [&uni](const std::string& file) {
+            for (const auto& f : uni["files"])
+                if (f["path"] == file) {
+                    nlohmann::json want = f["summary"].value("tensor", nlohmann::json());
+                    for (const auto& kv : f["summary"].value("dict", nlohmann::json::array()))
+                        if (kv[0] == "param") want = kv[1]["tensor"];
+                    return want.value("sha256", std::string());
+                }
+            return std::string();
+        };
+        QTemporaryDir out;
+        for (const char* name : {"fc1.safetensors", "fc1.pt"}) {
+            QSignalSpy exported(&w, &app::MainWindow::tensorsExported);
+            w.exportTensors(QStringLiteral("global_step4/parameters/fc1.weight"), out.filePath(name), true);
+            QVERIFY(exported.wait(30000));
+            QVERIFY2(exported.first().first().toBool(), qPrintable(exported.first().at(1).toString()));
+            const ops::TensorSet set = ops::anyTensors(out.filePath(name).toStdString(), {});
+            std::map<std::string, std::string> sha;
+            for (const auto& t : set.tensors) {
+                std::vector<uint8_t> b(t.tensor.nbytes);
+                t.tensor.fill(0, b.size(), b.data());
+                sha[t.tensor.name] = testutil::sha256Hex(b.data(), b.size());
+            }
+            QCOMPARE(sha.size(), size_t(3));
+            QCOMPARE(sha["fc1.weight"], reference("zero/fc1.weight/fp32.pt"));
+            QCOMPARE(sha["fc1.weight/exp_avg"], reference("zero/fc1.weight/exp_avg.pt"));
+            QCOMPARE(sha["fc1.weight/exp_avg_sq"], reference("zero/fc1.weight/exp_avg_sq.pt"));
+        }
+
+        // DCP: under the parameter, and the optimizer's state as saved, values as dcp_to_torch_save's
+        QVERIFY(openAndWait(w, QString::fromStdString(testutil::dataDir() + "/dcp/fsdp2_fp32_w2")));
+        QVERIFY(w.select(QStringLiteral("fsdp2_fp32_w2/parameters/embed.weight/exp_avg_sq")));
+        QVERIFY(
+            w.model()
+                ->indexOfPath(QStringLiteral("fsdp2_fp32_w2/other tensors/optimizer/state/embed.weight/step"))
+                .isValid());
+        QSignalSpy exported(&w, &app::MainWindow::tensorsExported);
+        w.exportTensors(QStringLiteral("fsdp2_fp32_w2/parameters/embed.weight/exp_avg_sq"),
+                        out.filePath("dcp.safetensors"), false);
+        QVERIFY(exported.wait(30000));
+        QVERIFY(exported.first().first().toBool());
+        const auto dcp = testutil::readJson(testutil::dataDir() + "/dcp/fsdp2_fp32_w2.expect.json");
+        std::string want;
+        for (const auto& t : dcp["dcp_to_torch_save"]["tensors"])
+            if (t["path"] == "optimizer/state/embed.weight/exp_avg_sq") want = t["sha256"];
+        QVERIFY(!want.empty());
+        const ops::TensorSet got = ops::anyTensors(out.filePath("dcp.safetensors").toStdString(), {});
+        QCOMPARE(got.tensors.size(), size_t(1));
+        std::vector<uint8_t> b(got.tensors[0].tensor.nbytes);
+        got.tensors[0].tensor.fill(0, b.size(), b.data());
+        QCOMPARE(testutil::sha256Hex(b.data(), b.size()), want);
     }
 
     // Issue 21 #7: a single torch.save file exports in the window as `ckpt export FILE OUT`.

@@ -766,104 +766,109 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="209" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="211" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="231" />
+        <location filename="../app/details_pane.cpp" line="230" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="246" />
+        <location filename="../app/details_pane.cpp" line="245" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="247" />
+        <location filename="../app/details_pane.cpp" line="246" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="265" />
+        <location filename="../app/details_pane.cpp" line="264" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="36" />
+        <location filename="../app/kinds.cpp" line="39" />
         <source>DeepSpeed checkpoint</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="37" />
+        <location filename="../app/kinds.cpp" line="40" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="38" />
+        <location filename="../app/kinds.cpp" line="41" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="39" />
+        <location filename="../app/kinds.cpp" line="42" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="40" />
+        <location filename="../app/kinds.cpp" line="43" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="41" />
+        <location filename="../app/kinds.cpp" line="44" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="42" />
+        <location filename="../app/kinds.cpp" line="45" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="43" />
+        <location filename="../app/kinds.cpp" line="46" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="44" />
+        <location filename="../app/kinds.cpp" line="47" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="45" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="46" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="47" />
+        <location filename="../app/kinds.cpp" line="50" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="51" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="52" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="53" />
+        <source>other tensor</source>
+        <translation>其他张量</translation>
     </message>
 </context>
 <context>
@@ -1090,295 +1095,335 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="70" />
-        <location filename="../app/main_window.cpp" line="363" />
+        <location filename="../app/main_window.cpp" line="71" />
+        <location filename="../app/main_window.cpp" line="364" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="221" />
+        <location filename="../app/main_window.cpp" line="222" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="229" />
+        <location filename="../app/main_window.cpp" line="230" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="230" />
+        <location filename="../app/main_window.cpp" line="231" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="222" />
+        <location filename="../app/main_window.cpp" line="223" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="224" />
+        <location filename="../app/main_window.cpp" line="225" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="225" />
+        <location filename="../app/main_window.cpp" line="226" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="234" />
+        <location filename="../app/main_window.cpp" line="235" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="237" />
+        <location filename="../app/main_window.cpp" line="238" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="241" />
+        <location filename="../app/main_window.cpp" line="242" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="244" />
+        <location filename="../app/main_window.cpp" line="245" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="247" />
+        <location filename="../app/main_window.cpp" line="248" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="254" />
+        <location filename="../app/main_window.cpp" line="255" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="257" />
+        <location filename="../app/main_window.cpp" line="258" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="258" />
+        <location filename="../app/main_window.cpp" line="259" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="261" />
+        <location filename="../app/main_window.cpp" line="262" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="264" />
+        <location filename="../app/main_window.cpp" line="265" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="267" />
+        <location filename="../app/main_window.cpp" line="268" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="268" />
+        <location filename="../app/main_window.cpp" line="269" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="273" />
+        <location filename="../app/main_window.cpp" line="274" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="277" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="282" />
+        <location filename="../app/main_window.cpp" line="283" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="283" />
+        <location filename="../app/main_window.cpp" line="284" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="290" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="292" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="293" />
+        <location filename="../app/main_window.cpp" line="294" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="83" />
+        <location filename="../app/main_window.cpp" line="84" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="89" />
+        <location filename="../app/main_window.cpp" line="90" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="92" />
+        <location filename="../app/main_window.cpp" line="93" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="93" />
+        <location filename="../app/main_window.cpp" line="94" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="108" />
+        <location filename="../app/main_window.cpp" line="109" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="116" />
+        <location filename="../app/main_window.cpp" line="117" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="120" />
+        <location filename="../app/main_window.cpp" line="121" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="138" />
+        <location filename="../app/main_window.cpp" line="139" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="139" />
+        <location filename="../app/main_window.cpp" line="140" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="201" />
+        <location filename="../app/main_window.cpp" line="202" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="308" />
+        <location filename="../app/main_window.cpp" line="309" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="311" />
+        <location filename="../app/main_window.cpp" line="312" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="321" />
+        <location filename="../app/main_window.cpp" line="322" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="322" />
+        <location filename="../app/main_window.cpp" line="323" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="323" />
+        <location filename="../app/main_window.cpp" line="324" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="326" />
+        <location filename="../app/main_window.cpp" line="327" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="327" />
+        <location filename="../app/main_window.cpp" line="328" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="328" />
+        <location filename="../app/main_window.cpp" line="329" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="346" />
+        <location filename="../app/main_window.cpp" line="347" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="399" />
+        <location filename="../app/main_window.cpp" line="400" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="412" />
+        <location filename="../app/main_window.cpp" line="413" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="213" />
+        <location filename="../app/main_window.cpp" line="214" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="377" />
+        <location filename="../app/main_window.cpp" line="378" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="380" />
+        <location filename="../app/main_window.cpp" line="381" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="422" />
+        <location filename="../app/main_window.cpp" line="423" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="424" />
+        <location filename="../app/main_window.cpp" line="425" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="430" />
+        <location filename="../app/main_window.cpp" line="431" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="456" />
+        <location filename="../app/main_window.cpp" line="457" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="475" />
+        <location filename="../app/main_window.cpp" line="476" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="476" />
+        <location filename="../app/main_window.cpp" line="477" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="716" />
+        <location filename="../app/main_window.cpp" line="724" />
+        <source>Writing %1...</source>
+        <translation>正在写入 %1...</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/main_window.cpp" line="730" />
+        <source>Wrote %n tensor(s), %1, to %2</source>
+        <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="734" />
+        <source>Cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="744" />
+        <source>Export tensor</source>
+        <translation>导出张量</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="745" />
+        <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
+        <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="757" />
+        <source>Show Values and Statistics</source>
+        <translation>显示数值和统计信息</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="758" />
+        <source>Export Tensor...</source>
+        <translation>导出张量...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="760" />
+        <source>Export with Optimizer State...</source>
+        <translation>连同优化器状态导出...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="765" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="718" />
+        <location filename="../app/main_window.cpp" line="767" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -2013,6 +2058,21 @@ Click to select it in the tree.</source>
         <location filename="../app/kinds.cpp" line="35" />
         <source>other</source>
         <translation>其他</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="36" />
+        <source>other tensors</source>
+        <translation>其他张量</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="37" />
+        <source>other tensor</source>
+        <translation>其他张量</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="38" />
+        <source>folder</source>
+        <translation>文件夹</translation>
     </message>
 </context>
 <context>

@@ -2,9 +2,12 @@
 
 #include "compute_backend.h"
 #include "io/output.h"
+#include "layout/family.h"
+#include "ops/tensor_source.h"
 #include "ops/writers.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
+#include "torch/torch_writer.h"
 
 #include <map>
 #include <memory>
@@ -95,6 +98,49 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
     tx.commit();
     if (progress) progress({1000, "done", done, total});
     result.tensors = out.size();
+    result.bytes = file.written();
+    return result;
+}
+
+ExportResult exportTagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
+                              const std::string& output, const ProgressSink& progress,
+                              const CancelToken& cancel)
+{
+    io::OutputTransaction tx({opened->model.root, tag.dir}, output, io::OutputTransaction::Shape::File);
+    reportNotes(progress, tx.notes());
+    const TensorSet set = tagTensors(opened, tag, {});
+    std::vector<torch::OutTensor> tensors;
+    uint64_t total = 0;
+    for (const SourceTensor& t : set.tensors)
+        if (t.aliasOf.empty()) {
+            tensors.push_back(t.tensor);
+            total += t.tensor.nbytes;
+        }
+    if (tensors.empty()) throw Error("nothing to write: no tensor with values of its own", output);
+    ExportResult result;
+    result.path = output;
+    result.warnings = set.warnings;
+    uint64_t done = 0;
+    auto onBytes = [&](uint64_t n) {
+        done += n;
+        if (progress) progress({int(total ? done * 900 / total : 900), "writing", done, total});
+    };
+    const auto ends = [&](const char* x) {
+        const std::string e(x);
+        return output.size() > e.size() && output.compare(output.size() - e.size(), e.size(), e) == 0;
+    };
+    io::AtomicFile& file = tx.create();
+    if (ends(".pt") || ends(".bin")) {
+        const auto hashes = torch::writeTorchZip(file, tensors, {}, "archive", onBytes, cancel);
+        file.finish();
+        verifyTorchZip(file, tensors, {}, hashes, cancel);
+    } else {
+        const auto hashes = writeSafetensors(file, tensors, {{"format", "pt"}}, onBytes, cancel);
+        verifySafetensors(file, tensors, hashes, cancel);
+    }
+    tx.commit();
+    if (progress) progress({1000, "done", done, total});
+    result.tensors = tensors.size();
     result.bytes = file.written();
     return result;
 }

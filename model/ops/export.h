@@ -5,8 +5,15 @@
 
 #include "ops/job.h"
 
+#include <memory>
+
 #include <string>
 #include <vector>
+
+namespace ckpt::layout {
+struct OpenedCheckpoint;
+struct Tag;
+} // namespace ckpt::layout
 
 namespace ckpt::ops {
 
@@ -28,5 +35,12 @@ struct ExportResult
 ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
                                      const ExportOptions& options, const ProgressSink& progress,
                                      const CancelToken& cancel);
+
+// Writes the parameters of `tag` (any part of a tag of `opened`: one parameter and its optimizer
+// moments, say) into one file, each under its name: a torch.save zip when `output` ends in .pt or
+// .bin, else safetensors. Streamed from the mapped files, re-read and verified, then renamed.
+ExportResult exportTagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
+                              const std::string& output, const ProgressSink& progress,
+                              const CancelToken& cancel);
 
 } // namespace ckpt::ops

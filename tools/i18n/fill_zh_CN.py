@@ -398,6 +398,17 @@ ZH = {
     "dtype changed: %1 → %2": "dtype 已改变：%1 → %2",
     "%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)": "%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）",
     "Saved %1: %n row(s) as shown (filter and sort applied)": "已保存 %1：按所示保存 %n 行（已应用筛选和排序）",
+    "other tensor": "其他张量",
+    "other tensors": "其他张量",
+    "folder": "文件夹",
+    "Writing %1...": "正在写入 %1...",
+    "Wrote %n tensor(s), %1, to %2": "已将 %n 个张量（%1）写入 %2",
+    "Cancelled": "已取消",
+    "Export tensor": "导出张量",
+    "safetensors (*.safetensors);;PyTorch (*.pt)": "safetensors (*.safetensors);;PyTorch (*.pt)",
+    "Show Values and Statistics": "显示数值和统计信息",
+    "Export Tensor...": "导出张量...",
+    "Export with Optimizer State...": "连同优化器状态导出...",
 }
 
 
