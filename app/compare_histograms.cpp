@@ -59,6 +59,15 @@ QAreaSeries* stepSeries(const gpu::Histogram& h, const QString& name, QColor col
     return area;
 }
 
+// The smallest 1, 2 or 5 times a power of ten that cuts `span` into at most `steps` steps.
+double niceStep(double span, int steps)
+{
+    const double raw = span / steps, decade = std::pow(10, std::floor(std::log10(raw)));
+    for (const double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * decade >= raw * (1 - 1e-12)) return m * decade;
+    return 10 * decade;
+}
+
 void style(QChart* chart, const QPalette& pal)
 {
     chart->setBackgroundBrush(pal.color(QPalette::Base));
@@ -92,9 +101,9 @@ void fill(QChart* chart, const std::vector<std::pair<QAreaSeries*, const gpu::Hi
     auto* x = new QValueAxis;
     x->setRange(lo, hi > lo ? hi : lo + 1);
     x->setLabelFormat(QStringLiteral("%.3g"));
-    // Ticks at round steps anchored at 0, so 0 reads as 0 (not 6.9e-18) and steps as 0.02.
-    const double span = (hi > lo ? hi - lo : 1) / 4, decade = std::pow(10, std::floor(std::log10(span)));
-    const double step = span / decade >= 5 ? 5 * decade : span / decade >= 2 ? 2 * decade : decade;
+    // Ticks at round steps anchored at 0, so 0 reads as 0 (not 6.9e-18) and steps as 0.02; at
+    // most four steps across, so that labels such as -0.0006 never run into each other.
+    const double step = niceStep(hi > lo ? hi - lo : 1, 4);
     x->setTickType(QValueAxis::TicksDynamic);
     x->setTickAnchor(0);
     x->setTickInterval(step);
@@ -113,10 +122,14 @@ void fill(QChart* chart, const std::vector<std::pair<QAreaSeries*, const gpu::Hi
         l->setLabelFormat(QStringLiteral("%g"));
         y = l;
     } else {
+        // Counts: whole steps of at least 1 (ticks at 0.5 printed as %d read "0 0 1 1 1").
         auto* v = new QValueAxis;
-        v->setRange(0, double(top) * 1.05);
-        v->setLabelFormat(QStringLiteral("%d"));
-        v->applyNiceNumbers();
+        const double yStep = std::max(1.0, niceStep(double(top), 4));
+        v->setRange(0, std::ceil(double(top) * 1.05 / yStep) * yStep);
+        v->setTickType(QValueAxis::TicksDynamic);
+        v->setTickAnchor(0);
+        v->setTickInterval(yStep);
+        v->setLabelFormat(QStringLiteral("%.0f"));
         y = v;
     }
     chart->addAxis(x, Qt::AlignBottom);
@@ -181,6 +194,11 @@ void CompareHistograms::setTensor(const ops::TensorDiff* t)
     else
         m_tensor.reset();
     rebuild();
+}
+
+QChart* CompareHistograms::chart(int which) const
+{
+    return (which == 0 ? m_values : m_delta)->chart();
 }
 
 int CompareHistograms::seriesCount(int chart) const

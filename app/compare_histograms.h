@@ -25,6 +25,7 @@ public:
     QString statisticsText() const; // the statistics table as plain text (tests)
     // The series drawn, as (name, points) per chart: 0 = A and B, 1 = a-b.
     int seriesCount(int chart) const;
+    QChart* chart(int which) const; // 0 = A and B, 1 = a-b (tests)
 
 private:
     void rebuild();

@@ -96,12 +96,14 @@ DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
     m_summary = new QTextBrowser(this);
-    m_summary->setMaximumHeight(220);
     m_bar = new PartitionBar(this);
     m_partitions = new QTableWidget(0, 5, this);
     m_partitions->setHorizontalHeaderLabels(
         {tr("Rank"), tr("File"), tr("Offset"), tr("Length"), tr("Padding")});
-    m_partitions->horizontalHeader()->setStretchLastSection(true);
+    // The file name takes the room; the numbers keep theirs.
+    m_partitions->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_partitions->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    m_partitions->setTextElideMode(Qt::ElideMiddle);
     m_partitions->verticalHeader()->hide();
     m_partitions->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_search = new QLineEdit(this);
@@ -221,8 +223,11 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
                           std::filesystem::path(s.master.front().file.str()).filename().string());
             const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
                                        QString::number(s.length), QString::number(s.padding)};
-            for (int c = 0; c < cells.size(); ++c)
-                m_partitions->setItem(int(r), c, new QTableWidgetItem(cells[c]));
+            for (int c = 0; c < cells.size(); ++c) {
+                auto* item = new QTableWidgetItem(cells[c]);
+                if (c == 1) item->setToolTip(cells[c]);
+                m_partitions->setItem(int(r), c, item);
+            }
             for (const auto& st : s.states)
                 if (!states.contains(QString::fromStdString(st.first)))
                     states << QString::fromStdString(st.first);
@@ -245,6 +250,30 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         html += row(tr("Value"), esc(node->info["value"].get<std::string>()));
     if (node->info.contains("error")) html += row(tr("Error"), esc(node->info["error"].get<std::string>()));
     m_summary->setHtml(html + QStringLiteral("</table>"));
+    fitSummary();
+}
+
+void DetailsPane::fitSummary()
+{
+    // As tall as its text when a table or the configuration shares the pane (at most three
+    // fifths of it), all of the pane when it is alone: a fixed height cut long details off
+    // above an empty pane.
+    QVBoxLayout* l = static_cast<QVBoxLayout*>(layout());
+    const bool alone = m_partitions->isHidden() && m_json->isHidden();
+    l->setStretchFactor(m_summary, alone ? 1 : 0);
+    if (alone) {
+        m_summary->setMaximumHeight(QWIDGETSIZE_MAX);
+        return;
+    }
+    m_summary->document()->setTextWidth(m_summary->viewport()->width());
+    const int want = int(std::ceil(m_summary->document()->size().height())) + 2 * m_summary->frameWidth() + 2;
+    m_summary->setMaximumHeight(std::max(60, std::min(want, height() * 3 / 5)));
+}
+
+void DetailsPane::resizeEvent(QResizeEvent* e)
+{
+    QWidget::resizeEvent(e);
+    if (!m_summary->isHidden()) fitSummary();
 }
 
 void DetailsPane::computeStatistics()

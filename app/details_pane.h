@@ -39,7 +39,11 @@ signals:
     void statisticsReady();
     void parameterClicked(const QString& tag, const QString& name); // in the sharding map
 
+protected:
+    void resizeEvent(QResizeEvent* e) override;
+
 private:
+    void fitSummary();
     const Snapshot* m_snapshot = nullptr;
     const Node* m_node = nullptr;
     QTextBrowser* m_summary;

@@ -146,6 +146,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
+    // A long tensor name keeps its start and its end, and the other columns stay in view.
+    m_tree->setTextElideMode(Qt::ElideMiddle);
     // Two tags selected together are what "Compare" compares.
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -211,7 +213,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         reason = e.what();
     }
     m_compute = QString::fromStdString(reason);
-    statusBar()->addPermanentWidget(new QLabel(tr("Compute: %1").arg(m_compute), this));
+    // The device in a word or two, the reason in the tooltip: the whole reason took half the
+    // status bar and ran into the messages beside it.
+    auto* compute = new QLabel(tr("Compute: %1").arg(m_compute.section(QStringLiteral(" ("), 0, 0)), this);
+    compute->setToolTip(m_compute);
+    compute->setContentsMargins(12, 0, 4, 0);
+    statusBar()->addPermanentWidget(compute);
     refreshRecent();
     showStartPage();
 }
@@ -442,11 +449,15 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     const bool wasStartPage = m_stack->currentIndex() == 0;
     m_model->setSnapshot(snapshot);
     m_tree->expandToDepth(1);
-    for (int c = 0; c < TreeModel::ColumnCount; ++c)
+    for (int c = 1; c < TreeModel::ColumnCount; ++c)
         m_tree->resizeColumnToContents(c);
     // Values can be long reprs (a config string): the column shows their start, the tooltip all.
     m_tree->setColumnWidth(TreeModel::Value, std::min(m_tree->columnWidth(TreeModel::Value), 180));
-    m_tree->setColumnWidth(0, std::max(m_tree->columnWidth(0), 300));
+    m_tree->setColumnWidth(TreeModel::Kind, std::min(m_tree->columnWidth(TreeModel::Kind), 170));
+    // The name takes the room the other columns leave (elided in the middle, whole in its
+    // tooltip): a 200-character parameter name no longer pushes Bytes and Ranks off screen.
+    m_tree->header()->setMinimumSectionSize(60);
+    m_tree->header()->setSectionResizeMode(0, QHeaderView::Stretch);
     m_details->show(snapshot.get(), nullptr);
     if (snapshot->warnings.empty()) {
         m_banner->hide();

@@ -34,7 +34,8 @@ void PartitionBar::paintEvent(QPaintEvent*)
         const QColor c = QColor::fromHsv((s.rank * 67) % 360, 140, 220);
         const QRectF seg(x, r.top(), w, r.height());
         p.fillRect(seg, c);
-        p.setPen(palette().text().color());
+        // Dark text on these light colours in every theme (the palette's text is white in dark mode).
+        p.setPen(c.lightnessF() > 0.5 ? QColor(Qt::black) : QColor(Qt::white));
         if (w > 24) p.drawText(seg, Qt::AlignCenter, QString::number(s.rank));
         if (pw > 0)
             p.fillRect(QRectF(x + w, r.top(), pw, r.height()), QBrush(c.darker(130), Qt::BDiagPattern));

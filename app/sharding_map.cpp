@@ -480,14 +480,19 @@ void ShardingMap::paint(QPainter& p, QSize size) const
                              : tr("rank %1").arg(r));
         // Group boundaries, dashed across every lane.
         p.setPen(QPen(pal.color(QPalette::Text), 1, Qt::DashLine));
+        double labelsEnd = -1e9; // where the last label drawn ends: narrow groups skip theirs
         for (size_t g = 0; g < m_layout->groupStarts.size(); ++g) {
             const double x = toX(m_layout->groupStarts[g], a);
             if (x < a.left() || x > a.right()) continue;
             if (g > 0) p.drawLine(QPointF(x, a.top() - 2), QPointF(x, a.bottom()));
             const QString label = tr("group %1").arg(g);
-            // Beside the line, or ending at it when it would run off the right edge.
+            // Beside the line, or ending at it when it would run off the right edge; never over
+            // the previous label (the line says where the group starts, the tooltip which it is).
             const int w = fm.horizontalAdvance(label);
-            p.drawText(QPointF(x + 3 + w > size.width() ? x - 3 - w : x + 3, a.top() - 4), label);
+            const double lx = x + 3 + w > size.width() ? x - 3 - w : x + 3;
+            if (lx < labelsEnd + 6) continue;
+            p.drawText(QPointF(lx, a.top() - 4), label);
+            labelsEnd = lx + w;
         }
         p.setPen(pal.color(QPalette::Text));
         const QLocale loc;

@@ -17,6 +17,8 @@
 #include "tree_model.h"
 
 #include <QAbstractItemModelTester>
+#include <QChart>
+#include <QValueAxis>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -485,6 +487,18 @@ private slots:
         QCOMPARE(QString::fromStdString(w.model()->rows()[size_t(cur.row())].name), cell.name);
         QCOMPARE(w.histograms()->seriesCount(0), 2);
         QCOMPARE(w.histograms()->seriesCount(1), 1);
+        // Issue 21 #15: counts tick in whole steps (0.5 steps printed as integers read "0 0 1 1 1"),
+        // values in at most four steps across (so a-b's labels never run together).
+        for (int c = 0; c < 2; ++c)
+            for (QAbstractAxis* axis : w.histograms()->chart(c)->axes()) {
+                auto* v = qobject_cast<QValueAxis*>(axis);
+                QVERIFY(v && v->tickType() == QValueAxis::TicksDynamic);
+                if (axis->alignment() == Qt::AlignLeft)
+                    QVERIFY2(v->tickInterval() >= 1 && std::floor(v->tickInterval()) == v->tickInterval(),
+                             qPrintable(QString::number(v->tickInterval())));
+                else
+                    QVERIFY((v->max() - v->min()) / v->tickInterval() <= 4.0 + 1e-9);
+            }
         w.histograms()->setLogScale(true);
         QCOMPARE(w.histograms()->seriesCount(0), 2);
 
