@@ -200,7 +200,7 @@ void CompareHeatmap::paintEvent(QPaintEvent*)
     p.drawRect(dt.adjusted(0, 0, -1, -1));
     dtypeMark(p, dt);
     p.setPen(pal.color(QPalette::Text));
-    p.drawText(dt.right() + 5, ky + fm.ascent() - 1, tr("dtype changed (values compared)"));
+    p.drawText(dt.right() + 5, ky + fm.ascent() - 1, tr("dtype changed"));
 }
 
 void CompareHeatmap::dtypeMark(QPainter& p, const QRect& r) const

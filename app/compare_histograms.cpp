@@ -257,10 +257,14 @@ void CompareHistograms::rebuild()
     }
     html += QStringLiteral("</table>");
     const gpu::DiffStats& d = t.diff;
-    html += tr("<p>max |a-b| %1 &nbsp; rel. L2 %2 &nbsp; cosine %3 &nbsp; bitwise equal %4 of %5</p>")
-                .arg(num(d.maxAbsDiff), num(d.relL2()), num(d.cosine()),
-                     t.bitwiseKnown ? loc.toString(qulonglong(d.bitwiseEqual)) : QStringLiteral("-"),
-                     loc.toString(qulonglong(d.count)));
+    html += tr("<p>max |a-b| %1 &nbsp; rel. L2 %2 &nbsp; cosine %3</p>")
+                .arg(num(d.maxAbsDiff), num(d.relL2()), num(d.cosine()));
+    // Bits compare only within one dtype; across two, the values were compared widened.
+    html += t.bitwiseKnown
+                ? tr("<p>bitwise equal %1 of %2</p>")
+                      .arg(loc.toString(qulonglong(d.bitwiseEqual)), loc.toString(qulonglong(d.count)))
+                : tr("<p>%1 elements compared across dtypes (%2 and %3, widened to float64)</p>")
+                      .arg(loc.toString(qulonglong(d.count)), dtypeText(t.dtypeA), dtypeText(t.dtypeB));
     m_stats->setText(html);
 }
 

@@ -18,6 +18,7 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "rank files"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag (latest)"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag (cannot be read)"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "ds_config"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "files"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "parameters"),
@@ -66,6 +67,7 @@ const char* iconName(const Node& n)
     case NodeKind::Checkpoint:
         return "checkpoint";
     case NodeKind::Tag:
+        if (n.kindText == "tag (cannot be read)") return "warning";
         return n.kindText == "tag (latest)" ? "tag-latest" : "tag";
     case NodeKind::Config:
         return "config";

@@ -6,6 +6,7 @@
 #include "export_dialog.h"
 #include "io/interrupt.h"
 #include "main_window.h"
+#include "theme.h"
 #include "tree_model.h"
 
 #include <QApplication>
@@ -19,65 +20,12 @@
 #include <QPalette>
 #include <QSettings>
 #include <QStyle>
-#include <QStyleFactory>
-#include <QStyleHints>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QTranslator>
 #include <cstdio>
 
 namespace {
-
-// Fusion's colours for a dark desktop, matched to the light palette's contrast.
-QPalette darkPalette()
-{
-    const QColor window(0x2b, 0x2d, 0x31), base(0x1e, 0x1f, 0x22), button(0x35, 0x37, 0x3c),
-        text(0xe8, 0xe8, 0xe8), dimmed(0x7c, 0x80, 0x88), highlight(0x35, 0x74, 0xc9);
-    QPalette p;
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, QColor(0x26, 0x28, 0x2c));
-    p.setColor(QPalette::ToolTipBase, button);
-    p.setColor(QPalette::ToolTipText, text);
-    p.setColor(QPalette::PlaceholderText, dimmed);
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::Button, button);
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::BrightText, QColor(0xff, 0x6b, 0x6b));
-    p.setColor(QPalette::Light, QColor(0x4a, 0x4d, 0x54));
-    p.setColor(QPalette::Midlight, QColor(0x3d, 0x40, 0x46));
-    p.setColor(QPalette::Mid, QColor(0x24, 0x26, 0x29));
-    p.setColor(QPalette::Dark, QColor(0x1a, 0x1b, 0x1e));
-    p.setColor(QPalette::Shadow, QColor(0x0c, 0x0c, 0x0e));
-    p.setColor(QPalette::Highlight, highlight);
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::Link, QColor(0x6c, 0xb0, 0xff));
-    p.setColor(QPalette::LinkVisited, QColor(0xb3, 0x8c, 0xff));
-    for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
-        p.setColor(QPalette::Disabled, role, dimmed);
-    p.setColor(QPalette::Disabled, QPalette::Highlight, QColor(0x4a, 0x4d, 0x54));
-    return p;
-}
-
-// "system" leaves style and palette to the platform theme, which follows the desktop (GTK or KDE
-// colours, light or dark); "light" and "dark" force Fusion with that palette.
-bool applyPalette(const QString& which)
-{
-    if (which == QLatin1String("light") || which == QLatin1String("dark")) {
-        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
-        QApplication::setPalette(which == QLatin1String("dark") ? darkPalette()
-                                                                : QApplication::style()->standardPalette());
-        return true;
-    }
-#if QT_VERSION >= QT_VERSION_CHECK(6, 5, 0)
-    // A dark desktop whose platform theme still hands out light colours (no GTK/KDE theme plugin).
-    if (QGuiApplication::styleHints()->colorScheme() == Qt::ColorScheme::Dark &&
-        QApplication::palette().color(QPalette::Window).lightness() > 128)
-        return applyPalette(QStringLiteral("dark"));
-#endif
-    return which == QLatin1String("system");
-}
 
 QIcon applicationIcon()
 {
@@ -181,13 +129,13 @@ int main(int argc, char** argv)
     cli.process(app);
 
     if (cli.isSet(palette)) {
-        if (!applyPalette(cli.value(palette))) {
+        if (!ckpt::app::applyPalette(cli.value(palette))) {
             std::fprintf(stderr, "checkpoint-studio: --palette takes system, light or dark, not '%s'\n",
                          qPrintable(cli.value(palette)));
             return 2;
         }
-    } else if (!applyPalette(QSettings().value(QStringLiteral("palette")).toString())) {
-        applyPalette(QStringLiteral("system")); // no setting, or one we do not know
+    } else if (!ckpt::app::applyPalette(QSettings().value(QStringLiteral("palette")).toString())) {
+        ckpt::app::applyPalette(QStringLiteral("system")); // no setting, or one we do not know
     }
 
     if (cli.isSet(compare)) { // the comparison window alone

@@ -148,6 +148,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_tree->header()->setStretchLastSection(false);
     // A long tensor name keeps its start and its end, and the other columns stay in view.
     m_tree->setTextElideMode(Qt::ElideMiddle);
+    m_tree->viewport()->installEventFilter(this); // the name column follows the tree's width
     // Two tags selected together are what "Compare" compares.
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -372,6 +373,23 @@ void MainWindow::closeCheckpoint()
     showStartPage();
 }
 
+void MainWindow::fitNameColumn()
+{
+    // The name takes the room the other columns leave, and no less than a readable width (then
+    // the tree scrolls sideways): elided in the middle, whole in its tooltip, a 200-character
+    // parameter name no longer pushes Bytes and Ranks off screen.
+    int others = 0;
+    for (int c = 1; c < TreeModel::ColumnCount; ++c)
+        others += m_tree->columnWidth(c);
+    m_tree->setColumnWidth(0, std::max(200, m_tree->viewport()->width() - others - 2));
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* e)
+{
+    if (watched == m_tree->viewport() && e->type() == QEvent::Resize && m_model->snapshot()) fitNameColumn();
+    return QMainWindow::eventFilter(watched, e);
+}
+
 void MainWindow::showStartPage()
 {
     refreshRecent();
@@ -428,9 +446,12 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         // the start page says it.
         m_lastError = r.error;
         statusBar()->showMessage(tr("Cannot open: %1").arg(r.error), 8000);
+        // The error names the file itself when the path opened is the file at fault: once is enough.
+        QString why = r.error;
+        if (why.startsWith(m_pending + QStringLiteral(": "))) why = why.mid(m_pending.size() + 2);
         if (const Snapshot* s = m_model->snapshot(); s && m_stack->currentIndex() == 1) {
             m_error->setText(tr("Could not open %1: %2\nStill showing %3.")
-                                 .arg(QDir::toNativeSeparators(m_pending), r.error,
+                                 .arg(QDir::toNativeSeparators(m_pending), why,
                                       QDir::toNativeSeparators(QString::fromStdString(s->path))));
             m_error->show();
         } else {
@@ -453,11 +474,8 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         m_tree->resizeColumnToContents(c);
     // Values can be long reprs (a config string): the column shows their start, the tooltip all.
     m_tree->setColumnWidth(TreeModel::Value, std::min(m_tree->columnWidth(TreeModel::Value), 180));
-    m_tree->setColumnWidth(TreeModel::Kind, std::min(m_tree->columnWidth(TreeModel::Kind), 170));
-    // The name takes the room the other columns leave (elided in the middle, whole in its
-    // tooltip): a 200-character parameter name no longer pushes Bytes and Ranks off screen.
-    m_tree->header()->setMinimumSectionSize(60);
-    m_tree->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    m_tree->setColumnWidth(TreeModel::Kind, std::min(m_tree->columnWidth(TreeModel::Kind), 210));
+    fitNameColumn();
     m_details->show(snapshot.get(), nullptr);
     if (snapshot->warnings.empty()) {
         m_banner->hide();

@@ -87,9 +87,11 @@ signals:
 protected:
     void dragEnterEvent(QDragEnterEvent* e) override;
     void dropEvent(QDropEvent* e) override;
+    bool eventFilter(QObject* watched, QEvent* e) override;
 
 private:
     void showStartPage();
+    void fitNameColumn();
     void buildFileMenu();
     void buildHelpMenu();
     void fillRecentMenu();

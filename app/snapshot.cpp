@@ -189,9 +189,12 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
             const layout::Tag& t = ck.tags[ti];
             s->tags.push_back(t);
             s->layouts.push_back(std::make_shared<const ShardingLayout>(shardingLayout(t)));
-            for (const auto& w : t.warnings)
-                s->warnings.push_back(t.name + ": " + w);
-            Node* tn = add(root, t.name, NodeKind::Tag, t.latest ? "tag (latest)" : "tag");
+            for (const auto& w : t.warnings) // an unreadable tag is in the checkpoint's warnings already
+                if (t.unreadable.empty()) s->warnings.push_back(t.name + ": " + w);
+            Node* tn = add(root, t.name, NodeKind::Tag,
+                           !t.unreadable.empty() ? "tag (cannot be read)"
+                           : t.latest            ? "tag (latest)"
+                                                 : "tag");
             tn->tag = int(ti);
             tn->ranks = t.worldSize;
             tn->info = {{"zero_stage", t.zeroStage},

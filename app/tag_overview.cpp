@@ -58,6 +58,8 @@ QString optimizerText(const std::string& optimizer)
     if (optimizer == "bf16_optimizer")
         return QCoreApplication::translate("TagOverview", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)");
     if (optimizer == "none") return QCoreApplication::translate("TagOverview", "none saved");
+    if (optimizer == "universal")
+        return QCoreApplication::translate("TagOverview", "DeepSpeed Universal (a folder per parameter)");
     return esc(optimizer);
 }
 
@@ -134,6 +136,7 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
     m_others.clear();
     for (const auto& o : others)
         m_others.push_back(header(o));
+    m_map->setVisible(tag.unreadable.empty()); // nothing to draw, and the text says why
     if (layout)
         m_map->setSharding(std::move(layout));
     else

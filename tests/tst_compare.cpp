@@ -17,9 +17,8 @@
 #include "tree_model.h"
 
 #include <QAbstractItemModelTester>
-#include <QChart>
-#include <QValueAxis>
 #include <QApplication>
+#include <QChart>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -34,6 +33,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <QValueAxis>
 #include <cmath>
 #include <map>
 #include <set>

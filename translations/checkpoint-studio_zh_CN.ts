@@ -54,6 +54,11 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <source>none saved</source>
         <translation>未保存</translation>
     </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="62" />
+        <source>DeepSpeed Universal (a folder per parameter)</source>
+        <translation>DeepSpeed Universal（每个参数一个文件夹）</translation>
+    </message>
 </context>
 <context>
     <name>ckpt::app::BloatView</name>
@@ -276,8 +281,8 @@ The files it wrote are removed and the new ones put in their place in one step; 
     </message>
     <message>
         <location filename="../app/compare_heatmap.cpp" line="203" />
-        <source>dtype changed (values compared)</source>
-        <translation>dtype 已改变（已比较数值）</translation>
+        <source>dtype changed</source>
+        <translation>dtype 已改变</translation>
     </message>
     <message>
         <location filename="../app/compare_heatmap.cpp" line="232" />
@@ -288,90 +293,100 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareHistograms</name>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="145" />
+        <location filename="../app/compare_histograms.cpp" line="158" />
         <source>Log counts</source>
         <translation>对数计数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="146" />
+        <location filename="../app/compare_histograms.cpp" line="159" />
         <source>Count axis on a log scale: rare values (outliers) stay visible</source>
         <translation>计数轴使用对数刻度：少见的值（离群值）仍然可见</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="203" />
+        <location filename="../app/compare_histograms.cpp" line="221" />
         <source>A</source>
         <translation>A</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="204" />
+        <location filename="../app/compare_histograms.cpp" line="222" />
         <source>B</source>
         <translation>B</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="207" />
-        <location filename="../app/compare_histograms.cpp" line="209" />
+        <location filename="../app/compare_histograms.cpp" line="225" />
+        <location filename="../app/compare_histograms.cpp" line="227" />
         <source>a - b</source>
         <translation>a - b</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="208" />
+        <location filename="../app/compare_histograms.cpp" line="226" />
         <source>value</source>
         <translation>数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="212" />
+        <location filename="../app/compare_histograms.cpp" line="230" />
         <source>Select a tensor to see its values</source>
         <translation>选择一个张量以查看其数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="219" />
+        <location filename="../app/compare_histograms.cpp" line="237" />
         <source>Not compared: the tensor is only on one side, or its shape differs.</source>
         <translation>未比较：该张量只在一侧存在，或形状不同。</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="231" />
+        <location filename="../app/compare_histograms.cpp" line="249" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="233" />
+        <location filename="../app/compare_histograms.cpp" line="251" />
         <source>min</source>
         <translation>最小值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="233" />
+        <location filename="../app/compare_histograms.cpp" line="251" />
         <source>max</source>
         <translation>最大值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="234" />
+        <location filename="../app/compare_histograms.cpp" line="252" />
         <source>mean</source>
         <translation>均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="234" />
+        <location filename="../app/compare_histograms.cpp" line="252" />
         <source>std</source>
         <translation>标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="235" />
+        <location filename="../app/compare_histograms.cpp" line="253" />
         <source>L2 norm</source>
         <translation>L2 范数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="236" />
+        <location filename="../app/compare_histograms.cpp" line="254" />
         <source>zeros</source>
         <translation>零值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="237" />
+        <location filename="../app/compare_histograms.cpp" line="255" />
         <source>NaN / Inf</source>
         <translation>NaN / Inf</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="242" />
-        <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3 &amp;nbsp; bitwise equal %4 of %5&lt;/p&gt;</source>
-        <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3 &amp;nbsp; 按位相同 %4 / %5&lt;/p&gt;</translation>
+        <location filename="../app/compare_histograms.cpp" line="260" />
+        <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3&lt;/p&gt;</source>
+        <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="264" />
+        <source>&lt;p&gt;bitwise equal %1 of %2&lt;/p&gt;</source>
+        <translation>&lt;p&gt;逐位相等 %1 / %2&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_histograms.cpp" line="266" />
+        <source>&lt;p&gt;%1 elements compared across dtypes (%2 and %3, widened to float64)&lt;/p&gt;</source>
+        <translation>&lt;p&gt;跨 dtype 比较了 %1 个元素（%2 与 %3，扩展为 float64）&lt;/p&gt;</translation>
     </message>
 </context>
 <context>
@@ -675,198 +690,198 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>无法计算：%1</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="103" />
+        <location filename="../app/details_pane.cpp" line="102" />
         <source>Rank</source>
         <translation>Rank</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="103" />
-        <location filename="../app/details_pane.cpp" line="199" />
+        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="201" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="103" />
+        <location filename="../app/details_pane.cpp" line="102" />
         <source>Offset</source>
         <translation>偏移</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="103" />
+        <location filename="../app/details_pane.cpp" line="102" />
         <source>Length</source>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="103" />
+        <location filename="../app/details_pane.cpp" line="102" />
         <source>Padding</source>
         <translation>填充</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="108" />
+        <location filename="../app/details_pane.cpp" line="110" />
         <source>Search the configuration</source>
         <translation>搜索配置</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="111" />
+        <location filename="../app/details_pane.cpp" line="113" />
         <source>Show values and statistics</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="181" />
+        <location filename="../app/details_pane.cpp" line="183" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="185" />
+        <location filename="../app/details_pane.cpp" line="187" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="187" />
+        <location filename="../app/details_pane.cpp" line="189" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="187" />
+        <location filename="../app/details_pane.cpp" line="189" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="188" />
+        <location filename="../app/details_pane.cpp" line="190" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="189" />
+        <location filename="../app/details_pane.cpp" line="191" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="192" />
+        <location filename="../app/details_pane.cpp" line="194" />
         <source>Stride</source>
         <translation>步长</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="193" />
+        <location filename="../app/details_pane.cpp" line="195" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="194" />
+        <location filename="../app/details_pane.cpp" line="196" />
         <source>record %1, offset %2, %3</source>
         <translation>记录 %1，偏移 %2，%3</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="198" />
+        <location filename="../app/details_pane.cpp" line="200" />
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="204" />
+        <location filename="../app/details_pane.cpp" line="206" />
         <source>Shares storage with</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="209" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="212" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="230" />
+        <location filename="../app/details_pane.cpp" line="235" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="245" />
+        <location filename="../app/details_pane.cpp" line="250" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="246" />
+        <location filename="../app/details_pane.cpp" line="251" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="264" />
+        <location filename="../app/details_pane.cpp" line="293" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="39" />
+        <location filename="../app/kinds.cpp" line="40" />
         <source>DeepSpeed checkpoint</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="40" />
+        <location filename="../app/kinds.cpp" line="41" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="41" />
+        <location filename="../app/kinds.cpp" line="42" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="42" />
+        <location filename="../app/kinds.cpp" line="43" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="43" />
+        <location filename="../app/kinds.cpp" line="44" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="44" />
+        <location filename="../app/kinds.cpp" line="45" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="45" />
+        <location filename="../app/kinds.cpp" line="46" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="46" />
+        <location filename="../app/kinds.cpp" line="47" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="47" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="50" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="50" />
+        <location filename="../app/kinds.cpp" line="51" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="51" />
+        <location filename="../app/kinds.cpp" line="52" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="52" />
+        <location filename="../app/kinds.cpp" line="53" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="53" />
+        <location filename="../app/kinds.cpp" line="54" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
@@ -1096,132 +1111,132 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::MainWindow</name>
     <message>
         <location filename="../app/main_window.cpp" line="71" />
-        <location filename="../app/main_window.cpp" line="364" />
+        <location filename="../app/main_window.cpp" line="372" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="222" />
+        <location filename="../app/main_window.cpp" line="230" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="230" />
+        <location filename="../app/main_window.cpp" line="238" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="231" />
+        <location filename="../app/main_window.cpp" line="239" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="223" />
+        <location filename="../app/main_window.cpp" line="231" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="225" />
+        <location filename="../app/main_window.cpp" line="233" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="226" />
+        <location filename="../app/main_window.cpp" line="234" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="235" />
+        <location filename="../app/main_window.cpp" line="243" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="238" />
+        <location filename="../app/main_window.cpp" line="246" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="242" />
+        <location filename="../app/main_window.cpp" line="250" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="245" />
+        <location filename="../app/main_window.cpp" line="253" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="248" />
+        <location filename="../app/main_window.cpp" line="256" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="255" />
+        <location filename="../app/main_window.cpp" line="263" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="258" />
+        <location filename="../app/main_window.cpp" line="266" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="259" />
+        <location filename="../app/main_window.cpp" line="267" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="262" />
+        <location filename="../app/main_window.cpp" line="270" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="265" />
+        <location filename="../app/main_window.cpp" line="273" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="268" />
+        <location filename="../app/main_window.cpp" line="276" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="269" />
+        <location filename="../app/main_window.cpp" line="277" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="274" />
+        <location filename="../app/main_window.cpp" line="282" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="277" />
+        <location filename="../app/main_window.cpp" line="285" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="283" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="284" />
+        <location filename="../app/main_window.cpp" line="292" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="299" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="292" />
+        <location filename="../app/main_window.cpp" line="300" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="294" />
+        <location filename="../app/main_window.cpp" line="302" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1271,159 +1286,159 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="202" />
+        <location filename="../app/main_window.cpp" line="205" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="309" />
+        <location filename="../app/main_window.cpp" line="317" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="312" />
+        <location filename="../app/main_window.cpp" line="320" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="322" />
+        <location filename="../app/main_window.cpp" line="330" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="323" />
+        <location filename="../app/main_window.cpp" line="331" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="324" />
+        <location filename="../app/main_window.cpp" line="332" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="327" />
+        <location filename="../app/main_window.cpp" line="335" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="328" />
+        <location filename="../app/main_window.cpp" line="336" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="329" />
+        <location filename="../app/main_window.cpp" line="337" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="347" />
+        <location filename="../app/main_window.cpp" line="355" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="400" />
+        <location filename="../app/main_window.cpp" line="425" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="413" />
+        <location filename="../app/main_window.cpp" line="438" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="214" />
+        <location filename="../app/main_window.cpp" line="219" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="378" />
+        <location filename="../app/main_window.cpp" line="403" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="381" />
+        <location filename="../app/main_window.cpp" line="406" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="423" />
+        <location filename="../app/main_window.cpp" line="448" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="425" />
+        <location filename="../app/main_window.cpp" line="453" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="431" />
+        <location filename="../app/main_window.cpp" line="459" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="457" />
+        <location filename="../app/main_window.cpp" line="486" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="476" />
+        <location filename="../app/main_window.cpp" line="505" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="477" />
+        <location filename="../app/main_window.cpp" line="506" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="724" />
+        <location filename="../app/main_window.cpp" line="753" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="730" />
+        <location filename="../app/main_window.cpp" line="759" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="734" />
+        <location filename="../app/main_window.cpp" line="763" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="744" />
+        <location filename="../app/main_window.cpp" line="773" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="745" />
+        <location filename="../app/main_window.cpp" line="774" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="757" />
+        <location filename="../app/main_window.cpp" line="786" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="758" />
+        <location filename="../app/main_window.cpp" line="787" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="760" />
+        <location filename="../app/main_window.cpp" line="789" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="765" />
+        <location filename="../app/main_window.cpp" line="794" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="767" />
+        <location filename="../app/main_window.cpp" line="796" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1475,27 +1490,27 @@ Still showing %3.</source>
         <translation>没有可绘制的张量</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="487" />
+        <location filename="../app/sharding_map.cpp" line="488" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="496" />
+        <location filename="../app/sharding_map.cpp" line="501" />
         <source>Not sharded: each file's tensors in order, by size</source>
         <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="507" />
+        <location filename="../app/sharding_map.cpp" line="512" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="551" />
+        <location filename="../app/sharding_map.cpp" line="556" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="559" />
+        <location filename="../app/sharding_map.cpp" line="564" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>
@@ -1767,147 +1782,147 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="175" />
+        <location filename="../app/tag_overview.cpp" line="178" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="182" />
+        <location filename="../app/tag_overview.cpp" line="185" />
         <source>cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="183" />
+        <location filename="../app/tag_overview.cpp" line="186" />
         <source>step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="184" />
+        <location filename="../app/tag_overview.cpp" line="187" />
         <source>step unknown</source>
         <translation>步数未知</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="185" />
+        <location filename="../app/tag_overview.cpp" line="188" />
         <source>, %1 in %n file(s)</source>
         <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="186" />
-        <location filename="../app/tag_overview.cpp" line="190" />
+        <location filename="../app/tag_overview.cpp" line="189" />
+        <location filename="../app/tag_overview.cpp" line="193" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="192" />
+        <location filename="../app/tag_overview.cpp" line="195" />
         <source>Cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="199" />
+        <location filename="../app/tag_overview.cpp" line="202" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="201" />
+        <location filename="../app/tag_overview.cpp" line="204" />
         <source>World size</source>
         <translation>world size</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="202" />
+        <location filename="../app/tag_overview.cpp" line="205" />
         <source>%1 data-parallel x %2 model-parallel</source>
         <translation>%1 数据并行 x %2 模型并行</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="203" />
+        <location filename="../app/tag_overview.cpp" line="206" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="204" />
+        <location filename="../app/tag_overview.cpp" line="207" />
         <source>Optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="206" />
+        <location filename="../app/tag_overview.cpp" line="209" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="206" />
-        <location filename="../app/tag_overview.cpp" line="210" />
-        <location filename="../app/tag_overview.cpp" line="211" />
+        <location filename="../app/tag_overview.cpp" line="209" />
+        <location filename="../app/tag_overview.cpp" line="213" />
+        <location filename="../app/tag_overview.cpp" line="214" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="208" />
+        <location filename="../app/tag_overview.cpp" line="211" />
         <source>Step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="213" />
+        <location filename="../app/tag_overview.cpp" line="216" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="214" />
-        <location filename="../app/tag_overview.cpp" line="215" />
-        <location filename="../app/tag_overview.cpp" line="216" />
+        <location filename="../app/tag_overview.cpp" line="217" />
+        <location filename="../app/tag_overview.cpp" line="218" />
+        <location filename="../app/tag_overview.cpp" line="219" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="215" />
+        <location filename="../app/tag_overview.cpp" line="218" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="216" />
+        <location filename="../app/tag_overview.cpp" line="219" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="217" />
+        <location filename="../app/tag_overview.cpp" line="220" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="217" />
+        <location filename="../app/tag_overview.cpp" line="220" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="218" />
+        <location filename="../app/tag_overview.cpp" line="221" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="220" />
+        <location filename="../app/tag_overview.cpp" line="223" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="222" />
+        <location filename="../app/tag_overview.cpp" line="225" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="227" />
+        <location filename="../app/tag_overview.cpp" line="230" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="229" />
+        <location filename="../app/tag_overview.cpp" line="232" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="245" />
+        <location filename="../app/tag_overview.cpp" line="248" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="249" />
+        <location filename="../app/tag_overview.cpp" line="252" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -1986,91 +2001,96 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="21" />
+        <source>tag (cannot be read)</source>
+        <translation>标签（无法读取）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="22" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="22" />
+        <location filename="../app/kinds.cpp" line="23" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="23" />
+        <location filename="../app/kinds.cpp" line="24" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="24" />
+        <location filename="../app/kinds.cpp" line="25" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="25" />
+        <location filename="../app/kinds.cpp" line="26" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="26" />
+        <location filename="../app/kinds.cpp" line="27" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="27" />
+        <location filename="../app/kinds.cpp" line="28" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="28" />
+        <location filename="../app/kinds.cpp" line="29" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="29" />
+        <location filename="../app/kinds.cpp" line="30" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="30" />
+        <location filename="../app/kinds.cpp" line="31" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="31" />
+        <location filename="../app/kinds.cpp" line="32" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="32" />
+        <location filename="../app/kinds.cpp" line="33" />
         <source>pipeline layer</source>
         <translation>流水线层</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="33" />
+        <location filename="../app/kinds.cpp" line="34" />
         <source>MoE expert</source>
         <translation>MoE 专家</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="34" />
+        <location filename="../app/kinds.cpp" line="35" />
         <source>MoE expert optimizer</source>
         <translation>MoE 专家优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="35" />
+        <location filename="../app/kinds.cpp" line="36" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="36" />
+        <location filename="../app/kinds.cpp" line="37" />
         <source>other tensors</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="37" />
+        <location filename="../app/kinds.cpp" line="38" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="38" />
+        <location filename="../app/kinds.cpp" line="39" />
         <source>folder</source>
         <translation>文件夹</translation>
     </message>
@@ -2173,62 +2193,62 @@ Click to select it in the tree.</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="115" />
+        <location filename="../app/main.cpp" line="63" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="127" />
+        <location filename="../app/main.cpp" line="75" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="132" />
+        <location filename="../app/main.cpp" line="80" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="135" />
+        <location filename="../app/main.cpp" line="83" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="139" />
+        <location filename="../app/main.cpp" line="87" />
         <source>Save a screenshot of the export dialog while it runs, then exit.</source>
         <translation>导出运行时保存导出对话框的截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="143" />
+        <location filename="../app/main.cpp" line="91" />
         <source>Colours: system (follow the desktop), light or dark. The default is the "palette" setting, else system.</source>
         <translation>配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 "palette" 设置，否则为 system。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="152" />
+        <location filename="../app/main.cpp" line="100" />
         <source>Show where the bytes of this file or folder go (the Bloat view). With --screenshot, save the window once that is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.</source>
         <translation>在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="161" />
+        <location filename="../app/main.cpp" line="109" />
         <source>Compare A with the checkpoint, tag folder or file B given as the path (the comparison window). With --screenshot, save it once computed; with --select, that tensor selected.</source>
         <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="169" />
+        <location filename="../app/main.cpp" line="117" />
         <source>With --compare: the tag of A (default: its latest).</source>
         <translation>与 --compare 一起使用：A 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="173" />
+        <location filename="../app/main.cpp" line="121" />
         <source>With --compare: the tag of B (default: its latest).</source>
         <translation>与 --compare 一起使用：B 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="177" />
+        <location filename="../app/main.cpp" line="125" />
         <source>With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.</source>
         <translation>与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="180" />
+        <location filename="../app/main.cpp" line="128" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

@@ -409,6 +409,11 @@ ZH = {
     "Show Values and Statistics": "显示数值和统计信息",
     "Export Tensor...": "导出张量...",
     "Export with Optimizer State...": "连同优化器状态导出...",
+    "DeepSpeed Universal (a folder per parameter)": "DeepSpeed Universal（每个参数一个文件夹）",
+    "<p>max |a-b| %1 &nbsp; rel. L2 %2 &nbsp; cosine %3</p>": "<p>最大 |a-b| %1 &nbsp; 相对 L2 %2 &nbsp; 余弦 %3</p>",
+    "<p>bitwise equal %1 of %2</p>": "<p>逐位相等 %1 / %2</p>",
+    "<p>%1 elements compared across dtypes (%2 and %3, widened to float64)</p>": "<p>跨 dtype 比较了 %1 个元素（%2 与 %3，扩展为 float64）</p>",
+    "tag (cannot be read)": "标签（无法读取）",
 }
 
 
