@@ -53,6 +53,8 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     m_dtype->addItems({QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp16")});
     m_shard = new QLineEdit(QStringLiteral("5GB"), this);
     m_excludeFrozen = new QCheckBox(tr("Leave out frozen parameters"), this);
+    m_skipUnsupported =
+        new QCheckBox(tr("Leave out tensors safetensors cannot hold (complex, quantized)"), this);
     m_output = new QLineEdit(this);
     auto* browse = new QPushButton(tr("Browse..."), this);
     auto* outRow = new QHBoxLayout;
@@ -69,6 +71,7 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         const QFileInfo fi(source);
         m_output->setText(fi.dir().filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
         form->addRow(tr("Output file"), outRow);
+        form->addRow(QString(), m_skipUnsupported);
     } else {
         form->addRow(tr("Tag"), m_tag);
         form->addRow(tr("Format"), m_format);
@@ -76,6 +79,7 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         form->addRow(tr("Largest shard"), m_shard);
         form->addRow(QString(), m_excludeFrozen);
         form->addRow(tr("Output folder"), outRow);
+        m_skipUnsupported->hide();
     }
     m_progress = new QProgressBar(this);
     m_progress->setRange(0, 1000);
@@ -314,9 +318,12 @@ void ExportDialog::startFile(const std::string& in, const std::string& out)
     m_clock.start();
     m_jobs.run(
         kChannel,
-        [in, out](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+        [in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
+                                                         const ops::CancelToken& cancel) {
             ExportOutcome r;
-            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, {}, progress, cancel);
+            ops::ExportOptions options;
+            options.skipUnsupported = skip;
+            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
             r.files << QString::fromStdString(res.path);
             for (const auto& w : res.warnings)
                 r.warnings << QString::fromStdString(w);

@@ -86,6 +86,7 @@ private:
     QComboBox* m_dtype;
     QLineEdit* m_shard;
     QCheckBox* m_excludeFrozen;
+    QCheckBox* m_skipUnsupported; // a single file: leave out what safetensors cannot hold
     QLineEdit* m_output;
     QProgressBar* m_progress;
     QLabel* m_status;

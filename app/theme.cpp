@@ -62,5 +62,4 @@ bool applyPalette(const QString& which)
     return which == QLatin1String("system");
 }
 
-
 } // namespace ckpt::app

@@ -4,6 +4,7 @@
 
 #include "io/interrupt.h"
 #include "io/output.h"
+#include "ops/export.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -173,6 +174,8 @@ int main(int argc, char** argv)
         rc = run(inspect, exp, scan, stats, diff, slim, uni, ia, ea, sa, st, df, sl, ua);
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";
+    } catch (const ckpt::ops::UnsupportedTensors& e) {
+        error = std::string("error: ") + e.what() + " (use --skip-unsupported to leave them out)";
     } catch (const ckpt::io::OutputNotEmpty& e) {
         error =
             std::string("error: ") + e.what() + "; pass --overwrite to replace it, or choose another folder";

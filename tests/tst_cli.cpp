@@ -246,6 +246,7 @@ private slots:
         const Run no = ckptRun({"export", data("/torch/torch-2.x/dtypes.pt"), dir.filePath("d.safetensors")});
         QCOMPARE(no.code, 1);
         QVERIFY(no.err.contains("complex128"));
+        QVERIFY(no.err.contains("(use --skip-unsupported to leave them out)"));
         QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList{"m.safetensors"});
         const Run skip = ckptRun({"export", "--skip-unsupported", data("/torch/torch-2.x/dtypes.pt"),
                                   dir.filePath("d.safetensors")});

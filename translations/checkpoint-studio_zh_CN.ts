@@ -895,130 +895,135 @@ zeros %6  NaN %7  Inf %8</source>
     </message>
     <message>
         <location filename="../app/export_dialog.cpp" line="57" />
+        <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
+        <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="59" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="61" />
+        <location filename="../app/export_dialog.cpp" line="63" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="61" />
+        <location filename="../app/export_dialog.cpp" line="63" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="71" />
-        <location filename="../app/export_dialog.cpp" line="103" />
+        <location filename="../app/export_dialog.cpp" line="73" />
+        <location filename="../app/export_dialog.cpp" line="107" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="73" />
+        <location filename="../app/export_dialog.cpp" line="76" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="74" />
+        <location filename="../app/export_dialog.cpp" line="77" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="75" />
+        <location filename="../app/export_dialog.cpp" line="78" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="76" />
+        <location filename="../app/export_dialog.cpp" line="79" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
-        <location filename="../app/export_dialog.cpp" line="105" />
+        <location filename="../app/export_dialog.cpp" line="81" />
+        <location filename="../app/export_dialog.cpp" line="109" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="84" />
+        <location filename="../app/export_dialog.cpp" line="88" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="85" />
-        <location filename="../app/export_dialog.cpp" line="263" />
-        <location filename="../app/export_dialog.cpp" line="311" />
+        <location filename="../app/export_dialog.cpp" line="89" />
+        <location filename="../app/export_dialog.cpp" line="267" />
+        <location filename="../app/export_dialog.cpp" line="315" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="90" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="104" />
+        <location filename="../app/export_dialog.cpp" line="108" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="125" />
+        <location filename="../app/export_dialog.cpp" line="129" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="126" />
+        <location filename="../app/export_dialog.cpp" line="130" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="135" />
+        <location filename="../app/export_dialog.cpp" line="139" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="158" />
+        <location filename="../app/export_dialog.cpp" line="162" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="159" />
+        <location filename="../app/export_dialog.cpp" line="163" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="164" />
+        <location filename="../app/export_dialog.cpp" line="168" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="170" />
+        <location filename="../app/export_dialog.cpp" line="174" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="173" />
+        <location filename="../app/export_dialog.cpp" line="177" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="207" />
+        <location filename="../app/export_dialog.cpp" line="211" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="226" />
+        <location filename="../app/export_dialog.cpp" line="230" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="256" />
+        <location filename="../app/export_dialog.cpp" line="260" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="302" />
+        <location filename="../app/export_dialog.cpp" line="306" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>

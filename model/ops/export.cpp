@@ -75,9 +75,7 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
             for (size_t i = 0; i < unsupported.size() && i < 3; ++i)
                 list += (i ? ", " : "") + unsupported[i];
             if (unsupported.size() > 3) list += " and " + std::to_string(unsupported.size() - 3) + " more";
-            throw Error("cannot be exported to safetensors: " + list +
-                            " (use --skip-unsupported to leave them out)",
-                        input);
+            throw UnsupportedTensors("cannot be exported to safetensors: " + list, input);
         }
         for (const auto& u : unsupported)
             result.warnings.push_back("left out " + u);

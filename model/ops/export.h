@@ -3,6 +3,7 @@
 // verified, then renamed.
 #pragma once
 
+#include "io/error.h"
 #include "ops/job.h"
 
 #include <memory>
@@ -16,6 +17,14 @@ struct Tag;
 } // namespace ckpt::layout
 
 namespace ckpt::ops {
+
+// Thrown when a file holds tensors safetensors cannot hold and leaving them out was not asked
+// for; the message lists them. The CLI names its flag, the window its checkbox.
+class UnsupportedTensors : public Error
+{
+public:
+    using Error::Error;
+};
 
 struct ExportOptions
 {

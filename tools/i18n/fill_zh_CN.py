@@ -414,6 +414,7 @@ ZH = {
     "<p>bitwise equal %1 of %2</p>": "<p>逐位相等 %1 / %2</p>",
     "<p>%1 elements compared across dtypes (%2 and %3, widened to float64)</p>": "<p>跨 dtype 比较了 %1 个元素（%2 与 %3，扩展为 float64）</p>",
     "tag (cannot be read)": "标签（无法读取）",
+    "Leave out tensors safetensors cannot hold (complex, quantized)": "不包含 safetensors 无法保存的张量（复数、量化）",
 }
 
 

@@ -34,7 +34,8 @@ QString data(const char* rel)
 }
 
 // Runs the event loop until `signal` of `sender` fires (or `ms` pass); then lets the window paint.
-template <typename Signal> bool waitFor(const typename QtPrivate::FunctionPointer<Signal>::Object* sender, Signal signal, int ms = 60000)
+template <typename Signal>
+bool waitFor(const typename QtPrivate::FunctionPointer<Signal>::Object* sender, Signal signal, int ms = 60000)
 {
     QEventLoop loop;
     bool fired = false;
@@ -66,7 +67,8 @@ void writeSafetensors(const QString& path, const QStringList& names, qint64 n, b
     const int es = bf16 ? 2 : 4;
     QJsonObject header;
     for (int i = 0; i < names.size(); ++i)
-        header.insert(names[i], QJsonObject{{QStringLiteral("dtype"), bf16 ? QStringLiteral("BF16") : QStringLiteral("F32")},
+        header.insert(names[i], QJsonObject{{QStringLiteral("dtype"),
+                                             bf16 ? QStringLiteral("BF16") : QStringLiteral("F32")},
                                             {QStringLiteral("shape"), QJsonArray{double(n)}},
                                             {QStringLiteral("data_offsets"),
                                              QJsonArray{double(i * n * es), double((i + 1) * n * es)}}});
@@ -108,7 +110,8 @@ public:
     void save(QWidget* w, const char* scene)
     {
         settle();
-        const QString path = m_dir + QLatin1Char('/') + QLatin1String(scene) + m_suffix + QStringLiteral(".png");
+        const QString path =
+            m_dir + QLatin1Char('/') + QLatin1String(scene) + m_suffix + QStringLiteral(".png");
         if (!w->grab().save(path)) {
             std::fprintf(stderr, "screenshots: cannot write %s\n", qPrintable(path));
             m_failed = true;
@@ -208,11 +211,12 @@ void universal(Shooter& s, const QString& tmp)
 void longNames(Shooter& s, const QString& tmp)
 {
     const QString f = tmp + QStringLiteral("/long-names.safetensors");
-    writeSafetensors(f,
-                     {QStringLiteral("model.layers.0.self_attention.query_key_value_projection_with_a_very_long_"
-                                     "descriptive_name.weight"),
-                      QStringLiteral("model.layers.0.mlp.dense_h_to_4h.weight"), QStringLiteral("lm_head.weight")},
-                     4096, false);
+    writeSafetensors(
+        f,
+        {QStringLiteral("model.layers.0.self_attention.query_key_value_projection_with_a_very_long_"
+                        "descriptive_name.weight"),
+         QStringLiteral("model.layers.0.mlp.dense_h_to_4h.weight"), QStringLiteral("lm_head.weight")},
+        4096, false);
     std::unique_ptr<app::MainWindow> w(window());
     openAndWait(*w, f);
     w->select(QStringLiteral("model.layers.0.mlp.dense_h_to_4h.weight"));
@@ -228,7 +232,8 @@ void compareDtype(Shooter& s, const QString& tmp)
         for (const char* m : {"attn.weight", "mlp.weight", "norm.weight"})
             names << QStringLiteral("layers.%1.%2").arg(l).arg(QLatin1String(m));
     names << QStringLiteral("embed.weight");
-    const QString a = tmp + QStringLiteral("/fp32.safetensors"), b = tmp + QStringLiteral("/bf16.safetensors");
+    const QString a = tmp + QStringLiteral("/fp32.safetensors"),
+                  b = tmp + QStringLiteral("/bf16.safetensors");
     writeSafetensors(a, names, 2000, false);
     writeSafetensors(b, names, 2000, true);
     app::CompareWindow w;
@@ -245,7 +250,8 @@ void compareDtype(Shooter& s, const QString& tmp)
 int main(int argc, char** argv)
 {
     QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("CheckpointStudioScreenshots")); // not the user's recent list
+    QApplication::setOrganizationName(
+        QStringLiteral("CheckpointStudioScreenshots")); // not the user's recent list
     if (argc != 4 || !app::applyPalette(QString::fromLocal8Bit(argv[2]))) {
         std::fprintf(stderr, "usage: screenshots OUT_DIR light|dark SUFFIX\n");
         return 2;
