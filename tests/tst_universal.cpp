@@ -4,6 +4,7 @@
 // pickle the way the recorder rendered DeepSpeed's loaded objects. Then the refusals: no
 // universal_checkpoint_info, missing and truncated rank files, a non-empty or overlapping output,
 // a cancel — each with nothing left behind.
+#include "io/output.h"
 #include "layout/family.h"
 #include "ops/tensor_source.h"
 #include "ops/universal.h"
@@ -430,6 +431,43 @@ private slots:
         std::string named;
         std::getline(latest, named);
         QCOMPARE(named, std::string("global_step4_universal"));
+    }
+
+    // --overwrite: a second conversion into the folder of a first (another tag, another world
+    // size) replaces its zero/ tree and model files as a set, keeps the user's files, and gives
+    // what a fresh conversion gives, file for file.
+    void overwriteReplacesAnEarlierConversion()
+    {
+        QTemporaryDir tmp;
+        const std::string first = testutil::dataDir() + "/deepspeed/zero3_bf16_w2/global_step4";
+        const std::string second = testutil::dataDir() + "/deepspeed/zero2_bf16_w2/global_step2";
+        const std::string out = tmp.filePath("uni").toStdString(),
+                          fresh = tmp.filePath("fresh/uni").toStdString();
+        ops::CancelToken cancel;
+        ops::universal(first, out, injected(), {}, cancel);
+        std::ofstream(out + "/NOTES.md") << "the user's";
+        const auto before = filesUnder(out);
+        try {
+            ops::universal(second, out, injected(), {}, cancel);
+            QFAIL("a folder holding a conversion was written into");
+        } catch (const io::OutputNotEmpty& e) {
+            QVERIFY2(std::string(e.what()).find("not empty") != std::string::npos, e.what());
+        }
+        QCOMPARE(filesUnder(out), before);
+        ops::UniversalOptions o = injected();
+        o.overwrite = true;
+        ops::universal(second, out, o, {}, cancel);
+        ops::universal(second, fresh, injected(), {}, cancel);
+        auto want = filesUnder(fresh);
+        want.push_back("NOTES.md");
+        std::sort(want.begin(), want.end());
+        QCOMPARE(filesUnder(out), want);
+        for (const auto& f : filesUnder(fresh)) {
+            std::ifstream a(out + "/" + f, std::ios::binary), b(fresh + "/" + f, std::ios::binary);
+            const std::string x((std::istreambuf_iterator<char>(a)), {}),
+                y((std::istreambuf_iterator<char>(b)), {});
+            QVERIFY2(x == y, f.c_str());
+        }
     }
 
     void cancelLeavesNothing()
