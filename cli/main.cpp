@@ -1,5 +1,7 @@
 // ckpt: the command-line twin of Checkpoint Studio. Thin: parse arguments, call model/ops,
 // turn errors into one line on stderr. Exit codes: 0 ok, 1 error, 2 usage, 3 scan found danger.
+// Each subcommand registers its own options (add*) and says what runs when it was given; the
+// options every command spells alike (--json, -q, --device) come from one helper each.
 #include "commands.h"
 
 #include "io/interrupt.h"
@@ -7,171 +9,194 @@
 #include "ops/export.h"
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace {
 
+using ckpt::ops::CancelToken;
+
 ckpt::ops::CancelToken g_cancel;
 
-int run(CLI::App* inspect, CLI::App* exp, CLI::App* scan, CLI::App* stats, CLI::App* diff, CLI::App* slim,
-        CLI::App* uni, const ckpt::cli::InspectArgs& ia, const ckpt::cli::ExportArgs& ea,
-        const ckpt::cli::ScanArgs& sa, const ckpt::cli::AnalyzeArgs& st, const ckpt::cli::AnalyzeArgs& df,
-        const ckpt::cli::SlimArgs& sl, const ckpt::cli::UniversalArgs& ua)
+// A subcommand: where CLI11 records that it was given, and what then runs.
+struct Command
 {
-    if (*slim) return ckpt::cli::runSlim(sl, g_cancel);
-    if (*uni) return ckpt::cli::runUniversal(ua, g_cancel);
-    if (*inspect) return ckpt::cli::runInspect(ia);
-    if (*exp) return ckpt::cli::runExport(ea, g_cancel);
-    if (*scan) return ckpt::cli::runScan(sa);
-    if (*stats) return ckpt::cli::runStats(st, g_cancel);
-    if (*diff) return ckpt::cli::runDiff(df, g_cancel);
-    return 2;
+    CLI::App* sub;
+    std::function<int(const CancelToken&)> run;
+};
+
+void addJson(CLI::App* sub, bool& json)
+{
+    sub->add_flag("--json", json, "Print one JSON document");
 }
 
-} // namespace
-
-int main(int argc, char** argv)
+void addQuiet(CLI::App* sub, bool& quiet)
 {
-    CLI::App app{"ckpt: inspect, export and check deep-learning checkpoints without Python"};
-    app.set_version_flag("--version", [] {
-        std::string reason;
-        try {
-            ckpt::gpu::makeBackend(ckpt::gpu::Device::Auto, &reason);
-        } catch (const std::exception& e) {
-            reason = e.what();
-        }
-        return std::string("ckpt 0.1.0\ncompute: ") + reason +
-               (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
-    });
-    app.require_subcommand(1);
+    sub->add_flag("-q,--quiet", quiet, "No progress on stderr");
+}
 
-    ckpt::cli::InspectArgs ia;
-    auto* inspect = app.add_subcommand("inspect", "Show what is inside a file; reads no tensor bytes");
-    inspect->add_option("path", ia.path, "checkpoint folder, torch.save file (.pt/.bin/.pth) or .safetensors")
+void addDevice(CLI::App* sub, std::string& device, const std::string& what = "auto, cpu or cuda")
+{
+    sub->add_option("--device", device, what)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
+Command addInspect(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::InspectArgs>();
+    auto* sub = app.add_subcommand("inspect", "Show what is inside a file; reads no tensor bytes");
+    sub->add_option("path", a->path, "checkpoint folder, torch.save file (.pt/.bin/.pth) or .safetensors")
         ->required();
-    inspect->add_option("--tag", ia.tag, "Only this tag of a checkpoint folder");
-    inspect->add_flag("--json", ia.json, "Print one JSON document");
+    sub->add_option("--tag", a->tag, "Only this tag of a checkpoint folder");
+    addJson(sub, a->json);
+    return {sub, [a](const CancelToken&) { return ckpt::cli::runInspect(*a); }};
+}
 
-    ckpt::cli::ExportArgs ea;
-    auto* exp = app.add_subcommand(
+Command addExport(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::ExportArgs>();
+    auto* sub = app.add_subcommand(
         "export",
         "Write the model of a checkpoint as a Hugging Face style folder: a DeepSpeed tag consolidated "
         "(as zero_to_fp32), a Hugging Face folder resharded; or copy every tensor of a torch.save file "
         "into one safetensors file");
-    exp->add_option("input", ea.input,
+    sub->add_option("input", a->input,
                     "checkpoint folder (or tag folder), model folder, or a torch.save file")
         ->required();
-    exp->add_option("output", ea.output,
+    sub->add_option("output", a->output,
                     "output folder for a checkpoint; output .safetensors file for a file")
         ->required();
-    exp->add_option("--tag", ea.tag, "Tag to export (default: the one `latest` names)");
-    exp->add_option("--format", ea.format, "safetensors or bin")
+    sub->add_option("--tag", a->tag, "Tag to export (default: the one `latest` names)");
+    sub->add_option("--format", a->format, "safetensors or bin")
         ->check(CLI::IsMember({"safetensors", "bin"}));
-    exp->add_option("--max-shard-size", ea.maxShardSize,
+    sub->add_option("--max-shard-size", a->maxShardSize,
                     "Largest shard, decimal units as huggingface_hub: 5GB, 500MB");
-    exp->add_option("--dtype", ea.dtype,
+    sub->add_option("--dtype", a->dtype,
                     "Dtype of floating tensors: fp32, bf16 or fp16 (default: fp32 for DeepSpeed tags, as "
                     "zero_to_fp32; as stored for other checkpoints)")
         ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-    exp->add_flag("--exclude-frozen", ea.excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
-    exp->add_option(
-        "--ignore", ea.ignore,
+    sub->add_flag("--exclude-frozen", a->excludeFrozen, "Leave out frozen (requires_grad=False) parameters");
+    sub->add_option(
+        "--ignore", a->ignore,
         "Leave out tensors whose `/` path (state/model/fc.weight) or an ancestor matches this glob, "
         "as Composer's ignore_keys; repeatable");
-    exp->add_flag("--all", ea.all,
+    sub->add_flag("--all", a->all,
                   "Every tensor (optimizer state too), named by its `/` path, not only the model");
-    exp->add_option("--device", ea.device, "Where casts run: auto, cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    exp->add_flag(
-        "--skip-unsupported", ea.skipUnsupported,
+    addDevice(sub, a->device, "Where casts run: auto, cpu or cuda");
+    sub->add_flag(
+        "--skip-unsupported", a->skipUnsupported,
         "Leave out tensors safetensors cannot hold (complex128, quantized, meta) instead of failing");
-    exp->add_flag("--overwrite", ea.overwrite,
+    sub->add_flag("--overwrite", a->overwrite,
                   "The output folder holds files: replace the export in it (earlier shards and index "
                   "removed, other files kept; the new set swapped in atomically)");
-    exp->add_flag("-q,--quiet", ea.quiet, "No progress on stderr");
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runExport(*a, cancel); }};
+}
 
-    ckpt::cli::AnalyzeArgs st;
-    auto* stats =
+Command addStats(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::AnalyzeArgs>();
+    auto* sub =
         app.add_subcommand("stats", "Per-tensor statistics (min, max, mean, std, zeros, NaN, Inf), streamed");
-    stats->add_option("path", st.a, "checkpoint folder, tag folder, torch.save or safetensors file")
+    sub->add_option("path", a->a, "checkpoint folder, tag folder, torch.save or safetensors file")
         ->required();
-    stats->add_option("--tag", st.tag, "Tag of a checkpoint folder (default: latest)");
-    stats->add_option("--histogram", st.bins, "Add a histogram with this many bins");
-    stats->add_flag("--log10", st.log10, "Histogram of log10|x| instead of x");
-    stats->add_option("--device", st.device, "auto, cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    stats->add_flag("--json", st.json, "Print one JSON document");
-    stats->add_flag("-q,--quiet", st.quiet, "No progress on stderr");
+    sub->add_option("--tag", a->tag, "Tag of a checkpoint folder (default: latest)");
+    sub->add_option("--histogram", a->bins, "Add a histogram with this many bins");
+    sub->add_flag("--log10", a->log10, "Histogram of log10|x| instead of x");
+    addDevice(sub, a->device);
+    addJson(sub, a->json);
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runStats(*a, cancel); }};
+}
 
-    ckpt::cli::AnalyzeArgs df;
-    auto* diff = app.add_subcommand(
+Command addDiff(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::AnalyzeArgs>();
+    auto* sub = app.add_subcommand(
         "diff", "Compare two files, or two tags (tag folders) of a checkpoint, tensor by tensor");
-    diff->add_option("a", df.a, "first file or checkpoint/tag folder")->required();
-    diff->add_option("b", df.b, "second file or checkpoint/tag folder")->required();
-    diff->add_option("--tag", df.tag, "Tag of both checkpoint folders (default: each one's latest)");
-    diff->add_option("--tag-a", df.tagA, "Tag of A (overrides --tag for A)");
-    diff->add_option("--tag-b", df.tagB, "Tag of B (overrides --tag for B)");
-    diff->add_flag("--moments", df.moments,
-                   "Compare the optimizer moments too: each parameter's exp_avg and exp_avg_sq, as "
-                   "<param>/exp_avg and <param>/exp_avg_sq");
-    diff->add_option("--device", df.device, "auto, cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    diff->add_flag("--json", df.json, "Print one JSON document");
-    diff->add_flag("-q,--quiet", df.quiet, "No progress on stderr");
+    sub->add_option("a", a->a, "first file or checkpoint/tag folder")->required();
+    sub->add_option("b", a->b, "second file or checkpoint/tag folder")->required();
+    sub->add_option("--tag", a->tag, "Tag of both checkpoint folders (default: each one's latest)");
+    sub->add_option("--tag-a", a->tagA, "Tag of A (overrides --tag for A)");
+    sub->add_option("--tag-b", a->tagB, "Tag of B (overrides --tag for B)");
+    sub->add_flag("--moments", a->moments,
+                  "Compare the optimizer moments too: each parameter's exp_avg and exp_avg_sq, as "
+                  "<param>/exp_avg and <param>/exp_avg_sq");
+    addDevice(sub, a->device);
+    addJson(sub, a->json);
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runDiff(*a, cancel); }};
+}
 
-    ckpt::cli::SlimArgs sl;
-    auto* slim = app.add_subcommand(
+Command addSlim(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::SlimArgs>();
+    auto* sub = app.add_subcommand(
         "slim",
         "Rewrite torch.save files so each storage holds only what its tensors use (a file, or a folder "
         "into a new folder: other files copied)");
-    slim->add_option("input", sl.input, "torch.save file (zip or legacy), or a folder")->required();
-    slim->add_option("output", sl.output, "output file (for a file) or new folder (for a folder)")
-        ->required();
-    slim->add_flag("--dry-run", sl.dryRun, "Only report what would be saved; write nothing");
-    slim->add_flag("--overwrite", sl.overwrite,
-                   "The output folder holds files: replace those the new output writes (others kept)");
-    slim->add_flag("--json", sl.json, "Print one JSON document");
-    slim->add_flag("-q,--quiet", sl.quiet, "No progress on stderr");
+    sub->add_option("input", a->input, "torch.save file (zip or legacy), or a folder")->required();
+    sub->add_option("output", a->output, "output file (for a file) or new folder (for a folder)")->required();
+    sub->add_flag("--dry-run", a->dryRun, "Only report what would be saved; write nothing");
+    sub->add_flag("--overwrite", a->overwrite,
+                  "The output folder holds files: replace those the new output writes (others kept)");
+    addJson(sub, a->json);
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runSlim(*a, cancel); }};
+}
 
-    ckpt::cli::UniversalArgs ua;
-    auto* uni = app.add_subcommand(
+Command addUniversal(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::UniversalArgs>();
+    auto* sub = app.add_subcommand(
         "universal",
         "Convert a DeepSpeed ZeRO 1/2/3 tag into a DeepSpeed Universal checkpoint (as ds_to_universal), "
         "so DeepSpeed resumes it on another number of GPUs; latest_universal is written beside OUT");
-    uni->add_option("input", ua.input, "checkpoint folder (tag from `latest`) or tag folder")->required();
-    uni->add_option("output", ua.output, "the Universal folder to create (ds_to_universal's --output_folder)")
+    sub->add_option("input", a->input, "checkpoint folder (tag from `latest`) or tag folder")->required();
+    sub->add_option("output", a->output, "the Universal folder to create (ds_to_universal's --output_folder)")
         ->required();
-    uni->add_option("--tag", ua.tag, "Tag to convert (default: the one `latest` names)");
-    uni->add_flag("--inject-missing-state", ua.injectMissingState,
+    sub->add_option("--tag", a->tag, "Tag to convert (default: the one `latest` names)");
+    sub->add_flag("--inject-missing-state", a->injectMissingState,
                   "Convert a checkpoint without universal_checkpoint_info (a data-parallel-only model, e.g. "
                   "Hugging Face) as ds_to_universal's --inject_missing_state does");
-    uni->add_flag("--overwrite", ua.overwrite,
+    sub->add_flag("--overwrite", a->overwrite,
                   "The output folder holds files: replace the earlier conversion in it (its zero/ "
                   "folder and model files; the new set swapped in atomically)");
-    uni->add_flag("--json", ua.json, "Print one JSON document");
-    uni->add_flag("-q,--quiet", ua.quiet, "No progress on stderr");
+    addJson(sub, a->json);
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runUniversal(*a, cancel); }};
+}
 
-    ckpt::cli::ScanArgs sa;
-    auto* scan = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
-    scan->add_option("path", sa.path, "file to scan")->required();
-    scan->add_flag("--json", sa.json, "Print one JSON document");
+Command addScan(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::ScanArgs>();
+    auto* sub = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
+    sub->add_option("path", a->path, "file to scan")->required();
+    addJson(sub, a->json);
+    return {sub, [a](const CancelToken&) { return ckpt::cli::runScan(*a); }};
+}
 
+std::string versionText()
+{
+    std::string reason;
     try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        const int rc = app.exit(e);
-        return rc == 0 ? 0 : 2;
+        ckpt::gpu::makeBackend(ckpt::gpu::Device::Auto, &reason);
+    } catch (const std::exception& e) {
+        reason = e.what();
     }
+    return std::string("ckpt 0.1.0\ncompute: ") + reason +
+           (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
+}
 
-    // SIGINT/SIGTERM/SIGHUP cancel the job; its temporaries go with it (see io/interrupt.h).
-    // Created before any worker thread so that every thread inherits the blocked signals.
-    std::optional<ckpt::io::InterruptHandler> interrupts;
-    interrupts.emplace("ckpt", [] { g_cancel.cancel(); });
-    std::string error;
-    int rc = 1;
+// Runs the command given, its errors turned into the one line main() prints (empty: none).
+int runGiven(const std::vector<Command>& commands, std::string& error)
+{
     try {
-        rc = run(inspect, exp, scan, stats, diff, slim, uni, ia, ea, sa, st, df, sl, ua);
+        for (const Command& c : commands)
+            if (*c.sub) return c.run(g_cancel);
+        return 2;
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";
     } catch (const ckpt::ops::UnsupportedTensors& e) {
@@ -184,6 +209,31 @@ int main(int argc, char** argv)
     } catch (const std::exception& e) {
         error = std::string("error: ") + e.what();
     }
+    return 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app{"ckpt: inspect, export and check deep-learning checkpoints without Python"};
+    app.set_version_flag("--version", versionText);
+    app.require_subcommand(1);
+    const std::vector<Command> commands = {addInspect(app), addExport(app),    addStats(app), addDiff(app),
+                                           addSlim(app),    addUniversal(app), addScan(app)};
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+
+    // SIGINT/SIGTERM/SIGHUP cancel the job; its temporaries go with it (see io/interrupt.h).
+    // Created before any worker thread so that every thread inherits the blocked signals.
+    std::optional<ckpt::io::InterruptHandler> interrupts;
+    interrupts.emplace("ckpt", [] { g_cancel.cancel(); });
+    std::string error;
+    const int rc = runGiven(commands, error);
     const int sig = interrupts->signal();
     interrupts.reset();          // the job has unwound: its outputs are committed or removed
     if (sig && !error.empty()) { // the job was torn down by the signal, whatever it said
