@@ -14,6 +14,13 @@
 namespace {
 [[maybe_unused]] const char* const kKindTexts[] = {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "DeepSpeed checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "DeepSpeed Universal checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Composer checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "PyTorch DCP checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Hugging Face model folder"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-zip file"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-legacy file"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "safetensors file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "configuration"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "rank files"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag"),
@@ -83,6 +90,7 @@ const char* iconName(const Node& n)
     case NodeKind::Tensor:
         return "tensor";
     case NodeKind::Entry:
+        if (n.kindText == "folder") return "folder";
         return n.kindText == "optimizer state" ? "optimizer-state" : "entry";
     }
     return "entry";

@@ -103,7 +103,8 @@ void addOtherTensors(Node* tagNode, const layout::Tag& t, int tag)
         for (size_t slash; (slash = p.name.find('/', from)) != std::string::npos; from = slash + 1) {
             at = p.name.substr(0, slash);
             auto [it, added] = folders.emplace(at, nullptr);
-            if (added) it->second = add(parent, p.name.substr(from, slash - from), NodeKind::Group, "folder");
+            // A folder of the saved object tree: data, so an Entry (a Group's name is translated).
+            if (added) it->second = add(parent, p.name.substr(from, slash - from), NodeKind::Entry, "folder");
             parent = it->second;
         }
         Node* n = add(parent, p.name.substr(from), NodeKind::Parameter, "other tensor");

@@ -811,77 +811,77 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="40" />
+        <location filename="../app/kinds.cpp" line="47" />
         <source>DeepSpeed checkpoint</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="41" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="42" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="43" />
+        <location filename="../app/kinds.cpp" line="50" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="44" />
+        <location filename="../app/kinds.cpp" line="51" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="45" />
+        <location filename="../app/kinds.cpp" line="52" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="46" />
+        <location filename="../app/kinds.cpp" line="53" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="47" />
+        <location filename="../app/kinds.cpp" line="54" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="55" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="56" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="50" />
+        <location filename="../app/kinds.cpp" line="57" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="51" />
+        <location filename="../app/kinds.cpp" line="58" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="52" />
+        <location filename="../app/kinds.cpp" line="59" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="53" />
+        <location filename="../app/kinds.cpp" line="60" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="54" />
+        <location filename="../app/kinds.cpp" line="61" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
@@ -1986,116 +1986,151 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="17" />
+        <source>DeepSpeed Universal checkpoint</source>
+        <translation>DeepSpeed Universal 检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="18" />
+        <source>Composer checkpoint</source>
+        <translation>Composer 检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="19" />
+        <source>PyTorch DCP checkpoint</source>
+        <translation>PyTorch DCP 检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="20" />
+        <source>Hugging Face model folder</source>
+        <translation>Hugging Face 模型文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="21" />
+        <source>torch-zip file</source>
+        <translation>torch-zip 文件</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="22" />
+        <source>torch-legacy file</source>
+        <translation>torch-legacy 文件</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="23" />
+        <source>safetensors file</source>
+        <translation>safetensors 文件</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="24" />
         <source>configuration</source>
         <translation>配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="18" />
+        <location filename="../app/kinds.cpp" line="25" />
         <source>rank files</source>
         <translation>各 rank 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="19" />
+        <location filename="../app/kinds.cpp" line="26" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="20" />
+        <location filename="../app/kinds.cpp" line="27" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="21" />
+        <location filename="../app/kinds.cpp" line="28" />
         <source>tag (cannot be read)</source>
         <translation>标签（无法读取）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="22" />
+        <location filename="../app/kinds.cpp" line="29" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="23" />
+        <location filename="../app/kinds.cpp" line="30" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="24" />
+        <location filename="../app/kinds.cpp" line="31" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="25" />
+        <location filename="../app/kinds.cpp" line="32" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="26" />
+        <location filename="../app/kinds.cpp" line="33" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="27" />
+        <location filename="../app/kinds.cpp" line="34" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="28" />
+        <location filename="../app/kinds.cpp" line="35" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="29" />
+        <location filename="../app/kinds.cpp" line="36" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="30" />
+        <location filename="../app/kinds.cpp" line="37" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="31" />
+        <location filename="../app/kinds.cpp" line="38" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="32" />
+        <location filename="../app/kinds.cpp" line="39" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="33" />
+        <location filename="../app/kinds.cpp" line="40" />
         <source>pipeline layer</source>
         <translation>流水线层</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="34" />
+        <location filename="../app/kinds.cpp" line="41" />
         <source>MoE expert</source>
         <translation>MoE 专家</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="35" />
+        <location filename="../app/kinds.cpp" line="42" />
         <source>MoE expert optimizer</source>
         <translation>MoE 专家优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="36" />
+        <location filename="../app/kinds.cpp" line="43" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="37" />
+        <location filename="../app/kinds.cpp" line="44" />
         <source>other tensors</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="38" />
+        <location filename="../app/kinds.cpp" line="45" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="39" />
+        <location filename="../app/kinds.cpp" line="46" />
         <source>folder</source>
         <translation>文件夹</translation>
     </message>

@@ -415,6 +415,13 @@ ZH = {
     "<p>%1 elements compared across dtypes (%2 and %3, widened to float64)</p>": "<p>跨 dtype 比较了 %1 个元素（%2 与 %3，扩展为 float64）</p>",
     "tag (cannot be read)": "标签（无法读取）",
     "Leave out tensors safetensors cannot hold (complex, quantized)": "不包含 safetensors 无法保存的张量（复数、量化）",
+    "DeepSpeed Universal checkpoint": "DeepSpeed Universal 检查点",
+    "Composer checkpoint": "Composer 检查点",
+    "PyTorch DCP checkpoint": "PyTorch DCP 检查点",
+    "Hugging Face model folder": "Hugging Face 模型文件夹",
+    "torch-zip file": "torch-zip 文件",
+    "torch-legacy file": "torch-legacy 文件",
+    "safetensors file": "safetensors 文件",
 }
 
 
