@@ -245,7 +245,10 @@ void TagOverview::render()
             uint64_t total = 0;
             for (uint64_t b : sizes)
                 total += b;
-            html += row(tr("%n %1 file(s)", nullptr, int(sizes.size())).arg(esc(role)),
+            // The role in the window's language ("model states" is one of the kinds it translates).
+            const QString roleText =
+                QCoreApplication::translate("ckpt::app::TreeModel", role.c_str()).toHtmlEscaped();
+            html += row(tr("%n %1 file(s)", nullptr, int(sizes.size())).arg(roleText),
                         (humanBytes(*lo) == humanBytes(*hi)
                              ? humanBytes(*lo)
                              : humanBytes(*lo) + QStringLiteral(" – ") + humanBytes(*hi)) +

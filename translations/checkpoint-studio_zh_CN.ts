@@ -1830,7 +1830,7 @@ Click to select it in the tree.</source>
     <message>
         <location filename="../app/tag_overview.cpp" line="204" />
         <source>World size</source>
-        <translation>world size</translation>
+        <translation>并行规模（world size）</translation>
     </message>
     <message>
         <location filename="../app/tag_overview.cpp" line="205" />

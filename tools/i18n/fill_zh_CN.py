@@ -299,7 +299,7 @@ ZH = {
     " (latest)": "（最新）",
     "step %1, %2 in %3 files": "第 %1 步，%2，共 %3 个文件",
     "ZeRO stage": "ZeRO 阶段",
-    "World size": "world size",
+    "World size": "并行规模（world size）",
     "%1 data-parallel x %2 model-parallel": "%1 数据并行 x %2 模型并行",
     "Optimizer": "优化器",
     "DeepSpeed version": "DeepSpeed 版本",
