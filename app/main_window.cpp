@@ -75,8 +75,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_model = new TreeModel(this);
     m_proxy = new FilterProxy(this);
     m_proxy->setSourceModel(m_model);
-
     buildFileMenu();
+    buildBloatDock();
+    buildHelpMenu();
+    m_stack = new QStackedWidget(this);
+    m_stack->addWidget(buildStartPage());
+    m_stack->addWidget(buildBrowser());
+    setCentralWidget(m_stack);
+    connectTree();
+    buildStatusBar();
+    refreshRecent();
+    showStartPage();
+}
+
+void MainWindow::buildBloatDock()
+{
     // The Bloat view: a dock below the tree and the details, wide enough for its bars and its
     // storage table side by side. Hidden until asked for (View menu, toolbar, Ctrl+B): it parses
     // every pickle of what it shows, which is work nobody should pay for unasked.
@@ -95,7 +108,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     viewMenu->addAction(bloatToggle);
     m_toolbar->addAction(bloatToggle);
     m_toolbar->addAction(m_slimAction);
-    buildHelpMenu();
     connect(m_bloatDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
         if (!visible || !m_bloat->target().isEmpty()) return;
         const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
@@ -108,9 +120,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         if (!selectTensor(file, tensor))
             statusBar()->showMessage(tr("%1 is not open in the tree").arg(QFileInfo(file).fileName()), 5000);
     });
+}
 
-    m_stack = new QStackedWidget(this);
-    // start page
+QWidget* MainWindow::buildStartPage()
+{
     auto* start = new QWidget(this);
     auto* sl = new QVBoxLayout(start);
     auto* title =
@@ -126,7 +139,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     sl->addWidget(example);
     connect(example, &QPushButton::clicked, this, [this] { open(exampleCheckpoint()); });
     connect(m_recent, &QListWidget::itemActivated, this, [this](QListWidgetItem* i) { open(i->text()); });
-    // browser
+    return start;
+}
+
+QWidget* MainWindow::buildBrowser()
+{
     auto* browser = new QWidget(this);
     auto* bl = new QVBoxLayout(browser);
     m_banner = new QLabel(browser);
@@ -173,10 +190,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     bl->addWidget(m_error);
     bl->addWidget(m_banner);
     bl->addWidget(split, 1);
-    m_stack->addWidget(start);
-    m_stack->addWidget(browser);
-    setCentralWidget(m_stack);
+    return browser;
+}
 
+void MainWindow::connectTree()
+{
     // An invalid regular expression keeps the previous filter and says why, in red, where the
     // user is typing (it used to be ignored without a word).
     auto applyFilter = [this] {
@@ -197,7 +215,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             });
     connect(m_tree->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             [this] { m_compareTags->setEnabled(selectedTagPaths().size() == 2); });
+}
 
+void MainWindow::buildStatusBar()
+{
     m_busy = new QProgressBar(this);
     m_busy->setRange(0, 1000);
     m_busy->setMaximumWidth(220);
@@ -220,8 +241,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     compute->setToolTip(m_compute);
     compute->setContentsMargins(12, 0, 4, 0);
     statusBar()->addPermanentWidget(compute);
-    refreshRecent();
-    showStartPage();
 }
 
 void MainWindow::buildFileMenu()

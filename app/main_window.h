@@ -93,6 +93,11 @@ private:
     void showStartPage();
     void fitNameColumn();
     void buildFileMenu();
+    void buildBloatDock();
+    QWidget* buildStartPage();
+    QWidget* buildBrowser();
+    void connectTree();
+    void buildStatusBar();
     void buildHelpMenu();
     void fillRecentMenu();
     QString shortcutsText() const;
