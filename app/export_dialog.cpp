@@ -85,6 +85,9 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     m_progress->setRange(0, 1000);
     m_status = new QLabel(this);
     m_status->setWordWrap(true);
+    // Room for a path and two lines of progress: at its size hint the dialog cut both off.
+    m_status->setMinimumHeight(2 * m_status->fontMetrics().lineSpacing());
+    setMinimumWidth(560);
     m_start = new QPushButton(tr("Export"), this);
     m_cancel = new QPushButton(tr("Cancel"), this);
     m_openFolder = new QPushButton(tr("Open folder"), this);

@@ -35,18 +35,63 @@ QIcon applicationIcon()
     return icon;
 }
 
-} // namespace
-
-int main(int argc, char** argv)
+// The options of the window's command line (besides --help, --version and PATH).
+struct Options
 {
-    // SIGINT/SIGTERM/SIGHUP quit the window; if a job does not wind down within the grace
-    // period, the handler removes its temporary outputs and exits (model/io/interrupt.h).
-    // Installed before Qt starts any thread, so that every thread leaves the signals to it.
-    ckpt::io::InterruptHandler interrupts("checkpoint-studio", [] {
-        if (QCoreApplication* a = QCoreApplication::instance())
-            QMetaObject::invokeMethod(a, &QCoreApplication::quit, Qt::QueuedConnection);
-    });
-    QApplication app(argc, argv);
+    QCommandLineOption shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments;
+};
+
+Options addOptions(QCommandLineParser& cli)
+{
+    const QCommandLineOption shot(
+        QStringLiteral("screenshot"),
+        QApplication::translate("main", "Save a screenshot of the window once PATH is open, then exit."),
+        QStringLiteral("OUT.png"));
+    const QCommandLineOption select(QStringLiteral("select"),
+                                    QApplication::translate("main", "Select this item of the tree first."),
+                                    QStringLiteral("PATH_IN_TREE"));
+    const QCommandLineOption shotExport(
+        QStringLiteral("screenshot-export"),
+        QApplication::translate("main", "Save a screenshot of the export dialog while it runs, then exit."),
+        QStringLiteral("OUT.png"));
+    const QCommandLineOption palette(
+        QStringLiteral("palette"),
+        QApplication::translate("main", "Colours: system (follow the desktop), light or dark. The default "
+                                        "is the \"palette\" setting, else system."),
+        QStringLiteral("system|light|dark"));
+    const QCommandLineOption bloat(
+        QStringLiteral("bloat"),
+        QApplication::translate("main",
+                                "Show where the bytes of this file or folder go (the Bloat view). With "
+                                "--screenshot, save the window once that is computed; with "
+                                "--screenshot-export, the Slim dialog once it has slimmed it into a "
+                                "temporary folder."),
+        QStringLiteral("PATH"));
+    const QCommandLineOption compare(
+        QStringLiteral("compare"),
+        QApplication::translate(
+            "main", "Compare A with the checkpoint, tag folder or file B given as the path (the "
+                    "comparison window). With --screenshot, save it once computed; with --select, "
+                    "that tensor selected."),
+        QStringLiteral("A"));
+    const QCommandLineOption tagA(
+        QStringLiteral("tag-a"),
+        QApplication::translate("main", "With --compare: the tag of A (default: its latest)."),
+        QStringLiteral("TAG"));
+    const QCommandLineOption tagB(
+        QStringLiteral("tag-b"),
+        QApplication::translate("main", "With --compare: the tag of B (default: its latest)."),
+        QStringLiteral("TAG"));
+    const QCommandLineOption moments(
+        QStringLiteral("moments"),
+        QApplication::translate("main", "With --compare: the optimizer moments (exp_avg, exp_avg_sq) too."));
+    cli.addOptions({palette, shot, shotExport, select, bloat, compare, tagA, tagB, moments});
+    return {shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments};
+}
+
+// Names, icon, language and the bundled example's place: what every window of the process uses.
+void setUpApplication(QTranslator& translator)
+{
     QApplication::setOrganizationName(QStringLiteral("CheckpointStudio"));
     QApplication::setApplicationName(QStringLiteral("checkpoint-studio"));
     QApplication::setApplicationVersion(QStringLiteral(CKPT_VERSION));
@@ -56,7 +101,6 @@ int main(int argc, char** argv)
     // Language: the settings override ("language" = "zh_CN", "en"), else the system locale.
     QString lang = QSettings().value(QStringLiteral("language"), QLocale::system().name()).toString();
     if (qEnvironmentVariableIsSet("CKPT_LANG")) lang = qEnvironmentVariable("CKPT_LANG");
-    QTranslator translator;
     if (translator.load(QLocale(lang), QStringLiteral("checkpoint-studio"), QStringLiteral("_"),
                         QStringLiteral(":/i18n")))
         QApplication::installTranslator(&translator);
@@ -69,138 +113,126 @@ int main(int argc, char** argv)
                         QStringLiteral("/../share/checkpoint-studio/examples/deepspeed-zero2-bf16-w2"));
     if (!qEnvironmentVariableIsSet("CKPT_EXAMPLE") && QFileInfo(installedExample).isDir())
         qputenv("CKPT_EXAMPLE", QFile::encodeName(installedExample));
+}
 
-    QCommandLineParser cli;
-    cli.setApplicationDescription(
-        QApplication::translate("main", "Inspect, consolidate and convert training checkpoints"));
-    cli.addHelpOption();
-    cli.addVersionOption();
-    QCommandLineOption shot(
-        QStringLiteral("screenshot"),
-        QApplication::translate("main", "Save a screenshot of the window once PATH is open, then exit."),
-        QStringLiteral("OUT.png"));
-    QCommandLineOption select(QStringLiteral("select"),
-                              QApplication::translate("main", "Select this item of the tree first."),
-                              QStringLiteral("PATH_IN_TREE"));
-    QCommandLineOption shotExport(
-        QStringLiteral("screenshot-export"),
-        QApplication::translate("main", "Save a screenshot of the export dialog while it runs, then exit."),
-        QStringLiteral("OUT.png"));
-    QCommandLineOption palette(
-        QStringLiteral("palette"),
-        QApplication::translate("main", "Colours: system (follow the desktop), light or dark. The default "
-                                        "is the \"palette\" setting, else system."),
-        QStringLiteral("system|light|dark"));
-    cli.addOption(palette);
-    cli.addOption(shot);
-    cli.addOption(shotExport);
-    cli.addOption(select);
-    QCommandLineOption bloat(
-        QStringLiteral("bloat"),
-        QApplication::translate("main",
-                                "Show where the bytes of this file or folder go (the Bloat view). With "
-                                "--screenshot, save the window once that is computed; with "
-                                "--screenshot-export, the Slim dialog once it has slimmed it into a "
-                                "temporary folder."),
-        QStringLiteral("PATH"));
-    cli.addOption(bloat);
-    QCommandLineOption compare(
-        QStringLiteral("compare"),
-        QApplication::translate(
-            "main", "Compare A with the checkpoint, tag folder or file B given as the path (the "
-                    "comparison window). With --screenshot, save it once computed; with --select, "
-                    "that tensor selected."),
-        QStringLiteral("A"));
-    cli.addOption(compare);
-    QCommandLineOption tagA(
-        QStringLiteral("tag-a"),
-        QApplication::translate("main", "With --compare: the tag of A (default: its latest)."),
-        QStringLiteral("TAG"));
-    QCommandLineOption tagB(
-        QStringLiteral("tag-b"),
-        QApplication::translate("main", "With --compare: the tag of B (default: its latest)."),
-        QStringLiteral("TAG"));
-    QCommandLineOption moments(
-        QStringLiteral("moments"),
-        QApplication::translate("main", "With --compare: the optimizer moments (exp_avg, exp_avg_sq) too."));
-    cli.addOptions({tagA, tagB, moments});
-    cli.addPositionalArgument(QStringLiteral("path"),
-                              QApplication::translate("main", "Checkpoint folder or file to open."));
-    cli.process(app);
-
-    if (cli.isSet(palette)) {
-        if (!ckpt::app::applyPalette(cli.value(palette))) {
+// --palette, else the "palette" setting, else the desktop's. False for a value we do not know.
+bool choosePalette(const QCommandLineParser& cli, const Options& o)
+{
+    if (cli.isSet(o.palette)) {
+        if (!ckpt::app::applyPalette(cli.value(o.palette))) {
             std::fprintf(stderr, "checkpoint-studio: --palette takes system, light or dark, not '%s'\n",
-                         qPrintable(cli.value(palette)));
-            return 2;
+                         qPrintable(cli.value(o.palette)));
+            return false;
         }
     } else if (!ckpt::app::applyPalette(QSettings().value(QStringLiteral("palette")).toString())) {
         ckpt::app::applyPalette(QStringLiteral("system")); // no setting, or one we do not know
     }
 
-    if (cli.isSet(compare)) { // the comparison window alone
-        if (cli.positionalArguments().size() != 1) {
-            std::fprintf(stderr, "checkpoint-studio: --compare A B takes exactly one more path, B\n");
-            return 2;
-        }
-        const ckpt::app::CompareRequest request{cli.value(compare), cli.positionalArguments().first(),
-                                                cli.value(tagA), cli.value(tagB), cli.isSet(moments)};
-        const int rc = ckpt::app::runCompareMode(request, cli.value(shot), cli.value(select));
-        return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
-    }
-    ckpt::app::MainWindow window;
-    window.show();
-    if (cli.isSet(bloat)) { // its own event loop: the Bloat view, and its screenshots
-        const int rc = ckpt::app::runBloatMode(window, cli.value(bloat), cli.value(shot),
-                                               cli.value(shotExport), cli.positionalArguments().value(0));
-        return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
-    }
+    return true;
+}
+
+// --screenshot: the start page at once, or the window once PATH is open (and --select done).
+void screenshotWhenReady(ckpt::app::MainWindow& window, const QCommandLineParser& cli, const Options& o)
+{
     const QStringList args = cli.positionalArguments();
-    if (cli.isSet(shot) && args.isEmpty()) { // the start page
-        QTimer::singleShot(300, &window,
-                           [&] { QApplication::exit(window.grab().save(cli.value(shot)) ? 0 : 1); });
-    } else if (cli.isSet(shot)) {
-        QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&](bool ok) {
+    if (cli.isSet(o.shot) && args.isEmpty()) { // the start page
+        QTimer::singleShot(300, &window, [&window, &cli, &o] {
+            QApplication::exit(window.grab().save(cli.value(o.shot)) ? 0 : 1);
+        });
+    } else if (cli.isSet(o.shot)) {
+        QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&window, &cli, &o](bool ok) {
             if (!ok) {
                 std::fprintf(stderr, "checkpoint-studio: %s\n", qPrintable(window.lastError()));
                 QApplication::exit(1);
                 return;
             }
-            if (cli.isSet(select) && !window.select(cli.value(select))) {
+            if (cli.isSet(o.select) && !window.select(cli.value(o.select))) {
                 std::fprintf(stderr, "checkpoint-studio: no item '%s' in the tree\n",
-                             qPrintable(cli.value(select)));
+                             qPrintable(cli.value(o.select)));
                 QApplication::exit(1);
                 return;
             }
-            QTimer::singleShot(300, &window, [&] {
-                const bool saved = window.grab().save(cli.value(shot));
+            QTimer::singleShot(300, &window, [&window, &cli, &o] {
+                const bool saved = window.grab().save(cli.value(o.shot));
                 if (!saved)
-                    std::fprintf(stderr, "checkpoint-studio: cannot write %s\n", qPrintable(cli.value(shot)));
+                    std::fprintf(stderr, "checkpoint-studio: cannot write %s\n",
+                                 qPrintable(cli.value(o.shot)));
                 QApplication::exit(saved ? 0 : 1);
             });
         });
     }
-    QTemporaryDir exportDir;
-    if (cli.isSet(shotExport) && !args.isEmpty()) {
-        QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&](bool ok) {
-            if (!ok) return QApplication::exit(1);
-            auto* d = window.openExportDialog();
-            if (!d) return QApplication::exit(1);
-            d->setOutputFolder(exportDir.path());
-            d->setMaxShardSize(QStringLiteral("1KB"));
-            QObject::connect(d, &ckpt::app::ExportDialog::progressed, d, [&, d](int permille) {
-                if (permille < 200) return;
-                static bool saved = false;
-                if (saved) return;
-                saved = true;
-                d->grab().save(cli.value(shotExport));
-                d->cancel();
-                QTimer::singleShot(500, qApp, [] { QApplication::exit(0); });
-            });
-            d->start();
+}
+
+// --screenshot-export: the export dialog of PATH once its bytes flow, into `exportDir`.
+void screenshotExportDialog(ckpt::app::MainWindow& window, const QString& shot,
+                            const QTemporaryDir& exportDir)
+{
+    // `window` and `exportDir` live in main() until the event loop ends; the path is copied.
+    QObject::connect(&window, &ckpt::app::MainWindow::loaded, &window, [&window, &exportDir, shot](bool ok) {
+        if (!ok) return QApplication::exit(1);
+        auto* d = window.openExportDialog();
+        if (!d) return QApplication::exit(1);
+        d->setOutputFolder(exportDir.path());
+        d->setMaxShardSize(QStringLiteral("1KB"));
+        QObject::connect(d, &ckpt::app::ExportDialog::progressed, d, [d, shot](int permille) {
+            if (permille < 200) return;
+            static bool saved = false;
+            if (saved) return;
+            saved = true;
+            d->grab().save(shot);
+            d->cancel();
+            QTimer::singleShot(500, qApp, [] { QApplication::exit(0); });
         });
+        d->start();
+    });
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    // SIGINT/SIGTERM/SIGHUP quit the window; if a job does not wind down within the grace
+    // period, the handler removes its temporary outputs and exits (model/io/interrupt.h).
+    // Installed before Qt starts any thread, so that every thread leaves the signals to it.
+    ckpt::io::InterruptHandler interrupts("checkpoint-studio", [] {
+        if (QCoreApplication* a = QCoreApplication::instance())
+            QMetaObject::invokeMethod(a, &QCoreApplication::quit, Qt::QueuedConnection);
+    });
+    QApplication app(argc, argv);
+    QTranslator translator;
+    setUpApplication(translator);
+    QCommandLineParser cli;
+    cli.setApplicationDescription(
+        QApplication::translate("main", "Inspect, consolidate and convert training checkpoints"));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    const Options o = addOptions(cli);
+    cli.addPositionalArgument(QStringLiteral("path"),
+                              QApplication::translate("main", "Checkpoint folder or file to open."));
+    cli.process(app);
+    if (!choosePalette(cli, o)) return 2;
+    auto exitCode = [&interrupts](int rc) {
+        return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
+    };
+    if (cli.isSet(o.compare)) { // the comparison window alone
+        if (cli.positionalArguments().size() != 1) {
+            std::fprintf(stderr, "checkpoint-studio: --compare A B takes exactly one more path, B\n");
+            return 2;
+        }
+        const ckpt::app::CompareRequest request{cli.value(o.compare), cli.positionalArguments().first(),
+                                                cli.value(o.tagA), cli.value(o.tagB), cli.isSet(o.moments)};
+        return exitCode(ckpt::app::runCompareMode(request, cli.value(o.shot), cli.value(o.select)));
     }
+    ckpt::app::MainWindow window;
+    window.show();
+    if (cli.isSet(o.bloat)) // its own event loop: the Bloat view, and its screenshots
+        return exitCode(ckpt::app::runBloatMode(window, cli.value(o.bloat), cli.value(o.shot),
+                                                cli.value(o.shotExport), cli.positionalArguments().value(0)));
+    const QStringList args = cli.positionalArguments();
+    screenshotWhenReady(window, cli, o);
+    QTemporaryDir exportDir;
+    if (cli.isSet(o.shotExport) && !args.isEmpty())
+        screenshotExportDialog(window, cli.value(o.shotExport), exportDir);
     if (!args.isEmpty()) window.open(args.first());
-    const int rc = QApplication::exec();
-    return interrupts.signal() ? ckpt::io::InterruptHandler::exitCode(interrupts.signal()) : rc;
+    return exitCode(QApplication::exec());
 }
