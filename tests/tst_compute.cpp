@@ -494,9 +494,19 @@ private slots:
         std::vector<uint8_t> src(n * 4), dst(n * 4);
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                                  gpu::cpuBackend().cast(Scalar::F32, Scalar::I32, src.data(), dst.data(), n));
-        // the backend is still usable afterwards
+        // the backend is still usable afterwards: 1.5f in every element comes out as bf16 0x3FC0
+        // in every element, first and last (every part of the parallel loop ran)
+        const float v = 1.5f;
+        for (uint64_t i = 0; i < n; ++i)
+            std::memcpy(src.data() + i * 4, &v, 4);
+        std::fill(dst.begin(), dst.end(), uint8_t(0xAB));
         gpu::cpuBackend().cast(Scalar::F32, Scalar::BF16, src.data(), dst.data(), n);
-        QCOMPARE(dst[0], uint8_t(0));
+        for (const uint64_t i : {uint64_t(0), n / 2, n - 1}) {
+            uint16_t w = 0;
+            std::memcpy(&w, dst.data() + i * 2, 2);
+            QCOMPARE(w, uint16_t(0x3FC0));
+        }
+        QCOMPARE(dst[n * 2], uint8_t(0xAB)); // and nothing past the n bf16 elements
     }
 
     // The fallback used to print to stderr from library code; the interface promises a

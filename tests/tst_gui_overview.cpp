@@ -298,9 +298,10 @@ private slots:
         QCOMPARE(cell("config/weights", app::TreeModel::Value), QString()); // a tensor has no value
     }
 
-    // 64 ranks x 10,000 parameters: the paint time, printed; level of detail keeps the number of
-    // rectangles bounded by the pixels, which is what keeps it fluid.
-    void mapStaysFluidAtScale()
+    // 64 ranks x 10,000 parameters: the layout's geometry is right and the map paints at every
+    // zoom. The paint time is printed, not asserted (bench/gui measures it: bench/scale.sh);
+    // level of detail keeps the number of rectangles bounded by the pixels.
+    void mapGeometryAtScale()
     {
         for (const int stage : {2, 3}) {
             const layout::Tag tag = syntheticTag(stage, 64, 10000);
