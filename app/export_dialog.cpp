@@ -265,41 +265,26 @@ void ExportDialog::start()
     }
     if (!mayWriteInto(m_output->text())) return;
     opt.overwrite = true; // asked, or the folder is empty: either way nothing mixes
-    m_start->setEnabled(false);
-    m_openFolder->setVisible(false);
-    m_cancel->setText(tr("Cancel"));
-    m_notes.clear();
-    m_status->setToolTip(QString());
-    m_clock.start();
     const std::string in = m_checkpoint.toStdString(), out = m_output->text().toStdString();
     // The worker gets plain values and returns plain values; the GUI thread updates widgets.
-    m_jobs.run(
-        kChannel,
-        [in, out, opt](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
-            ExportOutcome r;
-            ops::ConsolidateOptions o = opt;
-            std::string reason; // the casts run where the status bar says: one backend per job
-            try {
-                o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
-            } catch (const std::exception& e) {
-                reason = std::string("cpu: ") + e.what();
-            }
-            r.compute = QString::fromStdString(reason);
-            const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
-            for (const auto& f : res.files)
-                r.files << QString::fromStdString(f);
-            for (const auto& w : res.warnings)
-                r.warnings << QString::fromStdString(w);
-            r.ok = true;
-            return r;
-        },
-        [this](const JobResult<ExportOutcome>& r) {
-            ExportOutcome o = r.value.value_or(ExportOutcome{});
-            o.cancelled = r.cancelled;
-            o.message = r.error;
-            onFinished(o);
-        },
-        [this](const JobProgress& p) { onProgress(p); });
+    runJob([in, out, opt](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+        ExportOutcome r;
+        ops::ConsolidateOptions o = opt;
+        std::string reason; // the casts run where the status bar says: one backend per job
+        try {
+            o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+        } catch (const std::exception& e) {
+            reason = std::string("cpu: ") + e.what();
+        }
+        r.compute = QString::fromStdString(reason);
+        const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
+        for (const auto& f : res.files)
+            r.files << QString::fromStdString(f);
+        for (const auto& w : res.warnings)
+            r.warnings << QString::fromStdString(w);
+        r.ok = true;
+        return r;
+    });
 }
 
 bool ExportDialog::mayWriteInto(const QString& folder)
@@ -313,6 +298,23 @@ bool ExportDialog::mayWriteInto(const QString& folder)
 
 void ExportDialog::startFile(const std::string& in, const std::string& out)
 {
+    runJob([in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
+                                                            const ops::CancelToken& cancel) {
+        ExportOutcome r;
+        ops::ExportOptions options;
+        options.skipUnsupported = skip;
+        const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
+        r.files << QString::fromStdString(res.path);
+        for (const auto& w : res.warnings)
+            r.warnings << QString::fromStdString(w);
+        r.ok = true;
+        return r;
+    });
+}
+
+void ExportDialog::runJob(
+    std::function<ExportOutcome(const ops::ProgressSink&, const ops::CancelToken&)> work)
+{
     m_start->setEnabled(false);
     m_openFolder->setVisible(false);
     m_cancel->setText(tr("Cancel"));
@@ -320,19 +322,7 @@ void ExportDialog::startFile(const std::string& in, const std::string& out)
     m_status->setToolTip(QString());
     m_clock.start();
     m_jobs.run(
-        kChannel,
-        [in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
-                                                         const ops::CancelToken& cancel) {
-            ExportOutcome r;
-            ops::ExportOptions options;
-            options.skipUnsupported = skip;
-            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
-            r.files << QString::fromStdString(res.path);
-            for (const auto& w : res.warnings)
-                r.warnings << QString::fromStdString(w);
-            r.ok = true;
-            return r;
-        },
+        kChannel, std::move(work),
         [this](const JobResult<ExportOutcome>& r) {
             ExportOutcome o = r.value.value_or(ExportOutcome{});
             o.cancelled = r.cancelled;

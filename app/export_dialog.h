@@ -14,6 +14,7 @@
 
 #include <QDialog>
 #include <QElapsedTimer>
+#include <functional>
 
 class QCheckBox;
 class QComboBox;
@@ -75,6 +76,8 @@ private:
     void updateTitle();
     bool mayWriteInto(const QString& folder);
     void startFile(const std::string& in, const std::string& out);
+    // Runs `work` on a worker with the dialog's progress, cancel and outcome handling.
+    void runJob(std::function<ExportOutcome(const ops::ProgressSink&, const ops::CancelToken&)> work);
 
     QString m_checkpoint;
     bool m_singleFile = false;

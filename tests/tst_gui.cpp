@@ -114,6 +114,19 @@ void expectZeroToFp32(const QString& out, const char* fixtureName, const char* t
     }
 }
 
+// Exports through the dialog as .bin into a fresh folder: what zero_to_fp32 wrote for `tag`.
+void exportBinMatchesZeroToFp32(app::ExportDialog* d, const char* fixtureName, const char* tag)
+{
+    QTemporaryDir out;
+    d->setOutputFolder(out.path());
+    d->setFormat(QStringLiteral("bin"));
+    QSignalSpy done(d, &app::ExportDialog::finished);
+    d->start();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
+    expectZeroToFp32(out.path(), fixtureName, tag, "bin");
+}
+
 // Opens `path` in the window and waits for it.
 bool openAndWait(app::MainWindow& w, const QString& path)
 {
@@ -414,14 +427,7 @@ private slots:
         d->close();
         QVERIFY(w.select(QStringLiteral("global_step2")));
         d = w.openExportDialog();
-        QTemporaryDir out;
-        d->setOutputFolder(out.path());
-        d->setFormat(QStringLiteral("bin"));
-        QSignalSpy done(d.data(), &app::ExportDialog::finished);
-        d->start();
-        QVERIFY(done.wait(60000));
-        QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
-        expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+        exportBinMatchesZeroToFp32(d, "zero2_bf16_w2", "global_step2");
     }
 
     // Issue 21 #2: a dialog left open while the window opens another checkpoint keeps to its
@@ -444,14 +450,7 @@ private slots:
         for (auto* l : d->findChildren<QLabel*>())
             if (l->text().contains("zero3_fp32_w2")) note = l;
         QVERIFY2(note && note->isVisible(), "the dialog does not say the window shows another checkpoint");
-        QTemporaryDir out;
-        d->setOutputFolder(out.path());
-        d->setFormat(QStringLiteral("bin"));
-        QSignalSpy done(d.data(), &app::ExportDialog::finished);
-        d->start();
-        QVERIFY(done.wait(60000));
-        QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
-        expectZeroToFp32(out.path(), "zero2_bf16_w2", "global_step2", "bin");
+        exportBinMatchesZeroToFp32(d, "zero2_bf16_w2", "global_step2");
     }
 
     // Issue 21 #3 in the window: a folder holding files is written only after the user says to
