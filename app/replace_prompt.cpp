@@ -1,19 +1,18 @@
 #include "replace_prompt.h"
 
+#include "io/output.h"
+
 #include <QCoreApplication>
 #include <QDir>
-#include <QDirIterator>
 #include <QMessageBox>
 
 namespace ckpt::app {
 
 int filesHeld(const QString& folder, int limit)
 {
-    int held = 0;
-    for (QDirIterator it(folder, QDir::Files | QDir::Hidden | QDir::System, QDirIterator::Subdirectories);
-         it.hasNext() && held < limit;)
-        if (!it.next().contains(QLatin1String(".ckpt-partial-"))) ++held;
-    return held;
+    // The operation's own rule (io::filesHeld), so the question is asked exactly when the
+    // operation would refuse.
+    return int(io::filesHeld(folder.toStdString(), size_t(limit)).size());
 }
 
 bool mayReplace(QWidget* parent, const QString& folder, ReplaceAnswer answer)

@@ -432,19 +432,23 @@ void OutputTransaction::removeStaleStaging()
             m_notes.push_back("removed stale partial output " + p.string() + " (its writer is gone)");
 }
 
-void OutputTransaction::prepareFolder(Existing existing)
+std::vector<std::string> filesHeld(const std::string& folder, size_t limit)
 {
-    // Files, at any depth, that are not temporaries: empty folders mix nothing.
     std::error_code ec;
     std::vector<std::string> held;
     size_t seen = 0;
-    for (fs::recursive_directory_iterator it(m_folder, fs::directory_options::skip_permission_denied, ec),
-         end;
-         !ec && it != end && ++seen < 200000; it.increment(ec)) {
+    for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end && ++seen < 200000 && held.size() < limit; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (!it->is_directory(ec) && name.find(kPartialTag) == std::string::npos)
-            held.push_back(fs::relative(it->path(), m_folder, ec).string());
+            held.push_back(fs::relative(it->path(), folder, ec).string());
     }
+    return held;
+}
+
+void OutputTransaction::prepareFolder(Existing existing)
+{
+    std::vector<std::string> held = filesHeld(m_folder);
     if (!held.empty() && existing == Existing::Refuse) {
         std::sort(held.begin(), held.end());
         std::string list;
@@ -457,10 +461,12 @@ void OutputTransaction::prepareFolder(Existing existing)
                              m_path);
     }
     m_replacing = !held.empty();
+    // Resolved once, now that the folder exists: what is staged beside, kept from and swapped.
+    m_target = resolvedFolder(m_path).string();
     // Every folder output is staged beside the folder and swapped in whole, so that the folder
     // shows a complete set at every moment. Where that cannot be (the folder is a mount point,
     // its parent is not ours to write), files are renamed into it one by one.
-    const fs::path target = resolvedFolder(m_path);
+    const fs::path target = m_target;
     struct stat st
     {
     }, parentSt{};
@@ -484,7 +490,7 @@ void OutputTransaction::removeOldInPlace()
 {
     // Not atomic: the folder cannot be swapped (see prepareFolder). The old set goes first, so
     // that a failure leaves no mix of two exports under final names, only fewer files.
-    const fs::path target = resolvedFolder(m_path);
+    const fs::path target = m_target;
     std::set<std::string> replaced;
     for (const auto& n : m_names)
         replaced.insert(fs::path(n).begin()->string());
@@ -510,7 +516,7 @@ void OutputTransaction::keepOldEntries()
     std::set<std::string> replaced;
     for (const auto& n : m_names)
         replaced.insert(fs::path(n).begin()->string());
-    const fs::path target = resolvedFolder(m_path);
+    const fs::path target = m_target;
     std::error_code ec;
     size_t budget = 200000;
     for (fs::directory_iterator it(target, ec), end; !ec && it != end; it.increment(ec)) {
@@ -525,7 +531,7 @@ void OutputTransaction::keepOldEntries()
 
 void OutputTransaction::swapInStaging()
 {
-    const fs::path target = resolvedFolder(m_path);
+    const fs::path target = m_target;
     std::string old = m_staging; // where the old set is once the folders are exchanged
     if (::renameat2(AT_FDCWD, m_staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
         if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)

@@ -7,6 +7,7 @@
 
 #include "io/atomic_file.h"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,6 +18,11 @@ namespace ckpt::io {
 // Throws Error naming both paths when `output` is, lies inside, or contains any of `inputs`
 // (files or folders). `output` need not exist.
 void checkOutputOutsideInputs(const std::vector<std::string>& inputs, const std::string& output);
+
+// The files `folder` holds at any depth (relative paths, at most `limit`), temporaries left
+// out: what makes a folder output "not empty" (empty subfolders mix nothing). The window asks
+// before replacing by the same rule.
+std::vector<std::string> filesHeld(const std::string& folder, size_t limit = SIZE_MAX);
 
 // The temporary name of an output: ".NAME.ckpt-partial-HOST-PID" beside it.
 std::string partialName(const std::string& finalName);
@@ -89,6 +95,7 @@ private:
     std::string m_path;
     std::string m_folder;  // where files are created: the output folder, or the staging folder
     std::string m_staging; // replacing: the staging folder beside the output folder
+    std::string m_target;  // the output folder resolved (through a symlink), once it exists
     OldOutput m_oldOutput;
     bool m_replacing = false;
     std::vector<std::string> m_names;       // each file's path relative to the folder, in creation order

@@ -96,7 +96,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     const bool oneFile = options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
                          outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
     // Before any work: the output may not be, contain, or lie inside the checkpoint.
-    const std::set<std::string> earlier = oneFile ? std::set<std::string>{} : earlierExportFiles(outDir);
+    // Read only when it may be replaced: an earlier export's index names its shards.
+    const std::set<std::string> earlier =
+        oneFile || !options.overwrite ? std::set<std::string>{} : earlierExportFiles(outDir);
     io::OutputTransaction tx(
         {checkpoint}, outDir,
         oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder,
