@@ -206,37 +206,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
             html += row(tr("Shares storage with"), others.join(QLatin1String("<br>")));
         }
     }
-    if (held) {
-        const layout::Parameter& p = *held;
-        if (!p.tiedTo.empty()) html += row(tr("Tied to"), esc(p.tiedTo));
-        if (p.group >= 0) html += row(tr("Flat group"), QString::number(p.group));
-        std::vector<PartitionBar::Slice> slices;
-        QStringList states;
-        m_partitions->setRowCount(int(p.slices.size()));
-        for (size_t r = 0; r < p.slices.size(); ++r) {
-            const auto& s = p.slices[r];
-            slices.push_back({s.rank, s.paramOffset, s.length, s.padding});
-            const QString file =
-                s.master.empty()
-                    ? QString()
-                    : QString::fromStdString(
-                          std::filesystem::path(s.master.front().file.str()).filename().string());
-            const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
-                                       QString::number(s.length), QString::number(s.padding)};
-            for (int c = 0; c < cells.size(); ++c) {
-                auto* item = new QTableWidgetItem(cells[c]);
-                if (c == 1) item->setToolTip(cells[c]);
-                m_partitions->setItem(int(r), c, item);
-            }
-            for (const auto& st : s.states)
-                if (!states.contains(QString::fromStdString(st.first)))
-                    states << QString::fromStdString(st.first);
-        }
-        if (!states.isEmpty()) html += row(tr("Optimizer state"), states.join(QLatin1String(", ")));
-        m_bar->setSlices(std::move(slices), p.numel());
-        m_bar->setVisible(p.tiedTo.empty());
-        m_partitions->setVisible(p.tiedTo.empty());
-    }
+    if (held) html += showPartitions(*held);
     if (node->kind == NodeKind::Tag)
         for (auto it = node->info.begin(); it != node->info.end(); ++it)
             html += row(esc(it.key()),
@@ -274,6 +244,40 @@ void DetailsPane::resizeEvent(QResizeEvent* e)
 {
     QWidget::resizeEvent(e);
     if (!m_summary->isHidden()) fitSummary();
+}
+
+QString DetailsPane::showPartitions(const layout::Parameter& p)
+{
+    // The partition table and bar of a parameter, moment or other tensor; its rows of facts.
+    QString html;
+    if (!p.tiedTo.empty()) html += row(tr("Tied to"), esc(p.tiedTo));
+    if (p.group >= 0) html += row(tr("Flat group"), QString::number(p.group));
+    std::vector<PartitionBar::Slice> slices;
+    QStringList states;
+    m_partitions->setRowCount(int(p.slices.size()));
+    for (size_t r = 0; r < p.slices.size(); ++r) {
+        const auto& s = p.slices[r];
+        slices.push_back({s.rank, s.paramOffset, s.length, s.padding});
+        const QString file =
+            s.master.empty() ? QString()
+                             : QString::fromStdString(
+                                   std::filesystem::path(s.master.front().file.str()).filename().string());
+        const QStringList cells = {QString::number(s.rank), file, QString::number(s.paramOffset),
+                                   QString::number(s.length), QString::number(s.padding)};
+        for (int c = 0; c < cells.size(); ++c) {
+            auto* item = new QTableWidgetItem(cells[c]);
+            if (c == 1) item->setToolTip(cells[c]);
+            m_partitions->setItem(int(r), c, item);
+        }
+        for (const auto& st : s.states)
+            if (!states.contains(QString::fromStdString(st.first)))
+                states << QString::fromStdString(st.first);
+    }
+    if (!states.isEmpty()) html += row(tr("Optimizer state"), states.join(QLatin1String(", ")));
+    m_bar->setSlices(std::move(slices), p.numel());
+    m_bar->setVisible(p.tiedTo.empty());
+    m_partitions->setVisible(p.tiedTo.empty());
+    return html;
 }
 
 void DetailsPane::computeStatistics()

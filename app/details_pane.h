@@ -44,6 +44,7 @@ protected:
 
 private:
     void fitSummary();
+    QString showPartitions(const layout::Parameter& p);
     const Snapshot* m_snapshot = nullptr;
     const Node* m_node = nullptr;
     QTextBrowser* m_summary;

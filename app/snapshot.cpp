@@ -88,6 +88,33 @@ void describeParameter(Node* n, const layout::Parameter& p, int tag, int index, 
     n->ranks = int(p.slices.size());
 }
 
+// The tag's parameters, each with its optimizer moments (`moments`: ops::momentParameters of the
+// tag, whichever way the family keeps them) below it.
+void addParameters(Node* tagNode, const layout::Tag& t, int tag,
+                   const std::vector<layout::Parameter>& moments)
+{
+    std::map<std::string, std::vector<int>> momentsOf;
+    for (size_t mi = 0; mi < moments.size(); ++mi)
+        momentsOf[moments[mi].name.substr(0, moments[mi].name.rfind('/'))].push_back(int(mi));
+    Node* params = add(tagNode, "parameters", NodeKind::Group, "parameters");
+    for (size_t pi = 0; pi < t.params.size(); ++pi) {
+        const auto& p = t.params[pi];
+        const char* kind = p.kind == layout::Parameter::Kind::Buffer   ? "buffer"
+                           : p.kind == layout::Parameter::Kind::Frozen ? "parameter (frozen)"
+                                                                       : "parameter";
+        Node* pn = add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
+        describeParameter(pn, p, tag, int(pi), Node::Held::Parameter);
+        for (const int mi : momentsOf[p.name]) {
+            // As saved: moments are often, but not always, fp32 (8-bit and bf16 optimizers keep
+            // them smaller).
+            const layout::Parameter& m = moments[size_t(mi)];
+            Node* st = add(pn, m.name.substr(p.name.size() + 1), NodeKind::Parameter, "optimizer state");
+            describeParameter(st, m, tag, mi, Node::Held::Moment);
+        }
+        params->elements += pn->elements;
+    }
+}
+
 // The tag's tensors outside the model (the optimizer's state as DCP and Composer keep it, RNG
 // states, ...), as a tree of their `/` paths under "other tensors".
 void addOtherTensors(Node* tagNode, const layout::Tag& t, int tag)
@@ -232,32 +259,8 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                 }
                 files->bytes += f.size;
             }
-            // The optimizer's moments under their parameters, whichever way the family keeps them.
             s->moments.push_back(ops::momentParameters(t));
-            std::map<std::string, std::vector<int>> momentsOf;
-            for (size_t mi = 0; mi < s->moments.back().size(); ++mi) {
-                const std::string& n = s->moments.back()[mi].name;
-                momentsOf[n.substr(0, n.rfind('/'))].push_back(int(mi));
-            }
-            Node* params = add(tn, "parameters", NodeKind::Group, "parameters");
-            for (size_t pi = 0; pi < t.params.size(); ++pi) {
-                const auto& p = t.params[pi];
-                const char* kind = p.kind == layout::Parameter::Kind::Buffer   ? "buffer"
-                                   : p.kind == layout::Parameter::Kind::Frozen ? "parameter (frozen)"
-                                                                               : "parameter";
-                Node* pn =
-                    add(params, p.name, NodeKind::Parameter, p.tiedTo.empty() ? kind : "tied parameter");
-                describeParameter(pn, p, int(ti), int(pi), Node::Held::Parameter);
-                for (const int mi : momentsOf[p.name]) {
-                    // As saved: moments are often, but not always, fp32 (8-bit and bf16
-                    // optimizers keep them smaller).
-                    const layout::Parameter& m = s->moments.back()[size_t(mi)];
-                    Node* st =
-                        add(pn, m.name.substr(p.name.size() + 1), NodeKind::Parameter, "optimizer state");
-                    describeParameter(st, m, int(ti), mi, Node::Held::Moment);
-                }
-                params->elements += pn->elements;
-            }
+            addParameters(tn, t, int(ti), s->moments.back());
             addOtherTensors(tn, t, int(ti));
         }
         return s;
