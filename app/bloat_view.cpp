@@ -237,8 +237,9 @@ void BloatView::refresh()
     // Parsing every pickle of a checkpoint takes a while: never on the GUI thread.
     m_jobs.run(
         kFolder,
-        [path = m_target.toStdString()](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
-            return ops::analyzeFolderBloat(path, progress, cancel);
+        [path = m_target.toStdString(), files = m_files](const ops::ProgressSink& progress,
+                                                         const ops::CancelToken& cancel) {
+            return ops::analyzeFolderBloat(path, progress, cancel, files.get());
         },
         [this](const JobResult<ops::FolderBloat>& r) { onAnalysed(r); },
         [this](const JobProgress& p) {

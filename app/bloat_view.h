@@ -6,6 +6,7 @@
 #pragma once
 
 #include "job_manager.h"
+#include "layout/file_set.h"
 #include "ops/bloat.h"
 #include "storage_model.h"
 
@@ -39,6 +40,8 @@ public:
     // A file or a folder (tag, checkpoint, any folder): analysed on a worker unless it already is
     // the target. The first file with the most waste is then shown in the storage table.
     void setTarget(const QString& path);
+    // The opened checkpoint's parsed files: a target inside it is read from them, not parsed again.
+    void setFiles(std::shared_ptr<const layout::FileSet> files) { m_files = std::move(files); }
     void refresh();
     void clear(); // no target: nothing shown, nothing running
     QString target() const { return m_target; }
@@ -93,7 +96,8 @@ private:
     ops::FolderBloat m_result;
     bool m_hasResult = false;
     std::vector<int> m_order; // bar row -> index into m_result.files
-    JobManager m_jobs;        // the analysis and the storage table, a channel each
+    std::shared_ptr<const layout::FileSet> m_files;
+    JobManager m_jobs; // the analysis and the storage table, a channel each
 
     QSplitter* m_split;
     QLabel* m_summary;

@@ -18,22 +18,15 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QUrl>
+#include <QVBoxLayout>
 
 namespace ckpt::app {
 
-namespace {
-
-const QString kChannel = QStringLiteral("export");
-
-} // namespace
-
 ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
-                           QWidget* parent)
-    : QDialog(parent), m_checkpoint(source), m_singleFile(tags.isEmpty())
+                           QWidget* parent, std::shared_ptr<const layout::OpenedCheckpoint> opened)
+    : QDialog(parent), m_checkpoint(source), m_opened(std::move(opened)), m_singleFile(tags.isEmpty())
 {
     auto* form = new QFormLayout;
     // The source, as the title says it too: which checkpoint this dialog writes never changes.
@@ -81,27 +74,11 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         form->addRow(tr("Output folder"), outRow);
         m_skipUnsupported->hide();
     }
-    m_progress = new QProgressBar(this);
-    m_progress->setRange(0, 1000);
-    m_status = new QLabel(this);
-    m_status->setWordWrap(true);
-    // Room for a path and two lines of progress: at its size hint the dialog cut both off.
-    m_status->setMinimumHeight(2 * m_status->fontMetrics().lineSpacing());
     setMinimumWidth(560);
-    m_start = new QPushButton(tr("Export"), this);
-    m_cancel = new QPushButton(tr("Cancel"), this);
-    m_openFolder = new QPushButton(tr("Open folder"), this);
-    m_openFolder->setVisible(false);
-    auto* buttons = new QHBoxLayout;
-    buttons->addStretch();
-    buttons->addWidget(m_openFolder);
-    buttons->addWidget(m_cancel);
-    buttons->addWidget(m_start);
+    m_panel = new OperationPanel(tr("Export"), tr("Open folder"), tr("Export failed"), this);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
-    layout->addWidget(m_progress);
-    layout->addWidget(m_status);
-    layout->addLayout(buttons);
+    layout->addWidget(m_panel);
     updateTitle();
 
     connect(m_tag, &QComboBox::currentTextChanged, this, &ExportDialog::updateTitle);
@@ -112,9 +89,10 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
                               : QFileDialog::getExistingDirectory(this, tr("Output folder"));
         if (!d.isEmpty()) m_output->setText(d);
     });
-    connect(m_start, &QPushButton::clicked, this, &ExportDialog::start);
-    connect(m_cancel, &QPushButton::clicked, this, &ExportDialog::reject); // cancels while running
-    connect(m_openFolder, &QPushButton::clicked, this, [this] {
+    connect(m_panel, &OperationPanel::startClicked, this, &ExportDialog::start);
+    connect(m_panel, &OperationPanel::closeClicked, this, &QDialog::reject);
+    connect(m_panel, &OperationPanel::progressed, this, &ExportDialog::progressed);
+    connect(m_panel, &OperationPanel::resultClicked, this, [this] {
         const QFileInfo out(m_output->text());
         QDesktopServices::openUrl(
             QUrl::fromLocalFile(m_singleFile ? out.absolutePath() : out.absoluteFilePath()));
@@ -146,39 +124,28 @@ void ExportDialog::noteWindowShows(const QString& path)
 
 bool ExportDialog::running() const
 {
-    return m_jobs.running(kChannel);
+    return m_panel->running();
 }
 
 void ExportDialog::reject()
 {
     // The dialog stays to say that nothing was left behind; closed again, it closes.
-    if (running())
-        cancel();
-    else
-        QDialog::reject();
+    if (!m_panel->cancelIfRunning()) QDialog::reject();
 }
 
-void ExportDialog::onFinished(const ExportOutcome& outcome)
+void ExportDialog::onFinished(const JobResult<ExportOutcome>& r)
 {
-    m_outcome = outcome;
-    m_start->setEnabled(true);
-    m_cancel->setText(tr("Close"));
-    if (!m_outcome.compute.isEmpty()) m_notes << tr("Compute: %1").arg(m_outcome.compute);
-    m_notes << m_outcome.warnings;
-    m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
-    if (m_outcome.ok) {
-        m_progress->setValue(1000);
-        m_status->setText(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.files.size()))
-                              .arg(m_output->text())
-                              .arg(double(m_clock.elapsed()) / 1000.0, 0, 'f', 1));
-        m_openFolder->setVisible(true);
-    } else if (m_outcome.cancelled) {
-        m_progress->setValue(0);
-        m_status->setText(tr("Cancelled; nothing was left behind."));
-    } else {
-        m_status->setText(m_outcome.message);
-        if (isVisible()) QMessageBox::critical(this, tr("Export failed"), m_outcome.message);
-    }
+    m_outcome = r.value.value_or(ExportOutcome{});
+    m_outcome.cancelled = r.cancelled;
+    m_outcome.message = r.error;
+    if (!m_outcome.compute.isEmpty()) m_panel->addNote(tr("Compute: %1").arg(m_outcome.compute));
+    for (const QString& w : m_outcome.warnings)
+        m_panel->addNote(w);
+    if (m_outcome.ok)
+        m_panel->succeeded(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.files.size()))
+                               .arg(m_output->text())
+                               .arg(double(m_panel->elapsedMs()) / 1000.0, 0, 'f', 1),
+                           true);
     emit finished(m_outcome.ok);
 }
 
@@ -209,28 +176,14 @@ void ExportDialog::setMaxShardSize(const QString& size)
 
 void ExportDialog::cancel()
 {
-    if (!running()) return;
-    m_jobs.cancel(kChannel);
-    m_status->setText(tr("Cancelling..."));
-}
-
-void ExportDialog::onProgress(const JobProgress& p)
-{
-    if (!p.note.isEmpty()) { // e.g. stale partial output removed: worth a line of its own
-        m_notes << p.note;
-        m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
-        return;
-    }
-    m_progress->setValue(p.permille);
-    m_status->setText(progressText(p));
-    emit progressed(p.permille);
+    m_panel->cancel();
 }
 
 void ExportDialog::start()
 {
     if (running()) return;
     if (m_output->text().isEmpty()) {
-        m_status->setText(tr("Choose an output folder first."));
+        m_panel->say(tr("Choose an output folder first."));
         return;
     }
     // The same check the export makes, before anything runs: an output on or inside the
@@ -239,7 +192,7 @@ void ExportDialog::start()
         io::checkOutputOutsideInputs({m_checkpoint.toStdString()}, m_output->text().toStdString());
     } catch (const std::exception& e) {
         m_outcome = {false, false, QString::fromUtf8(e.what()), {}, {}, {}};
-        m_status->setText(m_outcome.message);
+        m_panel->say(m_outcome.message);
         emit finished(false);
         return;
     }
@@ -259,77 +212,63 @@ void ExportDialog::start()
     try {
         opt.maxShardSize = ops::parseShardSize(m_shard->text().toStdString());
     } catch (const std::exception&) {
-        m_status->setText(
+        m_panel->say(
             tr("Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).").arg(m_shard->text()));
         return;
     }
     if (!mayWriteInto(m_output->text())) return;
     opt.overwrite = true; // asked, or the folder is empty: either way nothing mixes
     const std::string in = m_checkpoint.toStdString(), out = m_output->text().toStdString();
-    // The worker gets plain values and returns plain values; the GUI thread updates widgets.
-    runJob([in, out, opt](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
-        ExportOutcome r;
-        ops::ConsolidateOptions o = opt;
-        std::string reason; // the casts run where the status bar says: one backend per job
-        try {
-            o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
-        } catch (const std::exception& e) {
-            reason = std::string("cpu: ") + e.what();
-        }
-        r.compute = QString::fromStdString(reason);
-        const ops::ConsolidateResult res = ops::consolidate(in, out, o, progress, cancel);
-        for (const auto& f : res.files)
-            r.files << QString::fromStdString(f);
-        for (const auto& w : res.warnings)
-            r.warnings << QString::fromStdString(w);
-        r.ok = true;
-        return r;
-    });
+    // The worker gets plain values (and the shared, immutable opened checkpoint) and returns plain
+    // values; the GUI thread updates widgets.
+    m_panel->run<ExportOutcome>(
+        [in, out, opt, opened = m_opened](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            ExportOutcome r;
+            ops::ConsolidateOptions o = opt;
+            std::string reason; // the casts run where the status bar says: one backend per job
+            try {
+                o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+            } catch (const std::exception& e) {
+                reason = std::string("cpu: ") + e.what();
+            }
+            r.compute = QString::fromStdString(reason);
+            const ops::ConsolidateResult res =
+                opened ? ops::consolidate(layout::tagOf(opened, o.tag), out, o, progress, cancel)
+                       : ops::consolidate(in, out, o, progress, cancel);
+            for (const auto& f : res.files)
+                r.files << QString::fromStdString(f);
+            for (const auto& w : res.warnings)
+                r.warnings << QString::fromStdString(w);
+            r.ok = true;
+            return r;
+        },
+        [this](const JobResult<ExportOutcome>& r) { onFinished(r); });
 }
 
 bool ExportDialog::mayWriteInto(const QString& folder)
 {
     if (mayReplace(this, folder, m_replaceAnswer)) return true;
-    m_status->setText(
-        tr("Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.")
-            .arg(QDir::toNativeSeparators(folder)));
+    m_panel->say(tr("Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.")
+                     .arg(QDir::toNativeSeparators(folder)));
     return false;
 }
 
 void ExportDialog::startFile(const std::string& in, const std::string& out)
 {
-    runJob([in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
-                                                            const ops::CancelToken& cancel) {
-        ExportOutcome r;
-        ops::ExportOptions options;
-        options.skipUnsupported = skip;
-        const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
-        r.files << QString::fromStdString(res.path);
-        for (const auto& w : res.warnings)
-            r.warnings << QString::fromStdString(w);
-        r.ok = true;
-        return r;
-    });
-}
-
-void ExportDialog::runJob(
-    std::function<ExportOutcome(const ops::ProgressSink&, const ops::CancelToken&)> work)
-{
-    m_start->setEnabled(false);
-    m_openFolder->setVisible(false);
-    m_cancel->setText(tr("Cancel"));
-    m_notes.clear();
-    m_status->setToolTip(QString());
-    m_clock.start();
-    m_jobs.run(
-        kChannel, std::move(work),
-        [this](const JobResult<ExportOutcome>& r) {
-            ExportOutcome o = r.value.value_or(ExportOutcome{});
-            o.cancelled = r.cancelled;
-            o.message = r.error;
-            onFinished(o);
+    m_panel->run<ExportOutcome>(
+        [in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
+                                                         const ops::CancelToken& cancel) {
+            ExportOutcome r;
+            ops::ExportOptions options;
+            options.skipUnsupported = skip;
+            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
+            r.files << QString::fromStdString(res.path);
+            for (const auto& w : res.warnings)
+                r.warnings << QString::fromStdString(w);
+            r.ok = true;
+            return r;
         },
-        [this](const JobProgress& p) { onProgress(p); });
+        [this](const JobResult<ExportOutcome>& r) { onFinished(r); });
 }
 
 } // namespace ckpt::app

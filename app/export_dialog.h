@@ -9,19 +9,19 @@
 // file. An output folder that already holds files is replaced only after the user says so.
 #pragma once
 
-#include "job_manager.h"
+#include "operation_panel.h"
 #include "replace_prompt.h"
 
+#include "layout/family.h"
+
 #include <QDialog>
-#include <QElapsedTimer>
 #include <functional>
+#include <memory>
 
 class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
-class QProgressBar;
-class QPushButton;
 
 namespace ckpt::app {
 
@@ -39,9 +39,11 @@ class ExportDialog : public QDialog
 {
     Q_OBJECT
 public:
-    // `tags` empty: `source` is a single file. `tag`: the tag the dialog starts from.
+    // `tags` empty: `source` is a single file. `tag`: the tag the dialog starts from. `opened`:
+    // the checkpoint the window holds at `source`, exported without parsing anything again
+    // (null: the export opens `source` itself).
     ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
-                 QWidget* parent = nullptr);
+                 QWidget* parent = nullptr, std::shared_ptr<const layout::OpenedCheckpoint> opened = nullptr);
 
     QString source() const { return m_checkpoint; }
     QString tag() const; // empty for a single file
@@ -71,15 +73,13 @@ protected:
     void reject() override; // Escape or closing the window while it runs: cancel first
 
 private:
-    void onProgress(const JobProgress& p);
-    void onFinished(const ExportOutcome& outcome);
+    void onFinished(const JobResult<ExportOutcome>& r);
     void updateTitle();
     bool mayWriteInto(const QString& folder);
     void startFile(const std::string& in, const std::string& out);
-    // Runs `work` on a worker with the dialog's progress, cancel and outcome handling.
-    void runJob(std::function<ExportOutcome(const ops::ProgressSink&, const ops::CancelToken&)> work);
 
     QString m_checkpoint;
+    std::shared_ptr<const layout::OpenedCheckpoint> m_opened; // what the window holds at m_checkpoint
     bool m_singleFile = false;
     ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
     QLabel* m_source;
@@ -91,15 +91,8 @@ private:
     QCheckBox* m_excludeFrozen;
     QCheckBox* m_skipUnsupported; // a single file: leave out what safetensors cannot hold
     QLineEdit* m_output;
-    QProgressBar* m_progress;
-    QLabel* m_status;
-    QPushButton* m_start;
-    QPushButton* m_cancel;
-    QPushButton* m_openFolder;
     ExportOutcome m_outcome;
-    QStringList m_notes;
-    QElapsedTimer m_clock;
-    JobManager m_jobs;
+    OperationPanel* m_panel; // progress, status, buttons and the job
 };
 
 } // namespace ckpt::app

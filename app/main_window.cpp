@@ -514,8 +514,9 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     // An export dialog still open reads what it was opened on: it says so.
     for (ExportDialog* d : findChildren<ExportDialog*>())
         d->noteWindowShows(QString::fromStdString(snapshot->path));
-    // The Bloat view shows what was opened; hidden, it forgets its old target and takes the
-    // selection when it is next shown.
+    // The Bloat view shows what was opened (from its parsed files); hidden, it forgets its old
+    // target and takes the selection when it is next shown.
+    m_bloat->setFiles(snapshot->opened ? snapshot->opened->files : nullptr);
     if (m_bloatDock->isVisible())
         m_bloat->setTarget(QString::fromStdString(snapshot->path));
     else
@@ -585,7 +586,7 @@ ExportDialog* MainWindow::openExportDialog()
     if (n && n->tag >= 0 && size_t(n->tag) < s->tags.size())
         chosen = QString::fromStdString(s->tags[size_t(n->tag)].name);
     if (chosen.isEmpty() && !tags.isEmpty()) chosen = tags.back();
-    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, chosen, this);
+    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, chosen, this, s->opened);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
     return d;
@@ -835,7 +836,7 @@ void MainWindow::convertToUniversal()
     const layout::Tag* t = universalTag();
     if (!t) return;
     // The tag folder itself: the dialog suggests <root>/<tag>_universal and latest_universal.
-    showConvertToUniversal(this, QString::fromStdString(t->dir), QString::fromStdString(t->name),
+    showConvertToUniversal(this, layout::tagOf(m_model->snapshot()->opened, t->name),
                            [this](const QString& out) { open(out); });
 }
 

@@ -14,8 +14,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
-#include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -27,7 +25,6 @@ namespace {
 enum Column { FileColumn, ActionColumn, BeforeColumn, PredictedColumn, AfterColumn, ColumnCount };
 
 const QString kPredict = QStringLiteral("predict");
-const QString kSlim = QStringLiteral("slim");
 
 // Runs on a worker: ops::slim, its result as plain values. Errors reach the job's result.
 SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, bool folder,
@@ -110,30 +107,13 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent)
     m_table->horizontalHeader()->setSectionResizeMode(FileColumn, QHeaderView::Stretch);
     for (int c = ActionColumn; c < ColumnCount; ++c)
         m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-    m_progress = new QProgressBar(this);
-    m_progress->setRange(0, 1000);
-    m_status = new QLabel(this);
-    m_status->setWordWrap(true);
-    m_status->setTextFormat(Qt::PlainText); // messages name files; a '<' in one is not markup
-    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_start = new QPushButton(tr("Slim"), this);
-    m_start->setDefault(true);
-    m_cancel = new QPushButton(tr("Cancel"), this);
-    m_open = new QPushButton(tr("Open in window"), this);
-    m_open->setVisible(false);
-    auto* buttons = new QHBoxLayout;
-    buttons->addStretch();
-    buttons->addWidget(m_open);
-    buttons->addWidget(m_cancel);
-    buttons->addWidget(m_start);
+    m_panel = new OperationPanel(tr("Slim"), tr("Open in window"), tr("Slim failed"), this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(intro);
     layout->addLayout(form);
     layout->addWidget(m_predictionLabel);
     layout->addWidget(m_table, 1);
-    layout->addWidget(m_progress);
-    layout->addWidget(m_status);
-    layout->addLayout(buttons);
+    layout->addWidget(m_panel);
     resize(720, 460);
 
     connect(browse, &QPushButton::clicked, this, [this] {
@@ -142,9 +122,10 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent)
             QFileDialog::getSaveFileName(this, m_folder ? tr("Output folder") : tr("Output file"), output());
         if (!p.isEmpty()) m_output->setText(p);
     });
-    connect(m_start, &QPushButton::clicked, this, &SlimDialog::start);
-    connect(m_cancel, &QPushButton::clicked, this, &SlimDialog::reject); // cancels while running
-    connect(m_open, &QPushButton::clicked, this, [this] {
+    connect(m_panel, &OperationPanel::startClicked, this, &SlimDialog::start);
+    connect(m_panel, &OperationPanel::closeClicked, this, &QDialog::reject);
+    connect(m_panel, &OperationPanel::progressed, this, &SlimDialog::progressed);
+    connect(m_panel, &OperationPanel::resultClicked, this, [this] {
         emit openRequested(output());
         accept();
     });
@@ -173,33 +154,16 @@ void SlimDialog::onFinished(const SlimOutcome& o)
 {
     m_outcome = o;
     m_running = false;
-    m_start->setEnabled(true);
     m_output->setEnabled(true);
-    m_cancel->setText(tr("Close"));
     if (m_outcome.ok) {
-        m_progress->setValue(1000);
         fillTable(m_outcome, AfterColumn);
-        const qint64 ms = m_clock.elapsed();
+        const qint64 ms = m_panel->elapsedMs();
         const QString took =
             ms < 1000 ? tr("%1 ms").arg(ms) : tr("%1 s").arg(QLocale().toString(double(ms) / 1000.0, 'f', 1));
-        m_status->setText(tr("Done in %1: %2. Written to %3.")
-                              .arg(took, saving(m_outcome.before, m_outcome.after), output()));
-        m_open->setVisible(true);
-        m_start->setEnabled(false); // a second run would only find its output taken
-    } else if (m_outcome.cancelled) {
-        m_progress->setValue(0);
-        m_status->setText(tr("Cancelled; nothing was left behind."));
-    } else {
-        m_progress->setValue(0);
-        m_status->setText(m_outcome.message);
-        if (isVisible()) {
-            QMessageBox box(QMessageBox::Critical, tr("Slim failed"),
-                            m_outcome.file.isEmpty() ? tr("Slimming failed.")
-                                                     : tr("Slimming failed on %1.").arg(m_outcome.file),
-                            QMessageBox::Ok, this);
-            box.setInformativeText(m_outcome.message);
-            box.exec();
-        }
+        // A second run would only find its output taken.
+        m_panel->succeeded(tr("Done in %1: %2. Written to %3.")
+                               .arg(took, saving(m_outcome.before, m_outcome.after), output()),
+                           false);
     }
     emit finished(m_outcome.ok);
 }
@@ -262,7 +226,7 @@ void SlimDialog::predict()
     const std::string in = m_input.toStdString(), out = output().toStdString();
     const bool folder = m_folder;
     // A dry run reads every pickle: a worker's job, like the real one.
-    m_jobs.run(
+    m_panel->jobs().run(
         kPredict,
         [in, out, folder](const ops::ProgressSink&, const ops::CancelToken& cancel) {
             return runSlim(in, out, true, folder, {}, cancel);
@@ -272,39 +236,21 @@ void SlimDialog::predict()
 
 void SlimDialog::cancel()
 {
-    if (!running()) return;
-    m_jobs.cancel(kSlim);
-    m_status->setText(tr("Cancelling..."));
+    m_panel->cancel();
 }
 
 void SlimDialog::reject()
 {
     // Escape or the window's close button while it runs: stop the job first, the dialog stays
     // to say that nothing was left behind.
-    if (running())
-        cancel();
-    else
-        QDialog::reject();
-}
-
-void SlimDialog::onProgress(const JobProgress& p)
-{
-    if (!p.note.isEmpty()) { // e.g. stale partial output removed: worth keeping
-        m_notes << p.note;
-        m_status->setToolTip(m_notes.join(QLatin1Char('\n')));
-        return;
-    }
-    m_progress->setValue(p.permille);
-    m_status->setText(progressText(p));
-    emit progressed(p.permille);
+    if (!m_panel->cancelIfRunning()) QDialog::reject();
 }
 
 void SlimDialog::start()
 {
     if (running()) return;
     if (output().isEmpty()) {
-        m_status->setText(m_folder ? tr("Choose an output folder first.")
-                                   : tr("Choose an output file first."));
+        m_panel->say(m_folder ? tr("Choose an output folder first.") : tr("Choose an output file first."));
         return;
     }
     // The operation's own check, before anything runs: an output on, inside or around the input
@@ -314,37 +260,27 @@ void SlimDialog::start()
     } catch (const std::exception& e) {
         m_outcome = {};
         m_outcome.message = QString::fromUtf8(e.what());
-        m_status->setText(m_outcome.message);
+        m_panel->say(m_outcome.message);
         emit finished(false);
         return;
     }
     if (m_folder && !mayReplace(this, output(), m_replaceAnswer)) {
-        m_status->setText(tr("Nothing written: %1 holds files. Choose an empty folder, or replace them.")
-                              .arg(QDir::toNativeSeparators(output())));
+        m_panel->say(tr("Nothing written: %1 holds files. Choose an empty folder, or replace them.")
+                         .arg(QDir::toNativeSeparators(output())));
         return;
     }
     // The real run tells the real sizes: a prediction still running is cancelled (and says so).
-    m_jobs.cancel(kPredict);
+    m_panel->jobs().cancel(kPredict);
     m_outcome = {};
-    m_notes.clear();
-    m_status->setToolTip(QString());
     m_running = true;
-    m_start->setEnabled(false);
     m_output->setEnabled(false);
-    m_open->setVisible(false);
-    m_cancel->setText(tr("Cancel"));
-    m_progress->setValue(0);
-    m_status->setText(tr("Starting..."));
-    m_clock.start();
     const std::string in = m_input.toStdString(), out = output().toStdString();
     const bool folder = m_folder;
-    m_jobs.run(
-        kSlim,
+    m_panel->run<SlimOutcome>(
         [in, out, folder](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
             return runSlim(in, out, false, folder, progress, cancel);
         },
-        [this](const JobResult<SlimOutcome>& r) { onFinished(outcomeOf(r, false)); },
-        [this](const JobProgress& p) { onProgress(p); });
+        [this](const JobResult<SlimOutcome>& r) { onFinished(outcomeOf(r, false)); });
 }
 
 } // namespace ckpt::app

@@ -5,16 +5,13 @@
 // to open the result.
 #pragma once
 
-#include "job_manager.h"
+#include "operation_panel.h"
 #include "replace_prompt.h"
 
 #include <QDialog>
-#include <QElapsedTimer>
 
 class QLabel;
 class QLineEdit;
-class QProgressBar;
-class QPushButton;
 class QTableWidget;
 
 namespace ckpt::app {
@@ -68,7 +65,6 @@ protected:
 
 private:
     void predict();
-    void onProgress(const JobProgress& p);
     void onPredicted(const SlimOutcome& o);
     void onFinished(const SlimOutcome& o);
     void fillTable(const SlimOutcome& o, int column);
@@ -79,19 +75,12 @@ private:
     QLabel* m_predictionLabel;
     QLineEdit* m_output;
     QTableWidget* m_table;
-    QProgressBar* m_progress;
-    QLabel* m_status;
-    QPushButton* m_start;
-    QPushButton* m_cancel;
-    QPushButton* m_open;
     SlimOutcome m_prediction;
     SlimOutcome m_outcome;
-    QStringList m_notes;
-    QElapsedTimer m_clock;
     bool m_running = false;
     bool m_predicted = false;
     ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
-    JobManager m_jobs; // the prediction and the run; destroyed first, it stops and waits for them
+    OperationPanel* m_panel; // progress, status, buttons, the prediction and the run
 };
 
 } // namespace ckpt::app

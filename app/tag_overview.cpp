@@ -148,11 +148,11 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
         auto token = m_token;
         const std::string dir = tag.dir;
         // Reading every pickle of the tag's files: never on the GUI thread.
-        m_watcher.setFuture(QtConcurrent::run([dir, token] {
+        m_watcher.setFuture(QtConcurrent::run([dir, token, files = m_files] {
             RoleBytesResult r;
             r.dir = dir;
             try {
-                r.bloat = ops::analyzeFolderBloat(dir, {}, *token);
+                r.bloat = ops::analyzeFolderBloat(dir, {}, *token, files.get());
             } catch (const Cancelled&) {
                 r.cancelled = true;
             } catch (const std::exception& e) {

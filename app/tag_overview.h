@@ -5,6 +5,7 @@
 #pragma once
 
 #include "layout/checkpoint.h"
+#include "layout/file_set.h"
 #include "ops/bloat.h"
 
 #include <QFutureWatcher>
@@ -44,6 +45,9 @@ public:
     // `layout`: the tag's map laid out beforehand (on a worker); null: laid out here.
     void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {},
                 std::shared_ptr<const ShardingLayout> layout = {});
+    // The opened checkpoint's parsed files: the bytes by role are read from them, nothing parsed
+    // again (null: the tag's files are parsed for it).
+    void setFiles(std::shared_ptr<const layout::FileSet> files) { m_files = std::move(files); }
     ShardingMap* map() const { return m_map; }
     QString text() const; // the summary as plain text (tests)
     bool busy() const { return m_watcher.isRunning(); }
@@ -63,6 +67,7 @@ private:
     ShardingMap* m_map;
     QFutureWatcher<RoleBytesResult> m_watcher;
     std::shared_ptr<ops::CancelToken> m_token;
+    std::shared_ptr<const layout::FileSet> m_files;
 };
 
 } // namespace ckpt::app

@@ -6,18 +6,18 @@
 // closing) cancels and waits.
 #pragma once
 
-#include "job_manager.h"
+#include "operation_panel.h"
 #include "replace_prompt.h"
 
+#include "layout/family.h"
+#include "ops/universal.h"
+
 #include <QDialog>
-#include <QElapsedTimer>
 #include <functional>
 
 class QCheckBox;
 class QLabel;
 class QLineEdit;
-class QProgressBar;
-class QPushButton;
 
 namespace ckpt::app {
 
@@ -39,6 +39,8 @@ class UniversalDialog : public QDialog
 public:
     // `checkpoint` a checkpoint folder holding `tag`, or the tag folder itself.
     UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent = nullptr);
+    // A tag of the checkpoint the window holds: converted without parsing its files again.
+    explicit UniversalDialog(const layout::OpenedTag& in, QWidget* parent = nullptr);
 
     // What "Open result" does with the Universal folder (the window opens it as a checkpoint).
     void setOpenResult(std::function<void(const QString&)> open);
@@ -63,28 +65,21 @@ protected:
     void reject() override; // Escape or closing the window while it runs: cancel first
 
 private:
-    void onProgress(const JobProgress& p);
-    void onFinished(const UniversalOutcome& outcome);
+    void onFinished(const JobResult<ops::UniversalResult>& r);
 
     QString m_input, m_tag;
+    layout::OpenedTag m_in; // set: the window's opened tag, read instead of m_input
     QLineEdit* m_output;
     QCheckBox* m_inject;
-    QProgressBar* m_progress;
-    QLabel* m_status;
-    QPushButton* m_start;
-    QPushButton* m_cancel;
-    QPushButton* m_open;
     std::function<void(const QString&)> m_openResult;
     UniversalOutcome m_outcome;
-    QStringList m_notes;
-    QElapsedTimer m_clock;
     ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
-    JobManager m_jobs; // last: its destructor cancels the conversion and waits for it
+    OperationPanel* m_panel; // progress, status, buttons and the job
 };
 
-// The window's entry point: opens the dialog for `tag` of the checkpoint at `checkpointPath`
+// The window's entry point: opens the dialog for a tag of the checkpoint the window holds
 // (deleted when closed); "Open result" calls `openResult` with the Universal folder.
-void showConvertToUniversal(QWidget* parent, const QString& checkpointPath, const QString& tag,
+void showConvertToUniversal(QWidget* parent, const layout::OpenedTag& in,
                             std::function<void(const QString&)> openResult);
 
 } // namespace ckpt::app

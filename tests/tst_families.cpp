@@ -5,12 +5,16 @@
 #include "testutil.h"
 
 #include "io/error.h"
+#include "io/parse_count.h"
 #include "layout/deepspeed.h"
 #include "layout/family.h"
 #include "layout/file_set.h"
+#include "ops/analyze.h"
+#include "ops/bloat.h"
 #include "ops/consolidate.h"
 #include "ops/inspect.h"
 #include "ops/tensor_source.h"
+#include "ops/universal.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
@@ -179,6 +183,59 @@ private slots:
         before = torch::TorchFile::parses();
         ops::inspectCheckpoint(ck);
         QCOMPARE(torch::TorchFile::parses() - before, uint64_t(rankFiles + filesIn(ck + "/global_step2")));
+
+        // Universal from a path: its checks before the opening parse into the opening's set.
+        // Parses of the checkpoint's own files (the operations' re-reads of what they wrote are
+        // verification, not parsing the input again).
+        const auto inputParses = [&ck] { return io::ParseCount::under(ck + "/"); };
+        before = inputParses();
+        ops::UniversalOptions uo;
+        uo.injectMissingState = true;
+        ops::universal(ck, tmp.filePath("uni").toStdString(), uo, {}, {});
+        QCOMPARE(inputParses() - before, uint64_t(rankFiles));
+
+        // A diff of two tags: each side's files once.
+        before = inputParses();
+        ops::DiffOptions d;
+        d.a.tag = "global_step2";
+        d.moments = true;
+        ops::computeDiff(ck, ck, d, gpu::cpuBackend(), {}, {});
+        QCOMPARE(inputParses() - before, uint64_t(rankFiles + filesIn(ck + "/global_step2")));
+
+        before = inputParses();
+        ops::computeStats(ck, {}, gpu::cpuBackend(), {}, {});
+        QCOMPARE(inputParses() - before, uint64_t(rankFiles));
+    }
+
+    // The window opens a checkpoint once; every operation it then runs on it (export, stats,
+    // diff of two of its tags, Universal conversion, the byte roles) parses nothing again.
+    void operationsOnAnOpenedCheckpointParseNothing()
+    {
+        const std::string ck = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
+        const auto opened = layout::openCheckpoint(ck);
+        const layout::OpenedTag step4 = layout::tagOf(opened, "global_step4");
+        const layout::OpenedTag step2 = layout::tagOf(opened, "global_step2");
+        const auto inputParses = [&ck] { return io::ParseCount::under(ck + "/"); };
+        const uint64_t before = inputParses();
+        QTemporaryDir tmp;
+        const auto exported = ops::consolidate(step4, tmp.filePath("out").toStdString(), {}, {}, {});
+        QVERIFY(!exported.files.empty());
+        const auto stats = ops::computeStats(step4, {}, gpu::cpuBackend(), {}, {});
+        QVERIFY(!stats.tensors.empty());
+        ops::DiffOptions d;
+        d.moments = true;
+        const auto diff = ops::computeDiff(step2, step4, d, gpu::cpuBackend(), {}, {});
+        QCOMPARE(diff.a.tag, std::string("global_step2"));
+        QCOMPARE(diff.b.tag, std::string("global_step4"));
+        QVERIFY(std::any_of(diff.tensors.begin(), diff.tensors.end(),
+                            [](const ops::TensorDiff& t) { return t.status == ops::DiffStatus::Changed; }));
+        ops::UniversalOptions uo;
+        uo.injectMissingState = true;
+        const auto uni = ops::universal(step4, tmp.filePath("uni").toStdString(), uo, {}, {});
+        QCOMPARE(uni.tag, std::string("global_step4"));
+        const auto bloat = ops::analyzeFolderBloat(step4->dir, {}, {}, opened->files.get());
+        QCOMPARE(bloat.files.size(), filesIn(step4->dir));
+        QCOMPARE(inputParses() - before, uint64_t(0));
     }
 
     // The same tensors through the registry as through the family's own reader, whatever the

@@ -265,18 +265,56 @@ void checkOutputOutsideInputs(const std::vector<std::string>& inputs, const std:
     }
 }
 
+namespace {
+
+// A folder output that holds files is refused unless replacing was asked for.
+void refuseHeld(std::vector<std::string> held, const std::string& path)
+{
+    if (held.empty()) return;
+    std::sort(held.begin(), held.end());
+    std::string list;
+    for (size_t i = 0; i < held.size() && i < 3; ++i)
+        list += (i ? ", " : "") + held[i];
+    if (held.size() > 3) list += ", ...";
+    throw OutputNotEmpty("the output folder is not empty (" + std::to_string(held.size()) +
+                             (held.size() == 1 ? " file: " : " files: ") + list +
+                             "); writing into it would mix two outputs",
+                         path);
+}
+
+// The output is of the shape asked for (or absent).
+void checkShape(const std::string& path, OutputTransaction::Shape shape)
+{
+    std::error_code ec;
+    if (shape == OutputTransaction::Shape::Folder) {
+        if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+            throw Error("the output should be a folder, but a file of that name exists", path);
+    } else if (fs::is_directory(path, ec)) {
+        throw Error("the output should be a file, but it is a folder", path);
+    }
+}
+
+} // namespace
+
+void OutputTransaction::precheck(const std::vector<std::string>& inputs, const std::string& path, Shape shape,
+                                 Existing existing)
+{
+    checkOutputOutsideInputs(inputs, path);
+    checkShape(path, shape);
+    std::error_code ec;
+    if (shape == Shape::Folder && existing == Existing::Refuse && fs::is_directory(path, ec))
+        refuseHeld(filesHeld(path), path);
+}
+
 OutputTransaction::OutputTransaction(const std::vector<std::string>& inputs, const std::string& path,
                                      Shape shape, Existing existing, OldOutput oldOutput)
     : m_shape(shape), m_path(path), m_oldOutput(std::move(oldOutput))
 {
     checkOutputOutsideInputs(inputs, path);
-    std::error_code ec;
+    checkShape(path, shape);
     if (shape == Shape::Folder) {
-        if (fs::exists(path, ec) && !fs::is_directory(path, ec))
-            throw Error("the output should be a folder, but a file of that name exists", path);
         m_folder = path;
     } else {
-        if (fs::is_directory(path, ec)) throw Error("the output should be a file, but it is a folder", path);
         const fs::path parent = fs::path(path).parent_path();
         m_folder = parent.empty() ? "." : parent.string();
     }
@@ -448,18 +486,8 @@ std::vector<std::string> filesHeld(const std::string& folder, size_t limit)
 
 void OutputTransaction::prepareFolder(Existing existing)
 {
-    std::vector<std::string> held = filesHeld(m_folder);
-    if (!held.empty() && existing == Existing::Refuse) {
-        std::sort(held.begin(), held.end());
-        std::string list;
-        for (size_t i = 0; i < held.size() && i < 3; ++i)
-            list += (i ? ", " : "") + held[i];
-        if (held.size() > 3) list += ", ...";
-        throw OutputNotEmpty("the output folder is not empty (" + std::to_string(held.size()) +
-                                 (held.size() == 1 ? " file: " : " files: ") + list +
-                                 "); writing into it would mix two outputs",
-                             m_path);
-    }
+    const std::vector<std::string> held = filesHeld(m_folder);
+    if (existing == Existing::Refuse) refuseHeld(held, m_path);
     m_replacing = !held.empty();
     // Resolved once, now that the folder exists: what is staged beside, kept from and swapped.
     m_target = resolvedFolder(m_path).string();

@@ -59,6 +59,10 @@ public:
     // temporaries left by writers that are gone (listed in notes()).
     OutputTransaction(const std::vector<std::string>& inputs, const std::string& path, Shape shape,
                       Existing existing = Existing::Refuse, OldOutput oldOutput = {});
+    // What the constructor refuses, checked without creating, locking or removing anything: an
+    // operation given a path calls it before it reads the input, so a refusal costs no parse.
+    static void precheck(const std::vector<std::string>& inputs, const std::string& path, Shape shape,
+                         Existing existing = Existing::Refuse);
     // Uncommitted: removes every temporary, and the folders this transaction created if empty.
     ~OutputTransaction();
     OutputTransaction(const OutputTransaction&) = delete;

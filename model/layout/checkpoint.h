@@ -150,6 +150,7 @@ struct Tag
 struct Checkpoint
 {
     std::string root;
+    std::string opened;      // the path as given (a root, a tag folder, a file): what outputs stay out of
     std::string family;      // the recognizer's id: "deepspeed", "file", "hf", ...
     std::string familyName;  // ...and its display name: "DeepSpeed checkpoint"
     bool singleFile = false; // Family::singleFile()

@@ -58,13 +58,15 @@ const Tag& OpenedCheckpoint::chooseTag(const std::string& name) const
 
 namespace {
 
-std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list)
+std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list,
+                                        std::shared_ptr<FileSet> files = nullptr)
 {
     auto c = std::make_shared<OpenedCheckpoint>();
     c->family = &familyOf(path);
-    c->files = std::make_shared<FileSet>();
+    c->files = files ? std::move(files) : std::make_shared<FileSet>();
     list = c->family->listTags(path);
     c->model.root = list.root;
+    c->model.opened = path;
     c->model.family = std::string(c->family->id());
     c->model.familyName = std::string(c->family->displayName());
     c->model.singleFile = c->family->singleFile();
@@ -171,12 +173,11 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, 
     return c;
 }
 
-std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag,
-                                                          const OpenObserver& observer)
+namespace {
+
+// The index in `list` of the tag a job means, chosen from names alone.
+size_t chooseByName(const std::string& path, const TagList& list, const std::string& tag)
 {
-    TagList list;
-    auto c = start(path, list);
-    // Chosen from names alone, so only that tag is parsed.
     OpenedCheckpoint names;
     names.model.root = path;
     for (const auto& [name, dir] : list.tags) {
@@ -186,11 +187,43 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& pat
         names.model.tags.push_back(std::move(t));
     }
     const Tag& chosen = names.chooseTag(tag);
-    const size_t index = size_t(&chosen - names.model.tags.data());
+    return size_t(&chosen - names.model.tags.data());
+}
+
+} // namespace
+
+std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag,
+                                                          const OpenObserver& observer,
+                                                          std::shared_ptr<FileSet> files)
+{
+    TagList list;
+    auto c = start(path, list, std::move(files));
+    // Chosen from names alone, so only that tag is parsed.
+    const size_t index = chooseByName(path, list, tag);
     const Observing observing(*c->files, observer, {list.tags[index].second});
     if (observer.cancelled && observer.cancelled()) throw Cancelled();
     c->model.tags.push_back(c->family->openTag(list, index, *c->files));
     return c;
+}
+
+OpenedTag openTag(const std::string& path, const std::string& tag, const OpenObserver& observer,
+                  std::shared_ptr<FileSet> files)
+{
+    auto opened = openCheckpointTag(path, tag, observer, std::move(files));
+    const Tag* t = &opened->model.tags.front();
+    return {std::move(opened), t};
+}
+
+OpenedTag tagOf(std::shared_ptr<const OpenedCheckpoint> opened, const std::string& name)
+{
+    const Tag* t = &opened->chooseTag(name);
+    return {std::move(opened), t};
+}
+
+std::string tagLocation(const std::string& path, const std::string& tag)
+{
+    const TagList list = familyOf(path).listTags(path);
+    return list.tags[chooseByName(path, list, tag)].second;
 }
 
 } // namespace ckpt::layout

@@ -56,7 +56,8 @@ const std::vector<const Family*>& families();
 const Family& familyOf(const std::string& path);
 
 // An opened checkpoint: immutable once returned, shared by every operation and thread that
-// reads it (the window, a comparison, an export), so each file is parsed once.
+// reads it (the window's views, a comparison, an export, a conversion), so each file is parsed
+// once. Operations take it with one of its tags (OpenedTag); paths are resolved once, here.
 struct OpenedCheckpoint
 {
     const Family* family = nullptr;
@@ -67,6 +68,29 @@ struct OpenedCheckpoint
     // throws Error listing the tags when the choice is ambiguous or the name unknown.
     const Tag& chooseTag(const std::string& name) const;
 };
+
+// One tag of an opened checkpoint: what every operation reads. Holding it keeps the checkpoint
+// (and so the tag) alive.
+struct OpenedTag
+{
+    std::shared_ptr<const OpenedCheckpoint> checkpoint;
+    const Tag* tag = nullptr;
+
+    const Tag& operator*() const { return *tag; }
+    const Tag* operator->() const { return tag; }
+    const FileSet& files() const { return *checkpoint->files; }
+    const std::string& root() const { return checkpoint->model.root; }
+    // What an output may not be, contain or lie in: the path opened and the tag's own location.
+    std::vector<std::string> inputs() const
+    {
+        std::vector<std::string> in{checkpoint->model.opened};
+        if (!tag->dir.empty() && tag->dir != in.front()) in.push_back(tag->dir);
+        return in;
+    }
+};
+
+// The tag `name` of an opened checkpoint, by OpenedCheckpoint::chooseTag's rules.
+OpenedTag tagOf(std::shared_ptr<const OpenedCheckpoint> opened, const std::string& name);
 
 // What the window sees of an opening: bytes of the files parsed so far out of all the tags'
 // files (a percentage; the files are parsed, not read: a pickle and a directory each), the file
@@ -83,7 +107,15 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path,
                                                        const OpenObserver& observer = {});
 // One tag (`tag` empty: latest, or the only one), strictly: any damage is an Error. The observer
 // sees the bytes of that tag's files parsed so far (what `ckpt export/stats/diff` show first).
+// `files`: parse into this set (files a caller parsed before, to check them, are not parsed again).
 std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& path, const std::string& tag,
-                                                          const OpenObserver& observer = {});
+                                                          const OpenObserver& observer = {},
+                                                          std::shared_ptr<FileSet> files = nullptr);
+// The same, as the tag an operation takes.
+OpenedTag openTag(const std::string& path, const std::string& tag, const OpenObserver& observer = {},
+                  std::shared_ptr<FileSet> files = nullptr);
+// Where the tag a job on `path` means lies (chooseTag's rules), from names alone: nothing is
+// parsed, so an operation can refuse its output before it reads anything.
+std::string tagLocation(const std::string& path, const std::string& tag);
 
 } // namespace ckpt::layout

@@ -88,9 +88,16 @@ void differences(const gpu::StridedView& a, gpu::Scalar ta, const gpu::StridedVi
 StatsResult computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
                          const ProgressSink& progress, const CancelToken& cancel)
 {
-    SourceOptions source = options.source;
-    source.opening = openingObserver(progress, cancel, "the checkpoint");
-    const TensorSet set = anyTensors(path, source);
+    const layout::OpenedTag in =
+        layout::openTag(path, options.source.tag, openingObserver(progress, cancel, "the checkpoint"));
+    return computeStats(in, options, backend, progress, cancel);
+}
+
+StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
+                         gpu::ComputeBackend& backend, const ProgressSink& progress,
+                         const CancelToken& cancel)
+{
+    const TensorSet set = tagTensors(in.checkpoint, *in, options.source);
     uint64_t total = 0, done = 0;
     for (const auto& t : set.tensors)
         total += t.tensor.nbytes;
@@ -371,10 +378,14 @@ std::vector<layout::Parameter> momentParameters(const layout::Tag& tag)
 
 TensorSet diffTensors(const std::string& path, const SourceOptions& options, bool moments)
 {
-    if (!moments) return anyTensors(path, options);
-    auto opened = layout::openCheckpointTag(path, options.tag, options.opening);
-    const layout::Tag& tag = opened->model.tags.front();
-    TensorSet set = tagTensors(opened, tag, options);
+    return diffTensors(layout::openTag(path, options.tag, options.opening), options, moments);
+}
+
+TensorSet diffTensors(const layout::OpenedTag& in, const SourceOptions& options, bool moments)
+{
+    const layout::Tag& tag = *in;
+    TensorSet set = tagTensors(in.checkpoint, tag, options);
+    if (!moments) return set;
     layout::Tag m;
     m.name = tag.name;
     m.dir = tag.dir;
@@ -387,7 +398,7 @@ TensorSet diffTensors(const std::string& path, const SourceOptions& options, boo
     o.dtype.reset();
     o.excludeFrozen = false;
     o.all = false;
-    TensorSet ms = tagTensors(std::move(opened), m, o);
+    TensorSet ms = tagTensors(in.checkpoint, m, o);
     for (auto& t : ms.tensors)
         set.tensors.push_back(std::move(t));
     for (auto& s : ms.skipped)
@@ -397,16 +408,80 @@ TensorSet diffTensors(const std::string& path, const SourceOptions& options, boo
     return set;
 }
 
+namespace {
+
+// The tensors of A and B of one name compared: status and numbers.
+TensorDiff diffPair(const SourceTensor& ta, const SourceTensor& tb, PairComparer& comparer,
+                    std::vector<std::string>& warnings, const std::function<void(uint64_t)>& onElements)
+{
+    TensorDiff d;
+    d.name = ta.tensor.name;
+    d.dtypeA = ta.tensor.dtype;
+    d.shapeA = ta.tensor.shape;
+    d.dtypeB = tb.tensor.dtype;
+    d.shapeB = tb.tensor.shape;
+    d.bitwiseKnown = ta.tensor.dtype == tb.tensor.dtype;
+    const bool sameShape = ta.tensor.shape == tb.tensor.shape;
+    const bool comparable = scalarOf(ta.tensor.dtype) && scalarOf(tb.tensor.dtype);
+    if (sameShape && !comparable)
+        warnings.push_back(d.name + ": " + std::string(torch::name(ta.tensor.dtype)) +
+                           " has no values to compare");
+    if (sameShape && comparable) comparer.compare(ta, tb, d, onElements);
+    if (!sameShape || (!d.bitwiseKnown && !comparable))
+        d.status = DiffStatus::ShapeOrDTypeChanged;
+    else if (!d.bitwiseKnown)
+        d.status = DiffStatus::DTypeChanged; // compared, the numbers beside the change
+    else if (!comparable)
+        d.status = DiffStatus::Changed; // not known to be identical, and said so above
+    else
+        d.status = d.diff.nanMismatch == 0 && d.diff.maxAbsDiff == 0 && d.diff.bitwiseEqual == d.diff.count
+                       ? DiffStatus::Identical
+                       : DiffStatus::Changed;
+    return d;
+}
+
+TensorDiff onlyIn(const SourceTensor& t, DiffStatus status)
+{
+    TensorDiff d;
+    d.name = t.tensor.name;
+    d.status = status;
+    (status == DiffStatus::OnlyInA ? d.dtypeA : d.dtypeB) = t.tensor.dtype;
+    (status == DiffStatus::OnlyInA ? d.shapeA : d.shapeB) = t.tensor.shape;
+    return d;
+}
+
+// What reading each side found (no moments, a tag's own warnings), each naming its side, once.
+void sideWarnings(const TensorSet& sa, const TensorSet& sb, std::vector<std::string>& warnings)
+{
+    for (const TensorSet* s : {&sa, &sb})
+        for (const auto& w : s->warnings)
+            if (std::string t = s->label + ": " + w;
+                std::find(warnings.begin(), warnings.end(), t) == warnings.end())
+                warnings.push_back(std::move(t));
+}
+
+} // namespace
+
 DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOptions& options,
                        gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
                        const DiffSink& onTensor)
 {
-    SourceOptions sourceA = options.a, sourceB = options.b;
-    sourceA.opening = openingObserver(progress, cancel, "A");
-    sourceB.opening = openingObserver(progress, cancel, "B");
-    const TensorSet sa = diffTensors(a, sourceA, options.moments);
+    const layout::OpenedTag ia = layout::openTag(a, options.a.tag, openingObserver(progress, cancel, "A"));
     cancel.throwIfCancelled();
-    const TensorSet sb = diffTensors(b, sourceB, options.moments);
+    const layout::OpenedTag ib = layout::openTag(b, options.b.tag, openingObserver(progress, cancel, "B"));
+    DiffResult r = computeDiff(ia, ib, options, backend, progress, cancel, onTensor);
+    r.a.path = a;
+    r.b.path = b;
+    return r;
+}
+
+DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
+                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
+                       const DiffSink& onTensor)
+{
+    const TensorSet sa = diffTensors(a, options.a, options.moments);
+    cancel.throwIfCancelled();
+    const TensorSet sb = diffTensors(b, options.b, options.moments);
     std::map<std::string, const SourceTensor*> inB;
     for (const auto& t : sb.tensors)
         if (t.aliasOf.empty()) inB[t.tensor.name] = &t;
@@ -418,75 +493,34 @@ DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOpt
     }
 
     DiffResult r;
-    r.a = {a, sa.label, sa.tag};
-    r.b = {b, sb.label, sb.tag};
-    // What reading each side found (no moments, a tag's own warnings), each naming its side.
-    for (const TensorSet* s : {&sa, &sb})
-        for (const auto& w : s->warnings)
-            if (std::string t = s->label + ": " + w;
-                std::find(r.warnings.begin(), r.warnings.end(), t) == r.warnings.end())
-                r.warnings.push_back(std::move(t));
+    r.a = {a.root(), sa.label, sa.tag};
+    r.b = {b.root(), sb.label, sb.tag};
+    sideWarnings(sa, sb, r.warnings);
     r.device = backend.name() + ": " + backend.device();
     PairComparer comparer(options, backend, cancel);
     auto emit = [&](TensorDiff&& d) {
         if (onTensor) onTensor(d);
         r.tensors.push_back(std::move(d));
     };
-    std::map<std::string, bool> seenA;
+    std::set<std::string> seenA;
     for (const auto& ta : sa.tensors) {
         if (!ta.aliasOf.empty()) continue; // compared once, as the tensor it ties to
-        seenA[ta.tensor.name] = true;
-        TensorDiff d;
-        d.name = ta.tensor.name;
-        d.dtypeA = ta.tensor.dtype;
-        d.shapeA = ta.tensor.shape;
+        seenA.insert(ta.tensor.name);
         auto it = inB.find(ta.tensor.name);
         if (it == inB.end()) {
-            d.status = DiffStatus::OnlyInA;
-            emit(std::move(d));
+            emit(onlyIn(ta, DiffStatus::OnlyInA));
             continue;
         }
-        const SourceTensor& tb = *it->second;
-        d.dtypeB = tb.tensor.dtype;
-        d.shapeB = tb.tensor.shape;
-        d.bitwiseKnown = ta.tensor.dtype == tb.tensor.dtype;
-        const bool sameShape = ta.tensor.shape == tb.tensor.shape;
-        const bool comparable = scalarOf(ta.tensor.dtype) && scalarOf(tb.tensor.dtype);
-        if (sameShape && !comparable)
-            r.warnings.push_back(d.name + ": " + std::string(torch::name(ta.tensor.dtype)) +
-                                 " has no values to compare");
-        if (sameShape && comparable) {
-            cancel.throwIfCancelled();
-            const uint32_t ea = torch::elementSize(ta.tensor.dtype);
-            comparer.compare(ta, tb, d, [&](uint64_t len) {
-                done += len * ea;
-                if (progress)
-                    progress(
-                        {int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
-            });
-        }
-        if (!sameShape || (!d.bitwiseKnown && !comparable))
-            d.status = DiffStatus::ShapeOrDTypeChanged;
-        else if (!d.bitwiseKnown)
-            d.status = DiffStatus::DTypeChanged; // compared, the numbers beside the change
-        else if (!comparable)
-            d.status = DiffStatus::Changed; // not known to be identical, and said so above
-        else
-            d.status =
-                d.diff.nanMismatch == 0 && d.diff.maxAbsDiff == 0 && d.diff.bitwiseEqual == d.diff.count
-                    ? DiffStatus::Identical
-                    : DiffStatus::Changed;
-        emit(std::move(d));
+        cancel.throwIfCancelled();
+        const uint32_t ea = torch::elementSize(ta.tensor.dtype);
+        emit(diffPair(ta, *it->second, comparer, r.warnings, [&](uint64_t len) {
+            done += len * ea;
+            if (progress)
+                progress({int(total ? done * 1000 / total : 1000), "diff " + ta.tensor.name, done, total});
+        }));
     }
-    for (const auto& tb : sb.tensors) {
-        if (!tb.aliasOf.empty() || seenA.count(tb.tensor.name)) continue;
-        TensorDiff d;
-        d.name = tb.tensor.name;
-        d.status = DiffStatus::OnlyInB;
-        d.dtypeB = tb.tensor.dtype;
-        d.shapeB = tb.tensor.shape;
-        emit(std::move(d));
-    }
+    for (const auto& tb : sb.tensors)
+        if (tb.aliasOf.empty() && !seenA.count(tb.tensor.name)) emit(onlyIn(tb, DiffStatus::OnlyInB));
     addBackendWarnings(r.warnings, backend, {&options.a, &options.b});
     return r;
 }

@@ -39,6 +39,11 @@ struct StatsResult
     std::vector<std::string> skipped, warnings;
 };
 
+// The statistics of every model tensor of a tag (options.source.tag is not read: the tag is given).
+StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
+                         gpu::ComputeBackend& backend, const ProgressSink& progress,
+                         const CancelToken& cancel);
+// The same from a path, opened through the registry (the tag options.source.tag names).
 StatsResult computeStats(const std::string& path, const AnalyzeOptions& options, gpu::ComputeBackend& backend,
                          const ProgressSink& progress, const CancelToken& cancel);
 
@@ -109,6 +114,7 @@ struct DiffOptions
 std::vector<layout::Parameter> momentParameters(const layout::Tag& tag);
 // The model tensors of `path`'s tag, as diff reads them, followed by its moments when asked
 // (a warning in the set when it has none).
+TensorSet diffTensors(const layout::OpenedTag& in, const SourceOptions& options, bool moments);
 TensorSet diffTensors(const std::string& path, const SourceOptions& options, bool moments);
 
 // Called with each tensor's result as soon as it is known, on the computing thread.
@@ -116,6 +122,10 @@ using DiffSink = std::function<void(const TensorDiff&)>;
 
 // Tensors are matched by name; a tied alias is compared once, as its target.
 // Throws Error on damage, Cancelled when cancelled.
+DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
+                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
+                       const DiffSink& onTensor = {});
+// The same from paths, each opened through the registry (the tags options.a.tag and .b.tag name).
 DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOptions& options,
                        gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
                        const DiffSink& onTensor = {});

@@ -3,7 +3,6 @@
 #include "cast.h"
 #include "compute_backend.h"
 #include "io/output.h"
-#include "layout/deepspeed.h"
 #include "ops/tensor_source.h"
 #include "ops/writers.h"
 #include "torch/torch_file.h"
@@ -85,28 +84,27 @@ bool isShardName(const std::string& name)
     return std::regex_match(name, shard);
 }
 
-} // namespace
-
-ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
-                              const ConsolidateOptions& options, const ProgressSink& progress,
-                              const CancelToken& cancel)
+// An output named *.safetensors is that one file (every tensor in it, no index); any other
+// name is a folder as save_pretrained writes it.
+bool oneFileOutput(const std::string& outDir, const ConsolidateOptions& options)
 {
-    // An output named *.safetensors is that one file (every tensor in it, no index); any other
-    // name is a folder as save_pretrained writes it.
-    const bool oneFile = options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
-                         outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
-    // Before any work: the output may not be, contain, or lie inside the checkpoint.
-    // Read only when it may be replaced: an earlier export's index names its shards.
-    const std::set<std::string> earlier =
-        oneFile || !options.overwrite ? std::set<std::string>{} : earlierExportFiles(outDir);
-    io::OutputTransaction tx(
-        {checkpoint}, outDir,
-        oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder,
-        options.overwrite ? io::OutputTransaction::Existing::Replace
-                          : io::OutputTransaction::Existing::Refuse,
-        [&earlier](const std::string& name) { return earlier.count(name) || isShardName(name); });
-    reportNotes(progress, tx.notes());
-    if (progress) progress({0, "reading the checkpoint layout", 0, 0});
+    return options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
+           outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
+}
+
+io::OutputTransaction::Existing existingRule(const ConsolidateOptions& options)
+{
+    return options.overwrite ? io::OutputTransaction::Existing::Replace
+                             : io::OutputTransaction::Existing::Refuse;
+}
+
+io::OutputTransaction::Shape shapeOf(bool oneFile)
+{
+    return oneFile ? io::OutputTransaction::Shape::File : io::OutputTransaction::Shape::Folder;
+}
+
+SourceOptions sourceOptions(const ConsolidateOptions& options)
+{
     SourceOptions so;
     so.tag = options.tag;
     so.dtype = options.dtype;
@@ -114,28 +112,25 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     so.all = options.all;
     so.ignore = options.ignore;
     so.backend = options.backend;
-    so.opening = openingObserver(progress, cancel, "the checkpoint");
-    const TensorSet set = anyTensors(checkpoint, so);
-    const std::vector<SourceTensor>& plan = set.tensors;
-    ConsolidateResult result;
-    result.tag = set.tag;
-    result.warnings = set.warnings;
+    return so;
+}
 
-    // huggingface_hub's splitter, in state-dict order; an alias goes where its target went.
-    const bool st = options.format == ConsolidateOptions::Format::Safetensors;
+// huggingface_hub's splitter, in state-dict order: the tensors of each shard (aliases left out:
+// an alias goes where its target went).
+std::vector<std::vector<size_t>> planShards(const std::vector<SourceTensor>& plan, uint64_t maxShardSize,
+                                            bool oneFile)
+{
     std::vector<std::vector<size_t>> shards;
     std::vector<size_t> current;
-    uint64_t currentSize = 0, totalSize = 0;
+    uint64_t currentSize = 0;
     for (size_t i = 0; i < plan.size(); ++i) {
-        const SourceTensor& p = plan[i];
-        if (!p.aliasOf.empty()) continue;
-        const uint64_t size = p.tensor.nbytes;
-        totalSize += size;
-        if (size > options.maxShardSize && !oneFile) { // its own shard, listed before the one being filled
+        if (!plan[i].aliasOf.empty()) continue;
+        const uint64_t size = plan[i].tensor.nbytes;
+        if (size > maxShardSize && !oneFile) { // its own shard, listed before the one being filled
             shards.push_back({i});
             continue;
         }
-        if (currentSize + size > options.maxShardSize && !current.empty() && !oneFile) {
+        if (currentSize + size > maxShardSize && !current.empty() && !oneFile) {
             shards.push_back(current);
             current.clear();
             currentSize = 0;
@@ -144,53 +139,93 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         currentSize += size;
     }
     if (!current.empty() || shards.empty()) shards.push_back(current);
-    std::map<std::string, size_t> shardOf;
-    for (size_t s = 0; s < shards.size(); ++s)
-        for (size_t i : shards[s])
-            shardOf[plan[i].tensor.name] = s;
+    return shards;
+}
 
-    uint64_t done = 0;
-    auto onBytes = [&](uint64_t n) {
-        done += n;
-        if (progress) progress({int(totalSize ? done * 950 / totalSize : 950), "writing", done, totalSize});
-    };
-    nlohmann::json weightMap = nlohmann::json::object();
-    for (size_t s = 0; s < shards.size(); ++s) {
-        const std::string name = oneFile ? std::string() : shardName(st, s, shards.size());
-        io::AtomicFile* file = &tx.create(name);
+// Writes the planned shards into the transaction, each verified as it is finished; fills the
+// index's weight map and the result's counts.
+class ShardWriter
+{
+public:
+    ShardWriter(io::OutputTransaction& tx, const ConsolidateOptions& options, bool oneFile,
+                const ProgressSink& progress, const CancelToken& cancel)
+        : m_tx(tx), m_st(options.format == ConsolidateOptions::Format::Safetensors), m_oneFile(oneFile),
+          m_progress(progress), m_cancel(cancel)
+    {
+    }
+
+    void write(const std::vector<SourceTensor>& plan, const std::vector<std::vector<size_t>>& shards,
+               ConsolidateResult& result)
+    {
+        for (const auto& shard : shards)
+            for (size_t i : shard)
+                m_total += plan[i].tensor.nbytes;
+        for (size_t s = 0; s < shards.size(); ++s)
+            for (size_t i : shards[s])
+                m_shardOf[plan[i].tensor.name] = s;
+        for (size_t s = 0; s < shards.size(); ++s)
+            writeShard(plan, shards[s], s, shards.size(), result);
+    }
+
+    uint64_t total() const { return m_total; }
+    uint64_t done() const { return m_done; }
+    const nlohmann::json& weightMap() const { return m_weightMap; }
+
+private:
+    void writeShard(const std::vector<SourceTensor>& plan, const std::vector<size_t>& shard, size_t s,
+                    size_t count, ConsolidateResult& result)
+    {
+        const std::string name = m_oneFile ? std::string() : shardName(m_st, s, count);
+        io::AtomicFile& file = m_tx.create(name);
         std::vector<torch::OutTensor> tensors;
-        for (size_t i : shards[s]) {
+        for (size_t i : shard) {
             tensors.push_back(plan[i].tensor);
-            weightMap[plan[i].tensor.name] = name;
+            m_weightMap[plan[i].tensor.name] = name;
         }
         std::vector<torch::Alias> aliases;
         std::map<std::string, std::string> metadata{{"format", "pt"}};
         for (const SourceTensor& p : plan) {
-            if (p.aliasOf.empty() || !shardOf.count(p.aliasOf) || shardOf[p.aliasOf] != s) continue;
-            if (st)
+            const auto target = m_shardOf.find(p.aliasOf);
+            if (p.aliasOf.empty() || target == m_shardOf.end() || target->second != s) continue;
+            if (m_st)
                 metadata[p.tensor.name] = p.aliasOf; // one copy; the alias recorded as save_model does
             else {
                 aliases.push_back({p.tensor.name, p.aliasOf});
-                weightMap[p.tensor.name] = name;
+                m_weightMap[p.tensor.name] = name;
             }
         }
-        if (st) {
-            const auto hashes = writeSafetensors(*file, tensors, metadata, onBytes, cancel);
-            verifySafetensors(*file, tensors, hashes, cancel);
+        const auto onBytes = [this](uint64_t n) {
+            m_done += n;
+            if (m_progress)
+                m_progress({int(m_total ? m_done * 950 / m_total : 950), "writing", m_done, m_total});
+        };
+        if (m_st) {
+            const auto hashes = writeSafetensors(file, tensors, metadata, onBytes, m_cancel);
+            verifySafetensors(file, tensors, hashes, m_cancel);
         } else {
-            const auto hashes = torch::writeTorchZip(*file, tensors, aliases, "archive", onBytes, cancel);
-            file->finish();
-            verifyTorchZip(*file, tensors, aliases, hashes, cancel);
+            const auto hashes = torch::writeTorchZip(file, tensors, aliases, "archive", onBytes, m_cancel);
+            file.finish();
+            verifyTorchZip(file, tensors, aliases, hashes, m_cancel);
         }
         result.tensors += tensors.size() + aliases.size();
-        result.bytes += file->written();
+        result.bytes += file.written();
     }
-    // What the family says belongs beside the weights (config.json, tokenizer files).
-    if (oneFile && !set.exportFiles.empty())
-        result.warnings.push_back(
-            "a single .safetensors output holds the weights only; export to a folder to "
-            "get the configuration files too");
-    for (const auto& [name, content] : oneFile ? decltype(set.exportFiles){} : set.exportFiles) {
+
+    io::OutputTransaction& m_tx;
+    const bool m_st, m_oneFile;
+    const ProgressSink& m_progress;
+    const CancelToken& m_cancel;
+    std::map<std::string, size_t> m_shardOf;
+    nlohmann::json m_weightMap = nlohmann::json::object();
+    uint64_t m_total = 0, m_done = 0;
+};
+
+// What the family says belongs beside the weights (config.json, tokenizer files), and the index
+// of a sharded export.
+void writeBesideWeights(io::OutputTransaction& tx, const TensorSet& set, const ShardWriter& shards,
+                        size_t shardCount, bool safetensors, const std::string& checkpoint)
+{
+    for (const auto& [name, content] : set.exportFiles) {
         if (name.empty() || name.front() == '/' || name.find("..") != std::string::npos)
             throw Error("refusing to write '" + name + "' named by the checkpoint: not a plain file name",
                         checkpoint);
@@ -198,17 +233,48 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
         file.write(content.data(), content.size());
         file.finish();
     }
-    if (shards.size() > 1) {
-        // transformers' format: indent 2, sorted keys, trailing newline; ASCII as Python's json.dumps.
-        nlohmann::json idx;
-        idx["metadata"]["total_size"] = totalSize;
-        idx["weight_map"] = weightMap;
-        const std::string text = idx.dump(2, ' ', true) + "\n";
-        io::AtomicFile& file =
-            tx.create(st ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
-        file.write(text.data(), text.size());
-        file.finish();
-    }
+    if (shardCount < 2) return;
+    // transformers' format: indent 2, sorted keys, trailing newline; ASCII as Python's json.dumps.
+    nlohmann::json idx;
+    idx["metadata"]["total_size"] = shards.total();
+    idx["weight_map"] = shards.weightMap();
+    const std::string text = idx.dump(2, ' ', true) + "\n";
+    io::AtomicFile& file =
+        tx.create(safetensors ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
+    file.write(text.data(), text.size());
+    file.finish();
+}
+
+} // namespace
+
+ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel)
+{
+    const bool oneFile = oneFileOutput(outDir, options);
+    // Before any work: the output may not be, contain, or lie inside the checkpoint.
+    // Read only when it may be replaced: an earlier export's index names its shards.
+    const std::set<std::string> earlier =
+        oneFile || !options.overwrite ? std::set<std::string>{} : earlierExportFiles(outDir);
+    io::OutputTransaction tx(
+        in.inputs(), outDir, shapeOf(oneFile), existingRule(options),
+        [&earlier](const std::string& name) { return earlier.count(name) || isShardName(name); });
+    reportNotes(progress, tx.notes());
+    const TensorSet set = tagTensors(in.checkpoint, *in, sourceOptions(options));
+    ConsolidateResult result;
+    result.tag = set.tag;
+    result.warnings = set.warnings;
+
+    const auto shards = planShards(set.tensors, options.maxShardSize, oneFile);
+    ShardWriter writer(tx, options, oneFile, progress, cancel);
+    writer.write(set.tensors, shards, result);
+    if (oneFile && !set.exportFiles.empty())
+        result.warnings.push_back(
+            "a single .safetensors output holds the weights only; export to a folder to "
+            "get the configuration files too");
+    if (!oneFile)
+        writeBesideWeights(tx, set, writer, shards.size(),
+                           options.format == ConsolidateOptions::Format::Safetensors, in.root());
     cancel.throwIfCancelled();
     // Everything written and verified: only now do the files take their final names.
     tx.commit();
@@ -218,8 +284,21 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     if (options.backend)
         for (auto& w : options.backend->takeWarnings())
             result.warnings.push_back(std::move(w));
-    if (progress) progress({1000, "done", done, totalSize});
+    if (progress) progress({1000, "done", writer.done(), writer.total()});
     return result;
+}
+
+ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel)
+{
+    // Refused before anything is parsed.
+    io::OutputTransaction::precheck({checkpoint}, outDir, shapeOf(oneFileOutput(outDir, options)),
+                                    existingRule(options));
+    if (progress) progress({0, "reading the checkpoint layout", 0, 0});
+    const layout::OpenedTag in =
+        layout::openTag(checkpoint, options.tag, openingObserver(progress, cancel, "the checkpoint"));
+    return consolidate(in, outDir, options, progress, cancel);
 }
 
 } // namespace ckpt::ops

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "compute_backend.h"
+#include "layout/family.h"
 #include "ops/job.h"
 #include "torch/dtype.h"
 
@@ -44,6 +45,11 @@ struct ConsolidateResult
     std::vector<std::string> warnings;
 };
 
+// The tag's model (options.tag is not read: the tag is given) into `outDir`.
+ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel);
+// The same from a path: the output is checked first, then the tag is opened through the registry.
 ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,
                               const ConsolidateOptions& options, const ProgressSink& progress,
                               const CancelToken& cancel);

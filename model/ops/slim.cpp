@@ -2,6 +2,7 @@
 
 #include "compute_backend.h"
 #include "io/output.h"
+#include "io/verified_writer.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
 #include "pickle/writer.h"
@@ -340,17 +341,7 @@ private:
 uint64_t storageHash(const torch::TorchFile& f, int storage)
 {
     const io::Blob blob = f.storageBytes(storage);
-    XXH3_state_t* st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    const uint64_t chunk = 16u << 20;
-    for (uint64_t at = 0; at < blob.bytes.size(); at += chunk) {
-        const uint64_t n = std::min<uint64_t>(chunk, blob.bytes.size() - at);
-        XXH3_64bits_update(st, blob.bytes.data() + at, n);
-        f.release(blob.bytes.data() + at, n);
-    }
-    const uint64_t h = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
-    return h;
+    return io::hashReleasing(f, blob.bytes.data(), blob.bytes.size());
 }
 
 // Re-reads the written file: every tensor at the same path with the same dtype, shape and
@@ -456,26 +447,11 @@ struct Job
         r.bytesBefore = r.bytesAfter = in->size();
         if (options.dryRun) return;
         io::AtomicFile& f = tx->create(rel);
-        // Owned: a cancel or a write error leaves the loop by an exception.
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
-                                                                             &XXH3_freeState);
-        XXH3_state_t* st = state.get();
-        XXH3_64bits_reset(st);
-        const uint64_t chunk = 16u << 20;
-        for (uint64_t at = 0; at < in->size(); at += chunk) {
-            cancel.throwIfCancelled();
-            const uint64_t n = std::min(chunk, in->size() - at);
-            const uint8_t* p = in->bytes().data() + at;
-            XXH3_64bits_update(st, p, n);
-            f.write(p, n);
-            in->release(p, n);
-            onBytes(n);
-        }
-        const uint64_t want = XXH3_64bits_digest(st);
-        f.finish();
-        const auto back = io::MappedFile::open(f.tempPath());
-        if (back->size() != in->size() || XXH3_64bits(back->bytes().data(), back->size()) != want)
-            throw Error("verification failed: the copy differs from the input", f.finalPath());
+        // Re-read in bounded memory: the input may be the multi-gigabyte file that was not bloated.
+        io::verifyCopy(f,
+                       io::copyHashed(
+                           from, f, [this](uint64_t n) { onBytes(n); }, cancel),
+                       cancel);
     }
 
     void slimOne(const std::string& from, const std::string& rel, std::unique_ptr<torch::TorchFile> file,

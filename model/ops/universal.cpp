@@ -4,6 +4,7 @@
 #include "compute_backend.h"
 #include "io/mapped_file.h"
 #include "io/output.h"
+#include "io/verified_writer.h"
 #include "layout/deepspeed.h"
 #include "layout/file_set.h"
 #include "ops/tensor_source.h"
@@ -12,21 +13,17 @@
 #include "torch/torch_writer.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
-#include <xxhash.h>
 
 namespace ckpt::ops {
 
@@ -40,50 +37,36 @@ using torch::dictGet;
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Which tag, and whether ds_to_universal would take it at all.
+// Whether ds_to_universal would take the tag at all.
 
-struct TagChoice
+// The rank files the conversion reads, asked of the opened checkpoint's FileSet (parsed once,
+// when the tag was opened) and held for the whole job: the pieces point into them.
+class RankFiles
 {
-    std::string name, dir;
-    bool latest = false;
+public:
+    explicit RankFiles(const layout::FileSet& set) : m_set(set) {}
+    const torch::TorchFile& get(const std::string& path)
+    {
+        auto& f = m_files[path];
+        if (!f) {
+            f = m_set.get(path);
+            if (!f->torch())
+                throw Error("not a torch.save file (DeepSpeed writes its rank files with torch.save)", path);
+        }
+        return *f->torch();
+    }
+
+private:
+    const layout::FileSet& m_set;
+    std::map<std::string, std::shared_ptr<const layout::TensorFile>> m_files;
 };
-
-TagChoice chooseTag(const std::string& input, const std::string& wanted)
-{
-    const layout::TagFolders found = layout::findDeepSpeedTags(input);
-    std::string names;
-    for (const auto& [n, d] : found.tags)
-        names += (names.empty() ? "" : ", ") + n;
-    auto pick = [&](const std::string& n) -> std::optional<TagChoice> {
-        for (const auto& [tn, dir] : found.tags)
-            if (tn == n) return TagChoice{tn, dir, tn == found.latest};
-        return std::nullopt;
-    };
-    if (!wanted.empty()) {
-        if (auto t = pick(wanted)) return *t;
-        throw Error("no tag '" + wanted + "' (tags: " + names + ")", input);
-    }
-    if (found.tags.size() == 1) return {found.tags[0].first, found.tags[0].second, true};
-    if (!found.latest.empty()) {
-        if (auto t = pick(found.latest)) return *t;
-        throw Error("'latest' names tag '" + found.latest +
-                        "', which does not exist; choose one with --tag (tags: " + names + ")",
-                    input);
-    }
-    throw Error("several tags and no 'latest': choose one with --tag (tags: " + names + ")", input);
-}
 
 // Refusals that need only file names and the first files, so that a missing rank file is named
 // as the file that is missing (not just "rank 3"). Returns the tensor-parallel degree: the
 // highest mp rank of any rank file, or more where the first model file says so
 // (checkpoint_parallel_dimensions' tp_degree, mp_world_size); every (tp, dp) file must exist.
-int preflight(const std::string& tagDir)
+int preflight(const std::vector<layout::RankFile>& files, const std::string& tagDir, RankFiles& parsed)
 {
-    std::vector<layout::RankFile> files;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(tagDir, ec))
-        if (e.is_regular_file(ec)) files.push_back(layout::classifyTagFile(e.path().string()));
-    if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
     std::map<std::pair<int, int>, const layout::RankFile*> optims; // (tp, dp)
     std::string prefix;
     bool stage3Models = false;
@@ -127,8 +110,7 @@ int preflight(const std::string& tagDir)
     const layout::RankFile* first = optims.count({0, 0}) ? optims.at({0, 0}) : nullptr;
     if (!first)
         throw Error("missing: the optimizer states of rank 0", (fs::path(tagDir) / optimName(0, 0)).string());
-    const auto f0 = torch::TorchFile::open(first->path);
-    const Value* pc = f0->value("optimizer_state_dict/partition_count");
+    const Value* pc = parsed.get(first->path).value("optimizer_state_dict/partition_count");
     int64_t world = 0;
     if (auto n = asInt(pc))
         world = *n;
@@ -140,9 +122,9 @@ int preflight(const std::string& tagDir)
     // not taken for a save with one tensor-parallel rank).
     const std::string model0 = (fs::path(tagDir) / modelName(0, stage3Models ? 0 : -1)).string();
     if (models.count({0, stage3Models ? 0 : -1})) {
-        const auto m0 = torch::TorchFile::open(model0);
-        const auto declared = asInt(m0->value("checkpoint_parallel_dimensions/tp_degree"));
-        const auto mpWorld = asInt(m0->value("mp_world_size"));
+        const torch::TorchFile& m0 = parsed.get(model0);
+        const auto declared = asInt(m0.value("checkpoint_parallel_dimensions/tp_degree"));
+        const auto mpWorld = asInt(m0.value("mp_world_size"));
         for (const auto& d : {declared, mpWorld})
             if (d && *d > tpDegree && *d <= 4096) tpDegree = int(*d);
     }
@@ -406,20 +388,6 @@ private:
 
 // ---------------------------------------------------------------------------------------------
 // Reading element ranges of the rank files' flat tensors.
-
-class RankFiles
-{
-public:
-    const torch::TorchFile& get(const std::string& path)
-    {
-        auto& f = m_files[path];
-        if (!f) f = torch::TorchFile::open(path);
-        return *f;
-    }
-
-private:
-    std::map<std::string, std::unique_ptr<torch::TorchFile>> m_files;
-};
 
 // `bytes` bytes of storage `storage` of `file`, from byte `offset`.
 struct Piece
@@ -848,99 +816,11 @@ torch::OutTensor merged(const std::string& name, const std::string& state, torch
 // ---------------------------------------------------------------------------------------------
 // Writing: every file under its temporary name, re-read and checked before it counts.
 
-// xxh3 of mapped bytes, chunk by chunk, letting each chunk's pages go behind the reader: a
-// re-read for verification must not hold a whole file (the lp model file is GBs) resident.
-template <typename Mapped>
-uint64_t hashReleasing(const Mapped& owner, const uint8_t* data, uint64_t size, const CancelToken& cancel)
-{
-    const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
-    XXH3_64bits_reset(state.get());
-    const uint64_t chunk = 16u << 20;
-    for (uint64_t at = 0; at < size; at += chunk) {
-        cancel.throwIfCancelled();
-        const uint64_t n = std::min<uint64_t>(chunk, size - at);
-        XXH3_64bits_update(state.get(), data + at, n);
-        owner.release(data + at, n);
-    }
-    return XXH3_64bits_digest(state.get());
-}
-
-// Re-reads each finished file on a thread of its own while the next files are written: the
-// checks of a file cost no time of the writer, and all of them are done before anything is
-// renamed into place (finish()).
-class Verifier
-{
-public:
-    explicit Verifier(const CancelToken& cancel) : m_cancel(cancel), m_thread([this] { run(); }) {}
-    ~Verifier()
-    {
-        {
-            const std::lock_guard<std::mutex> lock(m_lock);
-            m_stop = true;
-        }
-        m_wake.notify_all();
-        m_thread.join();
-    }
-    Verifier(const Verifier&) = delete;
-    Verifier& operator=(const Verifier&) = delete;
-
-    const CancelToken& cancel() const { return m_cancel; }
-
-    // Queues a check; throws the failure of an earlier one as soon as it is known.
-    void add(std::function<void()> check)
-    {
-        const std::lock_guard<std::mutex> lock(m_lock);
-        if (m_failed) std::rethrow_exception(m_failed);
-        m_queue.push_back(std::move(check));
-        m_wake.notify_all();
-    }
-    // Waits for every queued check; throws the first failure.
-    void finish()
-    {
-        std::unique_lock<std::mutex> lock(m_lock);
-        m_wake.wait(lock, [this] { return (m_queue.empty() && !m_busy) || m_failed; });
-        if (m_failed) std::rethrow_exception(m_failed);
-    }
-
-private:
-    void run()
-    {
-        std::unique_lock<std::mutex> lock(m_lock);
-        for (;;) {
-            m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
-            if (m_stop) return;
-            std::function<void()> check = std::move(m_queue.front());
-            m_queue.pop_front();
-            m_busy = true;
-            lock.unlock();
-            std::exception_ptr failed;
-            try {
-                check();
-            } catch (...) {
-                failed = std::current_exception();
-            }
-            lock.lock();
-            m_busy = false;
-            if (failed && !m_failed) m_failed = failed;
-            if (m_failed) m_queue.clear();
-            m_wake.notify_all();
-        }
-    }
-
-    const CancelToken& m_cancel;
-    std::mutex m_lock;
-    std::condition_variable m_wake;
-    std::deque<std::function<void()>> m_queue;
-    std::exception_ptr m_failed;
-    bool m_busy = false, m_stop = false;
-    std::thread m_thread; // last: started once the rest is built
-};
-
 class Writer
 {
 public:
     Writer(io::OutputTransaction& tx, const ProgressSink& progress, const CancelToken& cancel, uint64_t total)
-        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total), m_verifier(cancel)
+        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total)
     {
     }
 
@@ -973,7 +853,8 @@ public:
                     throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
                                 out.finalPath());
                 const io::Blob blob = back->storageBytes(int(i));
-                if (hashReleasing(*back, blob.bytes.data(), blob.bytes.size(), cancel) != it->second.second)
+                if (io::hashReleasing(*back, blob.bytes.data(), blob.bytes.size(), &cancel) !=
+                    it->second.second)
                     throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
                                 out.finalPath());
             }
@@ -985,33 +866,21 @@ public:
     {
         m_cancel.throwIfCancelled();
         m_stage = rel;
-        const auto in = io::MappedFile::open(from);
         io::AtomicFile& out = m_tx.create(rel);
-        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
-                                                                             &XXH3_freeState);
-        XXH3_64bits_reset(state.get());
-        const uint64_t chunk = 16u << 20;
-        for (uint64_t at = 0; at < in->size(); at += chunk) {
-            m_cancel.throwIfCancelled();
-            const uint64_t n = std::min(chunk, in->size() - at);
-            const uint8_t* p = in->bytes().data() + at;
-            XXH3_64bits_update(state.get(), p, n);
-            out.write(p, n);
-            in->release(p, n);
-            advance(n);
-        }
-        out.finish();
+        const io::Copied copied = io::copyHashed(
+            from, out, [this](uint64_t n) { advance(n); }, m_cancel);
         done(out);
-        m_verifier.add([&out, size = in->size(), hash = XXH3_64bits_digest(state.get()), &cancel = m_cancel] {
-            const auto back = io::MappedFile::open(out.tempPath());
-            if (back->size() != size ||
-                hashReleasing(*back, back->bytes().data(), back->size(), cancel) != hash)
-                throw Error("verification failed: the copy differs from the input", out.finalPath());
-        });
+        m_verifier.add([&out, copied, &cancel = m_cancel] { io::verifyCopy(out, copied, cancel); });
     }
 
     // Every file written has been read back and found as written.
     void verified() { m_verifier.finish(); }
+
+    struct Totals
+    {
+        size_t files = 0;
+        uint64_t bytes = 0, planned = 0;
+    };
 
     size_t files() const { return m_files; }
     uint64_t written() const { return m_written; }
@@ -1036,7 +905,7 @@ private:
     uint64_t m_total = 0, m_done = 0, m_written = 0;
     size_t m_files = 0;
     std::string m_stage;
-    Verifier m_verifier; // last: stopped before the rest goes
+    io::Verifier m_verifier; // last: stopped before the rest goes
 };
 
 // `root` (a node of `src`'s pickle, or a new node over some of them) as torch.save writes a
@@ -1114,19 +983,10 @@ void writeState(Writer& w, const std::string& rel, const std::vector<std::pair<s
 
 // ---------------------------------------------------------------------------------------------
 
-// ds_to_universal extracts groups 0..len(state)-1 of base_optimizer_state['state'] of each
-// rank: a group the optimizer has not stepped yet has no fragments.
-bool hasGroupState(const torch::TorchFile& f, int group)
-{
-    const Value* st = f.value("optimizer_state_dict/base_optimizer_state/state");
-    return st && group >= 0 && size_t(group) < st->entries.size() && dictGet(st, std::to_string(group));
-}
-
 struct Plan
 {
     std::string optim0, model0;      // rank 0's optimizer file; the model file ds_to_universal reads
     std::vector<std::string> copies; // model-states files copied into the output
-    uint64_t totalBytes = 0;
 };
 
 // The files an earlier conversion wrote into the folder: its zero/ tree and the model-states
@@ -1139,287 +999,393 @@ bool earlierUniversalOutput(const std::string& name)
     return name == "zero" || ends("_model_states.pt") || ends("_optim_states.pt");
 }
 
-} // namespace
-
-UniversalResult universal(const std::string& input, const std::string& output,
-                          const UniversalOptions& options, const ProgressSink& progress,
-                          const CancelToken& cancel)
+// OUT as ds_to_universal takes --output_folder; latest_universal names it from its parent.
+struct Destination
 {
-    std::error_code ec;
-    if (!fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
-    const TagChoice choice = chooseTag(input, options.tag);
+    fs::path out, latest;
+};
 
-    // OUT as ds_to_universal takes --output_folder; latest_universal names it from its parent.
+Destination destinationOf(const std::string& output)
+{
     fs::path out = fs::path(output).lexically_normal();
     if (!out.has_filename()) out = out.parent_path();
     if (out.empty() || out.filename() == "." || out.filename() == "..")
         throw Error("give the Universal checkpoint a folder name of its own (latest_universal names it)",
                     output);
-    const fs::path latestPath =
-        (out.has_parent_path() ? out.parent_path() : fs::path(".")) / "latest_universal";
+    return {out, (out.has_parent_path() ? out.parent_path() : fs::path(".")) / "latest_universal"};
+}
 
-    // Given a tag folder (as ds_to_universal's --input_folder), OUT may lie beside it in the
-    // checkpoint root, where load_checkpoint(root) with load_universal looks; given the root,
-    // OUT may not lie in it (no output inside an input).
-    const std::vector<std::string> inputs = {input, choice.dir};
-    // A folder that holds files is refused unless replacing was asked for: an earlier
-    // conversion's zero/ folders would mix with this one's.
-    io::OutputTransaction tx(inputs, output, io::OutputTransaction::Shape::Folder,
-                             options.overwrite ? io::OutputTransaction::Existing::Replace
-                                               : io::OutputTransaction::Existing::Refuse,
-                             earlierUniversalOutput);
-    reportNotes(progress, tx.notes());
-    io::OutputTransaction latestTx(inputs, latestPath.string(), io::OutputTransaction::Shape::File);
-    reportNotes(progress, latestTx.notes());
+io::OutputTransaction::Existing existingRule(const UniversalOptions& options)
+{
+    return options.overwrite ? io::OutputTransaction::Existing::Replace
+                             : io::OutputTransaction::Existing::Refuse;
+}
 
-    const int tpDegree = preflight(choice.dir);
-    if (progress) progress({0, "reading " + choice.dir, 0, 0});
-    // One tag per tensor-parallel rank: its model file and its data-parallel optimizer files, read
-    // as the layout reads mp rank 0 (param_shapes of that rank, its partitions).
-    std::vector<layout::RankFile> listed;
-    for (const auto& e : fs::directory_iterator(choice.dir, ec))
-        if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
-    std::vector<layout::Tag> tags;
+// The tag as each tensor-parallel rank holds it: each rank's model file and its data-parallel
+// optimizer files, read as the layout reads mp rank 0 (param_shapes of that rank, its
+// partitions), through the opened checkpoint's FileSet (no file parsed again).
+struct TpRanks
+{
+    std::vector<const layout::Tag*> tags;
+    std::deque<layout::Tag> read; // ranks read here (all of them when there are several)
+};
+
+TpRanks tensorParallelRanks(const layout::OpenedTag& in, int tpDegree)
+{
+    TpRanks r;
+    if (tpDegree == 1) { // the opened tag is rank 0's
+        r.tags.push_back(in.tag);
+        return r;
+    }
     for (int t = 0; t < tpDegree; ++t) {
-        layout::FileSet fileSet; // as openDeepSpeedTag: the parsed files go once the rank's tag is built
         std::vector<layout::RankFile> mine;
-        for (const auto& f : listed) {
+        for (const auto& f : in->files) {
             const bool rankFile =
                 f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates;
             if (rankFile ? f.mpRank != t : t != 0) continue;
             mine.push_back(f);
             mine.back().mpRank = 0;
         }
-        tags.push_back(
-            layout::openDeepSpeedTagFiles(std::move(mine), choice.dir, choice.name, choice.latest, fileSet));
+        r.read.push_back(layout::openDeepSpeedTagFiles(std::move(mine), in->dir, in->name, in->latest,
+                                                       *in.checkpoint->files));
+        r.tags.push_back(&r.read.back());
     }
-    Plan plan;
-    const layout::Tag& tag = tags.front();
+    return r;
+}
+
+// DeepSpeed model files in a tag folder: what preflight can tell about (a ZeRO-0 save, a missing
+// optimizer file). Anything else (another family, archive members) is no conversion's input.
+bool hasRankFilesOnDisk(const std::vector<layout::RankFile>& files)
+{
+    std::error_code ec;
+    return std::any_of(files.begin(), files.end(), [&](const layout::RankFile& f) {
+        return f.role == layout::FileRole::ModelStates && fs::is_regular_file(f.path, ec);
+    });
+}
+
+// ZeRO partitions saved alike by every tensor-parallel rank.
+void checkConvertible(const TpRanks& ranks)
+{
+    const layout::Tag& tag = *ranks.tags.front();
     if (tag.optimizer != "zero" && tag.optimizer != "bf16_optimizer")
         throw Error("no ZeRO optimizer partitions: nothing to convert to Universal", tag.dir);
     if (tag.zeroStage < 1 || tag.zeroStage > 3)
         throw Error("ZeRO stage " + std::to_string(tag.zeroStage) + " cannot be converted", tag.dir);
-    const bool stage3 = tag.zeroStage == 3;
-    for (size_t t = 1; t < tags.size(); ++t)
-        if (tags[t].zeroStage != tag.zeroStage || tags[t].optimizer != tag.optimizer ||
-            tags[t].worldSize != tag.worldSize)
+    for (size_t t = 1; t < ranks.tags.size(); ++t) {
+        const layout::Tag& other = *ranks.tags[t];
+        if (other.zeroStage != tag.zeroStage || other.optimizer != tag.optimizer ||
+            other.worldSize != tag.worldSize)
             throw Error("tensor-parallel rank " + std::to_string(t) +
                             " was saved by another optimizer or data-parallel world size than rank 0",
-                        tags[t].files.empty() ? tag.dir : tags[t].files.front().path);
-    for (const auto& f : tag.files) {
-        if (f.role == layout::FileRole::OptimStates && f.dpRank == 0) plan.optim0 = f.path;
-        if (f.role == layout::FileRole::ModelStates && plan.model0.empty()) plan.model0 = f.path;
+                        other.files.empty() ? tag.dir : other.files.front().path);
     }
-    // ds_to_universal copies mp_rank_* files (stage <= 2) or every *model_states.pt (3).
-    for (const auto& f : listed)
+}
+
+// Which files ds_to_universal reads and copies: rank 0's optimizer file, the model file, and
+// mp_rank_* files (stage <= 2) or every *model_states.pt (3), of every tensor-parallel rank.
+Plan planFiles(const layout::Tag& tag, bool stage3)
+{
+    Plan plan;
+    for (const auto& f : tag.files) {
+        if (f.role == layout::FileRole::OptimStates && f.dpRank == 0 && f.mpRank == 0) plan.optim0 = f.path;
+        if (f.role == layout::FileRole::ModelStates && f.mpRank == 0 && plan.model0.empty())
+            plan.model0 = f.path;
         if (f.role == layout::FileRole::ModelStates && (stage3 || f.name.rfind("mp_rank_", 0) == 0))
             plan.copies.push_back(f.path);
+    }
     std::sort(plan.copies.begin(), plan.copies.end());
     if (!stage3 &&
         (plan.copies.empty() || fs::path(plan.model0).filename().string().rfind("mp_rank_", 0) != 0))
         throw Error("no mp_rank_*_model_states.pt file (DeepSpeedCheckpoint needs one for ZeRO stage " +
                         std::to_string(tag.zeroStage) + ")",
                     tag.dir);
+    return plan;
+}
 
-    RankFiles files;
-    const torch::TorchFile& m0 = files.get(plan.model0);
-    const torch::TorchFile& o0 = files.get(plan.optim0);
+// universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts); stage 3 reads
+// it (when present) only to merge tensor-parallel slices.
+Rules universalRules(const torch::TorchFile& m0, const std::string& model0, bool stage3, bool tpMerge,
+                     const UniversalOptions& options)
+{
+    const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
+    if (info && info->kind == Kind::None) info = nullptr;
+    if (!stage3 && !info && !options.injectMissingState)
+        throw Error("no universal_checkpoint_info: DeepSpeed's ds_to_universal refuses it (\"Required "
+                    "universal_checkpoint_info state is missing in checkpoint. Verify that client creates "
+                    "this state.\"); the training script did not describe how tensor-parallel slices merge. "
+                    "For a model trained with data parallelism only (Hugging Face, plain DeepSpeed) run "
+                    "again with --inject-missing-state, as ds_to_universal's --inject_missing_state",
+                    model0);
+    return tpMerge ? readRules(info, model0) : Rules{};
+}
 
-    // universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts); stage 3 reads
-    // it (when present) only to merge tensor-parallel slices.
-    Rules rules;
-    const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
-    {
-        const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
-        if (info && info->kind == Kind::None) info = nullptr;
-        if (!stage3 && !info && !options.injectMissingState)
-            throw Error(
-                "no universal_checkpoint_info: DeepSpeed's ds_to_universal refuses it (\"Required "
-                "universal_checkpoint_info state is missing in checkpoint. Verify that client creates "
-                "this state.\"); the training script did not describe how tensor-parallel slices merge. "
-                "For a model trained with data parallelism only (Hugging Face, plain DeepSpeed) run "
-                "again with --inject-missing-state, as ds_to_universal's --inject_missing_state",
-                plan.model0);
-        if (tpMerge) rules = readRules(info, plan.model0);
-    }
-
-    // Every output, planned (with its size) before anything is written.
+// Every output of a conversion, planned (with its size) before anything is written.
+class Conversion
+{
+public:
     struct Item
     {
         std::string rel;
         uint64_t bytes = 0;
         std::function<void(Writer&)> write;
     };
-    std::vector<Item> items;
-    std::set<std::string> dirs; // zero/<name> folders with an fp32.pt
-    Tree keysTree;              // nodes of the extra dict keys, shared by all state files
-    UniversalResult result;
-    const char* states[] = {"fp32", "exp_avg", "exp_avg_sq"};
-    // The trainable parameters of each TP rank by name: every rank holds the same ones.
-    std::vector<std::map<std::string, const layout::Parameter*>> byName(tags.size());
-    for (size_t t = 0; t < tags.size(); ++t)
-        for (const layout::Parameter& p : tags[t].params)
-            if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty()) byName[t][p.name] = &p;
-    for (size_t t = 1; t < tags.size(); ++t)
-        for (const auto& [name, p] : byName[t])
-            if (!byName[0].count(name))
-                throw Error("parameter '" + name + "' is in the param_shapes of mp rank " +
-                                std::to_string(t) +
-                                " but not of mp rank 0: the tensor-parallel ranks do not hold the same model",
-                            tags[t].files.front().path);
-    for (const layout::Parameter& p : tag.params) {
-        if (p.kind != layout::Parameter::Kind::Trainable || !p.tiedTo.empty()) continue;
-        std::vector<const layout::Parameter*> parts;
-        for (size_t t = 0; t < tags.size(); ++t) {
-            const auto it = byName[t].find(p.name);
-            if (it == byName[t].end())
-                throw Error("parameter '" + p.name +
-                                "' is in the param_shapes of mp rank 0 but not of mp rank " +
-                                std::to_string(t) + ": the tensor-parallel ranks do not hold the same model",
-                            tags[t].files.front().path);
-            parts.push_back(it->second);
+
+    Conversion(const TpRanks& ranks, RankFiles& files, const Plan& plan, Rules& rules, bool tpMerge)
+        : m_ranks(ranks), m_tag(*ranks.tags.front()), m_files(files), m_plan(plan), m_rules(rules),
+          m_stage3(m_tag.zeroStage == 3), m_tpMerge(tpMerge)
+    {
+        for (const layout::Tag* t : ranks.tags) {
+            m_byName.emplace_back();
+            for (const layout::Parameter& p : t->params)
+                if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty())
+                    m_byName.back()[p.name] = &p;
         }
-        std::vector<std::vector<const layout::RankSlice*>> held(parts.size());
-        bool any = false;
-        for (size_t t = 0; t < parts.size(); ++t) {
-            for (const auto& s : parts[t]->slices)
-                if (s.length && (stage3 || hasGroupState(files.get(s.master.front().file), parts[t]->group)))
-                    held[t].push_back(&s);
-            any = any || !held[t].empty();
-        }
-        // No fragment anywhere (or no optimizer state yet: fp16 steps that all overflowed):
-        // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt below.
-        if (!any) continue;
-        if (parts.size() > 1)
-            for (size_t t = 0; t < parts.size(); ++t) {
-                uint64_t covered = 0;
-                for (const auto* s : held[t])
-                    covered += s->length;
-                if (covered != parts[t]->numel())
-                    throw Error("parameter '" + p.name + "' has optimizer state for " +
-                                    std::to_string(covered) + " of its " + std::to_string(parts[t]->numel()) +
-                                    " elements on mp rank " + std::to_string(t) +
-                                    ": its tensor-parallel slices cannot be merged",
-                                tags[t].files.front().path);
-            }
-        std::vector<std::vector<int64_t>> shapes;
-        for (const auto* q : parts)
-            shapes.push_back(q->shape);
-        MergePlan merge;
-        if (tpMerge)
-            merge = planMerge(rules, keysTree, p.name, shapes, plan.model0);
-        else { // stage 3, one TP rank: the flat concatenation, a raw tensor
-            merge.shape = {int64_t(p.numel())};
-            merge.views = {merge.shape};
-            merge.blocks = {{0, 0, merge.shape[0]}};
-        }
-        const std::string dir = "zero/" + p.name;
-        for (const char* state : states) {
-            auto slices = std::make_shared<std::vector<FlatSlice>>(parts.size());
-            torch::DType dtype = torch::DType::Float32;
-            bool typed = false;
-            for (size_t t = 0; t < parts.size(); ++t)
-                for (const layout::RankSlice* s : held[t]) {
-                    const std::vector<layout::Source>* srcs = &s->master;
-                    if (std::strcmp(state, "fp32") != 0) {
-                        srcs = nullptr;
-                        for (const auto& [name, v] : s->states)
-                            if (name == state) srcs = &v;
-                        if (!srcs)
-                            throw Error(std::string("no '") + state + "' optimizer state for parameter '" +
-                                            p.name +
-                                            "': DeepSpeed's Universal format holds Adam-style moments "
-                                            "(exp_avg, exp_avg_sq) only",
-                                        s->master.empty() ? tag.dir : s->master.front().file.str());
-                    }
-                    for (const layout::Source& src : *srcs) {
-                        torch::DType d = dtype;
-                        (*slices)[t].add(pieceOf(files, src, d));
-                        if (typed && d != dtype)
-                            throw Error("parameter '" + p.name + "': its '" + state +
-                                            "' fragments are of different dtypes",
-                                        src.file);
-                        dtype = d, typed = true;
-                    }
-                }
-            const uint64_t es = torch::elementSize(dtype);
-            if (parts.size() > 1)
-                for (size_t t = 0; t < parts.size(); ++t)
-                    if ((*slices)[t].bytes !=
-                        uint64_t(product(merge.views[t], 0, merge.views[t].size())) * es)
-                        throw Error("parameter '" + p.name + "': the '" + state + "' fragments of mp rank " +
-                                        std::to_string(t) + " do not hold its param_shapes shape",
-                                    tags[t].files.front().path);
-            const std::vector<int64_t> shape = merge.shape;
-            const uint64_t nbytes = gpu::numelOf(shape) * es; // the vocabulary cut keeps the leading rows
-            torch::OutTensor data;
-            if (parts.size() == 1) {
-                // One TP rank: the fragments in order (averaging one slice only turns -0.0 into +0.0).
-                std::vector<Piece> pieces = (*slices)[0].pieces;
-                data = concatenation("0", dtype, std::move(pieces), merge.mode == MergePlan::Mode::Average);
-            } else {
-                if (merge.mode == MergePlan::Mode::Average && dtype != torch::DType::Float32)
-                    throw Error("parameter '" + p.name + "': averaging tensor-parallel slices of " +
-                                    std::string(torch::name(dtype)) + " is not converted to Universal yet",
-                                plan.model0);
-                data = merged(p.name, state, dtype, slices, merge, nbytes, plan.model0);
-            }
-            data.nbytes = nbytes;
-            const std::string rel = dir + "/" + state + ".pt";
-            items.push_back({rel, data.nbytes,
-                             [rel, keys = merge.keys, tpMerge, data = std::move(data), shape](Writer& w) {
-                                 writeState(w, rel, keys, tpMerge, data, shape);
-                             }});
-        }
-        dirs.insert(p.name);
-        if (!stage3) { // the step as the optimizer saved it (int or tensor), from the first TP rank holding
-                       // it
-            size_t t = 0;
-            while (held[t].empty())
-                ++t;
-            const std::string from = held[t].front()->master.front().file;
-            const torch::TorchFile& f = files.get(from);
-            const Value* step = f.value("optimizer_state_dict/base_optimizer_state/state/" +
-                                        std::to_string(parts[t]->group) + "/step");
-            if (step) {
-                const std::string rel = dir + "/step.pt";
-                items.push_back({rel, 8, [rel, step, &f](Writer& w) { writeTree(w, rel, step, f); }});
-            }
-        }
+        for (size_t t = 1; t < m_byName.size(); ++t)
+            for (const auto& [name, p] : m_byName[t])
+                if (!m_byName[0].count(name))
+                    throw Error(
+                        "parameter '" + name + "' is in the param_shapes of mp rank " + std::to_string(t) +
+                            " but not of mp rank 0: the tensor-parallel ranks do not hold the same model",
+                        ranks.tags[t]->files.front().path);
     }
+
+    // zero/<name>/{fp32,exp_avg,exp_avg_sq}.pt (and step.pt) of every trainable parameter.
+    void addParameters()
+    {
+        for (const layout::Parameter& p : m_tag.params)
+            if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty()) addParameter(p);
+    }
+
     // Stage <= 2: every tensor of the model file's `module` without an fp32.pt (buffers, frozen
     // and tied parameters) gets one with {'param': tensor.float()}, as ds_to_universal does.
-    if (!stage3)
-        for (const std::string& path : plan.copies) {
-            const torch::TorchFile& mf = files.get(path);
+    void addModuleTensors()
+    {
+        if (m_stage3) return;
+        for (const std::string& path : m_plan.copies) {
+            const torch::TorchFile& mf = m_files.get(path);
             const Value* module = dictGet(mf.root(), "module");
             if (!module) continue;
             for (const auto& [k, v] : module->entries) {
                 const auto name = asString(k);
                 const torch::Tensor* t = name ? mf.tensor("module/" + *name) : nullptr;
-                if (!t || dirs.count(*name)) continue;
-                dirs.insert(*name);
+                if (!t || m_dirs.count(*name)) continue;
+                m_dirs.insert(*name);
                 const std::string rel = "zero/" + *name + "/fp32.pt";
                 torch::OutTensor data = asFloat32("0", mf, *t);
-                const std::vector<int64_t> shape = t->shape;
-                items.push_back({rel, data.nbytes, [rel, data = std::move(data), shape](Writer& w) {
-                                     writeState(w, rel, {}, true, data, shape);
-                                 }});
+                m_items.push_back(
+                    {rel, data.nbytes, [rel, data = std::move(data), shape = t->shape](Writer& w) {
+                         writeState(w, rel, {}, true, data, shape);
+                     }});
             }
         }
+    }
+
     // zero/optimizer_state.pt: rank 0's optimizer_state_dict with param_groups beside it; at
     // stage <= 2 without the partitioned tensors and with paddings cleared, as DeepSpeedCheckpoint
     // hands it over.
-    const Value* osd = dictGet(o0.root(), "optimizer_state_dict");
-    if (!osd || osd->kind != Kind::Dict)
-        throw Error("optimizer states file has no optimizer_state_dict", plan.optim0);
-    Tree osdTree;
-    Value* outOsd = osdTree.node(Kind::Dict);
-    const Value* paramGroups = nullptr;
-    if (stage3) {
-        outOsd->entries = osd->entries;
-        paramGroups = dictGet(dictGet(osd, "optimizer_state_dict"), "param_groups");
-    } else {
+    void addOptimizerState()
+    {
+        const torch::TorchFile& o0 = m_files.get(m_plan.optim0);
+        const Value* osd = dictGet(o0.root(), "optimizer_state_dict");
+        if (!osd || osd->kind != Kind::Dict)
+            throw Error("optimizer states file has no optimizer_state_dict", m_plan.optim0);
+        Value* out = m_osdTree.node(Kind::Dict);
+        const Value* paramGroups = nullptr;
+        if (m_stage3) {
+            out->entries = osd->entries;
+            paramGroups = dictGet(dictGet(osd, "optimizer_state_dict"), "param_groups");
+        } else {
+            keepUnsharded(osd, out);
+            paramGroups = dictGet(dictGet(osd, "base_optimizer_state"), "param_groups");
+        }
+        if (!paramGroups) throw Error("optimizer states have no param_groups", m_plan.optim0);
+        out->entries.push_back({m_osdTree.str("param_groups"), const_cast<Value*>(paramGroups)});
+        uint64_t bytes = 0;
+        if (m_stage3)
+            for (const auto& s : o0.storages())
+                bytes += s.nbytes;
+        m_items.push_back({"zero/optimizer_state.pt", bytes,
+                           [out, &o0](Writer& w) { writeTree(w, "zero/optimizer_state.pt", out, o0); }});
+    }
+
+    // The model-states files, copied byte for byte (shutil.copy2 in ds_to_universal).
+    uint64_t addCopies()
+    {
+        uint64_t copied = 0;
+        for (const std::string& path : m_plan.copies) {
+            std::error_code ec;
+            const std::string rel = fs::path(path).filename().string();
+            m_items.push_back({rel, fs::file_size(path, ec), [path, rel](Writer& w) { w.copy(path, rel); }});
+            copied += fs::file_size(path, ec);
+        }
+        return copied;
+    }
+
+    std::vector<Item>& items() { return m_items; }
+    size_t parameters() const { return m_dirs.size(); }
+
+private:
+    // The parameter as each TP rank holds it.
+    std::vector<const layout::Parameter*> partsOf(const layout::Parameter& p) const
+    {
+        std::vector<const layout::Parameter*> parts;
+        for (size_t t = 0; t < m_byName.size(); ++t) {
+            const auto it = m_byName[t].find(p.name);
+            if (it == m_byName[t].end())
+                throw Error("parameter '" + p.name +
+                                "' is in the param_shapes of mp rank 0 but not of mp rank " +
+                                std::to_string(t) + ": the tensor-parallel ranks do not hold the same model",
+                            m_ranks.tags[t]->files.front().path);
+            parts.push_back(it->second);
+        }
+        return parts;
+    }
+
+    // ds_to_universal extracts groups 0..len(state)-1 of base_optimizer_state['state'] of each
+    // rank: a group the optimizer has not stepped yet has no fragments.
+    bool hasGroupState(const std::string& file, int group)
+    {
+        const Value* st = m_files.get(file).value("optimizer_state_dict/base_optimizer_state/state");
+        return st && group >= 0 && size_t(group) < st->entries.size() && dictGet(st, std::to_string(group));
+    }
+
+    // The slices of each TP rank that hold optimizer state.
+    using Held = std::vector<std::vector<const layout::RankSlice*>>;
+    Held heldSlices(const std::vector<const layout::Parameter*>& parts)
+    {
+        Held held(parts.size());
+        for (size_t t = 0; t < parts.size(); ++t)
+            for (const auto& s : parts[t]->slices)
+                if (s.length && (m_stage3 || hasGroupState(s.master.front().file, parts[t]->group)))
+                    held[t].push_back(&s);
+        return held;
+    }
+
+    // With several TP ranks, each rank's slices cover its whole slice of the parameter.
+    void checkCovered(const std::string& name, const std::vector<const layout::Parameter*>& parts,
+                      const Held& held) const
+    {
+        if (parts.size() < 2) return;
+        for (size_t t = 0; t < parts.size(); ++t) {
+            uint64_t covered = 0;
+            for (const auto* s : held[t])
+                covered += s->length;
+            if (covered != parts[t]->numel())
+                throw Error("parameter '" + name + "' has optimizer state for " + std::to_string(covered) +
+                                " of its " + std::to_string(parts[t]->numel()) + " elements on mp rank " +
+                                std::to_string(t) + ": its tensor-parallel slices cannot be merged",
+                            m_ranks.tags[t]->files.front().path);
+        }
+    }
+
+    MergePlan mergeOf(const layout::Parameter& p, const std::vector<const layout::Parameter*>& parts)
+    {
+        if (!m_tpMerge) { // stage 3, one TP rank: the flat concatenation, a raw tensor
+            MergePlan merge;
+            merge.shape = {int64_t(p.numel())};
+            merge.views = {merge.shape};
+            merge.blocks = {{0, 0, merge.shape[0]}};
+            return merge;
+        }
+        std::vector<std::vector<int64_t>> shapes;
+        for (const auto* q : parts)
+            shapes.push_back(q->shape);
+        return planMerge(m_rules, m_keysTree, p.name, shapes, m_plan.model0);
+    }
+
+    void addParameter(const layout::Parameter& p)
+    {
+        const std::vector<const layout::Parameter*> parts = partsOf(p);
+        const Held held = heldSlices(parts);
+        // No fragment anywhere (or no optimizer state yet: fp16 steps that all overflowed):
+        // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt.
+        if (std::all_of(held.begin(), held.end(), [](const auto& h) { return h.empty(); })) return;
+        checkCovered(p.name, parts, held);
+        const MergePlan merge = mergeOf(p, parts);
+        const std::string dir = "zero/" + p.name;
+        for (const char* state : {"fp32", "exp_avg", "exp_avg_sq"}) {
+            torch::OutTensor data = stateData(p, state, parts, held, merge);
+            const std::string rel = dir + "/" + state + ".pt";
+            m_items.push_back(
+                {rel, data.nbytes,
+                 [rel, keys = merge.keys, tpMerge = m_tpMerge, data = std::move(data),
+                  shape = merge.shape](Writer& w) { writeState(w, rel, keys, tpMerge, data, shape); }});
+        }
+        m_dirs.insert(p.name);
+        if (!m_stage3) addStep(dir, parts, held);
+    }
+
+    // The sources of one state of a slice: its master (fp32) or that moment.
+    const std::vector<layout::Source>& sourcesOf(const layout::RankSlice& s, const char* state,
+                                                 const std::string& param) const
+    {
+        if (std::strcmp(state, "fp32") == 0) return s.master;
+        for (const auto& [name, v] : s.states)
+            if (name == state) return v;
+        throw Error(std::string("no '") + state + "' optimizer state for parameter '" + param +
+                        "': DeepSpeed's Universal format holds Adam-style moments (exp_avg, exp_avg_sq) only",
+                    s.master.empty() ? m_tag.dir : s.master.front().file.str());
+    }
+
+    // One state of a parameter as the merged tensor ds_to_universal writes.
+    torch::OutTensor stateData(const layout::Parameter& p, const char* state,
+                               const std::vector<const layout::Parameter*>& parts, const Held& held,
+                               const MergePlan& merge)
+    {
+        auto slices = std::make_shared<std::vector<FlatSlice>>(parts.size());
+        torch::DType dtype = torch::DType::Float32;
+        bool typed = false;
+        for (size_t t = 0; t < parts.size(); ++t)
+            for (const layout::RankSlice* s : held[t])
+                for (const layout::Source& src : sourcesOf(*s, state, p.name)) {
+                    torch::DType d = dtype;
+                    (*slices)[t].add(pieceOf(m_files, src, d));
+                    if (typed && d != dtype)
+                        throw Error("parameter '" + p.name + "': its '" + state +
+                                        "' fragments are of different dtypes",
+                                    src.file);
+                    dtype = d, typed = true;
+                }
+        const uint64_t es = torch::elementSize(dtype);
+        if (parts.size() > 1)
+            for (size_t t = 0; t < parts.size(); ++t)
+                if ((*slices)[t].bytes != uint64_t(product(merge.views[t], 0, merge.views[t].size())) * es)
+                    throw Error("parameter '" + p.name + "': the '" + state + "' fragments of mp rank " +
+                                    std::to_string(t) + " do not hold its param_shapes shape",
+                                m_ranks.tags[t]->files.front().path);
+        const uint64_t nbytes = gpu::numelOf(merge.shape) * es; // the vocabulary cut keeps the leading rows
+        torch::OutTensor data;
+        if (parts.size() == 1) {
+            // One TP rank: the fragments in order (averaging one slice only turns -0.0 into +0.0).
+            data = concatenation("0", dtype, (*slices)[0].pieces, merge.mode == MergePlan::Mode::Average);
+        } else {
+            if (merge.mode == MergePlan::Mode::Average && dtype != torch::DType::Float32)
+                throw Error("parameter '" + p.name + "': averaging tensor-parallel slices of " +
+                                std::string(torch::name(dtype)) + " is not converted to Universal yet",
+                            m_plan.model0);
+            data = merged(p.name, state, dtype, slices, merge, nbytes, m_plan.model0);
+        }
+        data.nbytes = nbytes;
+        return data;
+    }
+
+    // The step as the optimizer saved it (int or tensor), from the first TP rank holding it.
+    void addStep(const std::string& dir, const std::vector<const layout::Parameter*>& parts, const Held& held)
+    {
+        size_t t = 0;
+        while (held[t].empty())
+            ++t;
+        const torch::TorchFile& f = m_files.get(held[t].front()->master.front().file);
+        const Value* step = f.value("optimizer_state_dict/base_optimizer_state/state/" +
+                                    std::to_string(parts[t]->group) + "/step");
+        if (!step) return;
+        const std::string rel = dir + "/step.pt";
+        m_items.push_back({rel, 8, [rel, step, &f](Writer& w) { writeTree(w, rel, step, f); }});
+    }
+
+    // Stage <= 2's optimizer_state_dict without its partitioned tensors, paddings cleared.
+    void keepUnsharded(const Value* osd, Value* out)
+    {
         static const std::set<std::string> sharded = {"base_optimizer_state", "param_slice_mappings",
                                                       "single_partition_of_fp32_groups"};
         for (const auto& [k, v] : osd->entries) {
@@ -1428,71 +1394,151 @@ UniversalResult universal(const std::string& input, const std::string& output,
             Value* value = v;
             if ((key == "group_paddings" || key == "partition_count") && v && v->kind == Kind::List &&
                 !v->items.empty()) {
-                value = osdTree.node(Kind::List);
+                value = m_osdTree.node(Kind::List);
                 for (size_t i = 0; i < v->items.size(); ++i)
-                    value->items.push_back(osdTree.integer(key == "group_paddings" ? 0 : tag.worldSize));
+                    value->items.push_back(m_osdTree.integer(key == "group_paddings" ? 0 : m_tag.worldSize));
             }
-            outOsd->entries.push_back({k, value});
+            out->entries.push_back({k, value});
         }
-        paramGroups = dictGet(dictGet(osd, "base_optimizer_state"), "param_groups");
-    }
-    if (!paramGroups) throw Error("optimizer states have no param_groups", plan.optim0);
-    outOsd->entries.push_back({osdTree.str("param_groups"), const_cast<Value*>(paramGroups)});
-    {
-        uint64_t bytes = 0;
-        if (stage3)
-            for (const auto& s : o0.storages())
-                bytes += s.nbytes;
-        items.push_back({"zero/optimizer_state.pt", bytes,
-                         [outOsd, &o0](Writer& w) { writeTree(w, "zero/optimizer_state.pt", outOsd, o0); }});
-    }
-    for (const std::string& path : plan.copies) {
-        const std::string rel = fs::path(path).filename().string();
-        items.push_back({rel, fs::file_size(path, ec), [path, rel](Writer& w) { w.copy(path, rel); }});
-        result.copiedBytes += fs::file_size(path, ec);
-    }
-    if (!rules.unused.empty()) { // ds_to_universal's --strict (its default)
-        std::string list;
-        for (const auto& u : rules.unused)
-            list += (list.empty() ? "'" : ", '") + u + "'";
-        throw Error("universal_checkpoint_info patterns match no parameter: " + list +
-                        " (ds_to_universal stops here too: 'Unused patterns')",
-                    plan.model0);
     }
 
+    const TpRanks& m_ranks;
+    const layout::Tag& m_tag;
+    RankFiles& m_files;
+    const Plan& m_plan;
+    Rules& m_rules;
+    const bool m_stage3, m_tpMerge;
+    std::vector<std::map<std::string, const layout::Parameter*>> m_byName; // per TP rank
+    std::vector<Item> m_items;
+    std::set<std::string> m_dirs; // zero/<name> folders with an fp32.pt
+    Tree m_keysTree;              // nodes of the extra dict keys, shared by all state files
+    Tree m_osdTree;
+};
+
+// ds_to_universal's --strict (its default): every pattern matched some parameter.
+void checkPatternsUsed(const Rules& rules, const std::string& model0)
+{
+    if (rules.unused.empty()) return;
+    std::string list;
+    for (const auto& u : rules.unused)
+        list += (list.empty() ? "'" : ", '") + u + "'";
+    throw Error("universal_checkpoint_info patterns match no parameter: " + list +
+                    " (ds_to_universal stops here too: 'Unused patterns')",
+                model0);
+}
+
+// Writes every planned item, checks all of them, then names the folder in latest_universal
+// and commits both: the conversion appears whole or not at all.
+Writer::Totals writeConversion(std::vector<Conversion::Item>& items, io::OutputTransaction& tx,
+                               io::OutputTransaction& latestTx, const std::string& folderName,
+                               const ProgressSink& progress, const CancelToken& cancel)
+{
     uint64_t total = 0;
-    for (const Item& it : items)
+    for (const auto& it : items)
         total += it.bytes;
     Writer writer(tx, progress, cancel, total);
-    for (Item& it : items) {
+    for (auto& it : items) {
         it.write(writer);
         it.write = nullptr; // its pieces and pickle nodes are no longer needed
     }
     writer.verified();
     cancel.throwIfCancelled();
     io::AtomicFile& latest = latestTx.create();
-    const std::string name = out.filename().string();
-    latest.write(name.data(), name.size());
+    latest.write(folderName.data(), folderName.size());
     latest.finish();
     tx.commit();
     latestTx.commit();
+    if (progress) progress({1000, "done", total, total});
+    return {writer.files() + 1, writer.written() + folderName.size(), total};
+}
+
+} // namespace
+
+UniversalResult universal(const layout::OpenedTag& in, const std::string& output,
+                          const UniversalOptions& options, const ProgressSink& progress,
+                          const CancelToken& cancel)
+{
+    if (!in->unreadable.empty()) throw Error(in->unreadable, in->dir);
+    if (!in->convertsToUniversal && !hasRankFilesOnDisk(in->files))
+        throw Error("not a DeepSpeed checkpoint folder (this is a " + in.checkpoint->model.familyName +
+                        "): only DeepSpeed ZeRO 1-3 tags convert to Universal",
+                    in->dir);
+    const Destination dest = destinationOf(output);
+    // What is converted is the tag folder (ds_to_universal's --input_folder): OUT may lie beside
+    // it in the checkpoint root, where load_checkpoint(root) with load_universal looks. (Given the
+    // root on the command line, the path overload keeps OUT out of it.) A folder that holds files
+    // is refused unless replacing was asked for: an earlier conversion's zero/ folders would mix
+    // with this one's.
+    const std::vector<std::string> inputs{in->dir};
+    io::OutputTransaction tx(inputs, output, io::OutputTransaction::Shape::Folder, existingRule(options),
+                             earlierUniversalOutput);
+    reportNotes(progress, tx.notes());
+    io::OutputTransaction latestTx(inputs, dest.latest.string(), io::OutputTransaction::Shape::File);
+    reportNotes(progress, latestTx.notes());
+
+    RankFiles files(in.files());
+    const int tpDegree = preflight(in->files, in->dir, files);
+    if (progress) progress({0, "reading " + in->dir, 0, 0});
+    const TpRanks ranks = tensorParallelRanks(in, tpDegree);
+    checkConvertible(ranks);
+    const layout::Tag& tag = *ranks.tags.front();
+    const bool stage3 = tag.zeroStage == 3;
+    const Plan plan = planFiles(*in, stage3);     // the opened tag: every mp rank's files
+    const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
+    Rules rules = universalRules(files.get(plan.model0), plan.model0, stage3, tpMerge, options);
+
+    Conversion conversion(ranks, files, plan, rules, tpMerge);
+    conversion.addParameters();
+    conversion.addModuleTensors();
+    conversion.addOptimizerState();
+    UniversalResult result;
+    result.copiedBytes = conversion.addCopies();
+    checkPatternsUsed(rules, plan.model0);
+    const Writer::Totals written =
+        writeConversion(conversion.items(), tx, latestTx, dest.out.filename().string(), progress, cancel);
 
     result.tag = tag.name;
     result.tagDir = tag.dir;
-    result.output = out.string();
-    result.latestFile = latestPath.string();
+    result.output = dest.out.string();
+    result.latestFile = dest.latest.string();
     result.zeroStage = tag.zeroStage;
     result.worldSize = tag.worldSize;
     result.tensorParallel = tpDegree;
     result.optimizer = tag.optimizer;
-    result.parameters = dirs.size();
-    result.files = writer.files() + 1;
-    result.bytesWritten = writer.written() + name.size();
-    result.tensorBytes = total - result.copiedBytes;
+    result.parameters = conversion.parameters();
+    result.files = written.files;
+    result.bytesWritten = written.bytes;
+    result.tensorBytes = written.planned - result.copiedBytes;
     // The layout's warnings speak of consolidation (what zero_to_fp32 leaves out); what would
     // make this conversion inexact is an error above instead.
-    if (progress) progress({1000, "done", total, total});
     return result;
+}
+
+UniversalResult universal(const std::string& input, const std::string& output,
+                          const UniversalOptions& options, const ProgressSink& progress,
+                          const CancelToken& cancel)
+{
+    std::error_code ec;
+    if (!fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
+    // Refused before anything is parsed: the outputs, then missing rank files by name.
+    const std::string tagDir = layout::tagLocation(input, options.tag);
+    const Destination dest = destinationOf(output);
+    io::OutputTransaction::precheck({input, tagDir}, output, io::OutputTransaction::Shape::Folder,
+                                    existingRule(options));
+    io::OutputTransaction::precheck({input, tagDir}, dest.latest.string(),
+                                    io::OutputTransaction::Shape::File);
+    auto parsed = std::make_shared<layout::FileSet>();
+    std::vector<layout::RankFile> listed;
+    for (const auto& e : fs::directory_iterator(tagDir, ec))
+        if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
+    if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
+    if (hasRankFilesOnDisk(listed)) {
+        RankFiles files(*parsed);
+        preflight(listed, tagDir, files);
+    }
+    const layout::OpenedTag in =
+        layout::openTag(input, options.tag, openingObserver(progress, cancel, "the checkpoint"), parsed);
+    return universal(in, output, options, progress, cancel);
 }
 
 } // namespace ckpt::ops

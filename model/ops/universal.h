@@ -1,12 +1,13 @@
 // `ckpt universal`: converts one DeepSpeed ZeRO 1/2/3 tag (any number of tensor-parallel mp ranks,
 // merged by universal_checkpoint_info's rules as ds_to_universal merges them) into a DeepSpeed Universal
 // checkpoint with the files, keys, value types and tensor bits DeepSpeed's ds_to_universal.py writes, so
-// DeepSpeed's load_universal resumes it on another world size. One pass over the rank files,
-// no temporary tree: each parameter's fragments are read from the mapped rank files and
-// streamed into its files as they are written; every file is re-read and checked, and the
-// whole output (and `latest_universal` beside it) appears at once or not at all.
+// DeepSpeed's load_universal resumes it on another world size. Each rank file is parsed once
+// (when the tag is opened), no temporary tree: each parameter's fragments are read from the mapped rank files
+// and streamed into its files as they are written; every file is re-read and checked, and the whole output
+// (and `latest_universal` beside it) appears at once or not at all.
 #pragma once
 
+#include "layout/family.h"
 #include "ops/job.h"
 
 #include <string>
@@ -37,9 +38,15 @@ struct UniversalResult
     std::vector<std::string> warnings;
 };
 
-// `input` a checkpoint root (tag from `latest` unless options.tag) or a tag folder; `output`
-// the Universal folder, as ds_to_universal's --output_folder. Throws Error naming the file on
-// anything it cannot convert exactly.
+// One DeepSpeed ZeRO tag of an opened checkpoint (options.tag is not read) into `output`, the
+// Universal folder, as ds_to_universal's --output_folder. Reads the rank files through the
+// checkpoint's FileSet: nothing the opening parsed is parsed again. Throws Error naming the file
+// on anything it cannot convert exactly.
+UniversalResult universal(const layout::OpenedTag& in, const std::string& output,
+                          const UniversalOptions& options, const ProgressSink& progress,
+                          const CancelToken& cancel);
+// `input` a checkpoint root (tag from `latest` unless options.tag) or a tag folder: the outputs
+// and the rank files' presence are checked first, then the tag is opened through the registry.
 UniversalResult universal(const std::string& input, const std::string& output,
                           const UniversalOptions& options, const ProgressSink& progress,
                           const CancelToken& cancel);

@@ -1,8 +1,9 @@
 #include "ops/writers.h"
 
 #include "compute_backend.h"
+#include "io/tensor_hasher.h"
+#include "io/verified_writer.h"
 #include "ops/chunk_stream.h"
-#include "ops/tensor_hasher.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
@@ -16,19 +17,6 @@ namespace {
 {
     throw Error("verification after writing failed: " + what, out.finalPath());
 }
-// Hashes bytes of a mapped file chunk by chunk, releasing pages behind, so verifying a
-// multi-gigabyte output does not pull all of it into our resident set.
-uint64_t hashReleasing(const io::MappedFile& file, const uint8_t* data, uint64_t size)
-{
-    constexpr uint64_t kChunk = 16u << 20;
-    TensorHasher h(1);
-    for (uint64_t off = 0; off < size; off += kChunk) {
-        const uint64_t n = std::min(kChunk, size - off);
-        h.update(0, data + off, n);
-        file.release(data + off, n);
-    }
-    return h.digests()[0];
-}
 } // namespace
 
 std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::OutTensor>& tensors,
@@ -40,7 +28,7 @@ std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::O
     const uint64_t n = header.size();
     out.write(&n, 8);
     out.write(header.data(), header.size());
-    TensorHasher hasher(tensors.size());
+    io::TensorHasher hasher(tensors.size());
     streamChunks(
         tensors,
         [&](size_t i, const uint8_t* data, uint64_t size) {
@@ -68,7 +56,7 @@ void verifySafetensors(const io::AtomicFile& out, const std::vector<torch::OutTe
             it->second->dtype != tensors[i].dtype)
             mismatch(out, "tensor '" + tensors[i].name + "' is missing or has another shape or dtype");
         const auto b = check->bytes(*it->second);
-        if (hashReleasing(*check->file(), b.data(), b.size()) != hashes[i])
+        if (io::hashReleasing(*check->file(), b.data(), b.size(), &cancel) != hashes[i])
             mismatch(out, "tensor '" + tensors[i].name + "' differs");
     }
 }
@@ -87,7 +75,7 @@ void verifyTorchZip(const io::AtomicFile& out, const std::vector<torch::OutTenso
         const auto blob = check->storageBytes(t->storage);
         if (blob.size() != t->nbytes())
             mismatch(out, "tensor '" + tensors[i].name + "' does not own compact storage");
-        if (hashReleasing(check->mapped(), blob.bytes.data(), blob.size()) != hashes[i])
+        if (io::hashReleasing(check->mapped(), blob.bytes.data(), blob.size(), &cancel) != hashes[i])
             mismatch(out, "tensor '" + tensors[i].name + "' differs");
     }
     for (const auto& a : aliases) {

@@ -1,7 +1,7 @@
 #include "torch/torch_writer.h"
 
+#include "io/tensor_hasher.h"
 #include "ops/chunk_stream.h"
-#include "ops/tensor_hasher.h"
 
 #include <algorithm>
 #include <map>
@@ -333,7 +333,7 @@ private:
 std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTensor>& tensors,
                                     const std::vector<Alias>& aliases, const std::string& archiveName,
                                     const std::function<void(uint64_t)>& onBytes,
-                                    const ops::CancelToken& cancel)
+                                    const io::CancelToken& cancel)
 {
     std::map<std::string, size_t> keyOf;
     Pickler p;
@@ -390,13 +390,13 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
 std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::string& archiveName,
                                            const std::string& pickle, const std::vector<OutTensor>& storages,
                                            const std::function<void(uint64_t)>& onBytes,
-                                           const ops::CancelToken& cancel)
+                                           const io::CancelToken& cancel)
 {
     ZipStream zip(out, archiveName);
     zip.record("data.pkl", pickle);
     zip.record("byteorder", "little");
     // One record per storage, opened when its first chunk arrives (empty ones have none).
-    ops::TensorHasher hasher(storages.size());
+    io::TensorHasher hasher(storages.size());
     size_t begun = 0;
     auto beginThrough = [&](size_t last) {
         for (; begun <= last && begun < storages.size(); ++begun) {

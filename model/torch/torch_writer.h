@@ -5,7 +5,7 @@
 #pragma once
 
 #include "io/atomic_file.h"
-#include "ops/job.h"
+#include "io/job.h"
 #include "torch/out_tensor.h"
 
 #include <string>
@@ -25,7 +25,7 @@ struct Alias
 std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTensor>& tensors,
                                     const std::vector<Alias>& aliases, const std::string& archiveName,
                                     const std::function<void(uint64_t)>& onBytes,
-                                    const ops::CancelToken& cancel);
+                                    const io::CancelToken& cancel);
 
 // The records of a torch.save zip around a pickle written elsewhere: `pickle` as data.pkl, then
 // one record data/<name> per storage (OutTensor::name is the storage key, nbytes its size),
@@ -33,6 +33,6 @@ std::vector<uint64_t> writeTorchZip(io::AtomicFile& out, const std::vector<OutTe
 std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::string& archiveName,
                                            const std::string& pickle, const std::vector<OutTensor>& storages,
                                            const std::function<void(uint64_t)>& onBytes,
-                                           const ops::CancelToken& cancel);
+                                           const io::CancelToken& cancel);
 
 } // namespace ckpt::torch

@@ -7,7 +7,7 @@
 #include <vector>
 #include <xxhash.h>
 
-namespace ckpt::ops {
+namespace ckpt::io {
 
 class TensorHasher
 {
@@ -47,4 +47,4 @@ private:
     size_t m_current = 0;
 };
 
-} // namespace ckpt::ops
+} // namespace ckpt::io
