@@ -40,6 +40,26 @@ QString ints(const std::vector<int64_t>& v)
     return QLatin1Char('[') + l.join(QLatin1String(", ")) + QLatin1Char(']');
 }
 
+// Where a tensor of a file lies, as the file stores it.
+QString tensorRows(const Node& node)
+{
+    const ops::ListedTensor& t = *node.tensor;
+    QString html = row(DetailsPane::tr("Stride"), ints(t.tensor.stride));
+    html += row(DetailsPane::tr("Storage"), t.storage.empty() ? DetailsPane::tr("none")
+                                                              : DetailsPane::tr("record %1, offset %2, %3")
+                                                                    .arg(esc(t.storage))
+                                                                    .arg(t.tensor.storageOffset)
+                                                                    .arg(humanBytes(t.storageBytes)));
+    html += row(DetailsPane::tr("File"), esc(node.file));
+    if (!node.sharedWith.empty()) {
+        QStringList others;
+        for (const auto& o : node.sharedWith)
+            others << esc(o);
+        html += row(DetailsPane::tr("Shares storage with"), others.join(QLatin1String("<br>")));
+    }
+    return html;
+}
+
 // Runs on a worker: the first values and the statistics of one named tensor: of a tag of the
 // checkpoint the window opened (its parsed files are reused, nothing is opened again), or of a
 // file shown on its own.
@@ -190,36 +210,17 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         html += row(tr("dtype"), esc(node->dtype)) + row(tr("Shape"), ints(node->shape));
     if (node->elements) html += row(tr("Elements"), QLocale().toString(qulonglong(node->elements)));
     if (node->bytes) html += row(tr("Bytes"), humanBytes(node->bytes));
-    if (node->kind == NodeKind::Tensor) {
-        const auto& i = node->info;
-        html += row(tr("Stride"), ints(i.value("stride", std::vector<int64_t>{})));
-        html += row(tr("Storage"), i["storage"].is_string()
-                                       ? tr("record %1, offset %2, %3")
-                                             .arg(esc(i["storage"].get<std::string>()))
-                                             .arg(i.value("storage_offset", 0))
-                                             .arg(humanBytes(i.value("storage_nbytes", uint64_t(0))))
-                                       : tr("none"));
-        html += row(tr("File"), esc(i.value("file", std::string())));
-        if (i.contains("shared_with")) {
-            QStringList others;
-            for (const auto& o : i["shared_with"])
-                others << esc(o.get<std::string>());
-            html += row(tr("Shares storage with"), others.join(QLatin1String("<br>")));
-        }
-    }
+    if (node->tensor) html += tensorRows(*node);
     if (held) html += showPartitions(*held);
-    if (node->kind == NodeKind::Tag)
-        for (auto it = node->info.begin(); it != node->info.end(); ++it)
-            html += row(esc(it.key()),
-                        esc(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+    for (const layout::Fact& f : node->facts)
+        html += row(esc(f.label), esc(f.value));
     if (node->kind == NodeKind::Config) {
-        m_json->setPlainText(QString::fromStdString(node->info.dump(2)));
+        m_json->setPlainText(QString::fromStdString(node->text));
         m_json->setVisible(true);
         m_search->setVisible(true);
     }
-    if (node->kind == NodeKind::Entry && node->info.contains("value"))
-        html += row(tr("Value"), esc(node->info["value"].get<std::string>()));
-    if (node->info.contains("error")) html += row(tr("Error"), esc(node->info["error"].get<std::string>()));
+    if (node->kind == NodeKind::Entry && !node->value.empty()) html += row(tr("Value"), esc(node->value));
+    if (!node->error.empty()) html += row(tr("Error"), esc(node->error));
     m_summary->setHtml(html + QStringLiteral("</table>"));
     fitSummary();
 }
@@ -291,8 +292,8 @@ void DetailsPane::computeStatistics()
         tag = oneParameterTag(*m_snapshot, *m_node);
         name = p->name;
     } else {
-        source = m_node->info.value("file", m_snapshot->path);
-        name = m_node->info.value("path", std::string());
+        source = m_node->file.empty() ? m_snapshot->path : m_node->file;
+        name = m_node->tensor ? m_node->tensor->tensor.path : std::string();
     }
     m_statsButton->setEnabled(false);
     m_stats->setText(tr("Computing..."));

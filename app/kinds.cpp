@@ -81,7 +81,7 @@ const char* iconName(const Node& n)
     case NodeKind::Group:
         return "folder";
     case NodeKind::RankFile:
-        return n.info.contains("error") ? "warning" : "rank-file";
+        return n.error.empty() ? "rank-file" : "warning";
     case NodeKind::Parameter:
         if (n.kindText == "buffer") return "buffer";
         if (n.kindText == "optimizer state") return "optimizer-state";

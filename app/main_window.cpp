@@ -604,8 +604,8 @@ QString MainWindow::diskPathOf(const Node* n) const
     const Snapshot* s = m_model->snapshot();
     if (!s) return {};
     for (; n; n = n->parent) {
-        if (n->kind == NodeKind::RankFile && n->info.contains("file"))
-            return QFileInfo(QString::fromStdString(n->info["file"].get<std::string>())).absoluteFilePath();
+        if (n->kind == NodeKind::RankFile && !n->file.empty())
+            return QFileInfo(QString::fromStdString(n->file)).absoluteFilePath();
         if (n->kind == NodeKind::Tag && n->tag >= 0 && size_t(n->tag) < s->tags.size())
             return QFileInfo(QString::fromStdString(s->tags[size_t(n->tag)].dir)).absoluteFilePath();
         if (!n->parent) return QString::fromStdString(s->path);
@@ -625,8 +625,8 @@ void MainWindow::followSelection(const Node* n)
                            n->kind == NodeKind::RankFile || !n->parent;
     const bool inside = !target.isEmpty() && (path == target || path.startsWith(target + QLatin1Char('/')));
     if (container || !inside) m_bloat->setTarget(path);
-    if (n->kind == NodeKind::Tensor && n->info.contains("path"))
-        m_bloat->showTensor(path, QString::fromStdString(n->info["path"].get<std::string>()));
+    if (n->kind == NodeKind::Tensor && n->tensor)
+        m_bloat->showTensor(path, QString::fromStdString(n->tensor->tensor.path));
 }
 
 void MainWindow::showBloat(const QString& path)
@@ -695,7 +695,7 @@ bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
             const Node* n = stack.back();
             stack.pop_back();
             if (n->kind == NodeKind::RankFile) {
-                if (n->info.contains("file") && same(n->info["file"].get<std::string>()))
+                if (!n->file.empty() && same(n->file))
                     treePath = QString::fromStdString(n->path) + QLatin1Char('/') + tensorPath;
                 continue;
             }

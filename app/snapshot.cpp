@@ -3,10 +3,9 @@
 #include "sharding_map.h"
 
 #include "io/error.h"
-#include "layout/deepspeed.h"
 #include "layout/family.h"
 #include "ops/analyze.h"
-#include "ops/inspect.h"
+#include "ops/file_listing.h"
 
 #include <QThread>
 #include <atomic>
@@ -31,46 +30,38 @@ Node* add(Node* parent, std::string name, NodeKind kind, std::string kindText)
     return raw;
 }
 
-void addFileEntries(Node* fileNode, const nlohmann::ordered_json& doc)
+// The file's object tree under its node, from the typed listing (depth first, with depths).
+void addFileEntries(Node* fileNode, const ops::FileListing& listing)
 {
-    // Rebuild the entry tree from the flat, depth-annotated list inspect produces.
     std::vector<Node*> stack{fileNode};
-    const auto& tensors = doc["tensors"];
     std::map<std::string, std::vector<std::string>> byStorage; // which tensors share a storage
-    for (const auto& t : tensors)
-        if (t["storage"].is_string())
-            byStorage[t["storage"].get<std::string>()].push_back(t["path"].get<std::string>());
-    for (const auto& e : doc["entries"]) {
-        const int depth = e["depth"].get<int>();
-        if (depth == 0) continue;
-        while (int(stack.size()) > depth)
+    for (const auto& t : listing.tensors)
+        if (!t.storage.empty()) byStorage[t.storage].push_back(t.tensor.path);
+    for (const torch::Entry& e : listing.entries) {
+        if (e.depth == 0) continue;
+        while (int(stack.size()) > e.depth)
             stack.pop_back();
-        const std::string path = e["path"].get<std::string>();
-        const auto slash = path.rfind('/');
-        const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-        const std::string kind = e["kind"].get<std::string>();
-        Node* n = add(stack.back(), name, kind == "tensor" ? NodeKind::Tensor : NodeKind::Entry,
-                      kind == "tensor" ? "tensor" : e["type"].get<std::string>());
-        n->path = fileNode->path.empty() ? path : fileNode->path + "/" + path;
-        if (kind == "tensor") {
-            const auto& t = tensors[e["tensor"].get<size_t>()];
-            n->dtype = t["dtype"];
-            n->shape = t["shape"].get<std::vector<int64_t>>();
-            n->bytes = t["nbytes"];
-            n->elements = 1;
-            for (auto d : n->shape)
-                n->elements *= uint64_t(d);
-            n->info = t;
-            n->info["file"] = doc["file"];
-            if (t["storage"].is_string()) {
-                std::vector<std::string> others;
-                for (const auto& o : byStorage[t["storage"].get<std::string>()])
-                    if (o != t["path"].get<std::string>()) others.push_back(o);
-                if (!others.empty()) n->info["shared_with"] = others;
-            }
+        const auto slash = e.path.rfind('/');
+        const std::string name = slash == std::string::npos ? e.path : e.path.substr(slash + 1);
+        const bool tensor =
+            e.kind == torch::EntryKind::Tensor && e.tensor >= 0 && size_t(e.tensor) < listing.tensors.size();
+        Node* n =
+            add(stack.back(), name, tensor ? NodeKind::Tensor : NodeKind::Entry, tensor ? "tensor" : e.type);
+        n->path = fileNode->path.empty() ? e.path : fileNode->path + "/" + e.path;
+        if (tensor) {
+            const ops::ListedTensor& t = listing.tensors[size_t(e.tensor)];
+            n->dtype = torch::name(t.tensor.dtype);
+            n->shape = t.tensor.shape;
+            n->bytes = listing.format == "safetensors" ? t.storageBytes : t.tensor.nbytes();
+            n->elements = t.tensor.numel();
+            n->file = listing.file;
+            n->value = t.value;
+            n->tensor = std::make_unique<const ops::ListedTensor>(t);
+            if (!t.storage.empty())
+                for (const auto& o : byStorage[t.storage])
+                    if (o != t.tensor.path) n->sharedWith.push_back(o);
         } else {
-            n->info = {{"type", e["type"]}};
-            if (e.contains("summary")) n->info["value"] = e["summary"];
+            n->value = e.summary;
         }
         stack.push_back(n);
     }
@@ -225,16 +216,9 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                                                  : "tag");
             tn->tag = int(ti);
             tn->ranks = t.worldSize;
-            tn->info = {{"zero_stage", t.zeroStage},
-                        {"world_size", t.worldSize},
-                        {"dtype", t.dtype},
-                        {"ds_version", t.dsVersion},
-                        {"global_steps", t.globalSteps},
-                        {"global_samples", t.globalSamples},
-                        {"optimizer", t.optimizer}};
+            tn->facts = t.facts;
             Node* cfg = add(tn, "configuration", NodeKind::Config, "configuration");
-            cfg->info = {
-                {"ds_config", t.config}, {"client_state", t.clientState}, {"lr_scheduler", t.lrScheduler}};
+            cfg->text = layout::configurationText(t);
             Node* files = add(tn, "rank files", NodeKind::Group, "files");
             for (const auto& f : t.files) {
                 if (cancel) cancel->throwIfCancelled();
@@ -243,18 +227,18 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
                 done += f.size;
                 Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
                 fn->bytes = f.size;
-                fn->info = {{"file", f.path},
-                            {"role", layout::roleName(f.role)},
-                            {"dp_rank", f.dpRank},
-                            {"mp_rank", f.mpRank}};
+                fn->file = f.path;
+                fn->facts = {{"role", layout::roleName(f.role)},
+                             {"data-parallel rank", std::to_string(f.dpRank)},
+                             {"tensor-parallel rank", std::to_string(f.mpRank)}};
                 // The file as the layout parsed it: never a second parse. Files the layout did
                 // not parse as one torch file (a .distcp of many items, an unused extra file)
                 // are listed without their object tree.
                 if (const auto parsed = opened->files->find(f.path)) {
                     try {
-                        addFileEntries(fn, ops::inspectFile(*parsed));
+                        addFileEntries(fn, ops::listFile(*parsed));
                     } catch (const ckpt::Error& e) {
-                        fn->info["error"] = e.what();
+                        fn->error = e.what();
                     }
                 }
                 files->bytes += f.size;
@@ -265,13 +249,12 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
         }
         return s;
     }
-    const auto doc = ops::inspectFile(path);
-    s->family = doc["format"];
-    for (const auto& w : doc["warnings"])
-        s->warnings.push_back(w.get<std::string>());
-    root->kindText = doc["format"].get<std::string>() + " file";
-    root->bytes = doc["file_size"];
-    addFileEntries(root, doc);
+    const ops::FileListing listing = ops::listFile(path);
+    s->family = "file";
+    s->warnings = listing.warnings;
+    root->kindText = listing.format + " file";
+    root->bytes = listing.fileSize;
+    addFileEntries(root, listing);
     return s;
 }
 

@@ -5,11 +5,11 @@
 
 #include "layout/checkpoint.h"
 #include "layout/family.h"
+#include "ops/file_listing.h"
 #include "ops/job.h"
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -35,7 +35,14 @@ struct Node
     // that is no moment, RNG, ...). A Parameter node of any of them has values, statistics and
     // a partition table.
     enum class Held : uint8_t { Parameter, Moment, Other } held = Held::Parameter;
-    nlohmann::ordered_json info; // details for the pane (tensor fields, config JSON, ...)
+    // What the details pane shows beyond the columns, by kind of node:
+    std::string file;                                // RankFile, Tensor: the file it is or lies in
+    std::unique_ptr<const ops::ListedTensor> tensor; // Tensor: as its file stores it
+    std::vector<std::string> sharedWith;             // Tensor: the other tensors of its storage
+    std::string value;                               // Entry: a small value's repr; Tensor: a 0-d one's
+    std::string error;                               // RankFile: why its object tree cannot be listed
+    std::vector<layout::Fact> facts;                 // Tag: what its family says of it; RankFile: role, ranks
+    std::string text;                                // Config: the configuration, as JSON text
     Node* parent = nullptr;
     int row = 0; // index in parent->children: the item model's row, without a search
     std::vector<std::unique_ptr<Node>> children;
@@ -46,7 +53,7 @@ struct ShardingLayout;
 struct Snapshot
 {
     std::string path;
-    std::string family; // "deepspeed", "torch-zip", "safetensors", ...
+    std::string family; // "deepspeed", "file", "hf", ...: the recognizer's id
     std::vector<layout::Tag> tags;
     // Each tag's sharding map, laid out on the loading worker (at 64 ranks x 10,000 parameters
     // it took 43 ms of the GUI thread when a tag was selected); may be shorter than `tags`.

@@ -312,10 +312,10 @@ private slots:
                 const app::Node* n = app::TreeModel::node(w.proxy()->mapToSource(w.tree()->currentIndex()));
                 QVERIFY(n);
                 QCOMPARE(n->kind, app::NodeKind::Tensor);
-                QCOMPARE(QString::fromStdString(n->info["path"].get<std::string>()), t.path);
-                QCOMPARE(
-                    QFileInfo(QString::fromStdString(n->info["file"].get<std::string>())).canonicalFilePath(),
-                    QFileInfo(v->currentFile()).canonicalFilePath());
+                QVERIFY(n->tensor);
+                QCOMPARE(QString::fromStdString(n->tensor->tensor.path), t.path);
+                QCOMPARE(QFileInfo(QString::fromStdString(n->file)).canonicalFilePath(),
+                         QFileInfo(v->currentFile()).canonicalFilePath());
                 // the view stays on what it showed, its tensor selected
                 QCOMPARE(v->target(), bloat);
                 QCOMPARE(table->currentIndex().siblingAtColumn(0), row);

@@ -234,6 +234,84 @@ std::string memberId(const std::string& archive, const std::string& member)
     return archive + "!" + member;
 }
 
+namespace {
+
+// The input as libarchive reads it. An uncompressed tar is read from the map, so its members are
+// slices of it; compressed input is streamed from the descriptor, block by block.
+struct Input
+{
+    std::shared_ptr<const MappedFile> mapped; // set for an uncompressed tar only
+    uint64_t fileSize = 0;
+    int fd = -1; // owned: closed with the Input, also when opening fails half way
+
+    Input() = default;
+    Input(const Input&) = delete;
+    Input& operator=(const Input&) = delete;
+    ~Input()
+    {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+void openInput(archive* a, const std::string& path, bool inPlace, Input& in)
+{
+    if (inPlace) {
+        in.mapped = MappedFile::open(path);
+        in.fileSize = in.mapped->size();
+        if (archive_read_open_memory(a, in.mapped->bytes().data(), in.mapped->size()) != ARCHIVE_OK)
+            throw Error(reasonOf(a), path);
+    } else {
+        in.fd = openRegularFile(path);
+        in.fileSize = fileSizeOf(in.fd, path);
+        if (archive_read_open_fd(a, in.fd, 1u << 20) != ARCHIVE_OK) throw Error(reasonOf(a), path);
+    }
+}
+
+// The tar member's normalised name and kind from its header, with its type and uniqueness
+// checked; an empty name means the member is skipped (such as "./").
+ArchiveMember tarMemberHeader(archive_entry* e, const std::string& path, std::set<std::string>& seen)
+{
+    const char* rawName = archive_entry_pathname(e);
+    if (!rawName) rawName = archive_entry_pathname_utf8(e);
+    if (!rawName) throw Error("a member's name cannot be read; refused", path);
+    const std::string raw = rawName;
+    checkMemberType(e, raw, path);
+    ArchiveMember m;
+    m.directory = archive_entry_filetype(e) == AE_IFDIR;
+    m.name = normalisedName(raw, m.directory, path);
+    if (m.name.empty()) return m;
+    if (!seen.insert(m.name).second)
+        throw Error("member '" + m.name + "' appears twice; refused (which one is meant is ambiguous)", path);
+    m.size = archive_entry_size_is_set(e) ? uint64_t(archive_entry_size(e)) : 0;
+    return m;
+}
+
+// Points the member of a tar read from memory at its bytes in the map, without copying them:
+// libarchive hands out the member's first block as a pointer into the buffer it was given.
+void sliceInPlace(archive* a, ArchiveMember& m, const Input& in, const std::string& path)
+{
+    const void* block = nullptr;
+    size_t len = 0;
+    la_int64_t off = 0;
+    const int rd = archive_read_data_block(a, &block, &len, &off);
+    if (rd < ARCHIVE_WARN) throw Error("member '" + m.name + "': " + reasonOf(a), path);
+    const auto* p = static_cast<const uint8_t*>(block);
+    const uint8_t* base = in.mapped->bytes().data();
+    if (rd == ARCHIVE_EOF || m.size == 0)
+        m.offset = 0, m.size = 0;
+    else if (p >= base && p < base + in.fileSize && off == 0)
+        m.offset = uint64_t(p - base);
+    else // libarchive copied after all: never expected for a tar read from memory
+        throw Error("member '" + m.name + "' cannot be located in the file", path);
+    if (m.offset + m.size > in.fileSize)
+        throw Error("member '" + m.name + "' is truncated: it declares " + std::to_string(m.size) +
+                        " bytes, the file ends after " + std::to_string(in.fileSize - m.offset),
+                    path);
+    m.data = MappedFile::slice(in.mapped, m.offset, m.size, memberId(path, m.name));
+}
+
+} // namespace
+
 Unwrapped unwrap(const std::string& path, const std::function<bool(const std::string&)>& want,
                  const UnpackLimits& limits)
 {
@@ -241,38 +319,9 @@ Unwrapped unwrap(const std::string& path, const std::function<bool(const std::st
     u.wrapper = wrapperOfFile(path);
     if (u.wrapper.empty()) throw Error("not a tar archive or a compressed file", path);
     ArchivePtr a = newReader(path, u.wrapper);
-    // An uncompressed tar is read from the map, so its members are slices of it; compressed
-    // input is streamed from the descriptor, block by block.
-    std::shared_ptr<const MappedFile> mapped;
-    uint64_t fileSize = 0;
-    int fd = -1;
-    if (u.wrapper == "tar") {
-        mapped = MappedFile::open(path);
-        fileSize = mapped->size();
-        if (archive_read_open_memory(a.get(), mapped->bytes().data(), mapped->size()) != ARCHIVE_OK)
-            throw Error(reasonOf(a.get()), path);
-        u.inPlace = true;
-    } else {
-        fd = openRegularFile(path);
-        try {
-            fileSize = fileSizeOf(fd, path);
-        } catch (...) {
-            ::close(fd);
-            throw;
-        }
-        if (archive_read_open_fd(a.get(), fd, 1u << 20) != ARCHIVE_OK) {
-            ::close(fd);
-            throw Error(reasonOf(a.get()), path);
-        }
-    }
-    struct CloseFd
-    {
-        int fd;
-        ~CloseFd()
-        {
-            if (fd >= 0) ::close(fd);
-        }
-    } closeFd{fd};
+    Input in; // after `a`, so the descriptor is closed before the reader is freed
+    openInput(a.get(), path, u.wrapper == "tar", in);
+    u.inPlace = in.mapped != nullptr;
 
     Reader reader(path, limits);
     std::set<std::string> seen;
@@ -286,53 +335,23 @@ Unwrapped unwrap(const std::string& path, const std::function<bool(const std::st
                     reasonOf(a.get()),
                 path);
         const int format = archive_format(a.get()) & ARCHIVE_FORMAT_BASE_MASK;
-        if (format == ARCHIVE_FORMAT_RAW) {
+        if (format == ARCHIVE_FORMAT_RAW) { // a compressed file, not a tar: one nameless member
             ArchiveMember m;
-            std::vector<uint8_t> bytes = reader.readAll(a.get(), ~uint64_t(0), fileSize, {});
+            std::vector<uint8_t> bytes = reader.readAll(a.get(), ~uint64_t(0), in.fileSize, {});
             m.size = bytes.size();
             m.data = MappedFile::fromBuffer(std::move(bytes), path);
             u.members.push_back(std::move(m));
             break;
         }
         u.tar = true;
-        const char* rawName = archive_entry_pathname(e);
-        if (!rawName) rawName = archive_entry_pathname_utf8(e);
-        if (!rawName) throw Error("a member's name cannot be read; refused", path);
-        const std::string raw = rawName;
-        checkMemberType(e, raw, path);
-        ArchiveMember m;
-        m.directory = archive_entry_filetype(e) == AE_IFDIR;
-        m.name = normalisedName(raw, m.directory, path);
+        ArchiveMember m = tarMemberHeader(e, path, seen);
         if (m.name.empty()) continue;
-        if (!seen.insert(m.name).second)
-            throw Error("member '" + m.name + "' appears twice; refused (which one is meant is ambiguous)",
-                        path);
-        m.size = archive_entry_size_is_set(e) ? uint64_t(archive_entry_size(e)) : 0;
         if (!m.directory && (!want || want(m.name))) {
-            if (u.inPlace) {
-                const void* block = nullptr;
-                size_t len = 0;
-                la_int64_t off = 0;
-                const int rd = archive_read_data_block(a.get(), &block, &len, &off);
-                if (rd < ARCHIVE_WARN) throw Error("member '" + m.name + "': " + reasonOf(a.get()), path);
-                const auto* p = static_cast<const uint8_t*>(block);
-                const uint8_t* base = mapped->bytes().data();
-                if (rd == ARCHIVE_EOF || m.size == 0)
-                    m.offset = 0, m.size = 0;
-                else if (p >= base && p < base + fileSize && off == 0)
-                    m.offset = uint64_t(p - base);
-                else // libarchive copied after all: never expected for a tar read from memory
-                    throw Error("member '" + m.name + "' cannot be located in the file", path);
-                if (m.offset + m.size > fileSize)
-                    throw Error("member '" + m.name + "' is truncated: it declares " +
-                                    std::to_string(m.size) + " bytes, the file ends after " +
-                                    std::to_string(fileSize - m.offset),
-                                path);
-                m.data = MappedFile::slice(mapped, m.offset, m.size, memberId(path, m.name));
-            } else {
-                m.data = MappedFile::fromBuffer(reader.readAll(a.get(), m.size, fileSize, m.name),
+            if (u.inPlace)
+                sliceInPlace(a.get(), m, in, path);
+            else
+                m.data = MappedFile::fromBuffer(reader.readAll(a.get(), m.size, in.fileSize, m.name),
                                                 memberId(path, m.name));
-            }
         }
         u.members.push_back(std::move(m));
     }

@@ -32,103 +32,127 @@ bool ZipReader::looksLikeZip(ByteSpan b)
     return b.size() >= 4 && loadLE<uint32_t>(b.data()) == kLocalSig;
 }
 
-void ZipReader::fail(const std::string& why, uint64_t offset) const
+namespace {
+
+// The parse steps below are free functions so they need nothing but the bytes and the path;
+// they fail exactly as ZipReader::fail does.
+[[noreturn]] void zipFail(const std::string& path, const std::string& why, uint64_t offset = Error::kNoOffset)
 {
-    throw Error("zip: " + why, m_file->path(), offset);
+    throw Error("zip: " + why, path, offset);
 }
 
-void ZipReader::parse()
+// Where the central directory is and how many entries it claims.
+struct Directory
 {
-    const ByteSpan b = m_file->bytes();
-    const uint64_t n = b.size();
-    if (n < 22) fail("file too small for a zip archive (" + std::to_string(n) + " bytes)");
+    uint64_t count = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+};
 
-    // The end record sits in the last 22 + 65535 (comment) bytes; search backwards.
-    uint64_t eocd = UINT64_MAX;
+// The end record sits in the last 22 + 65535 (comment) bytes; search backwards.
+uint64_t findEndRecord(ByteSpan b, const std::string& path)
+{
+    const uint64_t n = b.size();
     const uint64_t lowest = n >= 22 + 65535 ? n - 22 - 65535 : 0;
     for (uint64_t p = n - 22 + 1; p-- > lowest;) {
-        if (loadLE<uint32_t>(b.data() + p) == kEndSig) {
-            eocd = p;
-            break;
-        }
+        if (loadLE<uint32_t>(b.data() + p) == kEndSig) return p;
     }
-    if (eocd == UINT64_MAX) fail("no end-of-central-directory record (truncated file?)");
+    zipFail(path, "no end-of-central-directory record (truncated file?)");
+}
 
-    uint64_t count = loadLE<uint16_t>(b.data() + eocd + 10);
-    uint64_t cdSize = loadLE<uint32_t>(b.data() + eocd + 12);
-    uint64_t cdOffset = loadLE<uint32_t>(b.data() + eocd + 16);
+// Reads the classic end record at `eocd`, or the ZIP64 one it points to, and checks that the
+// directory it describes fits in the file.
+Directory readDirectory(ByteSpan b, uint64_t eocd, const std::string& path)
+{
+    const uint64_t n = b.size();
+    Directory d;
+    d.count = loadLE<uint16_t>(b.data() + eocd + 10);
+    d.size = loadLE<uint32_t>(b.data() + eocd + 12);
+    d.offset = loadLE<uint32_t>(b.data() + eocd + 16);
 
     // ZIP64: the locator is immediately before the classic end record.
     if (eocd >= 20 && loadLE<uint32_t>(b.data() + eocd - 20) == kEnd64LocatorSig) {
         const uint64_t rec = loadLE<uint64_t>(b.data() + eocd - 20 + 8);
         if (!rangeFits(rec, 56, n) || loadLE<uint32_t>(b.data() + rec) != kEnd64Sig)
-            fail("ZIP64 end record missing or out of range", eocd - 20);
-        count = loadLE<uint64_t>(b.data() + rec + 32);
-        cdSize = loadLE<uint64_t>(b.data() + rec + 40);
-        cdOffset = loadLE<uint64_t>(b.data() + rec + 48);
+            zipFail(path, "ZIP64 end record missing or out of range", eocd - 20);
+        d.count = loadLE<uint64_t>(b.data() + rec + 32);
+        d.size = loadLE<uint64_t>(b.data() + rec + 40);
+        d.offset = loadLE<uint64_t>(b.data() + rec + 48);
     }
-    if (!rangeFits(cdOffset, cdSize, n)) fail("central directory lies outside the file", eocd);
-    if (count > cdSize / kCentralHeaderSize)
-        fail("central directory claims more entries than fit in it", eocd);
-    if (count == 0) fail("archive has no entries");
+    if (!rangeFits(d.offset, d.size, n)) zipFail(path, "central directory lies outside the file", eocd);
+    if (d.count > d.size / kCentralHeaderSize)
+        zipFail(path, "central directory claims more entries than fit in it", eocd);
+    if (d.count == 0) zipFail(path, "archive has no entries");
+    return d;
+}
 
-    m_entries.reserve(count);
-    Cursor c(b.subspan(cdOffset, cdSize), "zip central directory");
-    for (uint64_t i = 0; i < count; ++i) {
-        const uint64_t at = cdOffset + c.pos();
-        if (c.le<uint32_t>() != kCentralSig) fail("bad central directory entry signature", at);
-        c.take(6); // versions, flags
-        ZipEntry e;
-        e.method = c.le<uint16_t>();
-        c.take(4); // time, date
-        e.crc32 = c.le<uint32_t>();
-        e.compressedSize = c.le<uint32_t>();
-        e.size = c.le<uint32_t>();
-        const uint16_t nameLen = c.le<uint16_t>();
-        const uint16_t extraLen = c.le<uint16_t>();
-        const uint16_t commentLen = c.le<uint16_t>();
-        c.take(8); // disk, attributes
-        e.localHeaderOffset = c.le<uint32_t>();
-        e.name = std::string(asStringView(c.take(nameLen)));
-        Cursor extra(c.take(extraLen), "zip extra field");
-        while (extra.remaining() >= 4) {
-            const uint16_t id = extra.le<uint16_t>();
-            const uint16_t len = extra.le<uint16_t>();
-            Cursor x(extra.take(len), "zip64 extra field");
-            if (id != 0x0001) continue;
-            // Only the fields whose 32-bit slot is saturated are present, in this order.
-            if (e.size == 0xFFFFFFFF) e.size = x.le<uint64_t>();
-            if (e.compressedSize == 0xFFFFFFFF) e.compressedSize = x.le<uint64_t>();
-            if (e.localHeaderOffset == 0xFFFFFFFF) e.localHeaderOffset = x.le<uint64_t>();
-        }
-        c.take(commentLen);
-
-        if (e.method != 0 && e.method != 8)
-            fail("entry '" + e.name + "' uses unsupported compression method " + std::to_string(e.method),
-                 at);
-        if (e.method == 0 && e.compressedSize != e.size)
-            fail("stored entry '" + e.name + "' has different compressed and uncompressed sizes", at);
-        if (e.method == 8 && e.size / kMaxDeflateRatio > e.compressedSize + 1)
-            fail("deflated entry '" + e.name + "' claims an impossible size of " + std::to_string(e.size) +
-                     " bytes",
-                 at);
-        if (!rangeFits(e.localHeaderOffset, kLocalHeaderSize, n))
-            fail("entry '" + e.name + "' has its local header outside the file", at);
-        const uint8_t* lh = b.data() + e.localHeaderOffset;
-        if (loadLE<uint32_t>(lh) != kLocalSig)
-            fail("entry '" + e.name + "' has a bad local header", e.localHeaderOffset);
-        e.dataOffset =
-            e.localHeaderOffset + kLocalHeaderSize + loadLE<uint16_t>(lh + 26) + loadLE<uint16_t>(lh + 28);
-        if (!rangeFits(e.dataOffset, e.compressedSize, n))
-            fail("entry '" + e.name + "' (" + std::to_string(e.compressedSize) +
-                     " bytes) extends beyond the end of the file",
-                 e.localHeaderOffset);
-        m_entries.push_back(std::move(e));
+// Decodes one central directory header at the cursor (which starts at file offset `at`),
+// widening the saturated 32-bit fields from its ZIP64 extra field.
+ZipEntry readCentralEntry(Cursor& c, uint64_t at, const std::string& path)
+{
+    if (c.le<uint32_t>() != kCentralSig) zipFail(path, "bad central directory entry signature", at);
+    c.take(6); // versions, flags
+    ZipEntry e;
+    e.method = c.le<uint16_t>();
+    c.take(4); // time, date
+    e.crc32 = c.le<uint32_t>();
+    e.compressedSize = c.le<uint32_t>();
+    e.size = c.le<uint32_t>();
+    const uint16_t nameLen = c.le<uint16_t>();
+    const uint16_t extraLen = c.le<uint16_t>();
+    const uint16_t commentLen = c.le<uint16_t>();
+    c.take(8); // disk, attributes
+    e.localHeaderOffset = c.le<uint32_t>();
+    e.name = std::string(asStringView(c.take(nameLen)));
+    Cursor extra(c.take(extraLen), "zip extra field");
+    while (extra.remaining() >= 4) {
+        const uint16_t id = extra.le<uint16_t>();
+        const uint16_t len = extra.le<uint16_t>();
+        Cursor x(extra.take(len), "zip64 extra field");
+        if (id != 0x0001) continue;
+        // Only the fields whose 32-bit slot is saturated are present, in this order.
+        if (e.size == 0xFFFFFFFF) e.size = x.le<uint64_t>();
+        if (e.compressedSize == 0xFFFFFFFF) e.compressedSize = x.le<uint64_t>();
+        if (e.localHeaderOffset == 0xFFFFFFFF) e.localHeaderOffset = x.le<uint64_t>();
     }
+    c.take(commentLen);
+    return e;
+}
 
-    // Overlapping entries are how zip bombs and polyglots are built; a real torch file never has them.
+// Checks the entry's method and sizes, then follows it to its local header to find where its
+// data starts (the local name and extra lengths may differ from the central ones).
+void locateEntryData(ZipEntry& e, ByteSpan b, uint64_t at, const std::string& path)
+{
+    const uint64_t n = b.size();
+    if (e.method != 0 && e.method != 8)
+        zipFail(path,
+                "entry '" + e.name + "' uses unsupported compression method " + std::to_string(e.method), at);
+    if (e.method == 0 && e.compressedSize != e.size)
+        zipFail(path, "stored entry '" + e.name + "' has different compressed and uncompressed sizes", at);
+    if (e.method == 8 && e.size / kMaxDeflateRatio > e.compressedSize + 1)
+        zipFail(path,
+                "deflated entry '" + e.name + "' claims an impossible size of " + std::to_string(e.size) +
+                    " bytes",
+                at);
+    if (!rangeFits(e.localHeaderOffset, kLocalHeaderSize, n))
+        zipFail(path, "entry '" + e.name + "' has its local header outside the file", at);
+    const uint8_t* lh = b.data() + e.localHeaderOffset;
+    if (loadLE<uint32_t>(lh) != kLocalSig)
+        zipFail(path, "entry '" + e.name + "' has a bad local header", e.localHeaderOffset);
+    e.dataOffset =
+        e.localHeaderOffset + kLocalHeaderSize + loadLE<uint16_t>(lh + 26) + loadLE<uint16_t>(lh + 28);
+    if (!rangeFits(e.dataOffset, e.compressedSize, n))
+        zipFail(path,
+                "entry '" + e.name + "' (" + std::to_string(e.compressedSize) +
+                    " bytes) extends beyond the end of the file",
+                e.localHeaderOffset);
+}
+
+// Overlapping entries are how zip bombs and polyglots are built; a real torch file never has them.
+void checkNoOverlap(const std::vector<ZipEntry>& entries, uint64_t cdOffset, const std::string& path)
+{
     std::vector<const ZipEntry*> sorted;
-    for (const auto& e : m_entries)
+    for (const auto& e : entries)
         sorted.push_back(&e);
     std::sort(sorted.begin(), sorted.end(), [](const ZipEntry* a, const ZipEntry* b2) {
         return a->localHeaderOffset < b2->localHeaderOffset;
@@ -136,11 +160,39 @@ void ZipReader::parse()
     for (size_t i = 1; i < sorted.size(); ++i) {
         const ZipEntry* prev = sorted[i - 1];
         if (sorted[i]->localHeaderOffset < prev->dataOffset + prev->compressedSize)
-            fail("entries '" + prev->name + "' and '" + sorted[i]->name + "' overlap",
-                 sorted[i]->localHeaderOffset);
+            zipFail(path, "entries '" + prev->name + "' and '" + sorted[i]->name + "' overlap",
+                    sorted[i]->localHeaderOffset);
     }
     if (!sorted.empty() && sorted.back()->dataOffset + sorted.back()->compressedSize > cdOffset)
-        fail("entry '" + sorted.back()->name + "' overlaps the central directory", cdOffset);
+        zipFail(path, "entry '" + sorted.back()->name + "' overlaps the central directory", cdOffset);
+}
+
+} // namespace
+
+void ZipReader::fail(const std::string& why, uint64_t offset) const
+{
+    zipFail(m_file->path(), why, offset);
+}
+
+void ZipReader::parse()
+{
+    const ByteSpan b = m_file->bytes();
+    const std::string& path = m_file->path();
+    const uint64_t n = b.size();
+    if (n < 22) fail("file too small for a zip archive (" + std::to_string(n) + " bytes)");
+
+    const uint64_t eocd = findEndRecord(b, path);
+    const Directory dir = readDirectory(b, eocd, path);
+
+    m_entries.reserve(dir.count);
+    Cursor c(b.subspan(dir.offset, dir.size), "zip central directory");
+    for (uint64_t i = 0; i < dir.count; ++i) {
+        const uint64_t at = dir.offset + c.pos();
+        ZipEntry e = readCentralEntry(c, at, path);
+        locateEntryData(e, b, at, path);
+        m_entries.push_back(std::move(e));
+    }
+    checkNoOverlap(m_entries, dir.offset, path);
 
     // Readers look entries up per storage and per chunk: a scan would make that quadratic.
     m_byName.reserve(m_entries.size());

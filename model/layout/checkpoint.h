@@ -110,6 +110,13 @@ struct Parameter
     uint64_t numel() const;
 };
 
+// One fact about a tag for people ("ZeRO stage" "2", "world size" "4", "model_type" "llama"):
+// each family states its own, and the views list them without knowing the family.
+struct Fact
+{
+    std::string label, value;
+};
+
 struct Tag
 {
     std::string name;
@@ -125,7 +132,9 @@ struct Tag
     nlohmann::ordered_json config;      // ds_config
     nlohmann::ordered_json clientState; // keys DeepSpeed does not own, rendered
     nlohmann::ordered_json lrScheduler;
-    nlohmann::ordered_json badges; // family facts for the overview ("composer_version": ...)
+    nlohmann::ordered_json
+        badges;              // family facts as `ckpt inspect --json` gives them ("composer_version": ...)
+    std::vector<Fact> facts; // what the family says of the tag, for the overview and `inspect`
     // What an export converts floating tensors to when the user does not say (DeepSpeed: fp32,
     // as zero_to_fp32 does); nullopt: as stored.
     std::optional<torch::DType> exportDtype;
@@ -146,6 +155,10 @@ struct Tag
     std::vector<std::pair<std::string, std::string>> exportFiles;
     std::vector<std::string> warnings;
 };
+
+// The tag's configuration as the training saved it (DeepSpeed's ds_config, the client state, the
+// LR scheduler), as indented JSON text for people.
+std::string configurationText(const Tag& tag);
 
 struct Checkpoint
 {

@@ -313,6 +313,7 @@ Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, con
         }
     }
     Tag tag = openDeepSpeedTagFiles(std::move(rankFiles), base.dir, base.name, base.latest, files);
+    tag.facts = deepSpeedFacts(tag);
     tag.badges["deepspeed_tag"] = "deepspeed";
     if (states) {
         Tag facts;

@@ -41,6 +41,10 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
 // its file name (classifyTagFileName). `tagDir` is only shown.
 Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& tagDir,
                           const std::string& tagName, bool latest, FileSet& files);
+// What DeepSpeed says of a tag, for people: optimizer and ZeRO stage, ranks, dtype, version,
+// step (Tag::facts of DeepSpeed tags, also those inside Composer's tarballs).
+std::vector<Fact> deepSpeedFacts(const Tag& tag);
+
 // What a rank file is from its name alone (path and size left for the caller).
 RankFile classifyTagFileName(const std::string& name);
 

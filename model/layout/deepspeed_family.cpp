@@ -30,11 +30,33 @@ public:
         // but their files are archive members, which the conversion does not read.
         const bool zero = tag.optimizer == "zero" || tag.optimizer == "bf16_optimizer";
         tag.convertsToUniversal = zero && tag.zeroStage >= 1 && tag.zeroStage <= 3;
+        tag.facts = deepSpeedFacts(tag);
         return tag;
     }
 };
 
 } // namespace
+
+std::vector<Fact> deepSpeedFacts(const Tag& tag)
+{
+    if (!tag.unreadable.empty()) return {};
+    std::vector<Fact> f;
+    const auto known = [](int64_t n) { return n >= 0 ? std::to_string(n) : std::string("?"); };
+    if (tag.optimizer == "bf16_optimizer")
+        f.push_back({"optimizer", "BF16_Optimizer (ZeRO-1 layout)"});
+    else if (tag.optimizer == "zero")
+        f.push_back({"optimizer", "ZeRO stage " + std::to_string(tag.zeroStage)});
+    else
+        f.push_back({"optimizer", "none (a ZeRO-0 or non-ZeRO save)"});
+    if (tag.worldSize > 0) f.push_back({"data-parallel ranks", std::to_string(tag.worldSize)});
+    if (tag.mpWorldSize > 1) f.push_back({"tensor-parallel ranks", std::to_string(tag.mpWorldSize)});
+    if (!tag.dtype.empty()) f.push_back({"dtype", tag.dtype});
+    if (!tag.dsVersion.empty()) f.push_back({"DeepSpeed", tag.dsVersion});
+    f.push_back({"global step", known(tag.globalSteps)});
+    if (tag.globalSamples >= 0) f.push_back({"samples", known(tag.globalSamples)});
+    if (tag.skippedSteps > 0) f.push_back({"skipped steps", known(tag.skippedSteps)});
+    return f;
+}
 
 const Family& deepSpeedFamily()
 {

@@ -43,6 +43,13 @@ const Family& familyOf(const std::string& path)
                 path);
 }
 
+std::string configurationText(const Tag& tag)
+{
+    const nlohmann::ordered_json all = {
+        {"ds_config", tag.config}, {"client_state", tag.clientState}, {"lr_scheduler", tag.lrScheduler}};
+    return all.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 const Tag& OpenedCheckpoint::chooseTag(const std::string& name) const
 {
     if (!name.empty()) {
@@ -76,6 +83,16 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list,
                                              [&](const auto& t) { return t.first == list.latest; }))
         c->model.warnings.push_back("'latest' names tag '" + list.latest + "', which does not exist");
     return c;
+}
+
+// One tag opened by its family; the facts it put in badges (the JSON contract's) are listed as
+// facts too, after those the family stated.
+Tag openedTag(const Family& family, const TagList& list, size_t index, FileSet& files)
+{
+    Tag t = family.openTag(list, index, files);
+    for (const auto& [key, value] : t.badges.items())
+        t.facts.push_back({key, value.is_string() ? value.get<std::string>() : value.dump()});
+    return t;
 }
 
 } // namespace
@@ -144,7 +161,7 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, 
         const auto& [name, dir] = list.tags[i];
         if (observer.cancelled && observer.cancelled()) throw Cancelled();
         try {
-            c->model.tags.push_back(c->family->openTag(list, i, *c->files));
+            c->model.tags.push_back(openedTag(*c->family, list, i, *c->files));
         } catch (const Error& e) {
             if (!firstError) firstError = e;
             Tag t;
@@ -202,7 +219,7 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& pat
     const size_t index = chooseByName(path, list, tag);
     const Observing observing(*c->files, observer, {list.tags[index].second});
     if (observer.cancelled && observer.cancelled()) throw Cancelled();
-    c->model.tags.push_back(c->family->openTag(list, index, *c->files));
+    c->model.tags.push_back(openedTag(*c->family, list, index, *c->files));
     return c;
 }
 

@@ -92,58 +92,98 @@ public:
         tag.name = list.tags[index].first;
         tag.dir = dir.string();
         tag.latest = true;
-        // Small files that make the folder loadable travel with an export of it.
+        readConfig(dir, tag);
+        WeightMap map = readWeightMap(dir, tag);
+        Shards shards = openShards(dir, map.shardNames, files, tag);
+        if (!map.indexed) listShardTensors(shards.opened, map.wanted);
+        const auto aliases = tiedAliases(shards);
+        reconcile(map.wanted, shards.present, aliases, tag);
+        return tag;
+    }
+
+private:
+    using Tensors = std::vector<std::pair<std::string, std::string>>; // tensor, file name
+
+    // Which tensor is in which file: the index's weight_map, or each unsharded file whole.
+    struct WeightMap
+    {
+        Tensors wanted; // in index order; filled from the files themselves when not indexed
+        std::vector<std::string> shardNames;
+        bool indexed = false;
+    };
+
+    // The shards that exist, opened, and where each of their tensors is.
+    struct Shards
+    {
+        std::map<std::string, std::pair<const TensorFile*, std::string>> present; // tensor -> file
+        std::vector<std::shared_ptr<const TensorFile>> opened;
+    };
+
+    // config.json as the tag's config and badges. Small files that make the folder loadable
+    // travel with an export of it.
+    static void readConfig(const fs::path& dir, Tag& tag)
+    {
         for (const char* n : {"config.json", "generation_config.json"})
             if (fs::is_regular_file(dir / n))
                 tag.exportFiles.push_back({n, io::readSmallFile((dir / n).string(), 16u << 20)});
-        if (fs::is_regular_file(dir / "config.json")) {
-            try {
-                tag.config = nlohmann::ordered_json::parse(
-                    io::readSmallFile((dir / "config.json").string(), 16u << 20));
-                for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
-                    if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
-            } catch (const nlohmann::json::exception& e) {
-                tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
-            }
+        if (!fs::is_regular_file(dir / "config.json")) return;
+        try {
+            tag.config =
+                nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
+            for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
+                if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
+        } catch (const nlohmann::json::exception& e) {
+            tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
         }
+    }
 
-        // Which tensor is in which file: the index's weight_map, or each unsharded file whole.
-        std::vector<std::pair<std::string, std::string>> wanted; // tensor, file name (index order)
-        std::vector<std::string> shardNames;
-        bool indexed = false;
+    // The first index with a weight_map, checked strictly; without one, the unsharded files.
+    static WeightMap readWeightMap(const fs::path& dir, Tag& tag)
+    {
+        WeightMap m;
         for (const auto& i : indexFiles(dir)) {
             if (!hasWeightMap(i)) continue;
-            nlohmann::ordered_json idx;
-            try {
-                idx = nlohmann::ordered_json::parse(io::readSmallFile(i.string(), kMaxIndexBytes));
-            } catch (const nlohmann::json::exception& e) {
-                throw Error("not a valid index: " + std::string(e.what()), i.string());
-            }
-            if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
-                throw Error("has no \"weight_map\" object", i.string());
-            for (const auto& [name, shard] : idx["weight_map"].items()) {
-                if (!shard.is_string())
-                    throw Error("weight_map['" + name + "'] is not a file name", i.string());
-                const std::string s = shard.get<std::string>();
-                // A shard is a file in this folder: never a path that leaves it.
-                if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
-                    throw Error("weight_map['" + name + "'] names '" + s + "', not a file of this folder",
-                                i.string());
-                wanted.push_back({name, s});
-                if (std::find(shardNames.begin(), shardNames.end(), s) == shardNames.end())
-                    shardNames.push_back(s);
-            }
+            readIndex(i, m);
             tag.badges["index"] = i.filename().string();
-            indexed = true;
+            m.indexed = true;
             break;
         }
-        if (!indexed)
+        if (!m.indexed)
             for (const auto& f : singleWeightFiles(dir))
-                shardNames.push_back(f.filename().string());
-        if (shardNames.empty()) throw Error("no weight files", dir.string());
+                m.shardNames.push_back(f.filename().string());
+        if (m.shardNames.empty()) throw Error("no weight files", dir.string());
+        return m;
+    }
 
-        std::map<std::string, std::pair<const TensorFile*, std::string>> present; // tensor -> file
-        std::vector<std::shared_ptr<const TensorFile>> opened;
+    static void readIndex(const fs::path& i, WeightMap& m)
+    {
+        nlohmann::ordered_json idx;
+        try {
+            idx = nlohmann::ordered_json::parse(io::readSmallFile(i.string(), kMaxIndexBytes));
+        } catch (const nlohmann::json::exception& e) {
+            throw Error("not a valid index: " + std::string(e.what()), i.string());
+        }
+        if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
+            throw Error("has no \"weight_map\" object", i.string());
+        for (const auto& [name, shard] : idx["weight_map"].items()) {
+            if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i.string());
+            const std::string s = shard.get<std::string>();
+            // A shard is a file in this folder: never a path that leaves it.
+            if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
+                throw Error("weight_map['" + name + "'] names '" + s + "', not a file of this folder",
+                            i.string());
+            m.wanted.push_back({name, s});
+            if (std::find(m.shardNames.begin(), m.shardNames.end(), s) == m.shardNames.end())
+                m.shardNames.push_back(s);
+        }
+    }
+
+    // Opens the shards through `files` and adds them to the tag; a shard the index names that
+    // does not exist is a warning, so the tensors of the others can still be read.
+    static Shards openShards(const fs::path& dir, const std::vector<std::string>& shardNames, FileSet& files,
+                             Tag& tag)
+    {
+        Shards out;
         std::vector<std::string> missingFiles;
         for (const auto& s : shardNames) {
             const fs::path p = dir / s;
@@ -161,34 +201,51 @@ public:
                 for (const auto& w : t->warnings())
                     tag.warnings.push_back(s + ": " + w);
                 for (const auto& x : t->tensors())
-                    present.emplace(x.path, std::make_pair(f.get(), p.string()));
+                    out.present.emplace(x.path, std::make_pair(f.get(), p.string()));
             } else {
                 for (const auto& x : f->safetensors()->tensors())
-                    present.emplace(x.name, std::make_pair(f.get(), p.string()));
+                    out.present.emplace(x.name, std::make_pair(f.get(), p.string()));
             }
-            opened.push_back(std::move(f));
+            out.opened.push_back(std::move(f));
         }
         for (const auto& s : missingFiles)
             tag.warnings.push_back("shard " + s + " named by the index does not exist");
+        return out;
+    }
 
-        if (!indexed) // every tensor of the file(s), in file order
-            for (const auto& f : opened) {
-                if (const auto* t = f->torch())
-                    for (const auto& x : t->tensors())
-                        wanted.push_back({x.path, fs::path(f->path()).filename().string()});
-                else
-                    for (const auto& x : f->safetensors()->tensors())
-                        wanted.push_back({x.name, fs::path(f->path()).filename().string()});
-            }
+    // Without an index: every tensor of the file(s), in file order.
+    static void listShardTensors(const std::vector<std::shared_ptr<const TensorFile>>& opened,
+                                 Tensors& wanted)
+    {
+        for (const auto& f : opened) {
+            if (const auto* t = f->torch())
+                for (const auto& x : t->tensors())
+                    wanted.push_back({x.path, fs::path(f->path()).filename().string()});
+            else
+                for (const auto& x : f->safetensors()->tensors())
+                    wanted.push_back({x.name, fs::path(f->path()).filename().string()});
+        }
+    }
 
-        // safetensors' save_model keeps one copy of tied weights and names the dropped ones in the
-        // metadata (dropped -> kept): they are aliases, as torch.save's shared storages are.
-        std::vector<std::pair<std::string, std::string>> aliases;
-        for (const auto& f : opened)
+    // safetensors' save_model keeps one copy of tied weights and names the dropped ones in the
+    // metadata (dropped -> kept): they are aliases, as torch.save's shared storages are.
+    static Tensors tiedAliases(const Shards& shards)
+    {
+        Tensors aliases; // dropped, kept
+        for (const auto& f : shards.opened)
             if (const auto* st = f->safetensors())
                 for (const auto& [k, v] : st->metadata())
-                    if (k != "format" && present.count(v) && !present.count(k)) aliases.push_back({k, v});
+                    if (k != "format" && shards.present.count(v) && !shards.present.count(k))
+                        aliases.push_back({k, v});
+        return aliases;
+    }
 
+    // The tag's parameters, in the index's order, then the tied aliases; where the index and the
+    // shards disagree, warnings naming the tensors.
+    static void reconcile(const Tensors& wanted,
+                          std::map<std::string, std::pair<const TensorFile*, std::string>>& present,
+                          const Tensors& aliases, Tag& tag)
+    {
         std::set<std::string> listed;
         std::vector<std::string> missing, misplaced;
         for (const auto& [name, shard] : wanted) {
@@ -218,13 +275,6 @@ public:
         std::vector<std::string> extra;
         for (const auto& [name, where] : present)
             if (!listed.count(name)) extra.push_back(name);
-        auto listOf = [](const std::vector<std::string>& v) {
-            std::string s;
-            for (size_t i = 0; i < v.size() && i < 8; ++i)
-                s += (i ? ", '" : "'") + v[i] + "'";
-            if (v.size() > 8) s += " and " + std::to_string(v.size() - 8) + " more";
-            return s;
-        };
         if (!missing.empty())
             tag.warnings.push_back(std::to_string(missing.size()) +
                                    " tensor(s) named by the index are in no shard: " + listOf(missing));
@@ -236,10 +286,18 @@ public:
             tag.warnings.push_back(
                 std::to_string(extra.size()) +
                 " tensor(s) in the shards are not in the index (left out): " + listOf(extra));
-        return tag;
     }
 
-private:
+    // The first eight names, quoted, and how many more: a warning stays one line.
+    static std::string listOf(const std::vector<std::string>& v)
+    {
+        std::string s;
+        for (size_t i = 0; i < v.size() && i < 8; ++i)
+            s += (i ? ", '" : "'") + v[i] + "'";
+        if (v.size() > 8) s += " and " + std::to_string(v.size() - 8) + " more";
+        return s;
+    }
+
     static Parameter paramFrom(const TensorFile& f, const std::string& name)
     {
         Parameter p;

@@ -114,6 +114,169 @@ public:
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override;
 };
 
+// Adds one of the tag's files, named relative to the tag's folder.
+void addFile(Tag& tag, const fs::path& root, const fs::path& p, FileRole role)
+{
+    RankFile rf;
+    rf.path = p.string();
+    rf.name = p.lexically_relative(root).generic_string();
+    rf.role = role;
+    std::error_code sizeError;
+    rf.size = fs::file_size(p, sizeError);
+    if (sizeError) throw Error("cannot read the file's size: " + sizeError.message(), rf.path);
+    tag.files.push_back(std::move(rf));
+}
+
+// Counters and names from the first model file, as DeepSpeed's load_universal reads it.
+void readCounters(const Value* mroot, Tag& tag)
+{
+    tag.dsVersion = asString(dictGet(mroot, "ds_version")).value_or("");
+    tag.globalSteps = asInt(dictGet(mroot, "global_steps")).value_or(-1);
+    tag.globalSamples = asInt(dictGet(mroot, "global_samples")).value_or(-1);
+    tag.skippedSteps = asInt(dictGet(mroot, "skipped_steps")).value_or(-1);
+    tag.mpWorldSize = int(asInt(dictGet(mroot, "mp_world_size")).value_or(1));
+}
+
+// The ZeRO stage and the world size the checkpoint was converted from, from
+// zero/optimizer_state.pt (whose partition_count is one count or one per parameter group).
+void readOptimizerState(const TensorFile& osd, Tag& tag)
+{
+    if (!osd.torch()) return;
+    tag.zeroStage = int(asInt(dictGet(osd.torch()->root(), "zero_stage")).value_or(-1));
+    const Value* pc = dictGet(osd.torch()->root(), "partition_count");
+    if (auto n = asInt(pc))
+        tag.worldSize = int(*n);
+    else if (auto l = torch::asInts(pc); l && !l->empty())
+        tag.worldSize = int(*std::max_element(l->begin(), l->end()));
+}
+
+// What the model file says of the parameters: their order, shapes, which are buffers and
+// which are tied to another.
+struct ModelNames
+{
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<int64_t>> shapes;
+    std::set<std::string> buffers;
+    std::map<std::string, std::string> tied; // alias -> target
+};
+
+ModelNames readModelNames(const Value* mroot)
+{
+    ModelNames m;
+    // Order: param_shapes (the optimizer's order), then the other module tensors (buffers,
+    // frozen and tied parameters, which ds_to_universal copies from `module` at stage <= 2).
+    if (const Value* ps = dictGet(mroot, "param_shapes"); ps && ps->kind == Kind::List)
+        for (const Value* g : ps->items)
+            for (const auto& [k, v] : g->entries)
+                if (auto n = asString(k)) {
+                    m.order.push_back(*n);
+                    if (auto s = torch::asInts(v)) m.shapes[*n] = *s;
+                }
+    if (const Value* b = dictGet(mroot, "buffer_names"); b && b->kind == Kind::List)
+        for (const Value* x : b->items)
+            if (auto n = asString(x)) m.buffers.insert(*n);
+    if (const Value* module = dictGet(mroot, "module"))
+        for (const auto& [k, v] : module->entries)
+            if (auto n = asString(k)) m.order.push_back(*n);
+    // Tied weights, as the ZeRO tag's model file recorded them: ds_to_universal copies the
+    // alias from `module` into a folder of its own, but it is still the same tensor.
+    if (const Value* shared = dictGet(mroot, "shared_params"))
+        for (const auto& [k, v] : shared->entries)
+            if (auto alias = asString(k), target = asString(v); alias && target) m.tied[*alias] = *target;
+    return m;
+}
+
+// The parameter folders under zero/. Every parameter the optimizer held has its folder
+// (ds_to_universal writes one for each with elements); one that is missing is a damaged or
+// incomplete copy.
+std::set<std::string> parameterFolders(const fs::path& root, const ModelNames& names)
+{
+    std::set<std::string> present;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root / "zero", ec))
+        if (e.is_directory(ec)) present.insert(e.path().filename().string());
+    if (ec) throw Error("cannot list the folder: " + ec.message(), (root / "zero").string());
+    for (const auto& [pname, shape] : names.shapes)
+        if (!present.count(pname) && gpu::numelOf(shape) > 0)
+            throw Error("missing: the parameter's fp32.pt", (root / "zero" / pname / "fp32.pt").string());
+    return present;
+}
+
+// The parameter's Adam moments beside its fp32.pt, as states of its slice; whether it has any
+// (only a trained parameter does).
+bool readMoments(const fs::path& pdir, const torch::Tensor& t, RankSlice& s, const fs::path& root,
+                 FileSet& files, Tag& tag)
+{
+    std::error_code ec;
+    bool moments = false;
+    for (const char* state : {"exp_avg", "exp_avg_sq"}) {
+        const fs::path sp = pdir / (std::string(state) + ".pt");
+        if (!fs::is_regular_file(sp, ec)) continue;
+        addFile(tag, root, sp, FileRole::Other);
+        const auto sf = files.get(sp.string());
+        if (!sf->torch()) throw Error("not a torch.save file", sp.string());
+        const torch::Tensor& st = stateTensor(*sf->torch());
+        if (st.numel() != t.numel())
+            throw Error("holds " + std::to_string(st.numel()) + " elements, fp32.pt beside it " +
+                            std::to_string(t.numel()),
+                        sp.string());
+        s.states.push_back({state, {{sp.string(), st.path, 0, st.numel(), st.dtype, {}, {}}}});
+        moments = true;
+    }
+    return moments;
+}
+
+// One parameter from its folder zero/<name>: fp32.pt (shaped from param_shapes, since ZeRO-3
+// writes it flat), its moments and its step.
+Parameter readParameter(const std::string& pname, const ModelNames& names, const fs::path& root,
+                        FileSet& files, Tag& tag)
+{
+    std::error_code ec;
+    const fs::path pdir = root / "zero" / pname;
+    const fs::path fp32 = pdir / "fp32.pt";
+    if (!fs::is_regular_file(fp32, ec)) throw Error("missing: the parameter's fp32.pt", fp32.string());
+    addFile(tag, root, fp32, FileRole::Other);
+    const auto f = files.get(fp32.string());
+    if (!f->torch()) throw Error("not a torch.save file", fp32.string());
+    const torch::Tensor& t = stateTensor(*f->torch());
+    Parameter p;
+    p.name = pname;
+    p.dtype = t.dtype;
+    p.shape = t.shape;
+    if (auto it = names.shapes.find(pname); it != names.shapes.end() && it->second != t.shape) {
+        if (gpu::numelOf(it->second) != t.numel())
+            throw Error("holds " + std::to_string(t.numel()) + " elements but param_shapes gives '" + pname +
+                            "' " + std::to_string(gpu::numelOf(it->second)),
+                        fp32.string());
+        p.shape = it->second; // ZeRO-3 writes the flat tensor
+    }
+    RankSlice s;
+    s.length = t.numel();
+    s.master.push_back({fp32.string(), t.path, 0, s.length, t.dtype, {}, {}});
+    const bool moments = readMoments(pdir, t, s, root, files, tag);
+    if (fs::is_regular_file(pdir / "step.pt", ec)) addFile(tag, root, pdir / "step.pt", FileRole::Other);
+    p.kind = moments                      ? Parameter::Kind::Trainable
+             : names.buffers.count(pname) ? Parameter::Kind::Buffer
+                                          : Parameter::Kind::Frozen;
+    p.slices.push_back(std::move(s));
+    return p;
+}
+
+// Makes each tied alias point at its target (when that exists with as many elements).
+void applyTiedWeights(std::vector<Parameter>& params, const std::map<std::string, std::string>& tied)
+{
+    for (auto& p : params) {
+        const auto t = tied.find(p.name);
+        if (t == tied.end()) continue;
+        const auto target = std::find_if(params.begin(), params.end(),
+                                         [&](const Parameter& q) { return q.name == t->second; });
+        if (target == params.end() || target->numel() != p.numel()) continue;
+        p.tiedTo = target->name;
+        p.kind = target->kind; // its moments are the target's: it is no frozen parameter
+        p.slices.clear();      // an alias has no data of its own, as in the ZeRO tag
+    }
+}
+
 Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) const
 {
     const auto& [name, dir] = list.tags.at(index);
@@ -127,133 +290,29 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
     const fs::path root(dir);
     const std::vector<fs::path> models = modelFiles(root);
     if (models.empty()) throw Error("no *_model_states.pt file beside zero/", dir);
-    auto addFile = [&](const fs::path& p, FileRole role) {
-        RankFile rf;
-        rf.path = p.string();
-        rf.name = p.lexically_relative(root).generic_string();
-        rf.role = role;
-        std::error_code sizeError;
-        rf.size = fs::file_size(p, sizeError);
-        if (sizeError) throw Error("cannot read the file's size: " + sizeError.message(), rf.path);
-        tag.files.push_back(std::move(rf));
-    };
-    // Counters and names from the first model file, as DeepSpeed's load_universal reads it.
     const auto m0 = files.get(models.front().string());
     const torch::TorchFile* mf = m0->torch();
     if (!mf) throw Error("not a torch.save file", models.front().string());
     const Value* mroot = mf->root();
-    tag.dsVersion = asString(dictGet(mroot, "ds_version")).value_or("");
-    tag.globalSteps = asInt(dictGet(mroot, "global_steps")).value_or(-1);
-    tag.globalSamples = asInt(dictGet(mroot, "global_samples")).value_or(-1);
-    tag.skippedSteps = asInt(dictGet(mroot, "skipped_steps")).value_or(-1);
-    tag.mpWorldSize = int(asInt(dictGet(mroot, "mp_world_size")).value_or(1));
+    readCounters(mroot, tag);
     for (const auto& m : models)
-        addFile(m, FileRole::ModelStates);
+        addFile(tag, root, m, FileRole::ModelStates);
     const fs::path osdPath = root / "zero" / "optimizer_state.pt";
-    addFile(osdPath, FileRole::OptimStates);
-    const auto osd = files.get(osdPath.string());
-    if (osd->torch()) {
-        tag.zeroStage = int(asInt(dictGet(osd->torch()->root(), "zero_stage")).value_or(-1));
-        const Value* pc = dictGet(osd->torch()->root(), "partition_count");
-        if (auto n = asInt(pc))
-            tag.worldSize = int(*n);
-        else if (auto l = torch::asInts(pc); l && !l->empty())
-            tag.worldSize = int(*std::max_element(l->begin(), l->end()));
-    }
+    addFile(tag, root, osdPath, FileRole::OptimStates);
+    const auto osd = files.get(osdPath.string()); // held, as m0 is, while the tag opens
+    readOptimizerState(*osd, tag);
 
-    // Order: param_shapes (the optimizer's order), then the other module tensors (buffers,
-    // frozen and tied parameters, which ds_to_universal copies from `module` at stage <= 2).
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<int64_t>> shapes;
-    std::set<std::string> buffers;
-    if (const Value* ps = dictGet(mroot, "param_shapes"); ps && ps->kind == Kind::List)
-        for (const Value* g : ps->items)
-            for (const auto& [k, v] : g->entries)
-                if (auto n = asString(k)) {
-                    order.push_back(*n);
-                    if (auto s = torch::asInts(v)) shapes[*n] = *s;
-                }
-    if (const Value* b = dictGet(mroot, "buffer_names"); b && b->kind == Kind::List)
-        for (const Value* x : b->items)
-            if (auto n = asString(x)) buffers.insert(*n);
-    if (const Value* module = dictGet(mroot, "module"))
-        for (const auto& [k, v] : module->entries)
-            if (auto n = asString(k)) order.push_back(*n);
-    // Tied weights (alias -> target), as the ZeRO tag's model file recorded them: ds_to_universal
-    // copies the alias from `module` into a folder of its own, but it is still the same tensor.
-    std::map<std::string, std::string> tied;
-    if (const Value* shared = dictGet(mroot, "shared_params"))
-        for (const auto& [k, v] : shared->entries)
-            if (auto alias = asString(k), target = asString(v); alias && target) tied[*alias] = *target;
-    std::set<std::string> present, seen;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(root / "zero", ec))
-        if (e.is_directory(ec)) present.insert(e.path().filename().string());
-    if (ec) throw Error("cannot list the folder: " + ec.message(), (root / "zero").string());
-    // Every parameter the optimizer held has its folder (ds_to_universal writes one for each
-    // with elements); one that is missing is a damaged or incomplete copy.
-    for (const auto& [pname, shape] : shapes)
-        if (!present.count(pname) && gpu::numelOf(shape) > 0)
-            throw Error("missing: the parameter's fp32.pt", (root / "zero" / pname / "fp32.pt").string());
+    ModelNames names = readModelNames(mroot);
+    const std::set<std::string> present = parameterFolders(root, names);
     for (const auto& n : present) // folders no model file names, last, by name
-        order.push_back(n);
-
-    for (const std::string& pname : order) {
+        names.order.push_back(n);
+    std::set<std::string> seen;
+    for (const std::string& pname : names.order) {
         if (!present.count(pname) || !seen.insert(pname).second) continue;
-        const fs::path pdir = root / "zero" / pname;
-        const fs::path fp32 = pdir / "fp32.pt";
-        if (!fs::is_regular_file(fp32, ec)) throw Error("missing: the parameter's fp32.pt", fp32.string());
-        addFile(fp32, FileRole::Other);
-        const auto f = files.get(fp32.string());
-        if (!f->torch()) throw Error("not a torch.save file", fp32.string());
-        const torch::Tensor& t = stateTensor(*f->torch());
-        Parameter p;
-        p.name = pname;
-        p.dtype = t.dtype;
-        p.shape = t.shape;
-        if (auto it = shapes.find(pname); it != shapes.end() && it->second != t.shape) {
-            if (gpu::numelOf(it->second) != t.numel())
-                throw Error("holds " + std::to_string(t.numel()) + " elements but param_shapes gives '" +
-                                pname + "' " + std::to_string(gpu::numelOf(it->second)),
-                            fp32.string());
-            p.shape = it->second; // ZeRO-3 writes the flat tensor
-        }
-        RankSlice s;
-        s.length = t.numel();
-        s.master.push_back({fp32.string(), t.path, 0, s.length, t.dtype, {}, {}});
-        bool moments = false;
-        for (const char* state : {"exp_avg", "exp_avg_sq"}) {
-            const fs::path sp = pdir / (std::string(state) + ".pt");
-            if (!fs::is_regular_file(sp, ec)) continue;
-            addFile(sp, FileRole::Other);
-            const auto sf = files.get(sp.string());
-            if (!sf->torch()) throw Error("not a torch.save file", sp.string());
-            const torch::Tensor& st = stateTensor(*sf->torch());
-            if (st.numel() != t.numel())
-                throw Error("holds " + std::to_string(st.numel()) + " elements, fp32.pt beside it " +
-                                std::to_string(t.numel()),
-                            sp.string());
-            s.states.push_back({state, {{sp.string(), st.path, 0, st.numel(), st.dtype, {}, {}}}});
-            moments = true;
-        }
-        if (fs::is_regular_file(pdir / "step.pt", ec)) addFile(pdir / "step.pt", FileRole::Other);
-        p.kind = moments                ? Parameter::Kind::Trainable
-                 : buffers.count(pname) ? Parameter::Kind::Buffer
-                                        : Parameter::Kind::Frozen;
-        p.slices.push_back(std::move(s));
-        tag.params.push_back(std::move(p));
+        tag.params.push_back(readParameter(pname, names, root, files, tag));
     }
     if (tag.params.empty()) throw Error("no parameter folders under zero/", dir);
-    for (auto& p : tag.params) {
-        const auto t = tied.find(p.name);
-        if (t == tied.end()) continue;
-        const auto target = std::find_if(tag.params.begin(), tag.params.end(),
-                                         [&](const Parameter& q) { return q.name == t->second; });
-        if (target == tag.params.end() || target->numel() != p.numel()) continue;
-        p.tiedTo = target->name;
-        p.kind = target->kind; // its moments are the target's: it is no frozen parameter
-        p.slices.clear();      // an alias has no data of its own, as in the ZeRO tag
-    }
+    applyTiedWeights(tag.params, names.tied);
     return tag;
 }
 

@@ -253,29 +253,4 @@ nlohmann::ordered_json folderBloatJson(const FolderBloat& b)
     return j;
 }
 
-nlohmann::ordered_json bloatJson(const FileBloat& b, const torch::TorchFile& file)
-{
-    nlohmann::ordered_json j;
-    j["file_bytes"] = b.fileBytes;
-    j["storage_bytes"] = b.storageBytes;
-    j["used_bytes"] = b.usedBytes;
-    j["reclaimable_bytes"] = b.reclaimableBytes();
-    j["overhead_bytes"] = b.overheadBytes;
-    j["storages"] = nlohmann::ordered_json::array();
-    for (const auto& s : b.storages) {
-        const auto& st = file.storages()[size_t(s.storage)];
-        nlohmann::ordered_json e;
-        e["key"] = st.key;
-        e["nbytes"] = s.nbytes;
-        e["used_bytes"] = s.usedBytes;
-        if (s.wholeUse) e["whole"] = true;
-        if (s.approximate) e["approximate"] = true;
-        e["tensors"] = nlohmann::ordered_json::array();
-        for (int t : s.tensors)
-            e["tensors"].push_back(file.tensors()[size_t(t)].path);
-        j["storages"].push_back(std::move(e));
-    }
-    return j;
-}
-
 } // namespace ckpt::ops

@@ -83,9 +83,7 @@ struct FolderBloat
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
                                const CancelToken& cancel, const layout::FileSet* files = nullptr);
 
-// As `ckpt inspect --json` carries it: the totals, and per storage its key, size, the bytes its
-// views use and the paths of those views.
-nlohmann::ordered_json bloatJson(const FileBloat& bloat, const torch::TorchFile& file);
+// As `ckpt inspect --json` carries a tag's bytes: the totals, by role, and per file.
 nlohmann::ordered_json folderBloatJson(const FolderBloat& bloat);
 
 } // namespace ckpt::ops

@@ -4,6 +4,7 @@
 #include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
+#include "ops/file_listing.h"
 #include "ops/tensor_source.h"
 #include "pickle/safety.h"
 #include "safetensors/safetensors_file.h"
@@ -33,190 +34,6 @@ std::string humanBytes(uint64_t n)
 
 namespace {
 
-const char* entryKindName(torch::EntryKind k)
-{
-    switch (k) {
-    case torch::EntryKind::Tensor:
-        return "tensor";
-    case torch::EntryKind::Dict:
-        return "dict";
-    case torch::EntryKind::List:
-        return "list";
-    case torch::EntryKind::Tuple:
-        return "tuple";
-    case torch::EntryKind::Set:
-        return "set";
-    case torch::EntryKind::Object:
-        return "object";
-    case torch::EntryKind::Value:
-        return "value";
-    case torch::EntryKind::Alias:
-        return "alias";
-    }
-    return "?";
-}
-
-ordered_json globalsJson(const std::vector<pickle::GlobalRef>& globals, ordered_json& warnings)
-{
-    std::map<std::pair<std::string, std::string>, int> counts;
-    std::vector<std::pair<std::string, std::string>> order;
-    for (const auto& g : globals) {
-        auto key = std::pair(g.module, g.name);
-        if (counts[key]++ == 0) order.push_back(key);
-    }
-    ordered_json out = ordered_json::array();
-    for (const auto& key : order) {
-        const auto s = pickle::classifyGlobal(key.first, key.second);
-        out.push_back({{"module", key.first},
-                       {"name", key.second},
-                       {"safety", pickle::safetyName(s)},
-                       {"count", counts[key]}});
-        if (s == pickle::Safety::Dangerous)
-            warnings.push_back(
-                "dangerous global " + key.first + "." + key.second +
-                " is referenced: loading this file with torch.load(weights_only=False) would run it");
-    }
-    return out;
-}
-
-// A 0-d tensor's one value, as Python prints it ("4.0", "7", "True"): a scalar such as Adam's
-// `step` says nothing without it, and one element costs one page of the mapped file. Empty for
-// other tensors, dtypes without a number, and bytes that cannot be read.
-std::string scalarText(const torch::TorchFile& f, const torch::Tensor& t)
-{
-    const auto type = scalarOf(t.dtype);
-    if (!t.shape.empty() || t.storage < 0 || !type) return {};
-    const uint32_t es = torch::elementSize(t.dtype);
-    try {
-        const io::Blob blob = f.storageBytes(t.storage);
-        const uint64_t at = uint64_t(t.storageOffset) * es;
-        if (t.storageOffset < 0 || at + es > blob.size()) return {};
-        const double v = gpu::toDouble(*type, blob.bytes.data() + at);
-        if (t.dtype == torch::DType::Bool) return v != 0 ? "True" : "False";
-        if (!torch::info(t.dtype).isFloat) return std::to_string(int64_t(v));
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.*g", t.dtype == torch::DType::Float64 ? 17 : 8, v);
-        std::string text = buf;
-        if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
-        return text;
-    } catch (const std::exception&) {
-        return {};
-    }
-}
-
-ordered_json describeTorch(const torch::TorchFile* f)
-{
-    const std::string& path = f->path();
-    ordered_json doc;
-    doc["file"] = path;
-    doc["format"] = f->formatName();
-    doc["protocol"] = f->protocol();
-    doc["file_size"] = f->fileSize();
-    ordered_json warnings = ordered_json::array();
-    for (const auto& w : f->warnings())
-        warnings.push_back(w);
-    ordered_json tensors = ordered_json::array();
-    for (const auto& t : f->tensors()) {
-        ordered_json j;
-        j["path"] = t.path;
-        j["dtype"] = torch::name(t.dtype);
-        j["shape"] = t.shape;
-        j["stride"] = t.stride;
-        j["storage_offset"] = t.storageOffset;
-        if (t.storage >= 0) {
-            const auto& s = f->storages()[size_t(t.storage)];
-            j["storage"] = s.key;
-            j["storage_nbytes"] = s.nbytes;
-        } else {
-            j["storage"] = nullptr;
-            j["storage_nbytes"] = 0;
-        }
-        j["requires_grad"] = t.requiresGrad;
-        j["nbytes"] = t.nbytes();
-        if (t.isParameter) j["parameter"] = true;
-        if (!t.subclass.empty()) j["subclass"] = t.subclass;
-        if (!t.note.empty()) j["note"] = t.note;
-        if (t.aliasOf >= 0) j["alias_of"] = f->tensors()[size_t(t.aliasOf)].path;
-        if (const std::string v = scalarText(*f, t); !v.empty()) j["value"] = v;
-        tensors.push_back(std::move(j));
-    }
-    std::vector<int> users(f->storages().size(), 0);
-    for (const auto& t : f->tensors())
-        if (t.storage >= 0 && t.aliasOf < 0) ++users[size_t(t.storage)];
-    for (size_t i = 0; i < f->tensors().size(); ++i) {
-        const auto& t = f->tensors()[i];
-        if (t.storage >= 0 && users[size_t(t.storage)] > 1) tensors[i]["storage_shared"] = true;
-    }
-    ordered_json storages = ordered_json::array();
-    for (const auto& s : f->storages())
-        storages.push_back({{"key", s.key},
-                            {"dtype", torch::name(s.dtype)},
-                            {"nbytes", s.nbytes},
-                            {"location", s.location},
-                            {"record", s.record}});
-    ordered_json entries = ordered_json::array();
-    for (const auto& e : f->entries()) {
-        ordered_json j{
-            {"path", e.path}, {"depth", e.depth}, {"kind", entryKindName(e.kind)}, {"type", e.type}};
-        if (!e.summary.empty()) j["summary"] = e.summary;
-        if (e.tensor >= 0) j["tensor"] = e.tensor;
-        entries.push_back(std::move(j));
-    }
-    doc["tensors"] = std::move(tensors);
-    doc["storages"] = std::move(storages);
-    doc["globals"] = globalsJson(f->globals(), warnings);
-    doc["entries"] = std::move(entries);
-    // Computed from the pickle and zip directory alone, like everything above.
-    doc["bloat"] = bloatJson(analyzeBloat(*f), *f);
-    doc["warnings"] = std::move(warnings);
-    return doc;
-}
-
-ordered_json inspectTorch(const std::string& path)
-{
-    return describeTorch(torch::TorchFile::open(path).get());
-}
-
-ordered_json describeSafetensors(const safetensors::SafetensorsFile* f)
-{
-    const std::string& path = f->path();
-    ordered_json doc;
-    doc["file"] = path;
-    doc["format"] = "safetensors";
-    doc["file_size"] = f->file()->size();
-    doc["metadata"] = f->metadata();
-    ordered_json tensors = ordered_json::array();
-    ordered_json entries = ordered_json::array();
-    for (const auto& t : f->tensors()) {
-        std::vector<int64_t> stride(t.shape.size(), 1);
-        for (size_t i = t.shape.size(); i-- > 1;)
-            stride[i - 1] = stride[i] * std::max<int64_t>(t.shape[i], 1);
-        entries.push_back({{"path", t.name},
-                           {"depth", 1},
-                           {"kind", "tensor"},
-                           {"type", torch::name(t.dtype)},
-                           {"tensor", tensors.size()}});
-        tensors.push_back({{"path", t.name},
-                           {"dtype", torch::name(t.dtype)},
-                           {"shape", t.shape},
-                           {"stride", stride},
-                           {"storage_offset", 0},
-                           {"storage", t.name},
-                           {"storage_nbytes", t.end - t.begin},
-                           {"requires_grad", false},
-                           {"nbytes", t.end - t.begin}});
-    }
-    doc["tensors"] = std::move(tensors);
-    doc["entries"] = std::move(entries);
-    doc["warnings"] = ordered_json::array();
-    return doc;
-}
-
-ordered_json inspectSafetensors(const std::string& path)
-{
-    return describeSafetensors(safetensors::SafetensorsFile::open(path).get());
-}
-
 std::string joinInts(const ordered_json& a)
 {
     std::string s;
@@ -229,33 +46,12 @@ std::string joinInts(const ordered_json& a)
 
 ordered_json inspectFile(const layout::TensorFile& file)
 {
-    return file.torch() ? describeTorch(file.torch()) : describeSafetensors(file.safetensors());
+    return toJson(listFile(file));
 }
 
 ordered_json inspectFile(const std::string& path)
 {
-    switch (detect(path)) {
-    case FileKind::TorchZip:
-    case FileKind::TorchLegacy:
-        return inspectTorch(path);
-    case FileKind::Safetensors:
-        return inspectSafetensors(path);
-    case FileKind::Pickle:
-        return inspectTorch(path); // legacy, or says why it is not
-    case FileKind::Unknown:
-        break;
-    }
-    // Legacy files saved with an unusual pickle protocol do not start with the usual magic bytes.
-    // When that reading fails too, its reason is kept: for a damaged legacy file it is the one
-    // that matters.
-    try {
-        return inspectTorch(path);
-    } catch (const Error& e) {
-        throw Error(
-            "not a PyTorch checkpoint or safetensors file (unrecognised content; as a legacy torch file: " +
-                e.message() + ")",
-            path, e.offset());
-    }
+    return toJson(listFile(path));
 }
 
 namespace {

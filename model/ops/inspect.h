@@ -4,6 +4,7 @@
 
 #include "layout/family.h"
 #include "layout/file_set.h"
+#include "ops/file_listing.h"
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,8 @@ nlohmann::ordered_json inspectFile(const std::string& path);
 // The same for a file an opened checkpoint already parsed (no second parse).
 nlohmann::ordered_json inspectFile(const layout::TensorFile& file);
 void printInspect(const nlohmann::ordered_json& doc, std::ostream& out);
+// The `ckpt inspect --json` document of one file.
+nlohmann::ordered_json toJson(const FileListing& listing);
 
 std::string humanBytes(uint64_t n);
 

@@ -1,5 +1,7 @@
 #include "pickle/machine.h"
 
+#include "pickle/opcodes.h"
+
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -380,28 +382,28 @@ Result Machine::run()
         m_opOffset = m_in.pos();
         const uint8_t op = m_in.u8();
         switch (op) {
-        case 0x28: // MARK
+        case opcode::MARK:
             if (m_marks.size() >= m_limits.maxStack) fail("too many nested MARKs");
             m_marks.push_back(m_stack.size());
             break;
-        case 0x2E: { // STOP
+        case opcode::STOP: {
             m_result.root = pop();
             m_result.end = m_in.pos();
             return std::move(m_result);
         }
-        case 0x30: // POP
+        case opcode::POP:
             if (m_stack.size() > base())
                 m_stack.pop_back();
             else
                 popMark();
             break;
-        case 0x31:
+        case opcode::POP_MARK:
             popMark();
-            break; // POP_MARK
-        case 0x32:
+            break;
+        case opcode::DUP:
             push(top());
-            break;   // DUP
-        case 0x46: { // FLOAT
+            break;
+        case opcode::FLOAT: {
             const std::string_view t = m_in.line();
             Value* v = make(Kind::Float);
             auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v->real);
@@ -418,7 +420,7 @@ Result Machine::run()
             push(v);
             break;
         }
-        case 0x49: { // INT
+        case opcode::INT: {
             const std::string_view t = m_in.line();
             if (t == "00" || t == "01") {
                 Value* v = make(Kind::Bool);
@@ -429,16 +431,16 @@ Result Machine::run()
             }
             break;
         }
-        case 0x4C: { // LONG
+        case opcode::LONG: {
             std::string_view t = m_in.line();
             if (!t.empty() && t.back() == 'L') t.remove_suffix(1);
             push(makeDecimal(t));
             break;
         }
-        case 0x4E:
+        case opcode::NONE:
             push(make(Kind::None));
             break;
-        case 0x50: { // PERSID
+        case opcode::PERSID: {
             Value* pid = makeText(Kind::Str, std::string(m_in.line()));
             Value* r = make(Kind::PersistentRef);
             r->args = pid;
@@ -446,7 +448,7 @@ Result Machine::run()
             push(r);
             break;
         }
-        case 0x51: { // BINPERSID
+        case opcode::BINPERSID: {
             Value* pid = pop();
             Value* r = make(Kind::PersistentRef);
             r->args = pid;
@@ -454,45 +456,45 @@ Result Machine::run()
             push(r);
             break;
         }
-        case 0x52: { // REDUCE
+        case opcode::REDUCE: {
             Value* args = pop();
             Value* f = pop();
             push(makeCall(f, args, false));
             break;
         }
-        case 0x53:
+        case opcode::STRING:
             push(makePy2String(unquote(m_in.line())));
-            break; // STRING
-        case 0x56:
+            break;
+        case opcode::UNICODE:
             push(makeText(Kind::Str, rawUnicodeEscape(m_in.line())));
-            break;   // UNICODE
-        case 0x61: { // APPEND
+            break;
+        case opcode::APPEND: {
             Value* v = pop();
             appendTo(top(), {v});
             break;
         }
-        case 0x62: { // BUILD
+        case opcode::BUILD: {
             Value* st = pop();
             top()->state = st;
             break;
         }
-        case 0x63: { // GLOBAL
+        case opcode::GLOBAL: {
             std::string module(m_in.line());
             std::string name(m_in.line());
             push(makeGlobal(std::move(module), std::move(name)));
             break;
         }
-        case 0x64: { // DICT
+        case opcode::DICT: {
             auto kv = popMark();
             Value* d = make(Kind::Dict);
             setItems(d, kv);
             push(d);
             break;
         }
-        case 0x67:
+        case opcode::GET:
             push(memoGet(decimalIndex(m_in.line())));
-            break;   // GET
-        case 0x69: { // INST
+            break;
+        case opcode::INST: {
             std::string module(m_in.line());
             std::string name(m_in.line());
             auto args = popMark();
@@ -500,70 +502,70 @@ Result Machine::run()
             push(makeCall(cls, makeSequence(Kind::Tuple, std::move(args)), true));
             break;
         }
-        case 0x6C:
+        case opcode::LIST:
             push(makeSequence(Kind::List, popMark()));
-            break; // LIST
-        case 0x70:
+            break;
+        case opcode::PUT:
             memoPut(decimalIndex(m_in.line()), top());
-            break;   // PUT
-        case 0x73: { // SETITEM
+            break;
+        case opcode::SETITEM: {
             Value* v = pop();
             Value* k = pop();
             setItems(top(), {k, v});
             break;
         }
-        case 0x74:
+        case opcode::TUPLE:
             push(makeSequence(Kind::Tuple, popMark()));
-            break;   // TUPLE
-        case 0x47: { // BINFLOAT (big-endian)
+            break;
+        case opcode::BINFLOAT: { // big-endian
             const uint64_t bits = __builtin_bswap64(m_in.le<uint64_t>());
             Value* v = make(Kind::Float);
             std::memcpy(&v->real, &bits, 8);
             push(v);
             break;
         }
-        case 0x4A:
+        case opcode::BININT:
             push(makeInt(m_in.le<int32_t>()));
-            break; // BININT
-        case 0x4B:
+            break;
+        case opcode::BININT1:
             push(makeInt(m_in.u8()));
-            break; // BININT1
-        case 0x4D:
+            break;
+        case opcode::BININT2:
             push(makeInt(m_in.le<uint16_t>()));
-            break;   // BININT2
-        case 0x54: { // BINSTRING
+            break;
+        case opcode::BINSTRING: {
             const int32_t n = m_in.le<int32_t>();
             if (n < 0) fail("negative BINSTRING length");
             push(makePy2String(std::string(io::asStringView(m_in.take(uint64_t(n))))));
             break;
         }
-        case 0x55:
+        case opcode::SHORT_BINSTRING:
             push(makePy2String(std::string(io::asStringView(m_in.take(m_in.u8())))));
             break;
-        case 0x58:
+        case opcode::BINUNICODE:
             push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>())))));
             break;
-        case 0x5D:
+        case opcode::EMPTY_LIST:
             push(make(Kind::List));
             break;
-        case 0x7D:
+        case opcode::EMPTY_DICT:
             push(make(Kind::Dict));
             break;
-        case 0x29:
+        case opcode::EMPTY_TUPLE:
             push(make(Kind::Tuple));
             break;
-        case 0x65: { // APPENDS
+        case opcode::APPENDS: {
             auto items = popMark();
             appendTo(top(), items);
             break;
         }
-        case 0x68:
+        case opcode::BINGET:
             push(memoGet(m_in.u8()));
             break;
-        case 0x6A:
+        case opcode::LONG_BINGET:
             push(memoGet(m_in.le<uint32_t>()));
             break;
-        case 0x6F: { // OBJ
+        case opcode::OBJ: {
             auto items = popMark();
             if (items.empty()) fail("OBJ without a class");
             Value* cls = items.front();
@@ -571,105 +573,105 @@ Result Machine::run()
             push(makeCall(cls, makeSequence(Kind::Tuple, std::move(items)), true));
             break;
         }
-        case 0x71:
+        case opcode::BINPUT:
             memoPut(m_in.u8(), top());
             break;
-        case 0x72:
+        case opcode::LONG_BINPUT:
             memoPut(m_in.le<uint32_t>(), top());
             break;
-        case 0x75: { // SETITEMS
+        case opcode::SETITEMS: {
             auto kv = popMark();
             setItems(top(), kv);
             break;
         }
-        case 0x80: { // PROTO
+        case opcode::PROTO: {
             const uint8_t p = m_in.u8();
             if (p > 5) fail("unsupported pickle protocol " + std::to_string(p));
             m_result.protocol = p;
             break;
         }
-        case 0x81: { // NEWOBJ
+        case opcode::NEWOBJ: {
             Value* args = pop();
             Value* cls = pop();
             push(makeCall(cls, args, true));
             break;
         }
-        case 0x82:
-        case 0x83:
-        case 0x84: { // EXT1/2/4: the copyreg registry is empty in any real checkpoint
-            const int64_t code = op == 0x82   ? m_in.u8()
-                                 : op == 0x83 ? m_in.le<uint16_t>()
-                                              : m_in.le<int32_t>();
+        case opcode::EXT1:
+        case opcode::EXT2:
+        case opcode::EXT4: { // the copyreg registry is empty in any real checkpoint
+            const int64_t code = op == opcode::EXT1   ? m_in.u8()
+                                 : op == opcode::EXT2 ? m_in.le<uint16_t>()
+                                                      : m_in.le<int32_t>();
             if (code <= 0) fail("EXT code must be positive");
             Value* v = make(Kind::Ext);
             v->integer = code;
             push(v);
             break;
         }
-        case 0x85:
+        case opcode::TUPLE1:
             push(makeSequence(Kind::Tuple, {pop()}));
             break;
-        case 0x86: {
+        case opcode::TUPLE2: {
             Value* b = pop();
             Value* a = pop();
             push(makeSequence(Kind::Tuple, {a, b}));
             break;
         }
-        case 0x87: {
+        case opcode::TUPLE3: {
             Value* c = pop();
             Value* b = pop();
             Value* a = pop();
             push(makeSequence(Kind::Tuple, {a, b, c}));
             break;
         }
-        case 0x88:
-        case 0x89: {
+        case opcode::NEWTRUE:
+        case opcode::NEWFALSE: {
             Value* v = make(Kind::Bool);
-            v->boolean = op == 0x88;
+            v->boolean = op == opcode::NEWTRUE;
             push(v);
             break;
         }
-        case 0x8A:
+        case opcode::LONG1:
             push(makeLong(m_in.take(m_in.u8())));
-            break;   // LONG1
-        case 0x8B: { // LONG4
+            break;
+        case opcode::LONG4: {
             const int32_t n = m_in.le<int32_t>();
             if (n < 0) fail("negative LONG4 length");
             push(makeLong(m_in.take(uint64_t(n))));
             break;
         }
-        case 0x42:
+        case opcode::BINBYTES:
             push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint32_t>())))));
             break;
-        case 0x43:
+        case opcode::SHORT_BINBYTES:
             push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.u8())))));
             break;
-        case 0x8C:
+        case opcode::SHORT_BINUNICODE:
             push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.u8())))));
             break;
-        case 0x8D:
+        case opcode::BINUNICODE8:
             push(makeText(Kind::Str, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
             break;
-        case 0x8E:
+        case opcode::BINBYTES8:
             push(makeText(Kind::Bytes, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
             break;
-        case 0x96:
+        case opcode::BYTEARRAY8:
             push(makeText(Kind::ByteArray, std::string(io::asStringView(m_in.take(m_in.le<uint64_t>())))));
             break;
-        case 0x8F:
+        case opcode::EMPTY_SET:
             push(make(Kind::Set));
             break;
-        case 0x90: { // ADDITEMS
+        case opcode::ADDITEMS: {
             auto items = popMark();
             Value* s = top();
             if (s->kind != Kind::Set) fail("ADDITEMS on a value that is not a set");
             s->items.insert(s->items.end(), items.begin(), items.end());
             break;
         }
-        case 0x91:
+        case opcode::FROZENSET:
             push(makeSequence(Kind::FrozenSet, popMark()));
             break;
-        case 0x92: { // NEWOBJ_EX
+        case opcode::NEWOBJ_EX: {
             Value* kwargs = pop();
             Value* args = pop();
             Value* cls = pop();
@@ -678,7 +680,7 @@ Result Machine::run()
             push(c);
             break;
         }
-        case 0x93: { // STACK_GLOBAL
+        case opcode::STACK_GLOBAL: {
             Value* name = pop();
             Value* module = pop();
             if (module->kind != Kind::Str || name->kind != Kind::Str)
@@ -686,19 +688,19 @@ Result Machine::run()
             push(makeGlobal(module->text, name->text));
             break;
         }
-        case 0x94: { // MEMOIZE
+        case opcode::MEMOIZE: {
             Value* v = top();
             memoPut(m_memoCount, v);
             break;
         }
-        case 0x95: { // FRAME: a framing hint; the length only has to be plausible
+        case opcode::FRAME: { // a framing hint; the length only has to be plausible
             const uint64_t n = m_in.le<uint64_t>();
             if (n > m_in.remaining()) fail("FRAME longer than the rest of the stream");
             break;
         }
-        case 0x97:
+        case opcode::NEXT_BUFFER:
             fail("NEXT_BUFFER: out-of-band buffers are not part of a checkpoint file");
-        case 0x98:
+        case opcode::READONLY_BUFFER:
             fail("READONLY_BUFFER: out-of-band buffers are not part of a checkpoint file");
         default: {
             char hex[8];

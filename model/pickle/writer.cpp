@@ -2,6 +2,7 @@
 
 #include "io/bytes.h"
 #include "io/error.h"
+#include "pickle/opcodes.h"
 
 #include <bit>
 #include <cstring>
@@ -14,15 +15,8 @@ namespace ckpt::pickle {
 
 namespace {
 
-// The opcodes used, by their names in CPython's pickletools.
-constexpr char MARK = '(', STOP = '.', POP_MARK = '1', NONE = 'N', BININT = 'J', BININT1 = 'K', BININT2 = 'M',
-               BINFLOAT = 'G', BINUNICODE = 'X', GLOBAL = 'c', APPENDS = 'e', BINGET = 'h', LONG_BINGET = 'j',
-               BINPUT = 'q', LONG_BINPUT = 'r', EMPTY_LIST = ']', EMPTY_TUPLE = ')', TUPLE = 't',
-               EMPTY_DICT = '}', SETITEMS = 'u', REDUCE = 'R', BUILD = 'b', BINPERSID = 'Q';
-constexpr uint8_t PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
-                  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
-                  BINBYTES = 'B', SHORT_BINBYTES = 'C', EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91,
-                  NEWOBJ_EX = 0x92, STACK_GLOBAL = 0x93, BYTEARRAY8 = 0x96;
+// The opcodes by their names in CPython's pickletools.
+using namespace opcode;
 
 class Writer
 {
@@ -34,10 +28,10 @@ public:
         root = sub(root);
         countReferences(root);
         ++m_refs[root]; // the caller holds one reference too: a cycle back to the root is shared
-        m_out += char(PROTO);
-        m_out += char(uint8_t(m_opt.protocol));
+        op(PROTO);
+        op(uint8_t(m_opt.protocol));
         save(root, 0);
-        m_out += STOP;
+        op(STOP);
         return std::move(m_out);
     }
 
@@ -151,7 +145,7 @@ private:
             op(STACK_GLOBAL);
             return;
         }
-        m_out += GLOBAL;
+        op(GLOBAL);
         m_out += module + "\n" + name + "\n";
     }
     void saveBytes(const std::string& b)
@@ -181,7 +175,7 @@ private:
         saveStr(latin1);
         saveStr("latin1");
         op(TUPLE2);
-        op(uint8_t(REDUCE));
+        op(REDUCE);
     }
 
     // `callable(*args)` for the containers protocol 2 has no opcode for, as CPython writes them.
@@ -189,12 +183,7 @@ private:
     {
         saveGlobal(m_opt.protocol >= 3 ? "builtins" : "__builtin__", name);
         op(EMPTY_LIST);
-        if (!v->items.empty()) {
-            op(MARK);
-            for (const Value* c : v->items)
-                save(c, depth + 1);
-            op(APPENDS);
-        }
+        saveMarked(v->items, depth, APPENDS);
         op(TUPLE1);
         op(REDUCE);
     }
@@ -219,22 +208,28 @@ private:
                 op(POP_MARK);
             else
                 for (size_t i = 0; i < n; ++i)
-                    m_out += '0'; // POP
+                    op(POP);
             fromMemo(v);
             return;
         }
-        op(n == 1 ? TUPLE1 : n == 2 ? TUPLE2 : n == 3 ? TUPLE3 : uint8_t(TUPLE));
+        op(n == 1 ? TUPLE1 : n == 2 ? TUPLE2 : n == 3 ? TUPLE3 : TUPLE);
         memoise(v);
     }
 
+    // MARK, the items, then the opcode that adds them all at once; nothing for no items.
+    void saveMarked(const std::vector<Value*>& items, int depth, uint8_t adder)
+    {
+        if (items.empty()) return;
+        op(MARK);
+        for (const Value* c : items)
+            save(c, depth + 1);
+        op(adder);
+    }
+
+    // The items and entries of a list, a dict, or an object that was appended to or set items on.
     void saveItems(const Value* v, int depth)
     {
-        if (!v->items.empty()) {
-            op(MARK);
-            for (const Value* c : v->items)
-                save(c, depth + 1);
-            op(APPENDS);
-        }
+        saveMarked(v->items, depth, APPENDS);
         if (!v->entries.empty()) {
             op(MARK);
             for (const auto& [k, x] : v->entries) {
@@ -275,22 +270,11 @@ private:
             saveInt(v->integer);
             return;
         case Kind::BigInt:
-            if (v->text.size() < 256) {
-                op(LONG1);
-                op(uint8_t(v->text.size()));
-            } else {
-                op(LONG4);
-                le<uint32_t>(uint32_t(v->text.size()));
-            }
-            m_out += v->text;
+            saveBigInt(v->text);
             return;
-        case Kind::Float: {
-            op(BINFLOAT); // big-endian, the one exception in pickle
-            const uint64_t bits = std::bit_cast<uint64_t>(v->real);
-            for (int k = 7; k >= 0; --k)
-                m_out += char(uint8_t(bits >> (8 * k)));
+        case Kind::Float:
+            saveFloat(v->real);
             return;
-        }
         case Kind::Str:
             saveStr(v->text);
             memoise(v);
@@ -300,16 +284,7 @@ private:
             memoise(v);
             return;
         case Kind::ByteArray:
-            if (m_opt.protocol >= 5) {
-                op(BYTEARRAY8);
-                le<uint64_t>(v->text.size());
-                m_out += v->text;
-            } else {
-                saveGlobal(m_opt.protocol >= 3 ? "builtins" : "__builtin__", "bytearray");
-                saveBytes(v->text);
-                op(TUPLE1);
-                op(REDUCE);
-            }
+            saveByteArray(v->text);
             memoise(v);
             return;
         case Kind::List:
@@ -326,29 +301,10 @@ private:
             saveTuple(v, depth);
             return;
         case Kind::Set:
-            if (m_opt.protocol >= 4) {
-                op(EMPTY_SET);
-                memoise(v);
-                if (!v->items.empty()) {
-                    op(MARK);
-                    for (const Value* c : v->items)
-                        save(c, depth + 1);
-                    op(ADDITEMS);
-                }
-            } else {
-                saveBuiltinCall("set", v, depth);
-                memoise(v);
-            }
+            saveSet(v, depth);
             return;
         case Kind::FrozenSet:
-            if (m_opt.protocol >= 4) {
-                op(MARK);
-                for (const Value* c : v->items)
-                    save(c, depth + 1);
-                op(FROZENSET);
-            } else {
-                saveBuiltinCall("frozenset", v, depth);
-            }
+            saveFrozenSet(v, depth);
             memoise(v);
             return;
         case Kind::Global:
@@ -356,16 +312,7 @@ private:
             memoise(v);
             return;
         case Kind::Ext:
-            if (v->integer >= 0 && v->integer < 256) {
-                op(EXT1);
-                op(uint8_t(v->integer));
-            } else if (v->integer >= 0 && v->integer < 65536) {
-                op(EXT2);
-                le<uint16_t>(uint16_t(v->integer));
-            } else {
-                op(EXT4);
-                le<int32_t>(int32_t(v->integer));
-            }
+            saveExt(v->integer);
             memoise(v);
             return;
         case Kind::PersistentRef:
@@ -373,32 +320,112 @@ private:
             op(BINPERSID);
             memoise(v);
             return;
-        case Kind::Call: {
-            m_inProgress.insert(v);
-            save(v->callable, depth + 1);
-            static const Value emptyTuple = [] {
-                Value t;
-                t.kind = Kind::Tuple;
-                return t;
-            }();
-            save(v->args ? v->args : &emptyTuple, depth + 1);
-            if (v->isNew && v->kwargs) {
-                save(v->kwargs, depth + 1);
-                op(NEWOBJ_EX);
-            } else {
-                op(v->isNew ? NEWOBJ : uint8_t(REDUCE));
-            }
-            m_inProgress.erase(v);
-            memoise(v); // before items and state, which may refer back to the object
-            saveItems(v, depth);
-            if (v->state) {
-                save(v->state, depth + 1);
-                op(BUILD);
-            }
+        case Kind::Call:
+            saveCall(v, depth);
             return;
         }
-        }
         throw Error("unknown node kind in the object tree");
+    }
+
+    // The two's-complement little-endian bytes, as the VM keeps an int too big for 64 bits.
+    void saveBigInt(const std::string& bytes)
+    {
+        if (bytes.size() < 256) {
+            op(LONG1);
+            op(uint8_t(bytes.size()));
+        } else {
+            op(LONG4);
+            le<uint32_t>(uint32_t(bytes.size()));
+        }
+        m_out += bytes;
+    }
+
+    void saveFloat(double d)
+    {
+        op(BINFLOAT); // big-endian, the one exception in pickle
+        const uint64_t bits = std::bit_cast<uint64_t>(d);
+        for (int k = 7; k >= 0; --k)
+            m_out += char(uint8_t(bits >> (8 * k)));
+    }
+
+    void saveByteArray(const std::string& b)
+    {
+        if (m_opt.protocol >= 5) {
+            op(BYTEARRAY8);
+            le<uint64_t>(b.size());
+            m_out += b;
+        } else {
+            saveGlobal(m_opt.protocol >= 3 ? "builtins" : "__builtin__", "bytearray");
+            saveBytes(b);
+            op(TUPLE1);
+            op(REDUCE);
+        }
+    }
+
+    // Protocol 4 has set opcodes; before it a set is the call set([items]).
+    void saveSet(const Value* v, int depth)
+    {
+        if (m_opt.protocol >= 4) {
+            op(EMPTY_SET);
+            memoise(v); // before the items, like a list
+            saveMarked(v->items, depth, ADDITEMS);
+        } else {
+            saveBuiltinCall("set", v, depth);
+            memoise(v);
+        }
+    }
+
+    void saveFrozenSet(const Value* v, int depth)
+    {
+        if (m_opt.protocol >= 4) {
+            op(MARK); // even with no items: FROZENSET takes what is above the mark
+            for (const Value* c : v->items)
+                save(c, depth + 1);
+            op(FROZENSET);
+        } else {
+            saveBuiltinCall("frozenset", v, depth);
+        }
+    }
+
+    void saveExt(int64_t code)
+    {
+        if (code >= 0 && code < 256) {
+            op(EXT1);
+            op(uint8_t(code));
+        } else if (code >= 0 && code < 65536) {
+            op(EXT2);
+            le<uint16_t>(uint16_t(code));
+        } else {
+            op(EXT4);
+            le<int32_t>(int32_t(code));
+        }
+    }
+
+    // callable(*args) as REDUCE, or cls.__new__(cls, *args[, **kwargs]) as NEWOBJ(_EX); then
+    // the items appended or set on the object and the state BUILD gives it.
+    void saveCall(const Value* v, int depth)
+    {
+        m_inProgress.insert(v);
+        save(v->callable, depth + 1);
+        static const Value emptyTuple = [] {
+            Value t;
+            t.kind = Kind::Tuple;
+            return t;
+        }();
+        save(v->args ? v->args : &emptyTuple, depth + 1);
+        if (v->isNew && v->kwargs) {
+            save(v->kwargs, depth + 1);
+            op(NEWOBJ_EX);
+        } else {
+            op(v->isNew ? NEWOBJ : REDUCE);
+        }
+        m_inProgress.erase(v);
+        memoise(v); // before items and state, which may refer back to the object
+        saveItems(v, depth);
+        if (v->state) {
+            save(v->state, depth + 1);
+            op(BUILD);
+        }
     }
 
     WriteOptions m_opt;

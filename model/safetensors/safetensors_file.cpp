@@ -1,6 +1,7 @@
 #include "safetensors/safetensors_file.h"
 
 #include "compute_backend.h"
+#include "io/parse_count.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -45,30 +46,24 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
     return open(io::MappedFile::open(path));
 }
 
-std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io::MappedFile> file)
+namespace {
+
+// The steps of SafetensorsFile::open; each fails the way the whole parse does, naming the file.
+[[noreturn]] void fail(const std::string& path, const std::string& why, uint64_t at = Error::kNoOffset)
 {
-    ++s_parses;
-    auto f = std::make_unique<SafetensorsFile>();
-    f->m_file = std::move(file);
-    const std::string path = f->m_file->path();
-    const io::ByteSpan all = f->m_file->bytes();
-    auto fail = [&](const std::string& why, uint64_t at = Error::kNoOffset) {
-        throw Error("safetensors: " + why, path, at);
-    };
+    throw Error("safetensors: " + why, path, at);
+}
 
-    if (all.size() < 8) fail("file is shorter than the 8-byte header length");
-    const uint64_t n = io::loadLE<uint64_t>(all.data());
-    if (n > kMaxHeaderSize) fail("header length " + std::to_string(n) + " exceeds the 100 MB limit", 0);
-    if (n > all.size() - 8) fail("header length " + std::to_string(n) + " runs past the end of the file", 0);
-    f->m_dataOffset = 8 + n;
-
+// Parses the JSON header (which starts at byte 8 of the file) into an object.
+nlohmann::ordered_json parseHeader(io::ByteSpan json, const std::string& path)
+{
     // Duplicate names are forbidden by the spec; nlohmann would silently keep one, so catch them.
     std::set<std::string> seen;
     std::string duplicate;
     nlohmann::ordered_json header;
     try {
         header = nlohmann::ordered_json::parse(
-            io::asStringView(all.subspan(8, n)),
+            io::asStringView(json),
             [&](int depth, nlohmann::ordered_json::parse_event_t ev, nlohmann::ordered_json& parsed) {
                 if (depth == 1 && ev == nlohmann::ordered_json::parse_event_t::key) {
                     const auto k = parsed.get<std::string>();
@@ -77,50 +72,59 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
                 return true;
             });
     } catch (const nlohmann::json::exception& e) {
-        fail(std::string("header is not valid JSON: ") + e.what(), 8);
+        fail(path, std::string("header is not valid JSON: ") + e.what(), 8);
     }
-    if (!duplicate.empty()) fail("header names tensor '" + duplicate + "' twice", 8);
-    if (!header.is_object()) fail("header is not a JSON object", 8);
+    if (!duplicate.empty()) fail(path, "header names tensor '" + duplicate + "' twice", 8);
+    if (!header.is_object()) fail(path, "header is not a JSON object", 8);
+    return header;
+}
 
-    for (auto it = header.begin(); it != header.end(); ++it) {
-        const std::string& name = it.key();
-        const auto& v = it.value();
-        if (name == "__metadata__") {
-            if (!v.is_object()) fail("__metadata__ is not an object");
-            for (auto m = v.begin(); m != v.end(); ++m) {
-                if (!m.value().is_string()) fail("__metadata__ value for '" + m.key() + "' is not a string");
-                f->m_metadata[m.key()] = m.value().get<std::string>();
-            }
-            continue;
-        }
-        if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-            fail("entry '" + name + "' lacks dtype, shape or data_offsets");
-        TensorInfo t;
-        t.name = name;
-        if (!v["dtype"].is_string()) fail("entry '" + name + "' has a non-string dtype");
-        t.code = v["dtype"].get<std::string>();
-        auto dt = torch::fromSafetensors(t.code);
-        if (!dt) fail("entry '" + name + "' has unsupported dtype '" + t.code + "'");
-        t.dtype = *dt;
-        if (!v["shape"].is_array()) fail("entry '" + name + "' has a non-array shape");
-        for (const auto& s : v["shape"]) {
-            if (!s.is_number_unsigned()) fail("entry '" + name + "' has a negative or non-integer dimension");
-            const uint64_t d = s.get<uint64_t>();
-            if (d > uint64_t(INT64_MAX)) fail("entry '" + name + "' has an absurd dimension");
-            t.shape.push_back(int64_t(d));
-        }
-        const auto& off = v["data_offsets"];
-        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
-            !off[1].is_number_unsigned())
-            fail("entry '" + name + "' has malformed data_offsets");
-        t.begin = off[0].get<uint64_t>();
-        t.end = off[1].get<uint64_t>();
-        f->m_tensors.push_back(std::move(t));
+// The header's "__metadata__" entry: a flat object of strings.
+void readMetadata(const nlohmann::ordered_json& v, std::map<std::string, std::string>& metadata,
+                  const std::string& path)
+{
+    if (!v.is_object()) fail(path, "__metadata__ is not an object");
+    for (auto m = v.begin(); m != v.end(); ++m) {
+        if (!m.value().is_string()) fail(path, "__metadata__ value for '" + m.key() + "' is not a string");
+        metadata[m.key()] = m.value().get<std::string>();
     }
+}
 
-    // Reference validation: sorted by offsets, contiguous from 0, sizes match shapes, no trailing bytes.
+// One tensor entry of the header, with its fields type-checked (offsets are checked later,
+// against all the others).
+TensorInfo readTensorEntry(const std::string& name, const nlohmann::ordered_json& v, const std::string& path)
+{
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+        fail(path, "entry '" + name + "' lacks dtype, shape or data_offsets");
+    TensorInfo t;
+    t.name = name;
+    if (!v["dtype"].is_string()) fail(path, "entry '" + name + "' has a non-string dtype");
+    t.code = v["dtype"].get<std::string>();
+    auto dt = torch::fromSafetensors(t.code);
+    if (!dt) fail(path, "entry '" + name + "' has unsupported dtype '" + t.code + "'");
+    t.dtype = *dt;
+    if (!v["shape"].is_array()) fail(path, "entry '" + name + "' has a non-array shape");
+    for (const auto& s : v["shape"]) {
+        if (!s.is_number_unsigned())
+            fail(path, "entry '" + name + "' has a negative or non-integer dimension");
+        const uint64_t d = s.get<uint64_t>();
+        if (d > uint64_t(INT64_MAX)) fail(path, "entry '" + name + "' has an absurd dimension");
+        t.shape.push_back(int64_t(d));
+    }
+    const auto& off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+        fail(path, "entry '" + name + "' has malformed data_offsets");
+    t.begin = off[0].get<uint64_t>();
+    t.end = off[1].get<uint64_t>();
+    return t;
+}
+
+// Reference validation: sorted by offsets, contiguous from 0, sizes match shapes, no trailing bytes.
+void checkDataLayout(const std::vector<TensorInfo>& tensors, uint64_t dataOffset, uint64_t fileSize,
+                     const std::string& path)
+{
     std::vector<const TensorInfo*> sorted;
-    for (const auto& t : f->m_tensors)
+    for (const auto& t : tensors)
         sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const TensorInfo* a, const TensorInfo* b) {
         return std::pair(a->begin, a->end) < std::pair(b->begin, b->end);
@@ -128,23 +132,52 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
     uint64_t expect = 0;
     for (const TensorInfo* t : sorted) {
         if (t->begin != expect || t->end < t->begin)
-            fail("tensor '" + t->name + "' has offsets [" + std::to_string(t->begin) + ", " +
-                 std::to_string(t->end) + ") but the previous tensor ends at " + std::to_string(expect) +
-                 " (gap or overlap)");
+            fail(path, "tensor '" + t->name + "' has offsets [" + std::to_string(t->begin) + ", " +
+                           std::to_string(t->end) + ") but the previous tensor ends at " +
+                           std::to_string(expect) + " (gap or overlap)");
         uint64_t numel = 1;
         for (int64_t d : t->shape) {
             if (d != 0 && numel > UINT64_MAX / 64 / uint64_t(d))
-                fail("tensor '" + t->name + "' shape overflows");
+                fail(path, "tensor '" + t->name + "' shape overflows");
             numel *= uint64_t(d);
         }
         if (numel * torch::elementSize(t->dtype) != t->end - t->begin)
-            fail("tensor '" + t->name + "' has " + std::to_string(t->end - t->begin) +
-                 " bytes but its shape needs " + std::to_string(numel * torch::elementSize(t->dtype)));
+            fail(path, "tensor '" + t->name + "' has " + std::to_string(t->end - t->begin) +
+                           " bytes but its shape needs " +
+                           std::to_string(numel * torch::elementSize(t->dtype)));
         expect = t->end;
     }
-    if (f->m_dataOffset + expect != all.size())
-        fail("data section is " + std::to_string(all.size() - f->m_dataOffset) +
-             " bytes but the tensors cover " + std::to_string(expect));
+    if (dataOffset + expect != fileSize)
+        fail(path, "data section is " + std::to_string(fileSize - dataOffset) +
+                       " bytes but the tensors cover " + std::to_string(expect));
+}
+
+} // namespace
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io::MappedFile> file)
+{
+    ++s_parses;
+    auto f = std::make_unique<SafetensorsFile>();
+    f->m_file = std::move(file);
+    io::ParseCount::add(f->m_file->path());
+    const std::string path = f->m_file->path();
+    const io::ByteSpan all = f->m_file->bytes();
+
+    if (all.size() < 8) fail(path, "file is shorter than the 8-byte header length");
+    const uint64_t n = io::loadLE<uint64_t>(all.data());
+    if (n > kMaxHeaderSize) fail(path, "header length " + std::to_string(n) + " exceeds the 100 MB limit", 0);
+    if (n > all.size() - 8)
+        fail(path, "header length " + std::to_string(n) + " runs past the end of the file", 0);
+    f->m_dataOffset = 8 + n;
+
+    const nlohmann::ordered_json header = parseHeader(all.subspan(8, n), path);
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        if (it.key() == "__metadata__")
+            readMetadata(it.value(), f->m_metadata, path);
+        else
+            f->m_tensors.push_back(readTensorEntry(it.key(), it.value(), path));
+    }
+    checkDataLayout(f->m_tensors, f->m_dataOffset, all.size(), path);
     return f;
 }
 

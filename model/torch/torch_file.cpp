@@ -1,11 +1,11 @@
 #include "torch/torch_file.h"
 
 #include "compute_backend.h"
+#include "io/parse_count.h"
+#include "torch/py_repr.h"
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <cstring>
 #include <unordered_map>
 
 namespace ckpt::torch {
@@ -14,8 +14,6 @@ using pickle::Kind;
 using pickle::Value;
 
 namespace {
-
-bool numpyValue(const pickle::Value* v); // below, with the other renderings
 
 constexpr uint8_t kLegacyMagic[] = {0x6C, 0xFC, 0x9C, 0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
 constexpr int kMaxDepth = 1000;
@@ -100,6 +98,7 @@ std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile>
     std::unique_ptr<TorchFile> f(new TorchFile);
     f->m_file = std::move(file);
     const std::string path = f->m_file->path();
+    io::ParseCount::add(path);
     try {
         if (f->m_file->size() == 0) throw Error("file is empty");
         if (io::ZipReader::looksLikeZip(f->m_file->bytes()))
@@ -651,7 +650,7 @@ private:
             if (g == "torch.Size" || g == "torch.device" || g == "builtins.complex" ||
                 g == "_codecs.encode" || g == "builtins.bytes" || g == "builtins.bytearray" ||
                 g == "torch.serialization._get_layout" || g == "builtins.set" || g == "builtins.frozenset" ||
-                g == "datetime.timedelta" || g == "torch.torch_version.TorchVersion" || numpyValue(v)) {
+                g == "datetime.timedelta" || g == "torch.torch_version.TorchVersion" || isNumpyValue(v)) {
                 const int e = addEntry(path, name, depth, EntryKind::Value, fn->name, pyRepr(v, 120));
                 m_seen.emplace(v, e);
                 return;
@@ -759,370 +758,6 @@ std::optional<std::vector<int64_t>> asInts(const Value* v)
         if (!i) return std::nullopt;
         out.push_back(*i);
     }
-    return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-std::string bigIntToDecimal(std::string_view le)
-{
-    if (le.size() > 512) return "<int of " + std::to_string(le.size() * 8) + " bits>";
-    std::vector<uint8_t> mag(le.begin(), le.end());
-    const bool neg = !mag.empty() && (mag.back() & 0x80);
-    if (neg) { // magnitude of a two's-complement number: invert, add one
-        bool carry = true;
-        for (auto& b : mag) {
-            b = uint8_t(~b);
-            if (carry) {
-                carry = b == 0xFF;
-                b = uint8_t(b + 1);
-            }
-        }
-    }
-    std::string digits;
-    while (true) {
-        bool zero = true;
-        uint32_t rem = 0;
-        for (size_t i = mag.size(); i-- > 0;) {
-            const uint32_t cur = (rem << 8) | mag[i];
-            mag[i] = uint8_t(cur / 10);
-            rem = cur % 10;
-            if (mag[i]) zero = false;
-        }
-        digits += char('0' + rem);
-        if (zero) break;
-    }
-    if (neg) digits += '-';
-    return {digits.rbegin(), digits.rend()};
-}
-
-namespace {
-
-std::string floatRepr(double d)
-{
-    if (std::isnan(d)) return "nan";
-    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-    char buf[64];
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
-    std::string s(buf, p);
-    if (s.find_first_of(".en") == std::string::npos) s += ".0";
-    return s;
-}
-
-std::string quote(std::string_view s, char q)
-{
-    std::string out(1, q);
-    for (unsigned char c : s) {
-        if (c == '\\' || c == uint8_t(q))
-            out += '\\', out += char(c);
-        else if (c == '\n')
-            out += "\\n";
-        else if (c < 0x20) {
-            char b[8];
-            std::snprintf(b, sizeof b, "\\x%02x", c);
-            out += b;
-        } else
-            out += char(c);
-    }
-    return out + q;
-}
-
-// numpy writes arrays as _reconstruct(ndarray, (0,), b'b') + BUILD (version, shape, dtype,
-// fortran, raw bytes), scalars as scalar(dtype, raw bytes) and dtypes as dtype('f4', ...): data,
-// shown as numpy prints it (numpy 2 spells the module numpy._core, numpy 1 numpy.core).
-bool isNumpy(const Value* fn, std::string_view name)
-{
-    return fn && fn->kind == Kind::Global && fn->name == name &&
-           (fn->text == "numpy._core.multiarray" || fn->text == "numpy.core.multiarray" ||
-            (name == "dtype" && fn->text == "numpy"));
-}
-
-// The raw bytes of a BUILD state's data: bytes, or (protocol 2) _codecs.encode(text, 'latin1'),
-// whose text the pickle holds as UTF-8: each code point below 256 is one byte.
-std::optional<std::string> rawBytes(const Value* v)
-{
-    if (!v) return std::nullopt;
-    if (v->kind == Kind::Bytes) return v->text;
-    if (!v->calls("_codecs", "encode") || !item(v->args, 0)) return std::nullopt;
-    const std::string& u = item(v->args, 0)->text;
-    std::string out;
-    out.reserve(u.size());
-    for (size_t i = 0; i < u.size(); ++i) {
-        const auto c = uint8_t(u[i]);
-        if (c < 0x80) {
-            out += char(c);
-        } else if ((c & 0xE0) == 0xC0 && i + 1 < u.size() && c <= 0xC3) {
-            out += char(((c & 0x1F) << 6) | (uint8_t(u[++i]) & 0x3F));
-        } else {
-            return std::nullopt; // not latin-1 text
-        }
-    }
-    return out;
-}
-
-// A numpy dtype code ('f4', '<i8', 'b1', ...) as numpy names it, with its element size.
-struct NpType
-{
-    std::string name;
-    char kind = 0; // 'f', 'i', 'u', 'b'
-    int size = 0;
-};
-std::optional<NpType> npType(const Value* dtype)
-{
-    if (!dtype || !dtype->callable || !isNumpy(dtype->callable, "dtype")) return std::nullopt;
-    const Value* code = item(dtype->args, 0);
-    if (!code || code->kind != Kind::Str || code->text.size() < 2) return std::nullopt;
-    std::string c = code->text;
-    if (c[0] == '<' || c[0] == '|' || c[0] == '=') c = c.substr(1);
-    NpType t;
-    t.kind = c[0];
-    t.size = std::atoi(c.c_str() + 1);
-    if (t.kind == 'f')
-        t.name = "float" + std::to_string(t.size * 8);
-    else if (t.kind == 'i')
-        t.name = "int" + std::to_string(t.size * 8);
-    else if (t.kind == 'u')
-        t.name = "uint" + std::to_string(t.size * 8);
-    else if (t.kind == 'b' && t.size == 1)
-        t.name = "bool";
-    else
-        return NpType{c, 0, 0};
-    return t;
-}
-
-// One element of a little-endian numpy buffer, as numpy prints it.
-std::string npElement(const NpType& t, const uint8_t* p)
-{
-    auto rd = [&](auto x) {
-        std::memcpy(&x, p, sizeof x);
-        return x;
-    };
-    switch (t.kind) {
-    case 'f':
-        return t.size == 8 ? floatRepr(rd(double())) : t.size == 4 ? floatRepr(rd(float())) : "?";
-    case 'i':
-        return std::to_string(t.size == 8   ? rd(int64_t())
-                              : t.size == 4 ? rd(int32_t())
-                              : t.size == 2 ? rd(int16_t())
-                                            : rd(int8_t()));
-    case 'u':
-        return std::to_string(t.size == 8   ? rd(uint64_t())
-                              : t.size == 4 ? rd(uint32_t())
-                              : t.size == 2 ? rd(uint16_t())
-                                            : rd(uint8_t()));
-    case 'b':
-        return *p ? "True" : "False";
-    }
-    return "?";
-}
-
-bool numpyValue(const Value* v)
-{
-    return v && v->kind == Kind::Call &&
-           (isNumpy(v->callable, "_reconstruct") || isNumpy(v->callable, "scalar") ||
-            isNumpy(v->callable, "dtype"));
-}
-
-// array([1, 2, 3], dtype=uint32), the first values of a long one; scalar(dtype, bytes) as
-// np.float64(0.5); dtype('float32').
-bool numpyRepr(const Value* v, std::string& out)
-{
-    const Value* fn = v->callable;
-    if (isNumpy(fn, "dtype")) {
-        const auto t = npType(v);
-        out += "dtype('" + (t ? t->name : std::string("?")) + "')";
-        return true;
-    }
-    if (isNumpy(fn, "scalar")) {
-        const auto t = npType(item(v->args, 0));
-        const auto raw = rawBytes(item(v->args, 1));
-        if (!t || !raw || !t->kind || int(raw->size()) != t->size) return false;
-        out += "np." + t->name + "(" + npElement(*t, reinterpret_cast<const uint8_t*>(raw->data())) + ")";
-        return true;
-    }
-    if (!isNumpy(fn, "_reconstruct")) return false;
-    const Value* st = v->state;
-    if (!st || st->kind != Kind::Tuple || st->items.size() < 5) return false;
-    const auto shape = asInts(st->items[1]);
-    const auto t = npType(st->items[2]);
-    if (!shape || !t) return false;
-    uint64_t n = 1;
-    for (int64_t d : *shape)
-        n *= uint64_t(std::max<int64_t>(d, 0));
-    const auto raw = rawBytes(st->items[4]);
-    std::string shapeText;
-    for (size_t i = 0; i < shape->size(); ++i)
-        shapeText += (i ? ", " : "") + std::to_string((*shape)[i]);
-    if (shape->size() == 1) shapeText += ",";
-    if (!raw || !t->kind || raw->size() != n * uint64_t(t->size)) {
-        out += "array(shape=(" + shapeText + "), dtype=" + t->name + ")";
-        return true;
-    }
-    // All of a short array; the head of a long one, so the shape and dtype still fit a line.
-    const uint64_t kShown = n <= 8 ? n : 4;
-    out += "array([";
-    for (uint64_t i = 0; i < kShown; ++i)
-        out += (i ? ", " : "") +
-               npElement(*t, reinterpret_cast<const uint8_t*>(raw->data()) + i * uint64_t(t->size));
-    if (n > kShown) out += ", ...";
-    out += "], shape=(" + shapeText + "), dtype=" + t->name + ")";
-    return true;
-}
-
-// datetime.timedelta(days=1, seconds=5) as Python prints it (zero parts left out).
-bool timedeltaRepr(const Value* v, std::string& out)
-{
-    if (!v->calls("datetime", "timedelta")) return false;
-    static const char* names[] = {"days", "seconds", "microseconds"};
-    std::string parts;
-    for (size_t i = 0; i < 3; ++i) {
-        const auto x = asInt(item(v->args, i));
-        if (item(v->args, i) && !x) return false;
-        if (x && *x) parts += (parts.empty() ? "" : ", ") + std::string(names[i]) + "=" + std::to_string(*x);
-    }
-    out += "datetime.timedelta(" + (parts.empty() ? std::string("0") : parts) + ")";
-    return true;
-}
-
-void repr(const Value* v, std::string& out, size_t maxLen, int depth)
-{
-    if (out.size() > maxLen) return;
-    if (!v) {
-        out += "None";
-        return;
-    }
-    auto seq = [&](const char* open, const char* close) {
-        out += open;
-        for (size_t i = 0; i < v->items.size() && out.size() <= maxLen; ++i) {
-            if (i) out += ", ";
-            repr(v->items[i], out, maxLen, depth + 1);
-        }
-        if (v->kind == Kind::Tuple && v->items.size() == 1) out += ",";
-        out += close;
-    };
-    if (depth > 6) {
-        out += "...";
-        return;
-    }
-    switch (v->kind) {
-    case Kind::None:
-        out += "None";
-        break;
-    case Kind::Bool:
-        out += v->boolean ? "True" : "False";
-        break;
-    case Kind::Int:
-        out += std::to_string(v->integer);
-        break;
-    case Kind::BigInt:
-        out += bigIntToDecimal(v->text);
-        break;
-    case Kind::Float:
-        out += floatRepr(v->real);
-        break;
-    case Kind::Str:
-        out += quote(v->text.substr(0, maxLen), '\'');
-        break;
-    case Kind::Bytes:
-        out += "b" + quote(v->text.substr(0, maxLen), '\'');
-        break;
-    case Kind::ByteArray:
-        out += "bytearray(b" + quote(v->text.substr(0, maxLen), '\'') + ")";
-        break;
-    case Kind::List:
-        seq("[", "]");
-        break;
-    case Kind::Tuple:
-        seq("(", ")");
-        break;
-    case Kind::Set:
-        v->items.empty() ? void(out += "set()") : seq("{", "}");
-        break;
-    case Kind::FrozenSet:
-        v->items.empty() ? void(out += "frozenset()") : seq("frozenset({", "})");
-        break;
-    case Kind::Dict:
-        out += "{";
-        for (size_t i = 0; i < v->entries.size() && out.size() <= maxLen; ++i) {
-            if (i) out += ", ";
-            repr(v->entries[i].first, out, maxLen, depth + 1);
-            out += ": ";
-            repr(v->entries[i].second, out, maxLen, depth + 1);
-        }
-        out += "}";
-        break;
-    case Kind::Global:
-        out += v->text + "." + v->name;
-        break;
-    case Kind::PersistentRef:
-        out += "<storage>";
-        break;
-    case Kind::Ext:
-        out += "<ext " + std::to_string(v->integer) + ">";
-        break;
-    case Kind::Call: {
-        const Value* fn = v->callable;
-        if (timedeltaRepr(v, out) || numpyRepr(v, out)) break;
-        if (fn && fn->isGlobal("torch.torch_version", "TorchVersion") && item(v->args, 0)) {
-            repr(item(v->args, 0), out, maxLen, depth + 1); // a str subclass: its text
-            break;
-        }
-        if (fn && fn->isGlobal("_codecs", "encode") && item(v->args, 0)) {
-            out += "b" + quote(item(v->args, 0)->text, '\'');
-            break;
-        }
-        if (fn && fn->isGlobal("torch", "Size") && item(v->args, 0)) {
-            out += "torch.Size([";
-            const Value* l = item(v->args, 0);
-            for (size_t i = 0; i < l->items.size() && out.size() <= maxLen; ++i) {
-                if (i) out += ", ";
-                repr(l->items[i], out, maxLen, depth + 1);
-            }
-            out += "])";
-            break;
-        }
-        // set([1]) and frozenset([2]) as Python prints them.
-        const bool set = fn && fn->isGlobal("builtins", "set"),
-                   frozen = fn && fn->isGlobal("builtins", "frozenset");
-        if ((set || frozen) && item(v->args, 0) && item(v->args, 0)->kind == Kind::List) {
-            const Value* l = item(v->args, 0);
-            if (l->items.empty()) {
-                out += set ? "set()" : "frozenset()";
-                break;
-            }
-            out += frozen ? "frozenset({" : "{";
-            for (size_t i = 0; i < l->items.size() && out.size() <= maxLen; ++i) {
-                if (i) out += ", ";
-                repr(l->items[i], out, maxLen, depth + 1);
-            }
-            out += frozen ? "})" : "}";
-            break;
-        }
-        if (fn && fn->kind == Kind::Global)
-            out += (fn->text == "builtins" ? "" : fn->text + ".") + fn->name;
-        else
-            out += "<call>";
-        if (v->args) {
-            const Value* a = v->args;
-            out += "(";
-            for (size_t i = 0; a->kind == Kind::Tuple && i < a->items.size() && out.size() <= maxLen; ++i) {
-                if (i) out += ", ";
-                repr(a->items[i], out, maxLen, depth + 1);
-            }
-            out += ")";
-        }
-        break;
-    }
-    }
-}
-
-} // namespace
-
-std::string pyRepr(const Value* v, size_t maxLen)
-{
-    std::string out;
-    repr(v, out, maxLen, 0);
-    if (out.size() > maxLen) out = out.substr(0, maxLen) + "...";
     return out;
 }
 
