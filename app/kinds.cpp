@@ -59,6 +59,18 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "model states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "other tensor"),
+    // Facts the families state about a tag (layout::Fact labels).
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "optimizer"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel ranks"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "tensor-parallel ranks"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "dtype"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "global step"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "samples"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "skipped steps"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "role"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel rank"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "tensor-parallel rank"),
 };
 } // namespace
 

@@ -35,32 +35,11 @@ QString count(uint64_t n)
 
 // What a stage partitions, beside its number: DeepSpeed's ZeroStageEnum names (disabled,
 // optimizer_states, gradients, weights) read like jargon on their own.
-QString zeroStageText(int stage)
+// A fact's label in the window's language: the families' labels are listed in kinds.cpp for
+// lupdate; a family's own key (a Composer badge) is shown as it is.
+QString factLabel(const std::string& label)
 {
-    switch (stage) {
-    case 0:
-        return QCoreApplication::translate("TagOverview", "0 (disabled: plain data parallelism)");
-    case 1:
-        return QCoreApplication::translate("TagOverview", "1 (optimizer states partitioned)");
-    case 2:
-        return QCoreApplication::translate("TagOverview", "2 (optimizer states and gradients partitioned)");
-    case 3:
-        return QCoreApplication::translate("TagOverview",
-                                           "3 (optimizer states, gradients and parameters partitioned)");
-    default:
-        return QString::number(stage);
-    }
-}
-
-QString optimizerText(const std::string& optimizer)
-{
-    if (optimizer == "zero") return QCoreApplication::translate("TagOverview", "DeepSpeed ZeRO optimizer");
-    if (optimizer == "bf16_optimizer")
-        return QCoreApplication::translate("TagOverview", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)");
-    if (optimizer == "none") return QCoreApplication::translate("TagOverview", "none saved");
-    if (optimizer == "universal")
-        return QCoreApplication::translate("TagOverview", "DeepSpeed Universal (a folder per parameter)");
-    return esc(optimizer);
+    return QCoreApplication::translate("ckpt::app::Fact", label.c_str());
 }
 
 } // namespace
@@ -124,11 +103,8 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
     // parameters (676,000 rank slices) on the GUI thread was most of a half-second stall.
     auto header = [](const layout::Tag& t) {
         layout::Tag h;
-        h.name = t.name, h.dir = t.dir, h.latest = t.latest, h.optimizer = t.optimizer;
-        h.zeroStage = t.zeroStage, h.worldSize = t.worldSize, h.mpWorldSize = t.mpWorldSize;
-        h.dtype = t.dtype, h.dsVersion = t.dsVersion;
-        h.globalSteps = t.globalSteps, h.globalSamples = t.globalSamples, h.skippedSteps = t.skippedSteps;
-        h.badges = t.badges, h.files = t.files, h.warnings = t.warnings, h.unreadable = t.unreadable;
+        h.name = t.name, h.dir = t.dir, h.latest = t.latest, h.globalSteps = t.globalSteps;
+        h.facts = t.facts, h.files = t.files, h.warnings = t.warnings, h.unreadable = t.unreadable;
         return h;
     };
     m_tag = header(tag);
@@ -196,22 +172,9 @@ void TagOverview::render()
         m_text->setHtml(html + QStringLiteral("</table>"));
         return;
     }
-    // What the family knows: DeepSpeed's facts are left out where there are none (a DCP or
-    // Hugging Face tag has no ZeRO stage, world size or DeepSpeed version to speak of).
-    const bool deepspeed = t.zeroStage >= 0 || !t.dsVersion.empty();
-    if (deepspeed) html += row(tr("ZeRO stage"), zeroStageText(t.zeroStage));
-    if (t.worldSize > 0)
-        html += row(tr("World size"),
-                    tr("%1 data-parallel x %2 model-parallel").arg(t.worldSize).arg(t.mpWorldSize));
-    if (!t.dtype.empty()) html += row(tr("dtype"), esc(t.dtype));
-    if (!t.optimizer.empty()) html += row(tr("Optimizer"), optimizerText(t.optimizer));
-    if (deepspeed)
-        html += row(tr("DeepSpeed version"), t.dsVersion.empty() ? tr("unknown") : esc(t.dsVersion));
-    if (t.globalSteps >= 0 || t.globalSamples >= 0)
-        html += row(tr("Step / samples"),
-                    QStringLiteral("%1 / %2")
-                        .arg(t.globalSteps >= 0 ? count(uint64_t(t.globalSteps)) : tr("unknown"))
-                        .arg(t.globalSamples >= 0 ? count(uint64_t(t.globalSamples)) : tr("unknown")));
+    // What the family says of the tag, as it says it (labels translated where they are ours).
+    for (const layout::Fact& f : t.facts)
+        html += row(factLabel(f.label), esc(f.value));
     const ParameterCounts& c = m_counts;
     html += row(tr("Trainable"),
                 tr("%1 tensors, %2 elements").arg(count(c.trainable), count(c.trainableElements)));

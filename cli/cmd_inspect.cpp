@@ -11,7 +11,7 @@ int runInspect(const InspectArgs& a)
 {
     // A checkpoint shows tags, files and parameters; a single file its whole object tree.
     if (!layout::familyOf(a.path).singleFile()) {
-        const auto listing = ops::listCheckpoint(a.path, a.tag, a.json);
+        const auto listing = ops::listCheckpoint(a.path, a.tag, a.json, a.entries);
         const auto& doc = listing.doc;
         if (a.json) {
             ops::writeCheckpointJson(listing, std::cout);

@@ -16,6 +16,7 @@ struct InspectArgs
     std::string path;
     std::string tag;
     bool json = false;
+    bool entries = false;
 };
 struct ExportArgs
 {

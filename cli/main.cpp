@@ -50,6 +50,10 @@ Command addInspect(CLI::App& app)
     sub->add_option("path", a->path, "checkpoint folder, torch.save file (.pt/.bin/.pth) or .safetensors")
         ->required();
     sub->add_option("--tag", a->tag, "Only this tag of a checkpoint folder");
+    sub->add_flag(
+        "--entries", a->entries,
+        "Each tag's files with their object trees and every tensor entry (a checkpoint given as one "
+        "file always has them)");
     addJson(sub, a->json);
     return {sub, [a](const CancelToken&) { return ckpt::cli::runInspect(*a); }};
 }

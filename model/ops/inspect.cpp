@@ -161,7 +161,28 @@ const char* paramKind(layout::Parameter::Kind k)
 
 } // namespace
 
-CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources)
+namespace {
+
+// Every file of the tag as a file listing: those the opening parsed, from the opened checkpoint;
+// a file that is no torch or safetensors file (a .distcp, a config) says why not.
+ordered_json fileListings(const layout::Tag& t, const layout::FileSet& files)
+{
+    ordered_json out = ordered_json::array();
+    for (const auto& f : t.files) {
+        try {
+            const auto parsed = files.find(f.path);
+            out.push_back(toJson(parsed ? listFile(*parsed) : listFile(f.path)));
+        } catch (const Error& e) {
+            out.push_back({{"file", f.path}, {"error", e.what()}});
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources,
+                                 bool entries)
 {
     CheckpointListing l;
     l.opened = layout::openCheckpoint(path);
@@ -187,6 +208,9 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         j["global_samples"] = t.globalSamples;
         j["skipped_steps"] = t.skippedSteps;
         if (!t.badges.empty()) j["badges"] = t.badges;
+        j["facts"] = ordered_json::array();
+        for (const auto& f : t.facts)
+            j["facts"].push_back({{"label", f.label}, {"value", f.value}});
         if (!t.unreadable.empty()) j["unreadable"] = t.unreadable;
         if (!t.dir.empty() && t.unreadable.empty()) {
             static const CancelToken never;
@@ -200,6 +224,9 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
                              {"mp_rank", f.mpRank},
                              {"size", f.size}});
         j["files"] = std::move(files);
+        std::error_code ec;
+        if ((entries || std::filesystem::is_regular_file(path, ec)) && t.unreadable.empty())
+            j["file_listings"] = fileListings(t, *l.opened->files);
         j["parameters"] = ordered_json::array();
         j["config"] = t.config;
         j["lr_scheduler"] = t.lrScheduler;
@@ -296,22 +323,12 @@ void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
     for (const auto& t : doc["tags"]) {
         out << "tag " << t["name"].get<std::string>() << (t["latest"].get<bool>() ? "  [latest]" : "")
             << "\n";
-        if (t["world_size"].get<int>() > 0 || t["optimizer"] == "none") {
-            out << "  "
-                << (t["optimizer"] == "bf16_optimizer"
-                        ? std::string("BF16_Optimizer (ZeRO-1 layout)")
-                        : "ZeRO stage " + std::to_string(t["zero_stage"].get<int>()))
-                << ", world size " << t["world_size"].get<int>() << ", " << t["dtype"].get<std::string>()
-                << ", DeepSpeed " << t["ds_version"].get<std::string>() << ", step "
-                << t["global_steps"].get<int64_t>() << ", samples " << t["global_samples"].get<int64_t>()
-                << "\n";
-        }
-        if (t.contains("badges")) {
-            out << " ";
-            for (const auto& [k, v] : t["badges"].items())
-                out << " " << k << " " << (v.is_string() ? v.get<std::string>() : v.dump());
-            out << "\n";
-        }
+        // What the family says of the tag, whatever the family.
+        std::string facts;
+        for (const auto& f : t["facts"])
+            facts += (facts.empty() ? "  " : ", ") + f["label"].get<std::string>() + ": " +
+                     f["value"].get<std::string>();
+        if (!facts.empty()) out << facts << "\n";
         if (t.contains("unreadable")) { // said once, instead of an empty listing and a warning
             out << "  cannot be read: " << t["unreadable"].get<std::string>() << "\n";
             ++tagIndex;

@@ -27,7 +27,10 @@ struct CheckpointListing
     bool sources = true;
     nlohmann::ordered_json parameter(size_t tag, size_t index) const;
 };
-CheckpointListing listCheckpoint(const std::string& path, const std::string& tag = {}, bool sources = true);
+// `entries`: each tag's files listed whole too ("file_listings": every entry and tensor of each
+// file, as a single file's listing); a checkpoint opened as one file (a Composer .pt) always is.
+CheckpointListing listCheckpoint(const std::string& path, const std::string& tag = {}, bool sources = true,
+                                 bool entries = false);
 void writeCheckpointJson(const CheckpointListing& listing, std::ostream& out); // as dump(2), streamed
 void printCheckpoint(const CheckpointListing& listing, std::ostream& out);
 // The whole document at once (small checkpoints, tests).
