@@ -1,0 +1,305 @@
+#include "tensors.h"
+
+#include "io/error.h"
+#include "ops/analyze.h"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <thread>
+#include <unistd.h>
+
+namespace ckpt::python {
+
+PrivateMap::~PrivateMap()
+{
+    if (data) ::munmap(data, size);
+}
+
+void MapIndex::reload()
+{
+    m_ranges.clear();
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        std::istringstream in(line);
+        std::string span, perms, dev, path;
+        uint64_t offset = 0, inode = 0;
+        in >> span >> perms >> std::hex >> offset >> dev >> std::dec >> inode;
+        std::getline(in >> std::ws, path);
+        if (path.empty() || path.front() != '/' || inode == 0) continue;
+        Range r;
+        const size_t dash = span.find('-'), colon = dev.find(':');
+        if (dash == std::string::npos || colon == std::string::npos) continue;
+        r.begin = std::stoull(span.substr(0, dash), nullptr, 16);
+        r.end = std::stoull(span.substr(dash + 1), nullptr, 16);
+        r.offset = offset;
+        r.device = makedev(std::stoul(dev.substr(0, colon), nullptr, 16),
+                           std::stoul(dev.substr(colon + 1), nullptr, 16));
+        r.inode = inode;
+        r.path = path;
+        m_ranges.push_back(std::move(r));
+    }
+}
+
+std::optional<MappedLocation> MapIndex::locate(const void* address)
+{
+    const auto a = reinterpret_cast<uintptr_t>(address);
+    // Maps of files opened since the last read are not in the cache: read it again once.
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const Range& r : m_ranges)
+            if (a >= r.begin && a < r.end)
+                return MappedLocation{r.path, r.offset + (a - r.begin), r.device, r.inode};
+        if (pass == 0) reload();
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+// The file at `where.path` mapped privately, if it is still the file the engine mapped.
+std::shared_ptr<PrivateMap> mapPrivately(const MappedLocation& where)
+{
+    const int fd = ::open(where.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    struct stat st
+    {
+    };
+    std::shared_ptr<PrivateMap> m;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_ino) == where.inode &&
+        uint64_t(st.st_dev) == where.device && st.st_size > 0) {
+        void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            m = std::make_shared<PrivateMap>();
+            m->data = static_cast<uint8_t*>(p);
+            m->size = uint64_t(st.st_size);
+            m->path = where.path;
+        }
+    }
+    ::close(fd);
+    return m;
+}
+
+using Kind = layout::Parameter::Kind;
+
+const layout::Parameter* findParam(const layout::Tag& tag, const std::string& name)
+{
+    for (const auto& p : tag.params)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+// A tag holding only `params` (tagTensors reads nothing else of a tag but its name and folder).
+layout::Tag subTag(const layout::Tag& tag, std::vector<layout::Parameter> params,
+                   std::optional<torch::DType> exportDtype)
+{
+    layout::Tag t;
+    t.name = tag.name;
+    t.dir = tag.dir;
+    t.params = std::move(params);
+    t.exportDtype = exportDtype;
+    return t;
+}
+
+void adopt(ops::TensorSet& into, ops::TensorSet&& from)
+{
+    into.keepAlive = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+        std::move(into.keepAlive), std::move(from.keepAlive));
+}
+
+// get_fp32_state_dict_from_zero_checkpoint's dictionary: zero_to_fp32's names, order and fp32
+// masters as `ckpt export` gives them, except where its in-memory result differs from the files
+// it writes: frozen parameters keep their stored (lp) dtype, and at stage 1 there are none (it
+// reads frozen_param_fragments, which DeepSpeed saves from stage 2 on).
+ops::TensorSet deepspeedSet(const layout::OpenedTag& in, ops::SourceOptions options)
+{
+    const layout::Tag& tag = *in;
+    const bool zero = tag.convertsToUniversal;
+    options.excludeFrozen = options.excludeFrozen || (zero && tag.zeroStage == 1);
+    ops::TensorSet set = ops::tagTensors(in.checkpoint, tag, options);
+    if (!zero || options.excludeFrozen) return set;
+    std::vector<layout::Parameter> frozen;
+    for (const auto& p : tag.params)
+        if (p.kind == Kind::Frozen && p.tiedTo.empty()) frozen.push_back(p);
+    if (frozen.empty()) return set;
+    ops::SourceOptions asStored = options;
+    asStored.dtype.reset();
+    ops::TensorSet lp =
+        ops::tagTensors(in.checkpoint, subTag(tag, std::move(frozen), std::nullopt), asStored);
+    for (auto& t : lp.tensors)
+        for (auto& s : set.tensors)
+            if (s.tensor.name == t.tensor.name) s = std::move(t);
+    adopt(set, std::move(lp));
+    return set;
+}
+
+// The step of a parameter's optimizer group as the optimizer saved it (a tensor since torch
+// 1.12), the tensor ds_to_universal writes as step.pt: ".../state/<group>/step" of the file
+// holding the parameter's first master slice. nullopt where there is none (or it is a number).
+std::optional<layout::Parameter> stepOf(const layout::OpenedTag& in, const layout::Parameter& p)
+{
+    // Optimizer state keyed by parameter name (DCP, Composer): ".../state/<name>/step".
+    for (const auto& o : in->otherTensors)
+        if (o.name.ends_with("state/" + p.name + "/step")) {
+            layout::Parameter step = o;
+            step.name = "step";
+            return step;
+        }
+    for (const auto& s : p.slices) {
+        if (s.master.empty()) continue;
+        const std::string& file = s.master.front().file;
+        const std::string path =
+            "optimizer_state_dict/base_optimizer_state/state/" + std::to_string(p.group) + "/step";
+        const auto f = in.files().get(file);
+        if (!f->has(path)) return std::nullopt;
+        layout::Parameter step;
+        step.name = "step";
+        step.dtype = f->dtypeOf(path);
+        layout::RankSlice r;
+        r.length = 1;
+        r.master.push_back({file, path, 0, 1, step.dtype, {}, {}});
+        step.slices.push_back(std::move(r));
+        return step;
+    }
+    return std::nullopt;
+}
+
+// One parameter's fp32 master, exp_avg, exp_avg_sq (and step), the names of ds_to_universal's
+// files for it.
+ops::TensorSet optimizerSet(const layout::OpenedTag& in, const ops::SourceOptions& options,
+                            const std::string& name)
+{
+    const layout::Tag& tag = *in;
+    const layout::Parameter* p = findParam(tag, name);
+    if (!p) throw Error("no parameter '" + name + "' in tag " + tag.name, tag.dir);
+    if (!p->tiedTo.empty()) p = findParam(tag, p->tiedTo);
+    if (!p) throw Error("'" + name + "' is tied to a parameter the tag does not have", tag.dir);
+    layout::Parameter master = *p;
+    master.name = "fp32";
+    ops::SourceOptions o = options;
+    o.dtype = torch::DType::Float32;
+    ops::TensorSet set = ops::tagTensors(in.checkpoint, subTag(tag, {master}, torch::DType::Float32), o);
+    std::vector<layout::Parameter> stored;
+    for (auto& m : ops::momentParameters(tag))
+        if (m.name == p->name + "/exp_avg" || m.name == p->name + "/exp_avg_sq") {
+            m.name = m.name.substr(p->name.size() + 1);
+            stored.push_back(std::move(m));
+        }
+    if (stored.empty()) throw Error("no optimizer moments for '" + name + "' in tag " + tag.name, tag.dir);
+    if (auto step = stepOf(in, *p)) stored.push_back(std::move(*step));
+    o.dtype.reset();
+    ops::TensorSet moments = ops::tagTensors(in.checkpoint, subTag(tag, std::move(stored), std::nullopt), o);
+    for (auto& t : moments.tensors)
+        set.tensors.push_back(std::move(t));
+    adopt(set, std::move(moments));
+    return set;
+}
+
+} // namespace
+
+Tensors::Tensors(const layout::OpenedTag& in, const SetRequest& request)
+{
+    ops::SourceOptions o;
+    o.tag = in->name;
+    o.dtype = request.dtype;
+    o.excludeFrozen = request.excludeFrozen;
+    o.all = request.all;
+    o.ignore = request.ignore;
+    if (request.mode == "deepspeed")
+        m_set = deepspeedSet(in, o);
+    else if (request.mode == "optimizer")
+        m_set = optimizerSet(in, o, request.param);
+    else
+        m_set = ops::tagTensors(in.checkpoint, *in, o);
+    for (size_t i = 0; i < m_set.tensors.size(); ++i)
+        m_index.emplace(m_set.tensors[i].tensor.name, i);
+}
+
+const ops::SourceTensor& Tensors::at(size_t i) const
+{
+    if (i >= m_set.tensors.size()) throw Error("tensor index out of range");
+    const ops::SourceTensor& t = m_set.tensors[i];
+    if (!t.aliasOf.empty()) {
+        const long target = indexOf(t.aliasOf);
+        if (target < 0)
+            throw Error("'" + t.tensor.name + "' is tied to '" + t.aliasOf + "', which is not read");
+        return m_set.tensors[size_t(target)];
+    }
+    return t;
+}
+
+long Tensors::indexOf(const std::string& name) const
+{
+    const auto it = m_index.find(name);
+    return it == m_index.end() ? -1 : long(it->second);
+}
+
+void Tensors::fill(size_t i, uint64_t offset, uint64_t count, uint8_t* dst) const
+{
+    const ops::SourceTensor& t = at(i);
+    if (offset + count > t.tensor.nbytes) throw Error("byte range outside tensor '" + t.tensor.name + "'");
+    if (!count) return;
+    if (t.direct) {
+        std::copy_n(t.direct + offset, count, dst);
+        return;
+    }
+    // A large tensor in pieces of whole elements on every core: fill() is thread-safe (the
+    // writers' workers call it concurrently).
+    const uint64_t element = std::max<uint32_t>(1, torch::elementSize(t.tensor.dtype));
+    const uint64_t piece = (16ull << 20) / element * element;
+    const unsigned workers =
+        std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), (count + piece - 1) / piece);
+    if (workers <= 1) return t.tensor.fill(offset, count, dst);
+    std::atomic<uint64_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failed;
+    auto work = [&] {
+        for (uint64_t at; (at = next.fetch_add(piece)) < count;) {
+            try {
+                t.tensor.fill(offset + at, std::min(piece, count - at), dst + at);
+            } catch (...) {
+                std::lock_guard<std::mutex> l(failed);
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w)
+        pool.emplace_back(work);
+    work();
+    for (auto& th : pool)
+        th.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+uint8_t* Tensors::mapped(size_t i, std::shared_ptr<PrivateMap>& owner)
+{
+    const ops::SourceTensor& t = at(i);
+    if (!t.direct || !t.tensor.nbytes) return nullptr;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    const auto where = m_maps.locate(t.direct);
+    if (!where) return nullptr; // bytes in memory (an archive member inflated): a copy it is
+    auto& kept = m_private[where->path];
+    if (!kept) kept = mapPrivately(*where);
+    if (!kept || where->offset + t.tensor.nbytes > kept->size) return nullptr;
+    owner = kept;
+    return kept->data + where->offset;
+}
+
+std::vector<std::string> optimizerParameters(const layout::Tag& tag)
+{
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    for (const auto& m : ops::momentParameters(tag)) {
+        const std::string name = m.name.substr(0, m.name.rfind('/'));
+        if (seen.insert(name).second) out.push_back(name);
+    }
+    return out;
+}
+
+} // namespace ckpt::python

@@ -1,0 +1,101 @@
+// What the Python package reads tensors through: one tag's TensorSet (any family), with the
+// drop-in rules of DeepSpeed's get_fp32_state_dict_from_zero_checkpoint when asked, filled into
+// memory Python owns or handed out as views of a private, copy-on-write map of the file.
+#pragma once
+
+#include "layout/family.h"
+#include "ops/tensor_source.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt::python {
+
+// A whole file mapped MAP_PRIVATE and writable: a tensor handed to Python may be written to
+// (torch and numpy expect that), and the writes stay in this process, never reach the file.
+struct PrivateMap
+{
+    uint8_t* data = nullptr;
+    uint64_t size = 0;
+    std::string path;
+    PrivateMap() = default;
+    PrivateMap(const PrivateMap&) = delete;
+    PrivateMap& operator=(const PrivateMap&) = delete;
+    ~PrivateMap();
+};
+
+// Where a pointer into one of the engine's read-only maps lies: which file, at which byte.
+struct MappedLocation
+{
+    std::string path;
+    uint64_t offset = 0;
+    uint64_t device = 0, inode = 0;
+};
+
+// Finds the file mapping holding an address (from /proc/self/maps, cached until a miss).
+class MapIndex
+{
+public:
+    std::optional<MappedLocation> locate(const void* address);
+
+private:
+    struct Range
+    {
+        uintptr_t begin = 0, end = 0;
+        uint64_t offset = 0, device = 0, inode = 0;
+        std::string path;
+    };
+    void reload();
+    std::vector<Range> m_ranges;
+};
+
+// Which tensors a tag gives, and how.
+struct SetRequest
+{
+    std::string tag;
+    // "model": the tag's model as `ckpt export` writes it (the family's default dtype);
+    // "deepspeed": get_fp32_state_dict_from_zero_checkpoint's dictionary (its names, order and
+    // dtypes: frozen parameters in their stored dtype, none at stage 1 where it drops them);
+    // "optimizer": one parameter's fp32 master and Adam moments (`param`), as stored.
+    std::string mode = "model";
+    std::optional<torch::DType> dtype;
+    bool excludeFrozen = false;
+    bool all = false;
+    std::vector<std::string> ignore;
+    std::string param;
+};
+
+class Tensors
+{
+public:
+    Tensors(const layout::OpenedTag& in, const SetRequest& request);
+
+    const ops::TensorSet& set() const { return m_set; }
+    size_t size() const { return m_set.tensors.size(); }
+    const ops::SourceTensor& at(size_t i) const;
+    // The position of a name, or -1.
+    long indexOf(const std::string& name) const;
+    // Copies bytes [offset, offset + count) of tensor i to dst, on all cores for large ranges.
+    // Call without the GIL.
+    void fill(size_t i, uint64_t offset, uint64_t count, uint8_t* dst) const;
+    // Tensor i's bytes inside a private map of its file, when they lie there contiguous and
+    // uncast; else nullptr. `owner` receives what keeps the map alive.
+    uint8_t* mapped(size_t i, std::shared_ptr<PrivateMap>& owner);
+
+private:
+    ops::TensorSet m_set;
+    std::map<std::string, size_t> m_index;
+    std::mutex m_mutex; // guards the two caches below
+    MapIndex m_maps;
+    std::map<std::string, std::shared_ptr<PrivateMap>> m_private;
+};
+
+// The parameter names `optimizer_state` knows for a tag (its moments' parameters).
+std::vector<std::string> optimizerParameters(const layout::Tag& tag);
+
+} // namespace ckpt::python
