@@ -1,0 +1,211 @@
+"""checkpoint_studio.open() over every committed family, against what the real tools recorded:
+Hugging Face folders (save_pretrained), PyTorch DCP (dcp_to_torch_save's model tensors),
+Composer files, tarballs and compressed files (Trainer.save_checkpoint), plain torch.save files,
+DeepSpeed tags (zero_to_fp32's written tensors) and the optimizer moments ds_to_universal wrote."""
+import gc
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import checkpoint_studio as cs
+from conftest import DATA, dtype_name, expectations, ids, sha
+
+
+def check_tensors(tag, want):
+    """Every expected tensor: the same name order, dtype, shape and sha256."""
+    assert tag.keys() == [e["name"] for e in want]
+    for e in want:
+        t = tag.get_tensor(e["name"])
+        assert (dtype_name(t), list(t.shape), sha(t)) == (e["dtype"], e["shape"], e["sha256"]), e["name"]
+
+
+HF = [(c, e) for c, e in expectations("hf") if "model_state_dict" in e and c.name != "damaged_index"]
+
+
+@pytest.mark.parametrize("case,exp", HF, ids=ids(HF))
+def test_hugging_face_folders(case, exp):
+    with cs.open(case) as ck:
+        assert ck.family == "hf"
+        want = exp["model_state_dict"]
+        tag = ck.tag()
+        got = {n: tag.get_tensor(n) for n in tag.keys()}
+        by_name = {e["name"]: e for e in want}
+        # save_pretrained drops the tied lm_head; the folder holds the others, in file order
+        assert set(got) <= set(by_name) and len(got) >= len(by_name) - 1
+        for n, t in got.items():
+            assert (dtype_name(t), list(t.shape), sha(t)) == (by_name[n]["dtype"], by_name[n]["shape"],
+                                                              by_name[n]["sha256"]), n
+
+
+DCP = expectations("dcp")
+
+
+@pytest.mark.parametrize("case,exp", DCP, ids=ids(DCP))
+def test_dcp_folders(case, exp):
+    ck = cs.open(case)
+    assert ck.family == "dcp"
+    check_tensors(ck.tag(), exp["export"]["tensors"])
+
+
+# lzop needs an external program, which the engine never runs (the next test).
+COMPOSER = [(c, e) for c, e in expectations("composer") if "export" in e and not c.name.endswith(".lzo")]
+
+
+@pytest.mark.parametrize("case,exp", COMPOSER, ids=ids(COMPOSER))
+def test_composer_files_tarballs_and_compressed(case, exp):
+    check_tensors(cs.open(case).tag(), exp["export"]["tensors"])
+
+
+def test_lzop_is_refused_naming_the_file():
+    path = DATA / "composer" / "classifier.pt.lzo"
+    with pytest.raises(cs.CheckpointError, match="lzop") as e:
+        cs.open(path).tag().keys()
+    assert e.value.file == str(path) and str(e.value).startswith(str(path))
+
+
+def test_composer_run_folder_tags():
+    exp = json.loads((DATA / "composer" / "run.expect.json").read_text())
+    ck = cs.open(DATA / "composer" / "run")
+    assert len(ck.tags) == len(exp["checkpoints_in_training_order"])
+    for name, c in zip(ck.tags, exp["checkpoints"]):
+        check_tensors(ck.tag(name), c["export"]["tensors"])
+
+
+TORCH = sorted((DATA / "torch" / "torch-2.x").glob("state_dict*.expect.json")) + \
+        sorted((DATA / "torch" / "torch-2.x").glob("params.expect.json"))
+
+
+@pytest.mark.parametrize("expect", TORCH, ids=[p.name for p in TORCH])
+def test_torch_save_files(expect):
+    exp = json.loads(expect.read_text())
+    ck = cs.open(expect.with_name(exp["file"]))
+    tag = ck.tag()
+    for e in exp["tensors"]:
+        t = tag.get_tensor(e["path"])
+        assert (dtype_name(t), list(t.shape), sha(t)) == (e["dtype"], e["shape"], e["sha256"]), e["path"]
+
+
+def test_tags_latest_and_info():
+    ck = cs.open(DATA / "deepspeed" / "zero3_bf16_w4")
+    assert ck.family == "deepspeed"
+    assert ck.tags == ["global_step2", "global_step4"]
+    assert ck.latest == "global_step4"
+    info = ck.tag().info
+    assert (info.name, info.zero_stage, info.world_size, info.dtype) == ("global_step4", 3, 4, "bf16")
+    assert info.facts["DeepSpeed"] == "0.19.8" and info.facts["global step"] == "4"
+    assert ck.tag("global_step2").info.facts["global step"] == "2"
+    with pytest.raises(cs.CheckpointError, match="nope"):
+        ck.tag("nope")
+
+
+def test_model_state_dict_is_export_s_and_lazy():
+    """The tag's own state_dict is what `ckpt export` writes: zero_to_fp32's files (frozen fp32)."""
+    case = DATA / "deepspeed" / "zero2_bf16_w2"
+    exp = json.loads((DATA / "deepspeed" / "zero2_bf16_w2.expect.json").read_text())
+    want = {t["name"]: t for t in exp["tags"]["global_step4"]["bin"]["tensors"]}
+    sd = cs.open(case).tag().state_dict()
+    assert isinstance(sd, cs.LazyStateDict) and len(sd) == len(want)
+    assert sd.lazy("frozen.weight").dtype == torch.float32
+    for n in sd:
+        assert sha(sd[n]) == want[n]["sha256"], n
+    eager = cs.open(case).tag().state_dict(lazy=False)
+    assert eager["head.weight"] is eager["embed.weight"]
+    bf16 = cs.open(case).tag().state_dict(dtype=torch.bfloat16)
+    assert torch.equal(bf16["fc1.weight"], sd["fc1.weight"].to(torch.bfloat16))
+    assert bf16["counter"].dtype == torch.int64  # integers keep theirs
+
+
+def test_numpy_framework():
+    tag = cs.open(DATA / "hf" / "safetensors").tag()
+    name = tag.keys()[0]
+    a = tag.get_tensor(name, framework="np")
+    assert isinstance(a, np.ndarray)
+    assert np.array_equal(a, tag.get_tensor(name).numpy())
+
+
+def test_get_slice_reads_rows():
+    tag = cs.open(DATA / "deepspeed" / "zero3_fp32_w4").tag()  # gathered from 4 ranks
+    whole = tag.get_tensor("embed.weight")
+    sl = tag.get_slice("embed.weight")
+    assert sl.get_shape() == [37, 12] and sl.get_dtype() == "float32"
+    assert torch.equal(sl[3:20], whole[3:20])
+    assert torch.equal(sl[-1], whole[-1])
+    assert torch.equal(sl[5:9, 2:4], whole[5:9, 2:4])
+    assert torch.equal(sl[::2], whole[::2])
+
+
+def owning_file(address, maps):
+    for path, ranges in maps.items():
+        if any(lo <= address < hi for lo, hi in ranges):
+            return path
+    return None
+
+
+def test_zero_copy_views_map_the_file_privately(file_mappings, tmp_path):
+    path = DATA / "hf" / "safetensors" / "model.safetensors"
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    ck = cs.open(path)
+    tag = ck.tag()
+    name = tag.keys()[0]
+    lazy = tag.state_dict().lazy(name)
+    assert lazy.zero_copy
+    t = tag.get_tensor(name)
+    assert owning_file(t.data_ptr(), file_mappings()) == str(path)  # no copy: the file's map
+    original = t.clone()
+    t.add_(1.0)  # a private copy-on-write map: writable, and the file never changes
+    del ck, tag, lazy
+    gc.collect()
+    assert torch.equal(t, original + 1.0)  # the view outlives the checkpoint
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert torch.equal(cs.open(path).tag().get_tensor(name), original)
+
+
+def test_gathered_tensors_are_not_in_any_file_map(file_mappings):
+    tag = cs.open(DATA / "deepspeed" / "zero3_fp32_w4").tag()
+    lazy = tag.state_dict().lazy("embed.weight")
+    assert not lazy.zero_copy
+    t = lazy.contiguous()
+    assert owning_file(t.data_ptr(), file_mappings()) is None
+
+
+UNIVERSAL = [(c, e) for c, e in expectations("universal") if e.get("input", "").startswith("deepspeed/")]
+
+
+def universal_moments(exp):
+    """{param: {fp32|exp_avg|exp_avg_sq|step: sha256}} from ds_to_universal's files."""
+    out = {}
+    for f in exp["files"]:
+        parts = f["path"].split("/")
+        if len(parts) != 3 or parts[0] != "zero":
+            continue
+        s = f["summary"]
+        tensor = s["tensor"] if "tensor" in s else dict(s["dict"])["param"]["tensor"]
+        out.setdefault(parts[1], {})[parts[2][:-3]] = tensor
+    return {k: v for k, v in out.items() if "exp_avg" in v}
+
+
+@pytest.mark.parametrize("case,exp", UNIVERSAL, ids=ids(UNIVERSAL))
+def test_optimizer_state_is_what_ds_to_universal_wrote(case, exp):
+    folder, tag = exp["input"].split("/")[1], exp["input"].split("/")[2]
+    t = cs.open(DATA / "deepspeed" / folder).tag(tag)
+    want = universal_moments(exp)  # none where fp16 never stepped (zero2_fp16_w2)
+    assert set(t.optimizer_parameters()) == set(want)
+    for name, files in want.items():
+        state = t.optimizer_state(name)
+        assert set(state) == set(files)
+        shape = list(t.get_slice(name).get_shape())
+        for key, e in files.items():
+            got = state[key]
+            # ds_to_universal writes ZeRO-3 moments flat; ours have the parameter's shape.
+            assert list(got.shape) == (shape if key != "step" else []), f"{name}/{key}"
+            assert got.numel() == np.prod(e["shape"], dtype=int), f"{name}/{key}"
+            assert (dtype_name(got), sha(got)) == (e["dtype"], e["sha256"]), f"{name}/{key}"
+
+
+def test_optimizer_state_of_a_frozen_parameter_is_an_error():
+    t = cs.open(DATA / "deepspeed" / "zero2_fp32_w2").tag()
+    with pytest.raises(cs.CheckpointError, match="frozen.weight"):
+        t.optimizer_state("frozen.weight")
