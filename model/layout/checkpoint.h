@@ -117,6 +117,14 @@ struct Fact
     std::string label, value;
 };
 
+// How a family spreads a tag's parameters over ranks (layout/sharding.h draws each).
+enum class Sharding {
+    WholeFiles,          // each tensor whole in one file: a file, a Hugging Face folder, Universal
+    FlatPartitions,      // flat groups, each rank one contiguous share (ZeRO-1/2, BF16_Optimizer)
+    ParameterPartitions, // each parameter flat over every rank (ZeRO-3)
+    NdChunks,            // each rank an N-d block of a parameter (PyTorch DCP)
+};
+
 struct Tag
 {
     std::string name;
@@ -135,6 +143,7 @@ struct Tag
     nlohmann::ordered_json
         badges;              // family facts as `ckpt inspect --json` gives them ("composer_version": ...)
     std::vector<Fact> facts; // what the family says of the tag, for the overview and `inspect`
+    Sharding sharding = Sharding::WholeFiles; // how the family spreads the parameters over ranks
     // What an export converts floating tensors to when the user does not say (DeepSpeed: fp32,
     // as zero_to_fp32 does); nullopt: as stored.
     std::optional<torch::DType> exportDtype;

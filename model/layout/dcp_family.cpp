@@ -213,6 +213,7 @@ public:
         if (!md.version.empty()) tag.badges["dcp_version"] = md.version;
         tag.badges["layout"] = rule.layout;
         tag.badges["ranks"] = ranks.size();
+        tag.sharding = Sharding::NdChunks; // each rank's block of each tensor, in any dimension
         if (rule.layout == "composer") composerBadges(tag);
         if (tag.params.empty())
             tag.warnings.push_back(

@@ -743,6 +743,8 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
         return tag;
     }
     readOptimizerKind(tag, open.optims.front());
+    // ZeRO-3 splits each parameter over the ranks; ZeRO-1/2 and BF16_Optimizer split flat groups.
+    tag.sharding = tag.zeroStage == 3 ? Sharding::ParameterPartitions : Sharding::FlatPartitions;
     const FilesByRank byRank = optimizerFilesByRank(tag, open);
     checkOptimizerFilesAgree(tag, byRank);
     std::vector<Parameter> trainable = trainableParameters(tag, open, byRank);

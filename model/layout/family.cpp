@@ -13,15 +13,28 @@
 
 namespace ckpt::layout {
 
-const std::vector<const Family*>& families()
+namespace {
+
+std::vector<const Family*>& registry()
 {
     // Order matters only where two could match one path: specific folders before the generic
     // single file, which takes any regular file and lets its reader say what is wrong with it.
     // A Universal folder holds copied DeepSpeed model files too: it is tried before DeepSpeed's.
-    static const std::vector<const Family*> all = {&universalFamily(), &deepSpeedFamily(),
-                                                   &dcpFamily(),       &huggingFaceFamily(),
-                                                   &composerFamily(),  &singleFileFamily()};
+    static std::vector<const Family*> all = {&universalFamily(),   &deepSpeedFamily(), &dcpFamily(),
+                                             &huggingFaceFamily(), &composerFamily(),  &singleFileFamily()};
     return all;
+}
+
+} // namespace
+
+const std::vector<const Family*>& families()
+{
+    return registry();
+}
+
+void registerFamily(const Family& family)
+{
+    registry().insert(registry().begin(), &family);
 }
 
 const Family& familyOf(const std::string& path)
@@ -235,6 +248,24 @@ OpenedTag tagOf(std::shared_ptr<const OpenedCheckpoint> opened, const std::strin
 {
     const Tag* t = &opened->chooseTag(name);
     return {std::move(opened), t};
+}
+
+OpenedTag openParsedFile(const std::string& id, std::shared_ptr<const TensorFile> parsed)
+{
+    auto c = std::make_shared<OpenedCheckpoint>();
+    c->family = &singleFileFamily();
+    c->files = std::make_shared<FileSet>();
+    c->files->adopt(id, std::move(parsed));
+    TagList list;
+    list.root = id;
+    list.tags.push_back({std::filesystem::path(id).filename().string(), id});
+    c->model.root = c->model.opened = id;
+    c->model.family = std::string(c->family->id());
+    c->model.familyName = std::string(c->family->displayName());
+    c->model.singleFile = true;
+    c->model.tags.push_back(openedTag(*c->family, list, 0, *c->files));
+    const Tag* t = &c->model.tags.front();
+    return {std::move(c), t};
 }
 
 std::string tagLocation(const std::string& path, const std::string& tag)

@@ -51,6 +51,10 @@ public:
 
 // In the order they are tried: folder families first, the single file last.
 const std::vector<const Family*>& families();
+// Adds a family before the built-in ones (a family built outside this library, a test's): every
+// view and operation then takes its checkpoints. Call before anything is opened; the family must
+// outlive every use.
+void registerFamily(const Family& family);
 // The family holding `path`; throws Error for a missing path, a FIFO/device, or a folder no
 // family recognises (listing what was looked for).
 const Family& familyOf(const std::string& path);
@@ -114,6 +118,10 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpointTag(const std::string& pat
 // The same, as the tag an operation takes.
 OpenedTag openTag(const std::string& path, const std::string& tag, const OpenObserver& observer = {},
                   std::shared_ptr<FileSet> files = nullptr);
+// A file some opened checkpoint already parsed (a rank file, a shard), as a checkpoint of its own:
+// its tensors are read from `parsed`, nothing is parsed again. `id` is its FileSet id.
+OpenedTag openParsedFile(const std::string& id, std::shared_ptr<const TensorFile> parsed);
+
 // Where the tag a job on `path` means lies (chooseTag's rules), from names alone: nothing is
 // parsed, so an operation can refuse its output before it reads anything.
 std::string tagLocation(const std::string& path, const std::string& tag);

@@ -20,9 +20,23 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
                                      const CancelToken& cancel)
 {
     // Before any work: the output may not be, or be inside, the input.
-    io::OutputTransaction tx({input}, output, io::OutputTransaction::Shape::File);
+    io::OutputTransaction::precheck({input}, output, io::OutputTransaction::Shape::File);
+    return exportFileToSafetensors(layout::openTag(input, {}), output, options, progress, cancel);
+}
+
+ExportResult exportFileToSafetensors(const layout::OpenedTag& in, const std::string& output,
+                                     const ExportOptions& options, const ProgressSink& progress,
+                                     const CancelToken& cancel)
+{
+    const std::string& input = in.checkpoint->model.opened;
+    io::OutputTransaction tx(in.inputs(), output, io::OutputTransaction::Shape::File);
     reportNotes(progress, tx.notes());
-    const auto f = torch::TorchFile::open(input);
+    if (!in.checkpoint->model.singleFile || in->files.size() != 1)
+        throw Error("not a single torch.save file: export it to a folder", input);
+    // The file as the opening parsed it (the registry's single-file family): never parsed again.
+    const auto parsed = in.files().get(in->files.front().path);
+    if (!parsed->torch()) throw Error("already a safetensors file", input);
+    const torch::TorchFile* f = parsed->torch();
     ExportResult result;
     result.path = output;
 

@@ -13,6 +13,7 @@
 
 namespace ckpt::layout {
 struct OpenedCheckpoint;
+struct OpenedTag;
 struct Tag;
 } // namespace ckpt::layout
 
@@ -42,6 +43,10 @@ struct ExportResult
 };
 
 ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
+                                     const ExportOptions& options, const ProgressSink& progress,
+                                     const CancelToken& cancel);
+// The same for a single file the registry opened (the window's): nothing is parsed again.
+ExportResult exportFileToSafetensors(const layout::OpenedTag& in, const std::string& output,
                                      const ExportOptions& options, const ProgressSink& progress,
                                      const CancelToken& cancel);
 

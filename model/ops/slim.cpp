@@ -454,8 +454,8 @@ struct Job
                        cancel);
     }
 
-    void slimOne(const std::string& from, const std::string& rel, std::unique_ptr<torch::TorchFile> file,
-                 std::unique_ptr<Plan> plan, SlimFile& r)
+    void slimOne(const std::string& from, const std::string& rel,
+                 std::shared_ptr<const torch::TorchFile> file, std::unique_ptr<Plan> plan, SlimFile& r)
     {
         r.storagesBefore = file->storages().size();
         r.storageBefore = plan->storageBefore();
@@ -511,6 +511,15 @@ struct Job
     }
 };
 
+// The file as the caller's opened checkpoint parsed it (the window's), else parsed here.
+std::shared_ptr<const torch::TorchFile> torchFileAt(const std::string& path, const layout::FileSet* files)
+{
+    if (files)
+        if (const auto kept = files->find(path); kept && kept->torch())
+            return std::shared_ptr<const torch::TorchFile>(kept, kept->torch());
+    return torch::TorchFile::open(path);
+}
+
 bool isTorchFile(const std::string& path)
 {
     const FileKind k = detect(path);
@@ -520,7 +529,7 @@ bool isTorchFile(const std::string& path)
 } // namespace
 
 SlimResult slim(const std::string& input, const std::string& output, const SlimOptions& options,
-                const ProgressSink& progress, const CancelToken& cancel)
+                const ProgressSink& progress, const CancelToken& cancel, const layout::FileSet* parsed)
 {
     std::error_code ec;
     const bool folder = fs::is_directory(input, ec);
@@ -564,7 +573,7 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
         SlimFile r;
         r.path = folder ? rel : abs;
         if (isTorchFile(abs)) {
-            auto f = torch::TorchFile::open(abs);
+            auto f = torchFileAt(abs, parsed);
             auto plan = std::make_unique<Plan>(*f);
             job.slimOne(abs, rel, std::move(f), std::move(plan), r);
         } else if (folder) {

@@ -7,6 +7,7 @@
 // tensor compared before it takes its name.
 #pragma once
 
+#include "layout/file_set.h"
 #include "ops/job.h"
 
 #include <string>
@@ -42,7 +43,9 @@ struct SlimResult
 
 // PATH a torch.save file (zip or legacy) and OUT a file, or PATH a folder and OUT a new folder
 // with the same tree. Throws Error naming the file on anything it cannot do.
+// `parsed`: an opened checkpoint's parsed files (the window's): a file it holds is not parsed again.
 SlimResult slim(const std::string& input, const std::string& output, const SlimOptions& options,
-                const ProgressSink& progress, const CancelToken& cancel);
+                const ProgressSink& progress, const CancelToken& cancel,
+                const layout::FileSet* parsed = nullptr);
 
 } // namespace ckpt::ops

@@ -221,6 +221,46 @@ bool ignored(const std::string& path, const std::vector<std::string>& globs)
 
 } // namespace
 
+namespace {
+
+// The parameter's sources as the reader's pieces (each file asked of the FileSet once, held as
+// long as the set); returns how many elements they hold.
+uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::FileSet& files,
+                   std::map<std::string, std::shared_ptr<const layout::TensorFile>>& held)
+{
+    uint64_t available = 0;
+    for (const auto& sl : p.slices)
+        for (const auto& src : sl.master) {
+            // Once per distinct file: past the FileSet's budget a get() per source could
+            // parse a file again for every frozen fragment that names it.
+            auto [kept, fresh] = held.try_emplace(src.file.str());
+            if (fresh) kept->second = files.get(src.file);
+            const layout::TensorFile& f = *kept->second;
+            if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
+            reader.from = f.dtypeOf(src.tensorPath);
+            Reader::Piece piece{&f, src.tensorPath, src.offset, src.count, src.chunkOffsets, src.chunkShape};
+            if (src.chunkOffsets.empty()) {
+                available += src.count;
+            } else {
+                reader.chunked = true;
+                uint64_t n = 1;
+                for (int64_t x : src.chunkShape)
+                    n *= uint64_t(x);
+                available += n;
+                if (src.chunkOffsets.size() != p.shape.size() || src.chunkShape.size() != p.shape.size())
+                    throw Error("a chunk of '" + p.name + "' has another rank than the tensor", src.file);
+                for (size_t i = 0; i < p.shape.size(); ++i)
+                    if (src.chunkOffsets[i] < 0 || src.chunkShape[i] < 0 ||
+                        src.chunkOffsets[i] + src.chunkShape[i] > p.shape[i])
+                        throw Error("a chunk of '" + p.name + "' lies outside its shape", src.file);
+            }
+            reader.pieces.push_back(std::move(piece));
+        }
+    return available;
+}
+
+} // namespace
+
 TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
                      const SourceOptions& options)
 {
@@ -234,7 +274,6 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
     // The tag's files by id, each asked of the FileSet once, alive as long as the set.
     std::map<std::string, std::shared_ptr<const layout::TensorFile>> held;
     std::vector<SourceTensor>& plan = set.tensors;
-    std::map<std::string, size_t> index;
     const std::optional<torch::DType> want = options.dtype ? options.dtype : tag.exportDtype;
     std::vector<const layout::Parameter*> params;
     for (const auto& p : tag.params)
@@ -270,35 +309,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
         auto reader = std::make_shared<Reader>();
         reader->shape = p.shape;
         reader->from = p.dtype;
-        uint64_t available = 0;
-        for (const auto& sl : p.slices)
-            for (const auto& src : sl.master) {
-                // Once per distinct file: past the FileSet's budget a get() per source could
-                // parse a file again for every frozen fragment that names it.
-                auto [kept, fresh] = held.try_emplace(src.file.str());
-                if (fresh) kept->second = files.get(src.file);
-                const layout::TensorFile& f = *kept->second;
-                if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
-                reader->from = f.dtypeOf(src.tensorPath);
-                Reader::Piece piece{&f,        src.tensorPath,   src.offset,
-                                    src.count, src.chunkOffsets, src.chunkShape};
-                if (!src.chunkOffsets.empty()) {
-                    reader->chunked = true;
-                    uint64_t n = 1;
-                    for (int64_t x : src.chunkShape)
-                        n *= uint64_t(x);
-                    available += n;
-                    if (src.chunkOffsets.size() != p.shape.size() || src.chunkShape.size() != p.shape.size())
-                        throw Error("a chunk of '" + p.name + "' has another rank than the tensor", src.file);
-                    for (size_t i = 0; i < p.shape.size(); ++i)
-                        if (src.chunkOffsets[i] < 0 || src.chunkShape[i] < 0 ||
-                            src.chunkOffsets[i] + src.chunkShape[i] > p.shape[i])
-                            throw Error("a chunk of '" + p.name + "' lies outside its shape", src.file);
-                } else {
-                    available += src.count;
-                }
-                reader->pieces.push_back(std::move(piece));
-            }
+        const uint64_t available = addPieces(*reader, p, files, held);
         torch::DType to = reader->from;
         if (want && castable(to)) to = *want;
         reader->to = to;
@@ -319,7 +330,6 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
             out.inPlace = [reader](uint64_t first, uint64_t* run) { return reader->inPlace(first, run); };
             out.releaseInPlace = [reader](uint64_t first, uint64_t n) { reader->releaseInPlace(first, n); };
         }
-        index[p.name] = plan.size();
         plan.push_back(std::move(out));
     }
     set.keepAlive =
@@ -359,6 +369,12 @@ TensorSet checkpointTensors(const std::string& path, const SourceOptions& option
 TensorSet fileTensors(const std::string& path)
 {
     return anyTensors(path, {});
+}
+
+TensorSet fileTensors(const layout::FileSet& files, const std::string& id)
+{
+    const layout::OpenedTag in = layout::openParsedFile(id, files.get(id));
+    return tagTensors(in.checkpoint, *in, {});
 }
 
 } // namespace ckpt::ops

@@ -70,6 +70,9 @@ TensorSet anyTensors(const std::string& path, const SourceOptions& options);
 // The same; kept for callers that know what they hold (a DeepSpeed folder, a single file).
 TensorSet checkpointTensors(const std::string& path, const SourceOptions& options);
 TensorSet fileTensors(const std::string& path);
+// The tensors of one file an opened checkpoint holds (a rank file's own tensors): from its parsed
+// form, never parsed again while the set keeps it.
+TensorSet fileTensors(const layout::FileSet& files, const std::string& id);
 
 std::optional<gpu::Scalar> scalarOf(torch::DType d);
 

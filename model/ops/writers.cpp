@@ -3,8 +3,8 @@
 #include "compute_backend.h"
 #include "io/tensor_hasher.h"
 #include "io/verified_writer.h"
-#include "ops/chunk_stream.h"
 #include "safetensors/safetensors_file.h"
+#include "torch/chunk_stream.h"
 #include "torch/torch_file.h"
 
 #include <memory>
@@ -29,7 +29,7 @@ std::vector<uint64_t> writeSafetensors(io::AtomicFile& out, std::vector<torch::O
     out.write(&n, 8);
     out.write(header.data(), header.size());
     io::TensorHasher hasher(tensors.size());
-    streamChunks(
+    torch::streamChunks(
         tensors,
         [&](size_t i, const uint8_t* data, uint64_t size) {
             hasher.update(i, data, size);

@@ -1,4 +1,4 @@
-#include "ops/chunk_stream.h"
+#include "torch/chunk_stream.h"
 
 #include <condition_variable>
 #include <exception>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-namespace ckpt::ops {
+namespace ckpt::torch {
 
 namespace {
 
@@ -77,7 +77,7 @@ struct Shared
 // after the last one `last`. Stops early when the consumer says stop; its exceptions go to
 // the consumer through `producerError`.
 void produce(Shared& sh, const std::vector<torch::OutTensor>& tensors, uint64_t chunkSize,
-             const CancelToken& cancel)
+             const io::CancelToken& cancel)
 {
     size_t slot = 0;
     auto publish = [&](Slot& s) {
@@ -142,7 +142,7 @@ void consumeAll(Shared& sh, const std::function<void(size_t, const uint8_t*, uin
 
 void streamChunks(const std::vector<torch::OutTensor>& tensors,
                   const std::function<void(size_t, const uint8_t*, uint64_t)>& consume,
-                  const CancelToken& cancel, uint64_t chunkSize, int ringSize)
+                  const io::CancelToken& cancel, uint64_t chunkSize, int ringSize)
 {
     uint64_t largest = 1;
     for (const auto& t : tensors)
@@ -169,4 +169,4 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
     if (sh.producerError) std::rethrow_exception(sh.producerError);
 }
 
-} // namespace ckpt::ops
+} // namespace ckpt::torch

@@ -4,19 +4,19 @@
 // whatever the tensor sizes.
 #pragma once
 
-#include "ops/job.h"
+#include "io/job.h"
 #include "torch/out_tensor.h"
 
 #include <functional>
 #include <vector>
 
-namespace ckpt::ops {
+namespace ckpt::torch {
 
 // Calls consume(tensorIndex, data, size) for every chunk of every tensor, in order (a tensor of
 // zero bytes gets no call). Exceptions from either side propagate to the caller; cancel is
 // checked per chunk.
 void streamChunks(const std::vector<torch::OutTensor>& tensors,
                   const std::function<void(size_t tensor, const uint8_t* data, uint64_t size)>& consume,
-                  const CancelToken& cancel, uint64_t chunkSize = 16u << 20, int ringSize = 3);
+                  const io::CancelToken& cancel, uint64_t chunkSize = 16u << 20, int ringSize = 3);
 
-} // namespace ckpt::ops
+} // namespace ckpt::torch

@@ -1,7 +1,7 @@
 #include "torch/torch_writer.h"
 
 #include "io/tensor_hasher.h"
-#include "ops/chunk_stream.h"
+#include "torch/chunk_stream.h"
 
 #include <algorithm>
 #include <map>
@@ -404,7 +404,7 @@ std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::strin
             zip.begin("data/" + storages[begun].name, storages[begun].nbytes);
         }
     };
-    ops::streamChunks(
+    streamChunks(
         storages,
         [&](size_t i, const uint8_t* data, uint64_t size) {
             beginThrough(i);
