@@ -4,6 +4,7 @@
 #   2. optimised build with warnings as errors, Qt Test suite under ctest
 #   3. round trip of every fixture through real PyTorch (Debian's python3-torch), ckpt stats /
 #      ckpt diff against PyTorch's own numbers, and ckpt slim's output loaded by PyTorch
+#   3b. the Python package built by pip into a scratch virtual environment, its pytest suite
 #   4. the fault harness: kill -9, signals, disk full, read-only inputs, racing writers
 #   5. the .deb: built from the ci build, desktop entry and metainfo validated, lintian, installed,
 #      run from /usr/bin, purged (installer/check-package.sh)
@@ -86,6 +87,7 @@ step "ckpt stats / ckpt diff against PyTorch" bash -c \
   "/usr/bin/python3 -W ignore tests/analyze_check.py build/ci/cli/ckpt | tail -n 1"
 counted_step "ckpt slim against PyTorch (torch.load object for object)" \
   /usr/bin/python3 -W ignore tests/slim_check.py build/ci/cli/ckpt
+counted_step "Python package: pip install ./python into a scratch venv, pytest" python/check.sh
 step "GPU parity (skips, saying why, without a CUDA device)" build/ci/tests/gpu_parity
 counted_step "fault harness" tests/faults/run.sh build/ci/cli/ckpt
 counted_step "package: .deb built, validated, installed, run and purged" installer/check-package.sh build/ci
