@@ -19,7 +19,7 @@ if ! /usr/bin/python3 -m venv --system-site-packages "$scratch/venv"; then
   exit 1
 fi
 if ! CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$scratch/venv/bin/pip" install -q \
-    --config-settings=build-dir=build/python ./python; then
+    --config-settings=build-dir="$PWD/build/python" ./python; then
   echo "python/check.sh: pip install ./python failed"
   summary 0 1
   exit 1

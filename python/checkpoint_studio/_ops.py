@@ -26,6 +26,7 @@ class _Bar:
     def __init__(self, tqdm):
         self._tqdm = tqdm
         self._bar = None
+        self._stage = None
 
     def __call__(self, p):
         if p.note:
@@ -33,10 +34,12 @@ class _Bar:
             return
         if self._bar is None:
             self._bar = self._tqdm(total=p.total_bytes or None, unit="B", unit_scale=True, desc=p.stage, leave=False)
-        if p.total_bytes and self._bar.total != p.total_bytes:
-            self._bar.total = p.total_bytes
-        self._bar.set_description(p.stage, refresh=False)
+        elif p.total_bytes and self._bar.total != p.total_bytes:
+            self._bar.reset(total=p.total_bytes)  # a new stage with its own byte count
         self._bar.update(max(0, p.done_bytes - self._bar.n))
+        if p.stage != self._stage:
+            self._stage = p.stage
+            self._bar.set_description(p.stage)  # drawn at once: a stage shows even when brief
 
     def close(self):
         if self._bar is not None:

@@ -191,3 +191,37 @@ def test_memory_stays_bounded_while_exporting(tmp_path):
     assert len(os.listdir(tmp_path / "o")) == 7  # a 64 MiB tensor per 100 MB shard, and the index
     peak_mib = int(out.stdout.split()[-1]) / 1024
     assert peak_mib < 160, f"peak RSS {peak_mib:.0f} MiB for a 384 MiB export"
+
+
+def test_progress_true_draws_a_tqdm_bar(big_file, tmp_path, capsys):
+    pytest.importorskip("tqdm", reason="python3-tqdm (tools/install-deps.sh) draws the bar")
+    cs.export(big_file, tmp_path / "o", progress=True)
+    err = capsys.readouterr().err
+    assert "writing" in err and "/101M" in err  # the stage, over the bytes it writes
+
+
+def test_progress_false_and_default_off_a_terminal_print_nothing(big_file, tmp_path, capsys):
+    cs.export(big_file, tmp_path / "a", progress=False)
+    cs.export(big_file, tmp_path / "b")  # stderr is no terminal under pytest
+    assert capsys.readouterr().err == ""
+
+
+def test_an_exception_in_the_progress_callback_cancels_the_job(big_file, tmp_path):
+    def boom(p):
+        if p.stage == "writing":
+            raise RuntimeError("callback failed")
+    with pytest.raises(RuntimeError, match="callback failed"):
+        cs.export(big_file, tmp_path / "o", progress=boom)
+    assert os.listdir(tmp_path) == []
+
+
+def test_opened_checkpoint_is_shared_by_operations(tmp_path):
+    """An opened checkpoint's tag goes to an operation without being parsed again: the result
+    equals the one from the path."""
+    ck = cs.open(DATA / "deepspeed" / "zero3_bf16_w2")
+    a = cs.export(ck.tag("global_step2"), tmp_path / "a")
+    b = cs.export(DATA / "deepspeed" / "zero3_bf16_w2", tmp_path / "b", tag="global_step2")
+    assert (a.tag, a.tensors, a.bytes) == (b.tag, b.tensors, b.bytes) == ("global_step2", b.tensors, b.bytes)
+    names = sorted(os.listdir(tmp_path / "a"))
+    assert names == sorted(os.listdir(tmp_path / "b"))
+    assert all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in names)
