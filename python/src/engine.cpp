@@ -113,11 +113,12 @@ nb::object tensorInfo(const Tensors& ts, size_t i)
 // side views it as the tensor's dtype and shape), or None when they must be copied.
 nb::object mappedArray(Tensors& ts, size_t i)
 {
-    std::shared_ptr<PrivateMap> owner;
+    std::shared_ptr<io::PrivateMap> owner;
     uint8_t* data = ts.mapped(i, owner);
     if (!data) return nb::none();
-    auto* keep = new std::shared_ptr<PrivateMap>(std::move(owner));
-    nb::capsule capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<PrivateMap>*>(p); });
+    auto* keep = new std::shared_ptr<io::PrivateMap>(std::move(owner));
+    nb::capsule capsule(keep,
+                        [](void* p) noexcept { delete static_cast<std::shared_ptr<io::PrivateMap>*>(p); });
     const size_t n = size_t(ts.at(i).tensor.nbytes);
     return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(data, {n}, capsule));
 }

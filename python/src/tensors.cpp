@@ -4,86 +4,13 @@
 #include "ops/analyze.h"
 
 #include <algorithm>
-#include <fcntl.h>
-#include <fstream>
+#include <atomic>
 #include <set>
-#include <sstream>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <thread>
-#include <unistd.h>
 
 namespace ckpt::python {
 
-PrivateMap::~PrivateMap()
-{
-    if (data) ::munmap(data, size);
-}
-
-void MapIndex::reload()
-{
-    m_ranges.clear();
-    std::ifstream maps("/proc/self/maps");
-    std::string line;
-    while (std::getline(maps, line)) {
-        std::istringstream in(line);
-        std::string span, perms, dev, path;
-        uint64_t offset = 0, inode = 0;
-        in >> span >> perms >> std::hex >> offset >> dev >> std::dec >> inode;
-        std::getline(in >> std::ws, path);
-        if (path.empty() || path.front() != '/' || inode == 0) continue;
-        Range r;
-        const size_t dash = span.find('-'), colon = dev.find(':');
-        if (dash == std::string::npos || colon == std::string::npos) continue;
-        r.begin = std::stoull(span.substr(0, dash), nullptr, 16);
-        r.end = std::stoull(span.substr(dash + 1), nullptr, 16);
-        r.offset = offset;
-        r.device = makedev(std::stoul(dev.substr(0, colon), nullptr, 16),
-                           std::stoul(dev.substr(colon + 1), nullptr, 16));
-        r.inode = inode;
-        r.path = path;
-        m_ranges.push_back(std::move(r));
-    }
-}
-
-std::optional<MappedLocation> MapIndex::locate(const void* address)
-{
-    const auto a = reinterpret_cast<uintptr_t>(address);
-    // Maps of files opened since the last read are not in the cache: read it again once.
-    for (int pass = 0; pass < 2; ++pass) {
-        for (const Range& r : m_ranges)
-            if (a >= r.begin && a < r.end)
-                return MappedLocation{r.path, r.offset + (a - r.begin), r.device, r.inode};
-        if (pass == 0) reload();
-    }
-    return std::nullopt;
-}
-
 namespace {
-
-// The file at `where.path` mapped privately, if it is still the file the engine mapped.
-std::shared_ptr<PrivateMap> mapPrivately(const MappedLocation& where)
-{
-    const int fd = ::open(where.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nullptr;
-    struct stat st
-    {
-    };
-    std::shared_ptr<PrivateMap> m;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_ino) == where.inode &&
-        uint64_t(st.st_dev) == where.device && st.st_size > 0) {
-        void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-        if (p != MAP_FAILED) {
-            m = std::make_shared<PrivateMap>();
-            m->data = static_cast<uint8_t*>(p);
-            m->size = uint64_t(st.st_size);
-            m->path = where.path;
-        }
-    }
-    ::close(fd);
-    return m;
-}
 
 using Kind = layout::Parameter::Kind;
 
@@ -277,7 +204,7 @@ void Tensors::fill(size_t i, uint64_t offset, uint64_t count, uint8_t* dst) cons
     if (failure) std::rethrow_exception(failure);
 }
 
-uint8_t* Tensors::mapped(size_t i, std::shared_ptr<PrivateMap>& owner)
+uint8_t* Tensors::mapped(size_t i, std::shared_ptr<io::PrivateMap>& owner)
 {
     const ops::SourceTensor& t = at(i);
     if (!t.direct || !t.tensor.nbytes) return nullptr;
@@ -285,10 +212,10 @@ uint8_t* Tensors::mapped(size_t i, std::shared_ptr<PrivateMap>& owner)
     const auto where = m_maps.locate(t.direct);
     if (!where) return nullptr; // bytes in memory (an archive member inflated): a copy it is
     auto& kept = m_private[where->path];
-    if (!kept) kept = mapPrivately(*where);
-    if (!kept || where->offset + t.tensor.nbytes > kept->size) return nullptr;
+    if (!kept) kept = io::PrivateMap::open(*where);
+    if (!kept || where->offset + t.tensor.nbytes > kept->size()) return nullptr;
     owner = kept;
-    return kept->data + where->offset;
+    return kept->data() + where->offset;
 }
 
 std::vector<std::string> optimizerParameters(const layout::Tag& tag)

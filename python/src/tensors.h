@@ -3,6 +3,7 @@
 // memory Python owns or handed out as views of a private, copy-on-write map of the file.
 #pragma once
 
+#include "io/private_map.h"
 #include "layout/family.h"
 #include "ops/tensor_source.h"
 
@@ -15,44 +16,6 @@
 #include <vector>
 
 namespace ckpt::python {
-
-// A whole file mapped MAP_PRIVATE and writable: a tensor handed to Python may be written to
-// (torch and numpy expect that), and the writes stay in this process, never reach the file.
-struct PrivateMap
-{
-    uint8_t* data = nullptr;
-    uint64_t size = 0;
-    std::string path;
-    PrivateMap() = default;
-    PrivateMap(const PrivateMap&) = delete;
-    PrivateMap& operator=(const PrivateMap&) = delete;
-    ~PrivateMap();
-};
-
-// Where a pointer into one of the engine's read-only maps lies: which file, at which byte.
-struct MappedLocation
-{
-    std::string path;
-    uint64_t offset = 0;
-    uint64_t device = 0, inode = 0;
-};
-
-// Finds the file mapping holding an address (from /proc/self/maps, cached until a miss).
-class MapIndex
-{
-public:
-    std::optional<MappedLocation> locate(const void* address);
-
-private:
-    struct Range
-    {
-        uintptr_t begin = 0, end = 0;
-        uint64_t offset = 0, device = 0, inode = 0;
-        std::string path;
-    };
-    void reload();
-    std::vector<Range> m_ranges;
-};
 
 // Which tensors a tag gives, and how.
 struct SetRequest
@@ -85,14 +48,14 @@ public:
     void fill(size_t i, uint64_t offset, uint64_t count, uint8_t* dst) const;
     // Tensor i's bytes inside a private map of its file, when they lie there contiguous and
     // uncast; else nullptr. `owner` receives what keeps the map alive.
-    uint8_t* mapped(size_t i, std::shared_ptr<PrivateMap>& owner);
+    uint8_t* mapped(size_t i, std::shared_ptr<io::PrivateMap>& owner);
 
 private:
     ops::TensorSet m_set;
     std::map<std::string, size_t> m_index;
     std::mutex m_mutex; // guards the two caches below
-    MapIndex m_maps;
-    std::map<std::string, std::shared_ptr<PrivateMap>> m_private;
+    io::MapIndex m_maps;
+    std::map<std::string, std::shared_ptr<io::PrivateMap>> m_private; // by path
 };
 
 // The parameter names `optimizer_state` knows for a tag (its moments' parameters).
