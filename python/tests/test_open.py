@@ -171,7 +171,15 @@ def test_gathered_tensors_are_not_in_any_file_map(file_mappings):
     assert owning_file(t.data_ptr(), file_mappings()) is None
 
 
-UNIVERSAL = [(c, e) for c, e in expectations("universal") if e.get("input", "").startswith("deepspeed/")]
+# ds_to_universal's outputs, recorded for DeepSpeed tags under tests/data/deepspeed and
+# tests/data/universal (BF16_Optimizer, 11 ranks).
+UNIVERSAL = [(c, e) for c, e in expectations("universal") if e.get("input")]
+
+
+def universal_input(exp):
+    """The DeepSpeed tag ds_to_universal converted: (checkpoint folder, tag)."""
+    folder, tag = exp["input"].rsplit("/", 1)
+    return DATA / folder, tag
 
 
 def universal_moments(exp):
@@ -189,8 +197,8 @@ def universal_moments(exp):
 
 @pytest.mark.parametrize("case,exp", UNIVERSAL, ids=ids(UNIVERSAL))
 def test_optimizer_state_is_what_ds_to_universal_wrote(case, exp):
-    folder, tag = exp["input"].split("/")[1], exp["input"].split("/")[2]
-    t = cs.open(DATA / "deepspeed" / folder).tag(tag)
+    folder, tag = universal_input(exp)
+    t = cs.open(folder).tag(tag)
     want = universal_moments(exp)  # none where fp16 never stepped (zero2_fp16_w2)
     assert set(t.optimizer_parameters()) == set(want)
     for name, files in want.items():
@@ -209,3 +217,31 @@ def test_optimizer_state_of_a_frozen_parameter_is_an_error():
     t = cs.open(DATA / "deepspeed" / "zero2_fp32_w2").tag()
     with pytest.raises(cs.CheckpointError, match="frozen.weight"):
         t.optimizer_state("frozen.weight")
+
+
+@pytest.mark.parametrize("case,exp", UNIVERSAL, ids=ids(UNIVERSAL))
+def test_deepspeed_state_dict_is_ds_to_universal_s_fp32(case, exp):
+    """The drop-in's trainable values are the fp32 masters ds_to_universal wrote (fp32.pt),
+    BF16_Optimizer and 11-rank tags included."""
+    from checkpoint_studio import deepspeed as ds
+    folder, tag = universal_input(exp)
+    sd = ds.get_fp32_state_dict_from_zero_checkpoint(folder, tag)
+    want = universal_moments(exp)
+    for name, files in want.items():
+        e = files["fp32"]  # flat for ZeRO-3, as ds_to_universal writes it
+        assert sd[name].numel() == np.prod(e["shape"], dtype=int), name
+        assert (dtype_name(sd[name]), sha(sd[name])) == (e["dtype"], e["sha256"]), name
+
+
+def test_numpy_bfloat16_needs_ml_dtypes():
+    tag = cs.open(DATA / "deepspeed" / "zero2_bf16_w2").tag()
+    lp = tag.state_dict(dtype="bf16")
+    try:
+        import ml_dtypes
+    except ImportError:
+        with pytest.raises(TypeError, match="ml_dtypes"):
+            tag.state_dict(dtype="bf16", framework="np")["fc1.weight"]
+        return
+    a = tag.state_dict(dtype="bf16", framework="np")["fc1.weight"]
+    assert a.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert np.array_equal(a.view(np.uint16), lp["fc1.weight"].view(torch.int16).numpy().view(np.uint16))
