@@ -21,7 +21,8 @@ from ._tensors import LazyStateDict, LazyTensor, entries, materialize
 
 __all__ = [
     "get_fp32_state_dict_from_zero_checkpoint", "load_state_dict_from_zero_checkpoint",
-    "convert_zero_checkpoint_to_fp32_state_dict", "get_lazy_state_dict",
+    "convert_zero_checkpoint_to_fp32_state_dict", "to_torch_tensor", "clone_tensors_for_torch_save",
+    "get_lazy_state_dict",
 ]
 
 
@@ -86,3 +87,39 @@ def convert_zero_checkpoint_to_fp32_state_dict(checkpoint_dir, output_dir, max_s
     return export(Checkpoint(engine, chosen), output_dir, safe_serialization=safe_serialization, max_shard_size=max_shard_size,
                   exclude_frozen_parameters=exclude, overwrite=True, progress=progress, cancel=cancel)
 
+
+
+def to_torch_tensor(state_dict, return_empty_tensor=False):
+    """zero_to_fp32's to_torch_tensor: a lazy_mode dict's values read (or, with
+    return_empty_tensor, empty tensors of their shape and dtype), in place; names that shared one
+    value share one tensor."""
+    import torch
+    converted = {}
+    for name, tensor in state_dict.items():
+        first = converted.setdefault(id(tensor), name)
+        if first != name:
+            state_dict[name] = state_dict[first]
+        elif return_empty_tensor:
+            state_dict[name] = torch.empty(tuple(tensor.shape), dtype=tensor.dtype)
+        else:
+            state_dict[name] = tensor.contiguous()
+    return state_dict
+
+
+def clone_tensors_for_torch_save(item, device=None):
+    """deepspeed.checkpoint.utils.clone_tensors_for_torch_save: tensors (and LazyTensors) in
+    lists, tuples and dicts copied to `device` (CPU by default), so torch.save writes each one's
+    own bytes instead of a whole shared storage."""
+    import torch
+    device = torch.device("cpu") if device is None else device
+    if isinstance(item, LazyTensor):
+        item = item.contiguous()
+    if torch.is_tensor(item):
+        return item.detach().clone().to(device)
+    if isinstance(item, list):
+        return [clone_tensors_for_torch_save(v, device) for v in item]
+    if isinstance(item, tuple):
+        return tuple(clone_tensors_for_torch_save(v, device) for v in item)
+    if isinstance(item, dict):
+        return type(item)({k: clone_tensors_for_torch_save(v, device) for k, v in item.items()})
+    return item

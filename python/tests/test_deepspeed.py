@@ -194,3 +194,21 @@ def test_unknown_tag_is_a_checkpoint_error_naming_it():
         ds.get_fp32_state_dict_from_zero_checkpoint(str(case), "global_step999")
     assert isinstance(e.value, ValueError)  # DeepSpeed's callers catch ValueError
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["zero3_bf16_w4", "zero2_fp32_w2"])
+def test_to_torch_tensor_and_clone_tensors_for_torch_save(name, tmp_path):
+    case = DATA / "deepspeed" / name
+    exp = json.loads((DATA / "deepspeed" / f"{name}.expect.json").read_text())
+    want = exp["tags"][exp["latest"]]
+    empty = ds.to_torch_tensor(ds.get_fp32_state_dict_from_zero_checkpoint(str(case), lazy_mode=True), True)
+    assert [(n, dtype_name(t), list(t.shape)) for n, t in empty.items()] == \
+           [(e["name"], e["dtype"], e["shape"]) for e in want["state_dict"]]
+    sd = ds.to_torch_tensor(ds.get_fp32_state_dict_from_zero_checkpoint(str(case), lazy_mode=True))
+    assert [sha(t) for t in sd.values()] == [e["sha256"] for e in want["state_dict"]]
+    assert sd["head.weight"] is sd["embed.weight"]
+    cloned = ds.clone_tensors_for_torch_save(sd)
+    assert type(cloned) is type(sd) and list(cloned) == list(sd)
+    torch.save(cloned, tmp_path / "sd.pt")
+    back = torch.load(tmp_path / "sd.pt", weights_only=True)
+    assert [sha(t) for t in back.values()] == [e["sha256"] for e in want["state_dict"]]
