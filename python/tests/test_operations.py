@@ -149,30 +149,31 @@ def test_ctrl_c_cancels_the_job_and_leaves_nothing(big_file, tmp_path):
 
 
 def test_ctrl_c_from_another_thread(big_file, tmp_path):
-    """SIGINT sent by another thread while the main one waits in export (as a terminal's Ctrl+C
-    arrives): KeyboardInterrupt in the caller, and no output; or, had the export already
-    finished, all of it."""
+    """SIGINT, as a terminal's Ctrl+C, while the main thread waits in export with no callback
+    at all: the wait loop handles Python's signals itself, so KeyboardInterrupt reaches the caller
+    and no output stays; or, had the export already finished, all of it. Sent as soon as the
+    export's staging folder appears beside the output."""
+    out = tmp_path / "out"
+    out.mkdir()
     script = textwrap.dedent(f"""
-        import os, signal, sys, threading, checkpoint_studio as cs
-        started = threading.Event()
-        def poll(p):
-            started.set()  # the job runs: from here on only the wait loop sees Python's signals
+        import os, signal, threading, time, checkpoint_studio as cs
         def interrupt():
-            started.wait()
+            while not os.listdir({str(out)!r}):
+                time.sleep(0.001)
             os.kill(os.getpid(), signal.SIGINT)
         threading.Thread(target=interrupt, daemon=True).start()
         try:
-            cs.export({str(big_file)!r}, {str(tmp_path / 'o')!r}, progress=poll, max_shard_size="8MB")
+            cs.export({str(big_file)!r}, {str(out / 'o')!r}, max_shard_size="8MB", progress=False)
             print("finished")
         except KeyboardInterrupt:
             print("interrupted")
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() in ("interrupted", "finished"), out.stderr
-    if out.stdout.strip() == "interrupted":
-        assert os.listdir(tmp_path) == []
-    else:  # the whole export won the race: then it is all there
-        assert len(os.listdir(tmp_path / "o")) > 1
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip() in ("interrupted", "finished"), run.stderr
+    if run.stdout.strip() == "interrupted":
+        assert os.listdir(out) == []
+    else:
+        assert os.listdir(out) == ["o"] and len(os.listdir(out / "o")) > 1
 
 
 def test_memory_stays_bounded_while_exporting(tmp_path):
