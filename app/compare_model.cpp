@@ -1,5 +1,6 @@
 #include "compare_model.h"
 
+#include "param_names.h"
 #include "torch/dtype.h"
 
 #include <QBrush>
@@ -156,44 +157,27 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
     return {};
 }
 
+std::span<const ModelColumn> CompareModel::columns()
+{
+    static constexpr ModelColumn kColumns[] = {
+        {QT_TR_NOOP("Tensor")},
+        {QT_TR_NOOP("Status")},
+        {QT_TR_NOOP("max |a-b|")},
+        {QT_TR_NOOP("rel. L2"), QT_TR_NOOP("||a - b|| / ||a||")},
+        {QT_TR_NOOP("cosine"), QT_TR_NOOP("a.b / (||a|| ||b||)")},
+        {QT_TR_NOOP("bitwise equal"), QT_TR_NOOP("Share of elements whose bits are equal")},
+        {QT_TR_NOOP("mean A")},
+        {QT_TR_NOOP("mean B")},
+        {QT_TR_NOOP("std A")},
+        {QT_TR_NOOP("std B")},
+    };
+    static_assert(std::size(kColumns) == ColumnCount);
+    return kColumns;
+}
+
 QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal) return {};
-    if (role == Qt::ToolTipRole) {
-        switch (section) {
-        case RelL2:
-            return tr("||a - b|| / ||a||");
-        case Cosine:
-            return tr("a.b / (||a|| ||b||)");
-        case BitwiseEqual:
-            return tr("Share of elements whose bits are equal");
-        }
-        return {};
-    }
-    if (role != Qt::DisplayRole) return {};
-    switch (section) {
-    case Name:
-        return tr("Tensor");
-    case Status:
-        return tr("Status");
-    case MaxAbsDiff:
-        return tr("max |a-b|");
-    case RelL2:
-        return tr("rel. L2");
-    case Cosine:
-        return tr("cosine");
-    case BitwiseEqual:
-        return tr("bitwise equal");
-    case MeanA:
-        return tr("mean A");
-    case MeanB:
-        return tr("mean B");
-    case StdA:
-        return tr("std A");
-    case StdB:
-        return tr("std B");
-    }
-    return {};
+    return columnHeader(columns(), metaObject()->className(), section, orientation, role);
 }
 
 namespace {
@@ -299,19 +283,6 @@ const HeatmapGrid::Cell* HeatmapGrid::find(const QString& name) const
     for (const auto& c : cells)
         if (c.name == name) return &c;
     return nullptr;
-}
-
-LayerName splitLayer(const QString& name)
-{
-    static const QRegularExpression layer(QStringLiteral("^(.*?\\b)(\\d+)(?:\\.|$)(.*)$"));
-    LayerName l;
-    const auto m = layer.match(name);
-    if (!m.hasMatch()) return l;
-    l.isLayer = true;
-    l.stem = m.captured(1);
-    l.number = m.captured(2).toLongLong();
-    l.rest = m.captured(3);
-    return l;
 }
 
 HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors)

@@ -3,6 +3,7 @@
 // and filters by name and status. Also the heatmap's grid: tensors placed by layer and kind.
 #pragma once
 
+#include "model_columns.h"
 #include "ops/analyze.h"
 
 #include <QAbstractTableModel>
@@ -51,6 +52,7 @@ public:
     QByteArray toJson(const std::optional<QList<int>>& rows = std::nullopt) const;
 
 private:
+    static std::span<const ModelColumn> columns();
     QVariant number(const ops::TensorDiff& d, int column) const; // invalid when not known
     QList<int> rowsOrAll(const std::optional<QList<int>>& rows) const;
     std::vector<ops::TensorDiff> m_rows;
@@ -75,9 +77,9 @@ private:
     int m_status = AnyStatus;
 };
 
-// Where each tensor sits in the heatmap. Rows are layers — a name's first numeric part with what
-// comes before it ("model.layers.17") — in numeric order; columns the kinds within a layer (what
-// follows the number: "mlp.up_proj.weight"), in the order first seen. A tensor of no layer gets
+// Where each tensor sits in the heatmap (by splitLayer, param_names.h). Rows are layers — a name's first
+// numeric part with what comes before it ("model.layers.17") — in numeric order; columns the kinds within a
+// layer (what follows the number: "mlp.up_proj.weight"), in the order first seen. A tensor of no layer gets
 // a row of its own module ("embed" for "embed.weight") after the layers, its leaf as the column.
 // A cell's value is the relative L2 change (0: identical; NaN: not comparable).
 struct HeatmapGrid
@@ -96,17 +98,6 @@ struct HeatmapGrid
     const Cell* find(const QString& name) const;
 };
 HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors);
-
-// A tensor name cut at its layer number: "model.layers.17.mlp.weight" -> stem "model.layers.",
-// number 17, rest "mlp.weight". isLayer is false when the name has no number of its own
-// ("fc1.weight" has none: the digit belongs to a word).
-struct LayerName
-{
-    bool isLayer = false;
-    QString stem, rest;
-    qlonglong number = 0;
-};
-LayerName splitLayer(const QString& name);
 
 QString dtypeText(torch::DType t); // "float32"
 

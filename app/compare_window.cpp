@@ -23,14 +23,13 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,54 +39,55 @@ namespace ckpt::app {
 namespace {
 
 constexpr int kBins = 64;
+const QString kChannel = QStringLiteral("compare");
 
-// The worker: both sides opened and compared; each tensor's result goes into the feed the
-// moment it is known, so the table fills in while the rest is computed.
-CompareOutcome runCompare(const CompareRequest& q, std::shared_ptr<CompareFeed> feed)
+// One side: a tag of the checkpoint the window holds (the path is that checkpoint or one of its
+// tag folders) is taken from it; anything else is opened through the registry.
+layout::OpenedTag sideOf(const std::shared_ptr<const layout::OpenedCheckpoint>& opened, const QString& path,
+                         const QString& tag, const ops::ProgressSink& progress,
+                         const ops::CancelToken& cancel, const char* label)
 {
-    const std::string a = q.a.toStdString(), b = q.b.toStdString();
-    CompareOutcome out;
-    try {
-        std::string reason;
-        std::shared_ptr<gpu::ComputeBackend> backend = gpu::makeBackend(gpu::Device::Auto, &reason);
-        ops::DiffOptions o;
-        o.a.backend = o.b.backend = backend;
-        o.a.tag = q.tagA.toStdString();
-        o.b.tag = q.tagB.toStdString();
-        o.moments = q.moments;
-        o.sideStats = true;
-        o.histogramBins = kBins;
-        ops::DiffResult r = ops::computeDiff(
-            a, b, o, *backend,
-            [&](const ops::Progress& p) {
-                std::lock_guard g(feed->lock);
-                feed->progress = p;
-            },
-            feed->cancel,
-            [&](const ops::TensorDiff& d) {
-                std::lock_guard g(feed->lock);
-                feed->rows.push_back(d);
-            });
-        out.a = std::move(r.a);
-        out.b = std::move(r.b);
-        out.device = std::move(r.device);
-        out.warnings = std::move(r.warnings);
-    } catch (const Cancelled&) {
-        out.cancelled = true;
-    } catch (const std::exception& e) {
-        out.error = QString::fromUtf8(e.what());
+    const QString want = QFileInfo(path).canonicalFilePath();
+    const auto same = [&](const std::string& p) {
+        return !p.empty() && QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
+    };
+    if (opened && !want.isEmpty()) {
+        if (same(opened->model.opened) || same(opened->model.root))
+            return layout::tagOf(opened, tag.toStdString());
+        for (const layout::Tag& t : opened->model.tags)
+            if (same(t.dir) && !opened->model.singleFile && t.unreadable.empty() &&
+                (tag.isEmpty() || tag.toStdString() == t.name))
+                return layout::tagOf(opened, t.name);
     }
-    return out;
+    return layout::openTag(path.toStdString(), tag.toStdString(),
+                           ops::openingObserver(progress, cancel, label));
 }
 
-QString duration(qint64 seconds)
+// The worker: both sides opened and compared; each tensor's result is published the moment it
+// is known, so the table fills in while the rest is computed.
+ops::DiffResult runCompare(const CompareRequest& q,
+                           const std::shared_ptr<const layout::OpenedCheckpoint>& opened,
+                           const ops::ProgressSink& progress, const ops::CancelToken& cancel,
+                           const PartialSink<ops::TensorDiff>& publish)
 {
-    return seconds >= 3600
-               ? QStringLiteral("%1:%2:%3")
-                     .arg(seconds / 3600)
-                     .arg(seconds / 60 % 60, 2, 10, QLatin1Char('0'))
-                     .arg(seconds % 60, 2, 10, QLatin1Char('0'))
-               : QStringLiteral("%1:%2").arg(seconds / 60).arg(seconds % 60, 2, 10, QLatin1Char('0'));
+    std::string reason;
+    std::shared_ptr<gpu::ComputeBackend> backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+    ops::DiffOptions o;
+    o.a.backend = o.b.backend = backend;
+    o.a.tag = q.tagA.toStdString();
+    o.b.tag = q.tagB.toStdString();
+    o.moments = q.moments;
+    o.sideStats = true;
+    o.histogramBins = kBins;
+    const layout::OpenedTag a = sideOf(opened, q.a, q.tagA, progress, cancel, "A");
+    cancel.throwIfCancelled();
+    const layout::OpenedTag b = sideOf(opened, q.b, q.tagB, progress, cancel, "B");
+    ops::DiffResult r =
+        ops::computeDiff(a, b, o, *backend, progress, cancel, [&](const ops::TensorDiff& d) { publish(d); });
+    r.a.path = q.a.toStdString();
+    r.b.path = q.b.toStdString();
+    r.tensors = {}; // published already: the window's model holds them
+    return r;
 }
 
 } // namespace
@@ -110,40 +110,62 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     l->addWidget(m_sides);
     l->addWidget(m_summary);
+    l->addLayout(buildProgressRow(central));
+    l->addLayout(buildFilterRow(central));
+    l->addWidget(buildViews(central), 1);
+    setCentralWidget(central);
+    buildMenu();
+    connectWidgets();
+    m_export->setEnabled(false);
+}
 
-    auto* progressRow = new QHBoxLayout;
-    m_progress = new QProgressBar(central);
+QLayout* CompareWindow::buildProgressRow(QWidget* parent)
+{
+    auto* row = new QHBoxLayout;
+    m_progress = new QProgressBar(parent);
     m_progress->setRange(0, 1000);
-    m_eta = new QLabel(central);
-    m_cancel = new QPushButton(tr("Cancel"), central);
-    progressRow->addWidget(m_progress, 1);
-    progressRow->addWidget(m_eta);
-    progressRow->addWidget(m_cancel);
-    l->addLayout(progressRow);
+    // The job manager's words for a report (stage, bytes, rate, time left), as the dialogs
+    // show them; sized by the row, not by the text, so that the row keeps still as it changes.
+    m_eta = new QLabel(parent);
+    m_eta->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_cancel = new QPushButton(tr("Cancel"), parent);
+    row->addWidget(m_progress, 2);
+    row->addWidget(m_eta, 3);
+    row->addWidget(m_cancel);
+    m_progress->hide();
+    m_eta->hide();
+    m_cancel->hide();
+    return row;
+}
 
-    auto* filterRow = new QHBoxLayout;
-    m_filter = new QLineEdit(central);
+QLayout* CompareWindow::buildFilterRow(QWidget* parent)
+{
+    auto* row = new QHBoxLayout;
+    m_filter = new QLineEdit(parent);
     m_filter->setPlaceholderText(tr("Filter by name (wildcards)"));
     m_filter->setClearButtonEnabled(true);
-    m_status = new QComboBox(central);
+    m_status = new QComboBox(parent);
     m_status->addItem(tr("All tensors"), int(CompareProxy::AnyStatus));
     m_status->addItem(tr("All but identical"), int(CompareProxy::NotIdentical));
     for (auto s :
          {ops::DiffStatus::Changed, ops::DiffStatus::Identical, ops::DiffStatus::OnlyInA,
           ops::DiffStatus::OnlyInB, ops::DiffStatus::DTypeChanged, ops::DiffStatus::ShapeOrDTypeChanged})
         m_status->addItem(CompareModel::statusText(s), int(s));
-    m_momentsBox = new QCheckBox(tr("Optimizer moments"), central);
+    m_momentsBox = new QCheckBox(tr("Optimizer moments"), parent);
     m_momentsBox->setToolTip(tr("Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, "
                                 "as <param>/exp_avg): the comparison runs again"));
-    m_export = new QPushButton(tr("Export..."), central);
+    m_export = new QPushButton(tr("Export..."), parent);
     m_export->setToolTip(tr("Save the table as CSV or JSON"));
-    filterRow->addWidget(m_filter, 1);
-    filterRow->addWidget(m_status);
-    filterRow->addWidget(m_momentsBox);
-    filterRow->addWidget(m_export);
-    l->addLayout(filterRow);
+    row->addWidget(m_filter, 1);
+    row->addWidget(m_status);
+    row->addWidget(m_momentsBox);
+    row->addWidget(m_export);
+    return row;
+}
 
-    m_table = new QTableView(central);
+QTableView* CompareWindow::buildTable(QWidget* parent)
+{
+    m_table = new QTableView(parent);
     m_table->setModel(m_proxy);
     m_table->setSortingEnabled(true);
     m_table->sortByColumn(-1, Qt::AscendingOrder); // arrival order until a header is clicked
@@ -159,29 +181,40 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
     m_table->setColumnWidth(CompareModel::Name, 320);
     m_table->setAlternatingRowColors(true);
     m_table->setTextElideMode(Qt::ElideMiddle); // "model.layers.17...weight": both ends say which
-    m_heatmap = new CompareHeatmap(central);
-    m_histograms = new CompareHistograms(central);
+    return m_table;
+}
 
-    auto* top = new QSplitter(Qt::Horizontal, central);
-    top->addWidget(m_table);
+// The table beside the heatmap, the selected tensor's histograms below both.
+QSplitter* CompareWindow::buildViews(QWidget* parent)
+{
+    m_heatmap = new CompareHeatmap(parent);
+    m_histograms = new CompareHistograms(parent);
+    auto* top = new QSplitter(Qt::Horizontal, parent);
+    top->addWidget(buildTable(parent));
     top->addWidget(m_heatmap);
     top->setStretchFactor(0, 3);
     top->setStretchFactor(1, 2);
     top->setSizes({860, 520});
-    auto* split = new QSplitter(Qt::Vertical, central);
+    auto* split = new QSplitter(Qt::Vertical, parent);
     split->addWidget(top);
     split->addWidget(m_histograms);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
     split->setSizes({440, 360});
-    l->addWidget(split, 1);
-    setCentralWidget(central);
+    return split;
+}
 
+void CompareWindow::buildMenu()
+{
     QMenu* menu = menuBar()->addMenu(tr("&Comparison"));
     menu->addAction(tr("&Compare Other Sides..."), this, &CompareWindow::askOtherSides);
     menu->addAction(tr("&Export Table..."), this, &CompareWindow::exportTable);
     menu->addSeparator();
     menu->addAction(tr("C&lose"), QKeySequence::Close, this, &QWidget::close);
+}
+
+void CompareWindow::connectWidgets()
+{
     connect(m_momentsBox, &QCheckBox::toggled, this, [this](bool on) {
         if (m_request.a.isEmpty() || m_request.moments == on) return;
         CompareRequest q = m_request;
@@ -200,20 +233,6 @@ CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
         selectTensor(name);
     });
     connect(m_table, &QTableView::pressed, this, [this] { m_userPicked = true; });
-    connect(&m_watcher, &QFutureWatcher<CompareOutcome>::finished, this, &CompareWindow::onFinished);
-    m_poll.setInterval(100);
-    connect(&m_poll, &QTimer::timeout, this, &CompareWindow::drain);
-    m_progress->hide();
-    m_eta->hide();
-    m_cancel->hide();
-    m_export->setEnabled(false);
-}
-
-CompareWindow::~CompareWindow()
-{
-    // The worker owns its share of the feed: cancelled, it stops at its next chunk, and nobody
-    // waits for it here (its result goes nowhere).
-    if (m_feed) m_feed->cancel.cancel();
 }
 
 void CompareWindow::start(const QString& a, const QString& b)
@@ -223,8 +242,6 @@ void CompareWindow::start(const QString& a, const QString& b)
 
 void CompareWindow::start(const CompareRequest& request)
 {
-    if (m_feed) m_feed->cancel.cancel(); // the previous run stops; its rows are never taken
-    m_feed = std::make_shared<CompareFeed>();
     m_request = request;
     m_request.a = m_a = QFileInfo(request.a).absoluteFilePath();
     m_request.b = m_b = QFileInfo(request.b).absoluteFilePath();
@@ -232,8 +249,26 @@ void CompareWindow::start(const CompareRequest& request)
         const QSignalBlocker block(m_momentsBox);
         m_momentsBox->setChecked(request.moments);
     }
+    showStarting();
+    m_clock.start();
+    // A comparison already running is dropped: its rows and its result never arrive.
+    m_jobs.run<ops::TensorDiff>(
+        kChannel,
+        [q = m_request, opened = m_opened](const ops::ProgressSink& progress, const ops::CancelToken& cancel,
+                                           const PartialSink<ops::TensorDiff>& publish) {
+            return runCompare(q, opened, progress, cancel, publish);
+        },
+        [this](std::vector<ops::TensorDiff> rows) { addRows(std::move(rows)); },
+        [this](JobResult<ops::DiffResult> outcome) { onFinished(std::move(outcome)); },
+        [this](const JobProgress& p) { onProgress(p); });
+}
+
+// Everything of the last comparison cleared, the sides named, the progress row shown.
+void CompareWindow::showStarting()
+{
     m_outcome = {};
     m_done = false;
+    m_cancelling = false;
     m_userPicked = false;
     m_largest = -1;
     m_model->clear();
@@ -243,7 +278,8 @@ void CompareWindow::start(const CompareRequest& request)
         return tag.isEmpty() ? path.toHtmlEscaped()
                              : tr("%1 (tag %2)").arg(path.toHtmlEscaped(), tag.toHtmlEscaped());
     };
-    m_sides->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(side(m_a, request.tagA), side(m_b, request.tagB)));
+    m_sides->setText(
+        tr("<b>A</b> %1<br><b>B</b> %2").arg(side(m_a, m_request.tagA), side(m_b, m_request.tagB)));
     m_summary->setText(tr("Reading both sides..."));
     setWindowTitle(tr("%1 vs %2 - Compare").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName()));
     m_progress->setValue(0);
@@ -254,61 +290,52 @@ void CompareWindow::start(const CompareRequest& request)
     m_cancel->show();
     m_cancel->setEnabled(true);
     m_export->setEnabled(false);
-    m_clock.start();
-    m_watcher.setFuture(QtConcurrent::run(runCompare, m_request, m_feed));
-    m_poll.start();
+}
+
+bool CompareWindow::running() const
+{
+    return m_jobs.running(kChannel);
 }
 
 void CompareWindow::cancel()
 {
-    if (!m_feed || !running()) return;
-    m_feed->cancel.cancel();
+    if (!running()) return;
+    m_jobs.cancel(kChannel);
+    m_cancelling = true;
     m_cancel->setEnabled(false);
     m_progress->setFormat(tr("Cancelling..."));
 }
 
-void CompareWindow::drain()
+void CompareWindow::onProgress(const JobProgress& p)
 {
-    if (!m_feed) return;
-    std::vector<ops::TensorDiff> rows;
-    ops::Progress p;
-    {
-        std::lock_guard g(m_feed->lock);
-        rows.swap(m_feed->rows);
-        p = m_feed->progress;
+    if (!p.note.isEmpty()) { // a one-off message: the report itself is unchanged
+        statusBar()->showMessage(p.note);
+        return;
     }
-    const bool first = m_model->rowCount() == 0 && !rows.empty();
-    if (!rows.empty()) {
-        m_model->append(std::move(rows));
-        m_heatmap->setGrid(heatmapGrid(m_model->rows()));
-        updateSummary();
-        if (first && !m_table->currentIndex().isValid()) m_table->selectRow(0);
-        // As wide as the names so far, within reason: short names leave room for the numbers.
-        m_table->resizeColumnToContents(CompareModel::Name);
-        m_table->setColumnWidth(CompareModel::Name,
-                                std::clamp(m_table->columnWidth(CompareModel::Name), 160, 420));
-    }
-    if (!running()) return;
     m_progress->setValue(p.permille);
-    m_progress->setFormat(p.stage.empty() ? tr("Opening")
-                                          : QString::fromStdString(p.stage) + QStringLiteral("  %p%"));
-    // The rate so far predicts the rest; too early it says nothing useful.
-    const qint64 ms = m_clock.elapsed();
-    if (p.permille >= 10 && ms >= 1000 && p.doneBytes) {
-        const qint64 left = qint64(double(ms) * (1000 - p.permille) / p.permille / 1000);
-        const double mbps = double(p.doneBytes) / 1e6 / (double(ms) / 1000);
-        m_eta->setText(tr("%1 MB/s, about %2 left").arg(QLocale().toString(mbps, 'f', 0), duration(left)));
-    }
+    if (!m_cancelling) m_progress->setFormat(p.stage.isEmpty() ? tr("Opening") : QStringLiteral("%p%"));
+    m_eta->setText(progressText(p));
     emit progressed(p.permille);
 }
 
-void CompareWindow::onFinished()
+void CompareWindow::addRows(std::vector<ops::TensorDiff> rows)
 {
-    if (!m_feed || m_watcher.future().isCanceled()) return;
-    drain();
-    m_poll.stop();
-    m_outcome = m_watcher.result();
+    const bool first = m_model->rowCount() == 0 && !rows.empty();
+    m_model->append(std::move(rows));
+    m_heatmap->setGrid(heatmapGrid(m_model->rows()));
+    updateSummary();
+    if (first && !m_table->currentIndex().isValid()) m_table->selectRow(0);
+    // As wide as the names so far, within reason: short names leave room for the numbers.
+    m_table->resizeColumnToContents(CompareModel::Name);
+    m_table->setColumnWidth(CompareModel::Name,
+                            std::clamp(m_table->columnWidth(CompareModel::Name), 160, 420));
+}
+
+void CompareWindow::onFinished(JobResult<ops::DiffResult> outcome)
+{
+    m_outcome = std::move(outcome);
     m_done = true;
+    m_cancelling = false;
     m_progress->hide();
     m_eta->hide();
     m_cancel->hide();
@@ -325,19 +352,27 @@ void CompareWindow::onFinished()
         emit finished(false);
         return;
     }
+    showCompared();
+    emit finished(true);
+}
+
+// A comparison computed: the sides as it read them, the largest change selected, its warnings
+// or where and how fast it ran.
+void CompareWindow::showCompared()
+{
+    const ops::DiffResult& r = *m_outcome.value;
     auto side = [](const ops::DiffSide& s) { return QString::fromStdString(s.label).toHtmlEscaped(); };
-    m_sides->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(side(m_outcome.a), side(m_outcome.b)));
+    m_sides->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(side(r.a), side(r.b)));
     updateSummary();
     // Nobody picked a tensor while it ran: show the one that changed most, what people look for.
     if (!m_userPicked && m_largest >= 0)
         selectTensor(QString::fromStdString(m_model->rows()[size_t(m_largest)].name));
-    for (const auto& w : m_outcome.warnings)
+    for (const auto& w : r.warnings)
         statusBar()->showMessage(tr("Warning: %1").arg(QString::fromStdString(w)));
-    if (m_outcome.warnings.empty())
+    if (r.warnings.empty())
         statusBar()->showMessage(tr("Computed on %1 in %2 s")
-                                     .arg(QString::fromStdString(m_outcome.device))
+                                     .arg(QString::fromStdString(r.device))
                                      .arg(QLocale().toString(double(m_clock.elapsed()) / 1000, 'f', 1)));
-    emit finished(true);
 }
 
 void CompareWindow::updateSummary()
@@ -458,11 +493,13 @@ bool CompareWindow::askSides(QWidget* parent, QString& a, QString& b)
     return true;
 }
 
-CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QString& b)
+CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QString& b,
+                                  std::shared_ptr<const layout::OpenedCheckpoint> opened)
 {
     CompareDialog d(CompareRequest{a, b, {}, {}, false}, parent);
     if (d.exec() != QDialog::Accepted) return nullptr;
     auto* w = new CompareWindow(parent);
+    w->setOpened(std::move(opened));
     w->setWindowFlag(Qt::Window); // its own top-level window, closed with its parent
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->show();
@@ -476,34 +513,7 @@ CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : Q
     auto* form = new QFormLayout(this);
     const QString paths[2] = {prefill.a, prefill.b}, tags[2] = {prefill.tagA, prefill.tagB};
     for (int side = 0; side < 2; ++side) {
-        QLineEdit* edit = m_path[side] = new QLineEdit(paths[side], this);
-        edit->setMinimumWidth(420);
-        edit->setPlaceholderText(tr("Checkpoint folder, tag folder or file"));
-        auto* folder = new QPushButton(tr("Folder..."), this);
-        auto* file = new QPushButton(tr("File..."), this);
-        m_tag[side] = new QComboBox(this);
-        m_tag[side]->setToolTip(tr("The tag of this side, when it holds several"));
-        m_tag[side]->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-        connect(folder, &QPushButton::clicked, this, [this, edit] {
-            const QString p =
-                QFileDialog::getExistingDirectory(this, tr("Checkpoint or tag folder"), edit->text());
-            if (!p.isEmpty()) edit->setText(p);
-        });
-        connect(file, &QPushButton::clicked, this, [this, edit] {
-            const QString p = QFileDialog::getOpenFileName(this, tr("Checkpoint file"), edit->text());
-            if (!p.isEmpty()) edit->setText(p);
-        });
-        // Listed when the path is settled (typing a path would otherwise list at every key).
-        connect(edit, &QLineEdit::editingFinished, this, [this, side] { listTags(side, {}); });
-        connect(edit, &QLineEdit::textChanged, this, [this, side, edit] {
-            if (!edit->hasFocus()) listTags(side, {}); // set by a button or a program
-        });
-        auto* h = new QHBoxLayout;
-        h->addWidget(edit, 1);
-        h->addWidget(m_tag[side]);
-        h->addWidget(folder);
-        h->addWidget(file);
-        form->addRow(side == 0 ? tr("A:") : tr("B:"), h);
+        form->addRow(side == 0 ? tr("A:") : tr("B:"), sideRow(side, paths[side]));
         listTags(side, tags[side]);
     }
     m_moments = new QCheckBox(tr("Compare the optimizer moments too (exp_avg, exp_avg_sq)"), this);
@@ -516,6 +526,47 @@ CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : Q
     });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     form->addRow(buttons);
+}
+
+// A side: its path, its tag (shown when it holds several), and buttons to pick a folder or file.
+QLayout* CompareDialog::sideRow(int side, const QString& path)
+{
+    QLineEdit* edit = m_path[side] = new QLineEdit(path, this);
+    edit->setMinimumWidth(420);
+    edit->setPlaceholderText(tr("Checkpoint folder, tag folder or file"));
+    auto* folder = new QPushButton(tr("Folder..."), this);
+    auto* file = new QPushButton(tr("File..."), this);
+    m_tag[side] = new QComboBox(this);
+    m_tag[side]->setToolTip(tr("The tag of this side, when it holds several"));
+    m_tag[side]->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    connect(folder, &QPushButton::clicked, this, [this, edit] {
+        const QString p =
+            QFileDialog::getExistingDirectory(this, tr("Checkpoint or tag folder"), edit->text());
+        if (!p.isEmpty()) edit->setText(p);
+    });
+    connect(file, &QPushButton::clicked, this, [this, edit] {
+        const QString p = QFileDialog::getOpenFileName(this, tr("Checkpoint file"), edit->text());
+        if (!p.isEmpty()) edit->setText(p);
+    });
+    // Listing reads the disk on the GUI thread: a path being typed is listed once it rests for
+    // 300 ms (or when it is left), never at every key.
+    m_typing[side] = new QTimer(this);
+    m_typing[side]->setSingleShot(true);
+    m_typing[side]->setInterval(300);
+    connect(m_typing[side], &QTimer::timeout, this, [this, side] { listTags(side, {}); });
+    connect(edit, &QLineEdit::editingFinished, this, [this, side] { listTags(side, {}); });
+    connect(edit, &QLineEdit::textChanged, this, [this, side, edit] {
+        if (edit->hasFocus())
+            m_typing[side]->start();
+        else
+            listTags(side, {}); // set by a button or a program
+    });
+    auto* row = new QHBoxLayout;
+    row->addWidget(edit, 1);
+    row->addWidget(m_tag[side]);
+    row->addWidget(folder);
+    row->addWidget(file);
+    return row;
 }
 
 QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString& selected)
@@ -556,8 +607,12 @@ QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString&
 
 void CompareDialog::listTags(int side, const QString& want)
 {
+    m_typing[side]->stop();
     QString path = m_path[side]->text().trimmed(), selected = want;
+    // Listed already (typing rested, then the field was left): the box is up to date.
+    if (want.isEmpty() && m_listed[side] == path) return;
     const auto tags = path.isEmpty() ? QList<std::pair<QString, QString>>{} : tagsOf(path, selected);
+    m_listed[side] = path;
     QComboBox* box = m_tag[side];
     box->clear();
     for (const auto& [name, location] : tags)

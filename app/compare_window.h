@@ -1,27 +1,29 @@
 // The comparison window: two tags, checkpoints or files compared tensor by tensor on a worker
-// (ops::computeDiff through the compute backend), rows filling in as they arrive, with progress,
-// ETA and cancel; a sortable, filterable table with a one-line summary, the heatmap by layer and
-// kind, and the selected tensor's histograms and statistics. Opened from the File menu, from two
-// tags selected in the tree, and by `--compare A B`.
+// (ops::computeDiff through the compute backend, a JobManager job), rows filling in as they
+// arrive (the job's partial results), with progress, ETA and cancel; a sortable, filterable
+// table with a one-line summary, the heatmap by layer and kind, and the selected tensor's
+// histograms and statistics. Opened from the File menu, from two tags selected in the tree, and
+// by `--compare A B`.
 #pragma once
 
+#include "job_manager.h"
 #include "ops/analyze.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
-#include <QFutureWatcher>
 #include <QMainWindow>
-#include <QTimer>
-#include <memory>
-#include <mutex>
+#include <optional>
 
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QSplitter;
 class QTableView;
+class QTimer;
 
 namespace ckpt::app {
 
@@ -29,16 +31,6 @@ class CompareHeatmap;
 class CompareHistograms;
 class CompareModel;
 class CompareProxy;
-
-// What the worker hands the window while it runs: rows and progress, taken by the window's
-// timer under the lock; the token stops the worker.
-struct CompareFeed
-{
-    std::mutex lock;
-    std::vector<ops::TensorDiff> rows;
-    ops::Progress progress;
-    ops::CancelToken cancel;
-};
 
 // What to compare: two paths (checkpoint folder, tag folder or file), the tag of each (empty:
 // the path's own, or its latest), and whether the optimizer moments come too.
@@ -50,7 +42,8 @@ struct CompareRequest
 };
 
 // The sides of a comparison, each a path and, when it holds several, one of its tags (listed
-// cheaply, from names and `latest` only); whether to compare the optimizer moments too.
+// cheaply, from names and `latest` only, and only once a typed path rests); whether to compare
+// the optimizer moments too.
 class CompareDialog : public QDialog
 {
     Q_OBJECT
@@ -65,20 +58,14 @@ public:
     static QList<std::pair<QString, QString>> tagsOf(QString& path, QString& selected);
 
 private:
+    QLayout* sideRow(int side, const QString& path);
     void listTags(int side, const QString& want);
 
     QLineEdit* m_path[2];
     QComboBox* m_tag[2];
+    QTimer* m_typing[2];                // restarted at each key: the tags are listed once it rests
+    std::optional<QString> m_listed[2]; // the path whose tags the box shows
     QCheckBox* m_moments;
-};
-
-struct CompareOutcome
-{
-    ops::DiffSide a, b;
-    std::string device;
-    std::vector<std::string> warnings;
-    QString error;
-    bool cancelled = false;
 };
 
 class CompareWindow : public QMainWindow
@@ -86,15 +73,17 @@ class CompareWindow : public QMainWindow
     Q_OBJECT
 public:
     explicit CompareWindow(QWidget* parent = nullptr);
-    ~CompareWindow() override;
 
     // A and B: each a checkpoint folder (its latest tag), a tag folder, or a file.
+    // The checkpoint the main window holds: a side that is it, or one of its tags, is read from
+    // it (its files parsed once, by the window), not opened again.
+    void setOpened(std::shared_ptr<const layout::OpenedCheckpoint> opened) { m_opened = std::move(opened); }
     void start(const QString& a, const QString& b);
     void start(const CompareRequest& request);
     const CompareRequest& request() const { return m_request; }
     QCheckBox* momentsBox() const { return m_momentsBox; }
     void cancel();
-    bool running() const { return m_watcher.isRunning(); }
+    bool running() const;
     // The last start() has finished and its outcome is in (its finished() was emitted).
     bool done() const { return m_done; }
     // The tensor's row selected in the table (the filter cleared if it hid it).
@@ -110,22 +99,34 @@ public:
     QLineEdit* filterBox() const { return m_filter; }
     QComboBox* statusBox() const { return m_status; }
     QString summaryText() const;
-    const CompareOutcome& outcome() const { return m_outcome; }
+    // The last comparison's sides, device and warnings (its rows are the model's: value->tensors
+    // is empty), or why it has none.
+    const JobResult<ops::DiffResult>& outcome() const { return m_outcome; }
 
     // Asks for the two sides (prefilled with a and b). False when the user cancels. A tag
     // picked for a side comes back as that tag's location (its folder or file).
     static bool askSides(QWidget* parent, QString& a, QString& b);
     // Asks for the sides, their tags and the moments, and opens a window comparing them (a
     // top-level window owned by parent, deleted on close); nullptr when the user cancels.
-    static CompareWindow* ask(QWidget* parent, const QString& a, const QString& b);
+    static CompareWindow* ask(QWidget* parent, const QString& a, const QString& b,
+                              std::shared_ptr<const layout::OpenedCheckpoint> opened = nullptr);
 
 signals:
     void progressed(int permille);
     void finished(bool ok); // computed (true), failed or cancelled (false)
 
 private:
-    void drain();
-    void onFinished();
+    QLayout* buildProgressRow(QWidget* parent);
+    QLayout* buildFilterRow(QWidget* parent);
+    QTableView* buildTable(QWidget* parent);
+    QSplitter* buildViews(QWidget* parent);
+    void buildMenu();
+    void connectWidgets();
+    void showStarting();
+    void onProgress(const JobProgress& p);
+    void addRows(std::vector<ops::TensorDiff> rows);
+    void onFinished(JobResult<ops::DiffResult> outcome);
+    void showCompared();
     void updateSummary();
     void showCurrent();
     void exportTable();
@@ -145,16 +146,18 @@ private:
     QLineEdit* m_filter;
     QComboBox* m_status;
     QCheckBox* m_momentsBox;
-    QTimer m_poll;
     QElapsedTimer m_clock;
-    std::shared_ptr<CompareFeed> m_feed;
-    QFutureWatcher<CompareOutcome> m_watcher;
-    CompareOutcome m_outcome;
+    JobResult<ops::DiffResult> m_outcome;
     QString m_a, m_b;
     CompareRequest m_request;
+    std::shared_ptr<const layout::OpenedCheckpoint> m_opened;
     bool m_done = false;
+    bool m_cancelling = false;
     bool m_userPicked = false; // a tensor was clicked: the window leaves the selection alone
     int m_largest = -1;        // the row with the largest relative change, -1 when none
+    // Destroyed before the widgets (which are destroyed with the QWidget base): it cancels the
+    // comparison and waits for its worker, and nothing of it reaches the window after that.
+    JobManager m_jobs;
 };
 
 // `checkpoint-studio --compare A B`: the comparison window alone. With a screenshot file it

@@ -61,15 +61,15 @@ QString tensorRows(const Node& node)
 }
 
 // Runs on a worker: the first values and the statistics of one named tensor: of a tag of the
-// checkpoint the window opened (its parsed files are reused, nothing is opened again), or of a
-// file shown on its own.
+// checkpoint the window opened, or of one of its files (its parsed files are reused, nothing is
+// opened again).
 QString tensorReport(const std::shared_ptr<const layout::OpenedCheckpoint>& opened,
                      const std::optional<layout::Tag>& one, const std::string& source,
                      const std::string& name, const ops::CancelToken& cancel)
 {
     try {
         const ops::TensorSet set =
-            opened && one ? ops::tagTensors(opened, *one, {}) : ops::fileTensors(source);
+            one ? ops::tagTensors(opened, *one, {}) : ops::fileTensors(*opened->files, source);
         const ops::SourceTensor* t = nullptr;
         for (const auto& s : set.tensors)
             if (s.tensor.name == name && s.aliasOf.empty()) t = &s;
@@ -195,7 +195,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         // By reference (the tags hold every rank slice: a copy here stalled the GUI thread).
         static const std::vector<layout::Tag> none;
         const size_t index = size_t(overview - snapshot->tags.data());
-        m_overview->setFiles(snapshot->opened ? snapshot->opened->files : nullptr);
+        m_overview->setFiles(snapshot->opened->files);
         m_overview->setTag(*overview, node->parent ? none : snapshot->tags,
                            index < snapshot->layouts.size() ? snapshot->layouts[index] : nullptr);
         return;

@@ -256,12 +256,15 @@ bool ExportDialog::mayWriteInto(const QString& folder)
 void ExportDialog::startFile(const std::string& in, const std::string& out)
 {
     m_panel->run<ExportOutcome>(
-        [in, out, skip = m_skipUnsupported->isChecked()](const ops::ProgressSink& progress,
-                                                         const ops::CancelToken& cancel) {
+        [in, out, skip = m_skipUnsupported->isChecked(), opened = m_opened](const ops::ProgressSink& progress,
+                                                                            const ops::CancelToken& cancel) {
             ExportOutcome r;
             ops::ExportOptions options;
             options.skipUnsupported = skip;
-            const ops::ExportResult res = ops::exportFileToSafetensors(in, out, options, progress, cancel);
+            const ops::ExportResult res =
+                opened
+                    ? ops::exportFileToSafetensors(layout::tagOf(opened, {}), out, options, progress, cancel)
+                    : ops::exportFileToSafetensors(in, out, options, progress, cancel);
             r.files << QString::fromStdString(res.path);
             for (const auto& w : res.warnings)
                 r.warnings << QString::fromStdString(w);

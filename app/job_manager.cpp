@@ -2,6 +2,7 @@
 
 #include "tree_model.h"
 
+#include <QTimer>
 #include <chrono>
 #include <mutex>
 
@@ -35,10 +36,12 @@ JobManager::~JobManager()
         f.waitForFinished();
 }
 
-JobManager::Started JobManager::begin(const QString& channel, ProgressHandler onProgress)
+JobManager::Started JobManager::begin(const QString& channel, ProgressHandler onProgress,
+                                      std::function<void()> takePartials)
 {
     drop(channel); // the latest request wins
-    Job job{++m_next, std::make_shared<ops::CancelToken>(), std::move(onProgress)};
+    Job job{
+        ++m_next, std::make_shared<ops::CancelToken>(), std::move(onProgress), std::move(takePartials), {}};
     struct Throttle
     {
         std::mutex lock; // writers may report from several threads at once
@@ -95,6 +98,33 @@ void JobManager::deliver(const QString& channel, quint64 id, const JobProgress& 
     const ProgressHandler handler = it->onProgress;      // it may start or drop jobs
     if (handler) handler(p);
     emit progressed(channel, p);
+}
+
+void JobManager::askForPartials(const QString& channel, quint64 id)
+{
+    // On the worker: the rest happens on the GUI thread, where the job's state lives.
+    QMetaObject::invokeMethod(
+        this,
+        [this, channel, id] {
+            const auto it = m_jobs.constFind(channel);
+            if (it == m_jobs.constEnd() || it->id != id) return; // superseded, dropped or done
+            const auto since = std::chrono::steady_clock::now() - it->partialsAt;
+            if (since >= kPartialInterval)
+                deliverPartials(channel, id);
+            else // a batch went out just now: this one waits its turn, gathering more
+                QTimer::singleShot(std::chrono::ceil<std::chrono::milliseconds>(kPartialInterval - since),
+                                   this, [this, channel, id] { deliverPartials(channel, id); });
+        },
+        Qt::QueuedConnection);
+}
+
+void JobManager::deliverPartials(const QString& channel, quint64 id)
+{
+    const auto it = m_jobs.find(channel);
+    if (it == m_jobs.end() || it->id != id) return;
+    it->partialsAt = std::chrono::steady_clock::now();
+    const std::function<void()> take = it->takePartials; // onPartial may start or drop jobs
+    take();
 }
 
 void JobManager::cancel(const QString& channel)

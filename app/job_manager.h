@@ -1,6 +1,7 @@
 // The window's background jobs: each runs on a worker on a named channel, where the latest request
 // wins (a new job cancels the one before it, whose result is never delivered). A job gets an
-// ops::CancelToken and an ops::ProgressSink; its throttled reports (bytes, permille, rate, ETA)
+// ops::CancelToken and an ops::ProgressSink, and may publish partial values as it goes (rows as
+// they arrive); its throttled reports (bytes, permille, rate, ETA), its partial values in batches
 // and its result arrive on the GUI thread as plain values. Destroying the manager cancels every
 // job and waits for it, so no worker outlives the widget that asked for it.
 #pragma once
@@ -15,10 +16,13 @@
 #include <QPointer>
 #include <QString>
 #include <QtConcurrent>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ckpt::app {
@@ -34,10 +38,10 @@ struct JobProgress
     QString note;              // a one-off message (ops::Progress::note); the rest is then unchanged
 };
 
-// What a job's work returned, or why it returned nothing.
 // "stage: 1.2 GiB of 4.0 GiB, 1.50 GB/s, 3 s left", as the dialogs show a report.
 QString progressText(const JobProgress& p);
 
+// What a job's work returned, or why it returned nothing.
 template <typename T> struct JobResult
 {
     std::optional<T> value;
@@ -47,6 +51,35 @@ template <typename T> struct JobResult
     bool ok() const { return value.has_value(); }
 };
 
+// Hands a partial value from the worker to the GUI thread (a job's third argument).
+template <typename P> using PartialSink = std::function<void(P)>;
+
+namespace detail {
+// What a job's worker has published and the GUI thread has not taken yet.
+template <typename P> class Partials
+{
+public:
+    // True when nothing was waiting: the GUI thread must then be asked to take it.
+    bool put(P value)
+    {
+        const std::lock_guard<std::mutex> hold(m_lock);
+        m_values.push_back(std::move(value));
+        return std::exchange(m_asked, true) == false;
+    }
+    std::vector<P> take()
+    {
+        const std::lock_guard<std::mutex> hold(m_lock);
+        m_asked = false;
+        return std::exchange(m_values, {});
+    }
+
+private:
+    std::mutex m_lock;
+    std::vector<P> m_values;
+    bool m_asked = false; // a delivery is on its way
+};
+} // namespace detail
+
 class JobManager : public QObject
 {
     Q_OBJECT
@@ -55,6 +88,9 @@ public:
     ~JobManager() override; // cancels every job and waits for its worker
 
     using ProgressHandler = std::function<void(const JobProgress&)>;
+    // Partial values reach the GUI thread at most this often: each batch makes its receiver
+    // redo what it shows from them (the comparison's heatmap and summary go over every row).
+    static constexpr std::chrono::milliseconds kPartialInterval{100};
 
     // Runs work(progress, cancel) on a worker; it returns a plain value (or throws ckpt::Cancelled
     // or an exception, which the result reports). A job already on `channel` is cancelled first
@@ -62,34 +98,44 @@ public:
     template <typename Work, typename OnResult>
     void run(const QString& channel, Work work, OnResult onResult, ProgressHandler onProgress = {})
     {
-        using T = std::invoke_result_t<Work&, const ops::ProgressSink&, const ops::CancelToken&>;
-        const Started s = begin(channel, std::move(onProgress));
-        // `this` outlives the worker: the destructor waits for it.
-        remember(
-            QtConcurrent::run([this, id = s.id, channel, work = std::move(work),
-                               onResult = std::move(onResult), sink = s.sink, token = s.token]() mutable {
-                auto result = std::make_shared<JobResult<T>>();
-                try {
-                    result->value.emplace(work(sink, *token));
-                } catch (const Cancelled&) {
-                    result->cancelled = true;
-                } catch (const Error& e) {
-                    result->error = QString::fromUtf8(e.what());
-                    result->errorFile = QString::fromStdString(e.file());
-                } catch (const std::exception& e) {
-                    result->error = QString::fromUtf8(e.what());
-                }
-                // Queued to the manager, so dropped with it should it be destroyed first.
-                QMetaObject::invokeMethod(
-                    this,
-                    [this, id, channel, result, onResult] {
-                        if (!finish(channel, id)) return; // superseded or dropped
-                        QPointer<JobManager> alive(this);
-                        onResult(std::move(*result));
-                        if (alive) emit finished(channel);
-                    },
-                    Qt::QueuedConnection);
-            }));
+        const Started s = begin(channel, std::move(onProgress), {});
+        launch(
+            channel, s,
+            [work = std::move(work), sink = s.sink](const ops::CancelToken& cancel) mutable {
+                return work(sink, cancel);
+            },
+            std::move(onResult));
+    }
+
+    // The same for work(progress, cancel, publish) that publishes values of type P before it
+    // returns (a comparison's rows as they are computed). They reach onPartial(std::vector<P>)
+    // on the GUI thread in batches, in the order published, at most one batch per
+    // kPartialInterval; the last batch comes just before onResult, and none once the job is
+    // superseded or dropped.
+    template <typename P, typename Work, typename OnPartial, typename OnResult>
+    void run(const QString& channel, Work work, OnPartial onPartial, OnResult onResult,
+             ProgressHandler onProgress = {})
+    {
+        auto partials = std::make_shared<detail::Partials<P>>();
+        // One onPartial, shared by the job's batches and the last one before the result.
+        std::function<void()> takePartials = [partials,
+                                              receiver = std::make_shared<OnPartial>(std::move(onPartial))] {
+            std::vector<P> batch = partials->take();
+            if (!batch.empty()) (*receiver)(std::move(batch));
+        };
+        const Started s = begin(channel, std::move(onProgress), takePartials);
+        PartialSink<P> publish = [this, channel, id = s.id, partials](P value) {
+            if (partials->put(std::move(value))) askForPartials(channel, id);
+        };
+        launch(
+            channel, s,
+            [work = std::move(work), sink = s.sink, publish](const ops::CancelToken& cancel) mutable {
+                return work(sink, cancel, publish);
+            },
+            [takePartials, onResult = std::move(onResult)](auto result) {
+                takePartials(); // what was published after the last batch, before the result
+                onResult(std::move(result));
+            });
     }
 
     // Stops the channel's job; its result (cancelled, unless it had already finished) is still
@@ -112,6 +158,8 @@ private:
         quint64 id = 0;
         std::shared_ptr<ops::CancelToken> token;
         ProgressHandler onProgress;
+        std::function<void()> takePartials;                 // hands what was published to onPartial
+        std::chrono::steady_clock::time_point partialsAt{}; // when a batch was last handed over
     };
     struct Started
     {
@@ -119,10 +167,44 @@ private:
         std::shared_ptr<ops::CancelToken> token;
         ops::ProgressSink sink;
     };
-    Started begin(const QString& channel, ProgressHandler onProgress);
+    Started begin(const QString& channel, ProgressHandler onProgress, std::function<void()> takePartials);
+    // Runs work(cancel) on a worker and delivers its result to onResult, unless superseded.
+    template <typename Work, typename OnResult>
+    void launch(const QString& channel, const Started& s, Work work, OnResult onResult)
+    {
+        using T = std::invoke_result_t<Work&, const ops::CancelToken&>;
+        // `this` outlives the worker: the destructor waits for it.
+        remember(QtConcurrent::run([this, id = s.id, channel, work = std::move(work),
+                                    onResult = std::move(onResult), token = s.token]() mutable {
+            auto result = std::make_shared<JobResult<T>>();
+            try {
+                result->value.emplace(work(*token));
+            } catch (const Cancelled&) {
+                result->cancelled = true;
+            } catch (const Error& e) {
+                result->error = QString::fromUtf8(e.what());
+                result->errorFile = QString::fromStdString(e.file());
+            } catch (const std::exception& e) {
+                result->error = QString::fromUtf8(e.what());
+            }
+            // Queued to the manager, so dropped with it should it be destroyed first.
+            QMetaObject::invokeMethod(
+                this,
+                [this, id, channel, result, onResult] {
+                    if (!finish(channel, id)) return; // superseded or dropped
+                    QPointer<JobManager> alive(this);
+                    onResult(std::move(*result));
+                    if (alive) emit finished(channel);
+                },
+                Qt::QueuedConnection);
+        }));
+    }
     void remember(QFuture<void> future);
     bool finish(const QString& channel, quint64 id); // true when `id` is still the channel's job
     void deliver(const QString& channel, quint64 id, const JobProgress& p);
+    // From the worker: values were published; the GUI thread takes them within kPartialInterval.
+    void askForPartials(const QString& channel, quint64 id);
+    void deliverPartials(const QString& channel, quint64 id);
 
     QHash<QString, Job> m_jobs;
     std::vector<QFuture<void>> m_futures; // every worker not yet known to be done, superseded ones too

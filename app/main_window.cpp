@@ -418,6 +418,7 @@ void MainWindow::showStartPage()
 void MainWindow::open(const QString& path)
 {
     m_pending = QFileInfo(path).absoluteFilePath();
+    m_openCancelled = false;
     m_busy->setValue(0);
     m_busy->setFormat(tr("Reading the layout"));
     m_busy->show();
@@ -440,7 +441,10 @@ void MainWindow::open(const QString& path)
 
 void MainWindow::cancelOpen()
 {
-    m_jobs.cancel(kOpen); // the worker stops at its next file; onLoaded says so
+    // The worker stops at its next file; onLoaded says so. An opening that finished but is not
+    // shown yet is dropped too: the user said Cancel, and the tree keeps what it showed.
+    m_openCancelled = loading();
+    m_jobs.cancel(kOpen);
     statusBar()->showMessage(tr("Cancelling..."));
 }
 
@@ -453,7 +457,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
 {
     m_busy->hide();
     m_cancelOpen->hide();
-    if (r.cancelled) { // what the tree showed stays
+    if (r.cancelled || m_openCancelled) { // what the tree showed stays
         m_lastError = tr("Opening cancelled");
         statusBar()->showMessage(m_lastError, 4000);
         emit loaded(false);
@@ -516,7 +520,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         d->noteWindowShows(QString::fromStdString(snapshot->path));
     // The Bloat view shows what was opened (from its parsed files); hidden, it forgets its old
     // target and takes the selection when it is next shown.
-    m_bloat->setFiles(snapshot->opened ? snapshot->opened->files : nullptr);
+    m_bloat->setFiles(snapshot->opened->files);
     if (m_bloatDock->isVisible())
         m_bloat->setTarget(QString::fromStdString(snapshot->path));
     else
@@ -567,8 +571,8 @@ ExportDialog* MainWindow::openExportDialog()
 {
     const Snapshot* s = m_model->snapshot();
     if (!s) return nullptr;
-    if (!s->opened) { // a single file: every tensor into one safetensors file
-        auto* d = new ExportDialog(QString::fromStdString(s->path), {}, {}, this);
+    if (s->singleFile()) { // every tensor into one safetensors file
+        auto* d = new ExportDialog(QString::fromStdString(s->path), {}, {}, this, s->opened);
         d->setAttribute(Qt::WA_DeleteOnClose);
         d->show();
         return d;
@@ -653,7 +657,10 @@ void MainWindow::updateSlimAction()
 
 SlimDialog* MainWindow::openSlimDialog(const QString& path)
 {
-    auto* d = new SlimDialog(path, this);
+    // The files the window parsed are not parsed again (a slim of what is open).
+    const Snapshot* s = m_model->snapshot();
+    auto* d =
+        new SlimDialog(path, this, s ? std::shared_ptr<const layout::FileSet>(s->opened->files) : nullptr);
     d->setAttribute(Qt::WA_DeleteOnClose);
     connect(d, &SlimDialog::openRequested, this,
             [this, input = d->input()](const QString& out) { openSlimResult(input, out); });
@@ -685,7 +692,7 @@ bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
         return QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
     };
     QString treePath;
-    if (!s->opened) {
+    if (s->singleFile()) {
         if (same(s->path)) treePath = tensorPath; // a file on its own: its tensors are the tree
     } else {
         // A checkpoint: the tensor lives below the rank-file node of its file (named by snapshot.cpp
@@ -738,6 +745,7 @@ QStringList MainWindow::selectedTagPaths() const
 CompareWindow* MainWindow::openCompare(const QString& a, const QString& b)
 {
     auto* w = new CompareWindow(this);
+    if (const Snapshot* s = m_model->snapshot()) w->setOpened(s->opened); // its tags: parsed already
     w->setWindowFlag(Qt::Window); // its own top-level window, closed with this one
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->show();
@@ -756,7 +764,9 @@ void MainWindow::askCompare()
     else if (sides.isEmpty() && s)
         sides = {QString::fromStdString(s->path), QString()};
     QString a = sides.value(0), b = sides.value(1);
-    CompareWindow::ask(this, a, b); // each side's tag and the moments go through as one request
+    // Each side's tag and the moments go through as one request; the open checkpoint's tags are
+    // read from it.
+    CompareWindow::ask(this, a, b, s ? s->opened : nullptr);
 }
 
 void MainWindow::exportTensors(const QString& treePath, const QString& out, bool withMoments)

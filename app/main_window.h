@@ -58,7 +58,7 @@ public:
     // nothing is open.
     ExportDialog* openExportDialog();
 
-    // Bloat and slim (issue 11). The Bloat view shows PATH (a file or any folder) whether or not
+    // Bloat and slim. The Bloat view shows PATH (a file or any folder) whether or not
     // it is open in the tree; while visible it follows the tree's selection.
     BloatView* bloatView() const { return m_bloat; }
     QDockWidget* bloatDock() const { return m_bloatDock; }
@@ -70,7 +70,7 @@ public:
     // The file, tag folder or checkpoint a node belongs to, on disk.
     QString diskPathOf(const Node* node) const;
 
-    // The comparison window (issue 12) for two checkpoints, tag folders or files, computing.
+    // The comparison window for two checkpoints, tag folders or files, computing.
     CompareWindow* openCompare(const QString& a, const QString& b);
     // The two tags selected in the tree (older first), else empty: what "Compare" compares.
     QStringList selectedTagPaths() const;
@@ -142,6 +142,7 @@ private:
     QDockWidget* m_bloatDock = nullptr;
     BloatView* m_bloat = nullptr;
     QString m_pending;
+    bool m_openCancelled = false; // Cancel was pressed while m_pending was opening
     QString m_lastError;
     JobManager m_jobs; // destroyed first: an opening still running stops and is waited for
 };

@@ -1,52 +1,31 @@
-// How a tag's parameters are sharded over its ranks, painted from the domain model alone (no
-// tensor bytes). ZeRO-1/2: one lane per rank along its flat partition, a segment per parameter
-// coloured by layer, the partition's unused tail hatched, group boundaries marked. ZeRO-3: a
-// parameters x ranks grid, each cell filled by the rank's share and its padding hatched. Other
-// families get what their layout says truly: tensors sharded over ranks by N-d chunks (DCP) the
-// same grid, each cell the rank's chunk; unsharded ones (a file, a Hugging Face folder, Composer,
-// Universal) a lane per file with its tensors in order, sized by their bytes.
+// How a tag's parameters are sharded over its ranks, painted from layout::shardingLayout (no
+// tensor bytes, no family names): flat partitions as one lane per rank, a segment per parameter
+// coloured by layer, the partition's unused tail hatched, group boundaries marked; per-parameter
+// partitions and N-d chunks as a parameters x ranks grid, each cell filled by the rank's share
+// (or block) and its padding hatched; whole files as a lane per file with its tensors in order,
+// sized by their bytes.
 // Level of detail: segments narrower than a pixel merge into one pixel column and grid rows
 // thinner than a pixel into one pixel row, so the cost follows the widget's size, not the
 // parameter count. Wheel zooms about the cursor, drag pans, hover names, click selects.
 #pragma once
 
 #include "layout/checkpoint.h"
+#include "layout/sharding.h"
 
 #include <QImage>
 #include <QStringList>
 #include <QWidget>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace ckpt::app {
 
-// The map's geometry in elements, pure data (tests check it against the layout).
-struct ShardingLayout
-{
-    enum class Mode { Empty, Lanes, Grid, Files };
-    struct Segment
-    {
-        int param = 0; // index into names/params of the tag
-        int rank = 0;
-        uint64_t begin = 0;   // Lanes: position in the rank's lane; Grid: 0
-        uint64_t length = 0;  // elements held
-        uint64_t padding = 0; // Grid: padding elements after them in this rank's share
-        QString where;        // Grid of chunks: the block held ("[0:19, 0:12]")
-    };
-    Mode mode = Mode::Empty;
-    int ranks = 0;                     // lanes or grid columns (Files: one lane per file)
-    QStringList laneNames;             // Files: the file of each lane
-    uint64_t laneLength = 0;           // Lanes: the x extent, every group at its widest (Files: bytes)
-    std::vector<uint64_t> groupStarts; // Lanes: where each group begins on every lane
-    std::vector<std::vector<uint64_t>> groupUsed; // Lanes: [group][rank] elements held (the rest: padding)
-    std::vector<Segment> segments;                // Lanes: by rank, then begin; Grid: by param, then rank
-    std::vector<int> gridParams;                  // Grid: the row's parameter
-    std::vector<size_t> gridFirst;                // Grid: the row's first segment (one per rank follow)
-    std::vector<uint64_t> perRank;                // Grid: the row's share per rank (length + padding)
-    QStringList names;                            // every parameter of the tag, by index
-    std::vector<int> layer;                       // colour key per parameter
-};
-ShardingLayout shardingLayout(const layout::Tag& tag);
+// The map's geometry in elements, pure data computed in the model library from the sharding the
+// family states (tests check it against the layout).
+using ShardingLayout = layout::ShardingLayout;
+using layout::shardingLayout;
 
 class ShardingMap : public QWidget
 {
@@ -80,11 +59,29 @@ protected:
     bool event(QEvent* e) override;
 
 private:
+    QString nameOf(int param) const;  // the parameter's name, or empty
+    QString laneName(int lane) const; // Files: the lane's file
+    // The three painters, one per mode; `a` is the area().
     void paint(QPainter& p, QSize size) const;
+    void paintLanes(QPainter& p, const QRect& a, int width) const;
+    void paintFiles(QPainter& p, const QRect& a) const;
+    void paintGrid(QPainter& p, const QRect& a) const;
+    // Their parts.
+    void paintLaneRows(QPainter& p, const QRect& a) const;
+    void paintGroupPadding(QPainter& p, const QRect& a, int rank, const QRect& lane) const;
+    void paintSegments(QPainter& p, const QRect& a, int rank, const QRect& lane) const;
+    void paintLaneLabels(QPainter& p, const QRect& a, const std::function<QString(int)>& label) const;
+    void paintGroupBoundaries(QPainter& p, const QRect& a, int width) const;
+    void paintGridLabels(QPainter& p, const QRect& a) const;
     void drawPaddingKey(QPainter& p, const QRect& line) const;
     QRect area(QSize size) const; // where lanes or cells are drawn
     int leftMargin(QSize size) const;
+    double laneHeight(const QRect& a) const;
+    std::pair<double, double> visibleLanes() const; // Lanes, Files: the positions in view
+    std::pair<size_t, size_t> visibleRows() const;  // Grid: the rows in view, [first, last)
+    double rowY(size_t row, const QRect& a) const;  // Grid: where a row begins
     double toX(uint64_t pos, const QRect& a) const;
+    double fromX(double x, const QRect& a) const; // the lane position drawn at x
     QColor colorOf(int param) const;
 
     std::shared_ptr<const ShardingLayout> m_layout = std::make_shared<const ShardingLayout>();

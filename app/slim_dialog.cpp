@@ -28,14 +28,15 @@ const QString kPredict = QStringLiteral("predict");
 
 // Runs on a worker: ops::slim, its result as plain values. Errors reach the job's result.
 SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, bool folder,
-                    const ops::ProgressSink& progress, const ops::CancelToken& token)
+                    const layout::FileSet* files, const ops::ProgressSink& progress,
+                    const ops::CancelToken& token)
 {
     SlimOutcome r;
     r.dryRun = dryRun;
     ops::SlimOptions options;
     options.dryRun = dryRun;
     options.overwrite = true; // the dialog asked before a folder that holds files is written
-    const ops::SlimResult res = ops::slim(in, out, options, progress, token);
+    const ops::SlimResult res = ops::slim(in, out, options, progress, token, files);
     for (const ops::SlimFile& f : res.files) {
         const QString path = QString::fromStdString(f.path);
         r.files.push_back({folder ? path : QFileInfo(path).fileName(), QString::fromStdString(f.action),
@@ -70,8 +71,9 @@ QString saving(quint64 before, quint64 after)
 
 } // namespace
 
-SlimDialog::SlimDialog(const QString& input, QWidget* parent)
-    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()), m_folder(QFileInfo(input).isDir())
+SlimDialog::SlimDialog(const QString& input, QWidget* parent, std::shared_ptr<const layout::FileSet> files)
+    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()), m_files(std::move(files)),
+      m_folder(QFileInfo(input).isDir())
 {
     setWindowTitle(tr("Slim %1").arg(QFileInfo(m_input).fileName()));
     auto* intro = new QLabel(
@@ -228,8 +230,8 @@ void SlimDialog::predict()
     // A dry run reads every pickle: a worker's job, like the real one.
     m_panel->jobs().run(
         kPredict,
-        [in, out, folder](const ops::ProgressSink&, const ops::CancelToken& cancel) {
-            return runSlim(in, out, true, folder, {}, cancel);
+        [in, out, folder, files = m_files](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+            return runSlim(in, out, true, folder, files.get(), {}, cancel);
         },
         [this](const JobResult<SlimOutcome>& r) { onPredicted(outcomeOf(r, true)); });
 }
@@ -277,8 +279,9 @@ void SlimDialog::start()
     const std::string in = m_input.toStdString(), out = output().toStdString();
     const bool folder = m_folder;
     m_panel->run<SlimOutcome>(
-        [in, out, folder](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
-            return runSlim(in, out, false, folder, progress, cancel);
+        [in, out, folder, files = m_files](const ops::ProgressSink& progress,
+                                           const ops::CancelToken& cancel) {
+            return runSlim(in, out, false, folder, files.get(), progress, cancel);
         },
         [this](const JobResult<SlimOutcome>& r) { onFinished(outcomeOf(r, false)); });
 }

@@ -5,6 +5,7 @@
 // to open the result.
 #pragma once
 
+#include "layout/file_set.h"
 #include "operation_panel.h"
 #include "replace_prompt.h"
 
@@ -38,7 +39,9 @@ class SlimDialog : public QDialog
 {
     Q_OBJECT
 public:
-    explicit SlimDialog(const QString& input, QWidget* parent = nullptr);
+    // `files`: the window's opened checkpoint's parsed files: those it holds are not parsed again.
+    explicit SlimDialog(const QString& input, QWidget* parent = nullptr,
+                        std::shared_ptr<const layout::FileSet> files = nullptr);
 
     // A free name beside the input: NAME.slim.pt for a file, NAME-slim for a folder.
     static QString defaultOutput(const QString& input);
@@ -71,6 +74,7 @@ private:
     QString actionText(const QString& action) const;
 
     QString m_input;
+    std::shared_ptr<const layout::FileSet> m_files;
     bool m_folder = false;
     QLabel* m_predictionLabel;
     QLineEdit* m_output;

@@ -172,6 +172,101 @@ int loadsOnGuiThread()
     return g_guiLoads;
 }
 
+namespace {
+
+// Opens through the registry, like every consumer: parsing the files is where the time goes
+// (0-90%); Cancel stops it between two files.
+std::shared_ptr<const layout::OpenedCheckpoint>
+openObserved(const std::string& path, const ops::ProgressSink& progress, const ops::CancelToken* cancel)
+{
+    layout::OpenObserver watch;
+    if (progress)
+        watch.progress = [&](uint64_t done, uint64_t total, const std::string& file) {
+            progress({int(total ? done * 900 / total : 0),
+                      "parsing " + std::filesystem::path(file).filename().string(), done, total});
+        };
+    if (cancel) watch.cancelled = [cancel] { return cancel->cancelled(); };
+    auto opened = layout::openCheckpoint(path, watch);
+    if (cancel) cancel->throwIfCancelled();
+    return opened;
+}
+
+// Building the tree of each file (90-100%) counts their bytes.
+struct TreeProgress
+{
+    const ops::ProgressSink& sink;
+    const ops::CancelToken* cancel;
+    uint64_t total = 0, done = 0;
+
+    void file(const std::string& label, uint64_t bytes)
+    {
+        if (cancel) cancel->throwIfCancelled();
+        if (sink) sink({900 + int(total ? done * 100 / total : 0), label, done, total});
+        done += bytes;
+    }
+};
+
+// A tag's rank files, each with its object tree as the layout parsed it: never a second parse.
+// Files the layout did not parse as one torch file (a .distcp of many items, an unused extra
+// file) are listed without their object tree.
+void addRankFiles(Node* tagNode, const layout::Tag& t, const layout::FileSet& parsed, TreeProgress& progress)
+{
+    Node* files = add(tagNode, "rank files", NodeKind::Group, "files");
+    for (const auto& f : t.files) {
+        progress.file(t.name + "/" + f.name, f.size);
+        Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
+        fn->bytes = f.size;
+        fn->file = f.path;
+        fn->facts = {{"role", layout::roleName(f.role)},
+                     {"data-parallel rank", std::to_string(f.dpRank)},
+                     {"tensor-parallel rank", std::to_string(f.mpRank)}};
+        if (const auto file = parsed.find(f.path)) {
+            try {
+                addFileEntries(fn, ops::listFile(*file));
+            } catch (const ckpt::Error& e) {
+                fn->error = e.what();
+            }
+        }
+        files->bytes += f.size;
+    }
+}
+
+void addTag(Snapshot& s, size_t ti, TreeProgress& progress)
+{
+    const layout::Tag& t = s.opened->model.tags[ti];
+    s.tags.push_back(t);
+    s.layouts.push_back(std::make_shared<const ShardingLayout>(shardingLayout(t)));
+    for (const auto& w : t.warnings) // an unreadable tag is in the checkpoint's warnings already
+        if (t.unreadable.empty()) s.warnings.push_back(t.name + ": " + w);
+    Node* tn = add(s.root.get(), t.name, NodeKind::Tag,
+                   !t.unreadable.empty() ? "tag (cannot be read)"
+                   : t.latest            ? "tag (latest)"
+                                         : "tag");
+    tn->tag = int(ti);
+    tn->ranks = t.worldSize;
+    tn->facts = t.facts;
+    Node* cfg = add(tn, "configuration", NodeKind::Config, "configuration");
+    cfg->text = layout::configurationText(t);
+    addRankFiles(tn, t, *s.opened->files, progress);
+    s.moments.push_back(ops::momentParameters(t));
+    addParameters(tn, t, int(ti), s.moments.back());
+    addOtherTensors(tn, t, int(ti));
+}
+
+// A file on its own: its object tree is the tree (the file family parsed it when opening).
+void addSingleFile(Snapshot& s)
+{
+    const layout::Tag& t = s.opened->model.tags.front();
+    s.tags.push_back(t);
+    const ops::FileListing listing = ops::listFile(*s.opened->files->get(t.files.front().path));
+    s.warnings.insert(s.warnings.end(), listing.warnings.begin(), listing.warnings.end());
+    s.root->kindText = listing.format + " file";
+    s.root->bytes = listing.fileSize;
+    addFileEntries(s.root.get(), listing);
+}
+
+} // namespace
+
 std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops::ProgressSink& progress,
                                              const ops::CancelToken* cancel)
 {
@@ -181,80 +276,21 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
     s->root = std::make_unique<Node>();
     s->root->kind = NodeKind::Checkpoint;
     s->root->name = std::filesystem::path(path).filename().string();
-    Node* root = s->root.get();
-
-    if (!layout::familyOf(path).singleFile()) {
-        // Parsing the files is where the time goes (0-90%); Cancel stops it between two files.
-        layout::OpenObserver watch;
-        if (progress)
-            watch.progress = [&](uint64_t done, uint64_t total, const std::string& file) {
-                progress({int(total ? done * 900 / total : 0),
-                          "parsing " + std::filesystem::path(file).filename().string(), done, total});
-            };
-        if (cancel) watch.cancelled = [cancel] { return cancel->cancelled(); };
-        const auto opened = layout::openCheckpoint(path, watch);
-        if (cancel) cancel->throwIfCancelled();
-        const layout::Checkpoint& ck = opened->model;
-        s->opened = opened;
-        s->family = ck.family;
-        s->warnings = ck.warnings;
-        root->kindText = ck.familyName;
-        // The files are parsed; building the tree of each (90-100%) counts their bytes.
-        uint64_t total = 0, done = 0;
-        for (const auto& t : ck.tags)
-            for (const auto& f : t.files)
-                total += f.size;
-        for (size_t ti = 0; ti < ck.tags.size(); ++ti) {
-            const layout::Tag& t = ck.tags[ti];
-            s->tags.push_back(t);
-            s->layouts.push_back(std::make_shared<const ShardingLayout>(shardingLayout(t)));
-            for (const auto& w : t.warnings) // an unreadable tag is in the checkpoint's warnings already
-                if (t.unreadable.empty()) s->warnings.push_back(t.name + ": " + w);
-            Node* tn = add(root, t.name, NodeKind::Tag,
-                           !t.unreadable.empty() ? "tag (cannot be read)"
-                           : t.latest            ? "tag (latest)"
-                                                 : "tag");
-            tn->tag = int(ti);
-            tn->ranks = t.worldSize;
-            tn->facts = t.facts;
-            Node* cfg = add(tn, "configuration", NodeKind::Config, "configuration");
-            cfg->text = layout::configurationText(t);
-            Node* files = add(tn, "rank files", NodeKind::Group, "files");
-            for (const auto& f : t.files) {
-                if (cancel) cancel->throwIfCancelled();
-                if (progress)
-                    progress({900 + int(total ? done * 100 / total : 0), t.name + "/" + f.name, done, total});
-                done += f.size;
-                Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
-                fn->bytes = f.size;
-                fn->file = f.path;
-                fn->facts = {{"role", layout::roleName(f.role)},
-                             {"data-parallel rank", std::to_string(f.dpRank)},
-                             {"tensor-parallel rank", std::to_string(f.mpRank)}};
-                // The file as the layout parsed it: never a second parse. Files the layout did
-                // not parse as one torch file (a .distcp of many items, an unused extra file)
-                // are listed without their object tree.
-                if (const auto parsed = opened->files->find(f.path)) {
-                    try {
-                        addFileEntries(fn, ops::listFile(*parsed));
-                    } catch (const ckpt::Error& e) {
-                        fn->error = e.what();
-                    }
-                }
-                files->bytes += f.size;
-            }
-            s->moments.push_back(ops::momentParameters(t));
-            addParameters(tn, t, int(ti), s->moments.back());
-            addOtherTensors(tn, t, int(ti));
-        }
+    s->opened = openObserved(path, progress, cancel);
+    const layout::Checkpoint& ck = s->opened->model;
+    s->family = ck.family;
+    s->warnings = ck.warnings;
+    if (ck.singleFile) {
+        addSingleFile(*s);
         return s;
     }
-    const ops::FileListing listing = ops::listFile(path);
-    s->family = "file";
-    s->warnings = listing.warnings;
-    root->kindText = listing.format + " file";
-    root->bytes = listing.fileSize;
-    addFileEntries(root, listing);
+    s->root->kindText = ck.familyName;
+    TreeProgress tree{progress, cancel};
+    for (const auto& t : ck.tags)
+        for (const auto& f : t.files)
+            tree.total += f.size;
+    for (size_t ti = 0; ti < ck.tags.size(); ++ti)
+        addTag(*s, ti, tree);
     return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include "layout/checkpoint.h"
 #include "layout/family.h"
+#include "layout/sharding.h"
 #include "ops/file_listing.h"
 #include "ops/job.h"
 
@@ -48,8 +49,6 @@ struct Node
     std::vector<std::unique_ptr<Node>> children;
 };
 
-struct ShardingLayout;
-
 struct Snapshot
 {
     std::string path;
@@ -57,15 +56,16 @@ struct Snapshot
     std::vector<layout::Tag> tags;
     // Each tag's sharding map, laid out on the loading worker (at 64 ranks x 10,000 parameters
     // it took 43 ms of the GUI thread when a tag was selected); may be shorter than `tags`.
-    std::vector<std::shared_ptr<const ShardingLayout>> layouts;
+    std::vector<std::shared_ptr<const layout::ShardingLayout>> layouts;
     // Each tag's optimizer moments as parameters of their own ("<param>/exp_avg"), whichever way
     // the family keeps them (rank slices, or DCP/Composer optimizer tensors): ops::momentParameters.
     std::vector<std::vector<layout::Parameter>> moments;
     std::vector<std::string> warnings;
     std::unique_ptr<Node> root;
-    // The checkpoint as opened (parsed files and layout), shared with the jobs the window runs
-    // on it, so none of them parses a file again. Null for a single file.
+    // The checkpoint as opened through the registry (parsed files and layout), a single file
+    // too, shared with the jobs the window runs on it, so none of them parses a file again.
     std::shared_ptr<const layout::OpenedCheckpoint> opened;
+    bool singleFile() const { return opened->model.singleFile; }
 };
 
 // What a Parameter node stands for (a parameter, a moment, another tensor of its tag); nullptr

@@ -46,9 +46,14 @@ QModelIndex StorageModel::indexOfTensor(const QString& path) const
     return {};
 }
 
-int StorageModel::columnCount(const QModelIndex&) const
+std::span<const ModelColumn> StorageModel::columns() const
 {
-    return ColumnCount;
+    static constexpr ModelColumn kColumns[] = {
+        {QT_TR_NOOP("Storage")}, {QT_TR_NOOP("Size")},    {QT_TR_NOOP("Used")},
+        {QT_TR_NOOP("% used")},  {QT_TR_NOOP("Tensors")},
+    };
+    static_assert(std::size(kColumns) == ColumnCount);
+    return kColumns;
 }
 
 QVariant StorageModel::data(const QModelIndex& index, int role) const
@@ -120,24 +125,6 @@ QVariant StorageModel::data(const QModelIndex& index, int role) const
         if (s.tensors.size() == 1) return s.tensors.front().path;
         return s.tensors.empty() ? tr("no tensor (saved for itself)")
                                  : tr("%n tensor(s)", nullptr, int(s.tensors.size()));
-    }
-    return {};
-}
-
-QVariant StorageModel::headerData(int section, Qt::Orientation orientation, int role) const
-{
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    switch (section) {
-    case Name:
-        return tr("Storage");
-    case Size:
-        return tr("Size");
-    case Used:
-        return tr("Used");
-    case UsedPercent:
-        return tr("% used");
-    case Tensors:
-        return tr("Tensors");
     }
     return {};
 }

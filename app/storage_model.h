@@ -57,13 +57,12 @@ public:
     QModelIndex indexOfTensor(const QString& path) const;
     static bool isTensor(const QModelIndex& index) { return item(index) && item(index)->tensor >= 0; }
 
-    int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
     int childCount(const StorageItem* parent) const override;
     const StorageItem* childAt(const StorageItem* parent, int row) const override;
+    std::span<const ModelColumn> columns() const override;
     std::vector<StorageRow> m_rows;
     std::vector<StorageItem> m_items; // one per storage, its tensors as children
 };

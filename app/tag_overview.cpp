@@ -10,11 +10,14 @@
 #include <QSplitter>
 #include <QTextBrowser>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 #include <algorithm>
 #include <map>
 
 namespace ckpt::app {
+
+namespace {
+const QString kRoles = QStringLiteral("roles");
+} // namespace
 
 namespace {
 
@@ -81,18 +84,14 @@ TagOverview::TagOverview(QWidget* parent) : QWidget(parent)
     l->addWidget(split);
     connect(m_map, &ShardingMap::parameterClicked, this,
             [this](const QString& name) { emit parameterClicked(QString::fromStdString(m_tag.name), name); });
-    connect(&m_watcher, &QFutureWatcher<RoleBytesResult>::finished, this, [this] {
-        RoleBytesResult r = m_watcher.result();
-        if (r.cancelled || r.dir != m_tag.dir) return; // an earlier tag's
-        m_roles = std::move(r);
-        render();
-        emit rolesReady();
-    });
 }
 
-TagOverview::~TagOverview()
+TagOverview::~TagOverview() = default;
+
+void TagOverview::setFiles(std::shared_ptr<const layout::FileSet> files)
 {
-    if (m_token) m_token->cancel();
+    if (files != m_files) m_rolesOf.clear(); // another checkpoint: what was read was of the last
+    m_files = std::move(files);
 }
 
 void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others,
@@ -117,27 +116,34 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
         m_map->setSharding(std::move(layout));
     else
         m_map->setSharding(shardingLayout(tag));
-    if (!same) {
-        m_roles.reset();
-        if (m_token) m_token->cancel(); // the previous tag's reading stops; its result is dropped
-        m_token = std::make_shared<ops::CancelToken>();
-        auto token = m_token;
-        const std::string dir = tag.dir;
-        // Reading every pickle of the tag's files: never on the GUI thread.
-        m_watcher.setFuture(QtConcurrent::run([dir, token, files = m_files] {
-            RoleBytesResult r;
-            r.dir = dir;
-            try {
-                r.bloat = ops::analyzeFolderBloat(dir, {}, *token, files.get());
-            } catch (const Cancelled&) {
-                r.cancelled = true;
-            } catch (const std::exception& e) {
-                r.error = QString::fromUtf8(e.what());
-            }
-            return r;
-        }));
-    }
+    if (!same) readRoles(tag.dir);
     render();
+}
+
+void TagOverview::readRoles(const std::string& dir)
+{
+    m_roles.reset();
+    if (const auto known = m_rolesOf.find(dir); known != m_rolesOf.end()) {
+        m_roles = known->second;
+        m_jobs.drop(kRoles);
+        QMetaObject::invokeMethod(this, &TagOverview::rolesReady, Qt::QueuedConnection);
+        return;
+    }
+    // Reading every pickle of the tag's files (or their parsed forms): never on the GUI thread.
+    // A tag chosen meanwhile replaces the job: this one's result is dropped.
+    m_jobs.run(
+        kRoles,
+        [dir, files = m_files](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+            return ops::analyzeFolderBloat(dir, {}, cancel, files.get());
+        },
+        [this, dir](const JobResult<ops::FolderBloat>& r) {
+            if (r.cancelled || dir != m_tag.dir) return; // an earlier tag's
+            RoleBytesResult roles{dir, r.value.value_or(ops::FolderBloat{}), r.error};
+            if (r.ok()) m_rolesOf[dir] = roles;
+            m_roles = std::move(roles);
+            render();
+            emit rolesReady();
+        });
 }
 
 QString TagOverview::text() const

@@ -4,12 +4,14 @@
 // pickle) and per rank file, and the sharding map.
 #pragma once
 
+#include "job_manager.h"
 #include "layout/checkpoint.h"
 #include "layout/file_set.h"
+#include "layout/sharding.h"
 #include "ops/bloat.h"
 
-#include <QFutureWatcher>
 #include <QWidget>
+#include <map>
 #include <memory>
 
 class QTextBrowser;
@@ -17,14 +19,13 @@ class QTextBrowser;
 namespace ckpt::app {
 
 class ShardingMap;
-struct ShardingLayout;
 
+// A tag's bytes by role, read once per tag (from the opened checkpoint's parsed files).
 struct RoleBytesResult
 {
     std::string dir;
     ops::FolderBloat bloat;
     QString error;
-    bool cancelled = false;
 };
 
 // The summary's parameter counts, kept apart so tests can check them against the layout.
@@ -44,13 +45,13 @@ public:
     // `others`: every tag of the checkpoint, listed when the checkpoint itself is selected.
     // `layout`: the tag's map laid out beforehand (on a worker); null: laid out here.
     void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {},
-                std::shared_ptr<const ShardingLayout> layout = {});
+                std::shared_ptr<const layout::ShardingLayout> layout = {});
     // The opened checkpoint's parsed files: the bytes by role are read from them, nothing parsed
     // again (null: the tag's files are parsed for it).
-    void setFiles(std::shared_ptr<const layout::FileSet> files) { m_files = std::move(files); }
+    void setFiles(std::shared_ptr<const layout::FileSet> files);
     ShardingMap* map() const { return m_map; }
     QString text() const; // the summary as plain text (tests)
-    bool busy() const { return m_watcher.isRunning(); }
+    bool busy() const { return !m_jobs.idle(); }
 
 signals:
     void parameterClicked(const QString& tag, const QString& name);
@@ -58,6 +59,7 @@ signals:
 
 private:
     void render();
+    void readRoles(const std::string& dir);
 
     layout::Tag m_tag; // without its parameters (see setTag)
     ParameterCounts m_counts;
@@ -65,9 +67,9 @@ private:
     std::optional<RoleBytesResult> m_roles;
     QTextBrowser* m_text;
     ShardingMap* m_map;
-    QFutureWatcher<RoleBytesResult> m_watcher;
-    std::shared_ptr<ops::CancelToken> m_token;
     std::shared_ptr<const layout::FileSet> m_files;
+    std::map<std::string, RoleBytesResult> m_rolesOf; // by tag folder: each tag read once
+    JobManager m_jobs;                                // last: stops and waits for the reading
 };
 
 } // namespace ckpt::app

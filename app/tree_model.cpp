@@ -60,9 +60,14 @@ const Node* TreeModel::childAt(const Node* parent, int row) const
     return parent ? parent->children[size_t(row)].get() : m_snapshot->root.get();
 }
 
-int TreeModel::columnCount(const QModelIndex&) const
+std::span<const ModelColumn> TreeModel::columns() const
 {
-    return ColumnCount;
+    static constexpr ModelColumn kColumns[] = {
+        {QT_TR_NOOP("Name")},  {QT_TR_NOOP("Kind")},     {QT_TR_NOOP("Value")}, {QT_TR_NOOP("dtype")},
+        {QT_TR_NOOP("Shape")}, {QT_TR_NOOP("Elements")}, {QT_TR_NOOP("Bytes")}, {QT_TR_NOOP("Ranks")},
+    };
+    static_assert(std::size(kColumns) == ColumnCount);
+    return kColumns;
 }
 
 QVariant TreeModel::data(const QModelIndex& index, int role) const
@@ -105,34 +110,8 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (sort) return n->ranks;
         return n->ranks ? QString::number(n->ranks) : QString();
     case Value:
-        return (n->kind == NodeKind::Entry || n->kind == NodeKind::Tensor) && n->info.contains("value") &&
-                       n->info["value"].is_string()
-                   ? QString::fromStdString(n->info["value"].get<std::string>())
-                   : QString();
-    }
-    return {};
-}
-
-QVariant TreeModel::headerData(int section, Qt::Orientation orientation, int role) const
-{
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    switch (section) {
-    case Name:
-        return tr("Name");
-    case Kind:
-        return tr("Kind");
-    case DType:
-        return tr("dtype");
-    case Shape:
-        return tr("Shape");
-    case Elements:
-        return tr("Elements");
-    case Bytes:
-        return tr("Bytes");
-    case Ranks:
-        return tr("Ranks");
-    case Value:
-        return tr("Value");
+        return n->kind == NodeKind::Entry || n->kind == NodeKind::Tensor ? QString::fromStdString(n->value)
+                                                                         : QString();
     }
     return {};
 }

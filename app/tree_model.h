@@ -27,13 +27,12 @@ public:
     static QString kindLabel(const Node& n); // the Kind column's text, translated
     QModelIndex indexOfPath(const QString& path) const;
 
-    int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
     int childCount(const Node* parent) const override;
     const Node* childAt(const Node* parent, int row) const override;
+    std::span<const ModelColumn> columns() const override;
     std::shared_ptr<const Snapshot> m_snapshot;
 };
 

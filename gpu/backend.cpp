@@ -27,8 +27,9 @@ bool cpuDefines(Op op, Scalar type)
 
 namespace {
 
-// Runs on CUDA until the device fails, then on the CPU for the rest of the process, saying so
-// once through the warnings channel: a vanished device costs speed, not the job.
+// Runs on CUDA until the device fails, then on the CPU for the rest of the job this backend was
+// made for (each job makes its own), saying so once through the warnings channel: a vanished
+// device costs speed, not the job.
 class FallbackBackend final : public ComputeBackend
 {
 public:

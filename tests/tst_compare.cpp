@@ -10,6 +10,7 @@
 #include "compare_histograms.h"
 #include "compare_model.h"
 #include "compare_window.h"
+#include "job_manager.h"
 #include "main_window.h"
 #include "ops/universal.h"
 #include "stall_meter.h"
@@ -32,10 +33,14 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QTranslator>
 #include <QTreeView>
 #include <QValueAxis>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 
 using namespace ckpt;
@@ -325,8 +330,9 @@ private slots:
         w.show();
         w.start(q);
         QVERIFY(waitFinished(w));
-        QCOMPARE(w.outcome().a.tag, std::string("global_step2"));
-        QCOMPARE(w.outcome().b.tag, std::string("global_step4"));
+        QVERIFY2(w.outcome().ok(), qPrintable(w.outcome().error));
+        QCOMPARE(w.outcome().value->a.tag, std::string("global_step2"));
+        QCOMPARE(w.outcome().value->b.tag, std::string("global_step4"));
         QVERIFY(w.momentsBox()->isChecked());
         const int withMoments = w.model()->rowCount();
         QVERIFY(w.model()->rowOf(QStringLiteral("fc1.weight/exp_avg_sq")) >= 0);
@@ -335,6 +341,91 @@ private slots:
         QVERIFY(again.wait(60000));
         QCOMPARE(w.model()->rowCount(), withMoments - 14);
         QCOMPARE(w.request().tagA, QStringLiteral("global_step2"));
+    }
+
+    // Typing a path lists its tags once the path rests, not at every key (a listing reads the
+    // disk on the GUI thread).
+    void dialogListsTagsOnceTypingRests()
+    {
+        app::CompareDialog d(app::CompareRequest{});
+        d.show();
+        QVERIFY(QTest::qWaitForWindowActive(&d));
+        QLineEdit* edit = d.pathEdit(0);
+        edit->setFocus();
+        QVERIFY(edit->hasFocus());
+        QTest::keyClicks(edit, QString::fromStdString(fixture("zero2_fp32_w2")));
+        QCOMPARE(d.tagBox(0)->count(), 0); // typed without a pause: nothing listed yet
+        QTRY_COMPARE(d.tagBox(0)->count(), 2);
+        QVERIFY(d.tagBox(0)->isVisible());
+        QCOMPARE(d.tagBox(0)->currentData().toString(), QStringLiteral("global_step4")); // latest
+    }
+
+    // JobManager's partial results, which the window's rows come through: in batches on the GUI
+    // thread, in the order published, every one before the result; a superseded job's never.
+    void jobPartialsArriveInOrderBeforeTheResult()
+    {
+        app::JobManager jobs;
+        auto counting = [](int first, int count) {
+            return [first, count](const ops::ProgressSink&, const ops::CancelToken& cancel,
+                                  const app::PartialSink<int>& publish) {
+                for (int i = 0; i < count; ++i) {
+                    cancel.throwIfCancelled();
+                    publish(first + i);
+                    if (i % 50 == 0) QThread::msleep(20);
+                }
+                return count;
+            };
+        };
+        std::vector<int> got;
+        int batches = 0;
+        std::optional<app::JobResult<int>> result;
+        auto onPartial = [&](std::vector<int> batch) {
+            QCOMPARE(QThread::currentThread(), qApp->thread());
+            QVERIFY(!result);
+            ++batches;
+            got.insert(got.end(), batch.begin(), batch.end());
+        };
+        auto onResult = [&](app::JobResult<int> r) { result = std::move(r); };
+        jobs.run<int>(QStringLiteral("c"), counting(1000000, 1000000), onPartial, onResult);
+        jobs.run<int>(QStringLiteral("c"), counting(0, 1000), onPartial, onResult); // the first is dropped
+        QTRY_VERIFY_WITH_TIMEOUT(result.has_value(), 30000);
+        QVERIFY(result->ok());
+        QCOMPARE(*result->value, 1000);
+        std::vector<int> want(1000);
+        std::iota(want.begin(), want.end(), 0);
+        QVERIFY(got == want);
+        // Throttled: neither one batch per value nor all of them at the end (the job takes
+        // at least 400 ms, a batch goes at most every 100).
+        QVERIFY2(batches > 1 && batches < 100, qPrintable(QString::number(batches)));
+        QTRY_VERIFY(jobs.idle());
+    }
+
+    // The table's headers and their tooltips come from its column table, translated.
+    void headersFromTheColumnTable()
+    {
+        app::CompareModel m;
+        QCOMPARE(m.headerData(app::CompareModel::Name, Qt::Horizontal).toString(), QStringLiteral("Tensor"));
+        QCOMPARE(m.headerData(app::CompareModel::RelL2, Qt::Horizontal).toString(),
+                 QStringLiteral("rel. L2"));
+        QCOMPARE(m.headerData(app::CompareModel::Cosine, Qt::Horizontal, Qt::ToolTipRole).toString(),
+                 QStringLiteral("a.b / (||a|| ||b||)"));
+        QVERIFY(!m.headerData(app::CompareModel::Name, Qt::Horizontal, Qt::ToolTipRole).isValid());
+        QVERIFY(!m.headerData(0, Qt::Vertical).isValid());
+        QVERIFY(!m.headerData(app::CompareModel::ColumnCount, Qt::Horizontal).isValid());
+        QStringList english;
+        for (int c = 0; c < app::CompareModel::ColumnCount; ++c)
+            english << m.headerData(c, Qt::Horizontal).toString();
+        QTranslator zh;
+        QVERIFY(zh.load(QStringLiteral(":/i18n/checkpoint-studio_zh_CN.qm")));
+        QCoreApplication::installTranslator(&zh);
+        for (int c = 0; c < app::CompareModel::ColumnCount; ++c) {
+            const QString want = zh.translate("ckpt::app::CompareModel", english[c].toUtf8().constData());
+            QVERIFY2(!want.isEmpty(), qPrintable(english[c]));
+            QCOMPARE(m.headerData(c, Qt::Horizontal).toString(), want);
+        }
+        QCOMPARE(m.headerData(app::CompareModel::BitwiseEqual, Qt::Horizontal, Qt::ToolTipRole).toString(),
+                 zh.translate("ckpt::app::CompareModel", "Share of elements whose bits are equal"));
+        QCoreApplication::removeTranslator(&zh);
     }
 
     // Names only one side has, and a shape change, get their own statuses.
@@ -442,9 +533,10 @@ private slots:
         QVERIFY(waitFinished(w));
         qInfo("longest event-loop stall while comparing: %lld ms", stall.longest());
         CKPT_VERIFY_RESPONSIVE(stall); // a hang detector, not a speed claim
-        QVERIFY2(w.outcome().error.isEmpty(), qPrintable(w.outcome().error));
-        QCOMPARE(w.outcome().a.tag, std::string("global_step2"));
-        QCOMPARE(w.outcome().b.tag, std::string("global_step4"));
+        QVERIFY2(w.outcome().ok(), qPrintable(w.outcome().error));
+        QCOMPARE(w.outcome().value->a.tag, std::string("global_step2"));
+        QCOMPARE(w.outcome().value->b.tag, std::string("global_step4"));
+        QVERIFY(w.outcome().value->tensors.empty()); // the rows are the model's, not copied again
 
         QProcess p;
         p.start(QStringLiteral(CKPT_BINARY),
@@ -593,7 +685,8 @@ private slots:
         QVERIFY(tags[1].endsWith(QLatin1String("global_step4")));
         app::CompareWindow* w = m.openCompare(tags[0], tags[1]);
         QVERIFY(waitFinished(*w));
-        QCOMPARE(w->outcome().a.tag, std::string("global_step2"));
+        QVERIFY2(w->outcome().ok(), qPrintable(w->outcome().error));
+        QCOMPARE(w->outcome().value->a.tag, std::string("global_step2"));
         QVERIFY(w->model()->rowCount() > 5);
     }
 };

@@ -9,6 +9,7 @@
 #include "main_window.h"
 #include "ops/universal.h"
 #include "sharding_map.h"
+#include "storage_model.h"
 #include "tag_overview.h"
 #include "testutil.h"
 #include "tree_model.h"
@@ -18,8 +19,10 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTranslator>
 #include <QTreeView>
 #include <map>
+#include <set>
 
 using namespace ckpt;
 
@@ -32,6 +35,7 @@ layout::Tag syntheticTag(int stage, int ranks, int count)
     layout::Tag t;
     t.name = "synthetic";
     t.zeroStage = stage;
+    t.sharding = stage == 3 ? layout::Sharding::ParameterPartitions : layout::Sharding::FlatPartitions;
     t.worldSize = ranks;
     const uint64_t W = uint64_t(ranks);
     uint64_t total = 0;
@@ -197,7 +201,7 @@ private slots:
                     QCOMPARE(s.length, want);
                     QVERIFY(s.length <= l.perRank[row]);
                     sum += s.length;
-                    chunked = chunked || !s.where.isEmpty();
+                    chunked = chunked || !s.where.empty();
                 }
                 QCOMPARE(sum, p.numel()); // DCP saves each element once
             }
@@ -206,9 +210,9 @@ private slots:
             QCOMPARE(int(l.laneNames.size()), l.ranks);
             // Every lane says which file it is (a Universal folder's are all fp32.pt: their
             // parameter folder tells them apart, without the zero/ every one shares).
-            QCOMPARE(int(QSet<QString>(l.laneNames.begin(), l.laneNames.end()).size()), l.ranks);
-            for (const QString& n : l.laneNames)
-                QVERIFY2(!n.startsWith(QLatin1String("zero/")), qPrintable(n));
+            QCOMPARE(int(std::set<std::string>(l.laneNames.begin(), l.laneNames.end()).size()), l.ranks);
+            for (const std::string& n : l.laneNames)
+                QVERIFY2(n.rfind("zero/", 0) != 0, n.c_str());
             std::vector<uint64_t> end(size_t(l.ranks), 0);
             std::map<int, uint64_t> bytes;
             for (const auto& s : l.segments) {
@@ -257,6 +261,10 @@ private slots:
         QVERIFY2(text.contains(app::humanBytes(b.fileBytes)), qPrintable(text));
         for (const auto& f : tag.files)
             QVERIFY(text.contains(QString::fromStdString(f.name)));
+        // What the family states of the tag, each fact (the overview knows no family).
+        QVERIFY(!tag.facts.empty());
+        for (const auto& f : tag.facts)
+            QVERIFY2(text.contains(QString::fromStdString(f.value)), qPrintable(text));
     }
 
     // A click on a segment selects its parameter in the tree.
@@ -279,7 +287,7 @@ private slots:
         const app::Node* n = app::TreeModel::node(w.proxy()->mapToSource(w.tree()->currentIndex()));
         QVERIFY(n);
         QCOMPARE(n->kind, app::NodeKind::Parameter);
-        QCOMPARE(QString::fromStdString(n->name), l.names[l.segments[size_t(seg)].param]);
+        QCOMPARE(n->name, l.names[size_t(l.segments[size_t(seg)].param)]);
     }
 
     // Scalars show their value in the tree; bytes pickled as _codecs.encode(...) are bytes.
@@ -296,6 +304,37 @@ private slots:
         QCOMPARE(cell("bytes", app::TreeModel::Kind), QStringLiteral("bytes"));
         QCOMPARE(cell("bytes", app::TreeModel::Value), QStringLiteral("b'\\x00\\x01binary'"));
         QCOMPARE(cell("config/weights", app::TreeModel::Value), QString()); // a tensor has no value
+    }
+
+    // The tree models' headers come from their column tables (TreeModelBase), translated in each
+    // model's own context, as tr() did.
+    void headersFromTheColumnTables()
+    {
+        app::TreeModel tree;
+        app::StorageModel storage;
+        QCOMPARE(tree.columnCount(), int(app::TreeModel::ColumnCount));
+        QCOMPARE(storage.columnCount(), int(app::StorageModel::ColumnCount));
+        QCOMPARE(tree.headerData(app::TreeModel::DType, Qt::Horizontal).toString(), QStringLiteral("dtype"));
+        QCOMPARE(tree.headerData(app::TreeModel::Value, Qt::Horizontal).toString(), QStringLiteral("Value"));
+        QCOMPARE(storage.headerData(app::StorageModel::UsedPercent, Qt::Horizontal).toString(),
+                 QStringLiteral("% used"));
+        QVERIFY(!tree.headerData(0, Qt::Vertical).isValid());
+        QVERIFY(!storage.headerData(0, Qt::Horizontal, Qt::ToolTipRole).isValid());
+        const std::pair<QAbstractItemModel*, const char*> models[] = {{&tree, "ckpt::app::TreeModel"},
+                                                                      {&storage, "ckpt::app::StorageModel"}};
+        std::map<std::pair<int, int>, QString> english;
+        for (int m = 0; m < 2; ++m)
+            for (int c = 0; c < models[m].first->columnCount(); ++c)
+                english[{m, c}] = models[m].first->headerData(c, Qt::Horizontal).toString();
+        QTranslator zh;
+        QVERIFY(zh.load(QStringLiteral(":/i18n/checkpoint-studio_zh_CN.qm")));
+        QCoreApplication::installTranslator(&zh);
+        for (const auto& [at, text] : english) {
+            const QString want = zh.translate(models[at.first].second, text.toUtf8().constData());
+            QVERIFY2(!want.isEmpty(), qPrintable(text));
+            QCOMPARE(models[at.first].first->headerData(at.second, Qt::Horizontal).toString(), want);
+        }
+        QCoreApplication::removeTranslator(&zh);
     }
 
     // 64 ranks x 10,000 parameters: the layout's geometry is right and the map paints at every

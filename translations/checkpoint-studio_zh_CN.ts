@@ -3,7 +3,7 @@
 <context>
     <name>ReplacePrompt</name>
     <message numerus="yes">
-        <location filename="../app/replace_prompt.cpp" line="25" />
+        <location filename="../app/replace_prompt.cpp" line="24" />
         <source>%1 already holds %n file(s). Replace the earlier output in it?
 
 The files it wrote are removed and the new ones put in their place in one step; other files are kept.</source>
@@ -12,52 +12,9 @@ The files it wrote are removed and the new ones put in their place in one step; 
 先前写入的文件会被删除，新文件一步替换到位；其他文件保留。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/replace_prompt.cpp" line="31" />
+        <location filename="../app/replace_prompt.cpp" line="30" />
         <source>Replace the output?</source>
         <translation>替换输出？</translation>
-    </message>
-</context>
-<context>
-    <name>TagOverview</name>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="42" />
-        <source>0 (disabled: plain data parallelism)</source>
-        <translation>0（未启用：普通数据并行）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="44" />
-        <source>1 (optimizer states partitioned)</source>
-        <translation>1（切分优化器状态）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="46" />
-        <source>2 (optimizer states and gradients partitioned)</source>
-        <translation>2（切分优化器状态和梯度）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="48" />
-        <source>3 (optimizer states, gradients and parameters partitioned)</source>
-        <translation>3（切分优化器状态、梯度和参数）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="57" />
-        <source>DeepSpeed ZeRO optimizer</source>
-        <translation>DeepSpeed ZeRO 优化器</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="59" />
-        <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
-        <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="60" />
-        <source>none saved</source>
-        <translation>未保存</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="62" />
-        <source>DeepSpeed Universal (a folder per parameter)</source>
-        <translation>DeepSpeed Universal（每个参数一个文件夹）</translation>
     </message>
 </context>
 <context>
@@ -135,67 +92,67 @@ The files it wrote are removed and the new ones put in their place in one step; 
     </message>
     <message>
         <location filename="../app/bloat_view.cpp" line="236" />
-        <location filename="../app/bloat_view.cpp" line="375" />
+        <location filename="../app/bloat_view.cpp" line="376" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="280" />
+        <location filename="../app/bloat_view.cpp" line="281" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="281" />
+        <location filename="../app/bloat_view.cpp" line="282" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="320" />
+        <location filename="../app/bloat_view.cpp" line="321" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="323" />
+        <location filename="../app/bloat_view.cpp" line="324" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="326" />
+        <location filename="../app/bloat_view.cpp" line="327" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="332" />
+        <location filename="../app/bloat_view.cpp" line="333" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="347" />
+        <location filename="../app/bloat_view.cpp" line="348" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="362" />
+        <location filename="../app/bloat_view.cpp" line="363" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="374" />
+        <location filename="../app/bloat_view.cpp" line="375" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="387" />
+        <location filename="../app/bloat_view.cpp" line="388" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="388" />
+        <location filename="../app/bloat_view.cpp" line="389" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="396" />
+        <location filename="../app/bloat_view.cpp" line="397" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
     </message>
@@ -203,53 +160,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="475" />
-        <location filename="../app/compare_window.cpp" line="513" />
+        <location filename="../app/compare_window.cpp" line="510" />
+        <location filename="../app/compare_window.cpp" line="521" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="481" />
+        <location filename="../app/compare_window.cpp" line="534" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="482" />
+        <location filename="../app/compare_window.cpp" line="535" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="483" />
+        <location filename="../app/compare_window.cpp" line="536" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="485" />
+        <location filename="../app/compare_window.cpp" line="538" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="489" />
+        <location filename="../app/compare_window.cpp" line="542" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="493" />
+        <location filename="../app/compare_window.cpp" line="546" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="506" />
+        <location filename="../app/compare_window.cpp" line="514" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="506" />
+        <location filename="../app/compare_window.cpp" line="514" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="509" />
+        <location filename="../app/compare_window.cpp" line="517" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -392,52 +349,52 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareModel</name>
     <message>
-        <location filename="../app/compare_model.cpp" line="54" />
+        <location filename="../app/compare_model.cpp" line="55" />
         <source>identical</source>
         <translation>相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="56" />
+        <location filename="../app/compare_model.cpp" line="57" />
         <source>changed</source>
         <translation>有变化</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="58" />
+        <location filename="../app/compare_model.cpp" line="59" />
         <source>only in A</source>
         <translation>仅在 A 中</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="60" />
+        <location filename="../app/compare_model.cpp" line="61" />
         <source>only in B</source>
         <translation>仅在 B 中</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="62" />
+        <location filename="../app/compare_model.cpp" line="63" />
         <source>shape or dtype changed</source>
         <translation>形状或数据类型不同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="64" />
+        <location filename="../app/compare_model.cpp" line="65" />
         <source>dtype changed</source>
         <translation>dtype 已改变</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="127" />
+        <location filename="../app/compare_model.cpp" line="128" />
         <source>A: %1</source>
         <translation>A：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="129" />
+        <location filename="../app/compare_model.cpp" line="130" />
         <source>B: %1</source>
         <translation>B：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="142" />
+        <location filename="../app/compare_model.cpp" line="143" />
         <source>dtype changed: %1 → %2</source>
         <translation>dtype 已改变：%1 → %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="165" />
+        <location filename="../app/compare_model.cpp" line="166" />
         <source>||a - b|| / ||a||</source>
         <translation>||a - b|| / ||a||</translation>
     </message>
@@ -447,57 +404,57 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>a.b / (||a|| ||b||)</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="169" />
+        <location filename="../app/compare_model.cpp" line="168" />
         <source>Share of elements whose bits are equal</source>
         <translation>比特完全相同的元素所占比例</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="176" />
+        <location filename="../app/compare_model.cpp" line="163" />
         <source>Tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="178" />
+        <location filename="../app/compare_model.cpp" line="164" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="180" />
+        <location filename="../app/compare_model.cpp" line="165" />
         <source>max |a-b|</source>
         <translation>最大 |a-b|</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="182" />
+        <location filename="../app/compare_model.cpp" line="166" />
         <source>rel. L2</source>
         <translation>相对 L2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="184" />
+        <location filename="../app/compare_model.cpp" line="167" />
         <source>cosine</source>
         <translation>余弦</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="186" />
+        <location filename="../app/compare_model.cpp" line="168" />
         <source>bitwise equal</source>
         <translation>按位相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="188" />
+        <location filename="../app/compare_model.cpp" line="169" />
         <source>mean A</source>
         <translation>A 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="190" />
+        <location filename="../app/compare_model.cpp" line="170" />
         <source>mean B</source>
         <translation>B 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="192" />
+        <location filename="../app/compare_model.cpp" line="171" />
         <source>std A</source>
         <translation>A 标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="194" />
+        <location filename="../app/compare_model.cpp" line="172" />
         <source>std B</source>
         <translation>B 标准差</translation>
     </message>
@@ -505,160 +462,155 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="97" />
+        <location filename="../app/compare_window.cpp" line="95" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="118" />
+        <location filename="../app/compare_window.cpp" line="129" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="126" />
+        <location filename="../app/compare_window.cpp" line="143" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="129" />
+        <location filename="../app/compare_window.cpp" line="146" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="130" />
+        <location filename="../app/compare_window.cpp" line="147" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="135" />
+        <location filename="../app/compare_window.cpp" line="152" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="136" />
+        <location filename="../app/compare_window.cpp" line="153" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="138" />
+        <location filename="../app/compare_window.cpp" line="155" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="139" />
+        <location filename="../app/compare_window.cpp" line="156" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="180" />
+        <location filename="../app/compare_window.cpp" line="207" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="181" />
+        <location filename="../app/compare_window.cpp" line="208" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="182" />
+        <location filename="../app/compare_window.cpp" line="209" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="184" />
+        <location filename="../app/compare_window.cpp" line="211" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="244" />
+        <location filename="../app/compare_window.cpp" line="277" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="246" />
-        <location filename="../app/compare_window.cpp" line="329" />
+        <location filename="../app/compare_window.cpp" line="280" />
+        <location filename="../app/compare_window.cpp" line="363" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="247" />
+        <location filename="../app/compare_window.cpp" line="281" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="248" />
+        <location filename="../app/compare_window.cpp" line="282" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="250" />
-        <location filename="../app/compare_window.cpp" line="293" />
+        <location filename="../app/compare_window.cpp" line="284" />
+        <location filename="../app/compare_window.cpp" line="314" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="267" />
+        <location filename="../app/compare_window.cpp" line="304" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="300" />
-        <source>%1 MB/s, about %2 left</source>
-        <translation>%1 MB/s，约剩 %2</translation>
-    </message>
-    <message>
-        <location filename="../app/compare_window.cpp" line="317" />
+        <location filename="../app/compare_window.cpp" line="342" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="323" />
+        <location filename="../app/compare_window.cpp" line="348" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="335" />
+        <location filename="../app/compare_window.cpp" line="369" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="337" />
+        <location filename="../app/compare_window.cpp" line="371" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="362" />
+        <location filename="../app/compare_window.cpp" line="395" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="363" />
+        <location filename="../app/compare_window.cpp" line="396" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="424" />
+        <location filename="../app/compare_window.cpp" line="457" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="371" />
+        <location filename="../app/compare_window.cpp" line="404" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="412" />
-        <location filename="../app/compare_window.cpp" line="419" />
+        <location filename="../app/compare_window.cpp" line="445" />
+        <location filename="../app/compare_window.cpp" line="452" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="413" />
+        <location filename="../app/compare_window.cpp" line="446" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="420" />
+        <location filename="../app/compare_window.cpp" line="453" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -666,17 +618,17 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::DetailsPane</name>
     <message>
-        <location filename="../app/details_pane.cpp" line="56" />
+        <location filename="../app/details_pane.cpp" line="75" />
         <source>No data to read for this tensor.</source>
         <translation>此张量没有可读取的数据。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="58" />
+        <location filename="../app/details_pane.cpp" line="77" />
         <source>This dtype has no statistics.</source>
         <translation>此数据类型没有统计信息。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="77" />
+        <location filename="../app/details_pane.cpp" line="96" />
         <source>First values: %1
 min %2  max %3  mean %4  std %5
 zeros %6  NaN %7  Inf %8</source>
@@ -685,128 +637,128 @@ zeros %6  NaN %7  Inf %8</source>
 零 %6  NaN %7  Inf %8</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="89" />
+        <location filename="../app/details_pane.cpp" line="108" />
         <source>Could not compute: %1</source>
         <translation>无法计算：%1</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="121" />
         <source>Rank</source>
         <translation>Rank</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
-        <location filename="../app/details_pane.cpp" line="201" />
+        <location filename="../app/details_pane.cpp" line="53" />
+        <location filename="../app/details_pane.cpp" line="121" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="121" />
         <source>Offset</source>
         <translation>偏移</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="121" />
         <source>Length</source>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="102" />
+        <location filename="../app/details_pane.cpp" line="121" />
         <source>Padding</source>
         <translation>填充</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="110" />
+        <location filename="../app/details_pane.cpp" line="129" />
         <source>Search the configuration</source>
         <translation>搜索配置</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="113" />
+        <location filename="../app/details_pane.cpp" line="132" />
         <source>Show values and statistics</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="183" />
+        <location filename="../app/details_pane.cpp" line="203" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="187" />
+        <location filename="../app/details_pane.cpp" line="207" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="189" />
+        <location filename="../app/details_pane.cpp" line="209" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="189" />
+        <location filename="../app/details_pane.cpp" line="209" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="190" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="191" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="194" />
+        <location filename="../app/details_pane.cpp" line="47" />
         <source>Stride</source>
         <translation>步长</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="195" />
+        <location filename="../app/details_pane.cpp" line="48" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="196" />
+        <location filename="../app/details_pane.cpp" line="49" />
         <source>record %1, offset %2, %3</source>
         <translation>记录 %1，偏移 %2，%3</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="200" />
+        <location filename="../app/details_pane.cpp" line="48" />
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="206" />
+        <location filename="../app/details_pane.cpp" line="58" />
         <source>Shares storage with</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="211" />
+        <location filename="../app/details_pane.cpp" line="254" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="212" />
+        <location filename="../app/details_pane.cpp" line="255" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="235" />
+        <location filename="../app/details_pane.cpp" line="277" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="250" />
+        <location filename="../app/details_pane.cpp" line="221" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="251" />
+        <location filename="../app/details_pane.cpp" line="222" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="293" />
+        <location filename="../app/details_pane.cpp" line="298" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -889,143 +841,179 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="55" />
+        <location filename="../app/export_dialog.cpp" line="48" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="57" />
+        <location filename="../app/export_dialog.cpp" line="50" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="59" />
+        <location filename="../app/export_dialog.cpp" line="52" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="63" />
+        <location filename="../app/export_dialog.cpp" line="56" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="63" />
+        <location filename="../app/export_dialog.cpp" line="56" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="73" />
-        <location filename="../app/export_dialog.cpp" line="107" />
+        <location filename="../app/export_dialog.cpp" line="66" />
+        <location filename="../app/export_dialog.cpp" line="87" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="76" />
+        <location filename="../app/export_dialog.cpp" line="69" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="77" />
+        <location filename="../app/export_dialog.cpp" line="70" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="71" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="79" />
+        <location filename="../app/export_dialog.cpp" line="72" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="81" />
-        <location filename="../app/export_dialog.cpp" line="109" />
+        <location filename="../app/export_dialog.cpp" line="74" />
+        <location filename="../app/export_dialog.cpp" line="89" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="88" />
+        <location filename="../app/export_dialog.cpp" line="78" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="89" />
-        <location filename="../app/export_dialog.cpp" line="267" />
-        <location filename="../app/export_dialog.cpp" line="315" />
-        <source>Cancel</source>
-        <translation>取消</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="90" />
+        <location filename="../app/export_dialog.cpp" line="78" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="108" />
+        <location filename="../app/export_dialog.cpp" line="88" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="129" />
+        <location filename="../app/export_dialog.cpp" line="110" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="130" />
+        <location filename="../app/export_dialog.cpp" line="111" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="139" />
+        <location filename="../app/export_dialog.cpp" line="120" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="162" />
-        <source>Close</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="163" />
+        <location filename="../app/export_dialog.cpp" line="141" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="168" />
+        <location filename="../app/export_dialog.cpp" line="145" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="174" />
-        <source>Cancelled; nothing was left behind.</source>
-        <translation>已取消，没有留下任何输出。</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="177" />
+        <location filename="../app/export_dialog.cpp" line="78" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="211" />
-        <source>Cancelling...</source>
-        <translation>正在取消...</translation>
-    </message>
-    <message>
-        <location filename="../app/export_dialog.cpp" line="230" />
+        <location filename="../app/export_dialog.cpp" line="186" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="260" />
+        <location filename="../app/export_dialog.cpp" line="216" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="306" />
+        <location filename="../app/export_dialog.cpp" line="251" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::Fact</name>
+    <message>
+        <location filename="../app/kinds.cpp" line="63" />
+        <source>optimizer</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="64" />
+        <source>data-parallel ranks</source>
+        <translation>数据并行 rank 数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="65" />
+        <source>tensor-parallel ranks</source>
+        <translation>张量并行 rank 数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="66" />
+        <source>dtype</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="67" />
+        <source>DeepSpeed</source>
+        <translation>DeepSpeed</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="68" />
+        <source>global step</source>
+        <translation>全局步数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="69" />
+        <source>samples</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="70" />
+        <source>skipped steps</source>
+        <translation>跳过的步数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="71" />
+        <source>role</source>
+        <translation>角色</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="72" />
+        <source>data-parallel rank</source>
+        <translation>数据并行 rank</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="73" />
+        <source>tensor-parallel rank</source>
+        <translation>张量并行 rank</translation>
     </message>
 </context>
 <context>
@@ -1094,7 +1082,7 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::FilterProxy</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="160" />
+        <location filename="../app/tree_model.cpp" line="139" />
         <source>Not a valid regular expression: %1 (at character %2)</source>
         <translation>不是有效的正则表达式：%1（第 %2 个字符处）</translation>
     </message>
@@ -1102,12 +1090,12 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::JobManager</name>
     <message>
-        <location filename="../app/job_manager.cpp" line="21" />
+        <location filename="../app/job_manager.cpp" line="22" />
         <source>%1: %2 of %3</source>
         <translation>%1：%2 / %3</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="23" />
+        <location filename="../app/job_manager.cpp" line="24" />
         <source>%1: %2 of %3, %4/s, %5 s left</source>
         <translation>%1：%2 / %3，%4/秒，剩余 %5 秒</translation>
     </message>
@@ -1116,336 +1104,370 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::MainWindow</name>
     <message>
         <location filename="../app/main_window.cpp" line="71" />
-        <location filename="../app/main_window.cpp" line="372" />
+        <location filename="../app/main_window.cpp" line="391" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="230" />
+        <location filename="../app/main_window.cpp" line="249" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="238" />
+        <location filename="../app/main_window.cpp" line="257" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="239" />
+        <location filename="../app/main_window.cpp" line="258" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="231" />
+        <location filename="../app/main_window.cpp" line="250" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="233" />
+        <location filename="../app/main_window.cpp" line="252" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="234" />
+        <location filename="../app/main_window.cpp" line="253" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="243" />
+        <location filename="../app/main_window.cpp" line="262" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="246" />
+        <location filename="../app/main_window.cpp" line="265" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="250" />
+        <location filename="../app/main_window.cpp" line="269" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="253" />
+        <location filename="../app/main_window.cpp" line="272" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="256" />
+        <location filename="../app/main_window.cpp" line="275" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="263" />
+        <location filename="../app/main_window.cpp" line="282" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="266" />
+        <location filename="../app/main_window.cpp" line="285" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="267" />
+        <location filename="../app/main_window.cpp" line="286" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="270" />
+        <location filename="../app/main_window.cpp" line="289" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="273" />
+        <location filename="../app/main_window.cpp" line="292" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="295" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="277" />
+        <location filename="../app/main_window.cpp" line="296" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="282" />
+        <location filename="../app/main_window.cpp" line="301" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="285" />
+        <location filename="../app/main_window.cpp" line="304" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="310" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="292" />
+        <location filename="../app/main_window.cpp" line="311" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="299" />
+        <location filename="../app/main_window.cpp" line="318" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="300" />
+        <location filename="../app/main_window.cpp" line="319" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="302" />
+        <location filename="../app/main_window.cpp" line="321" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="84" />
+        <location filename="../app/main_window.cpp" line="97" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="90" />
+        <location filename="../app/main_window.cpp" line="103" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="93" />
+        <location filename="../app/main_window.cpp" line="106" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="94" />
+        <location filename="../app/main_window.cpp" line="107" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="109" />
+        <location filename="../app/main_window.cpp" line="121" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="117" />
+        <location filename="../app/main_window.cpp" line="130" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="121" />
+        <location filename="../app/main_window.cpp" line="134" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="139" />
+        <location filename="../app/main_window.cpp" line="156" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="140" />
+        <location filename="../app/main_window.cpp" line="157" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="205" />
+        <location filename="../app/main_window.cpp" line="226" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="317" />
+        <location filename="../app/main_window.cpp" line="336" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="320" />
+        <location filename="../app/main_window.cpp" line="339" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="330" />
+        <location filename="../app/main_window.cpp" line="349" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="331" />
+        <location filename="../app/main_window.cpp" line="350" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="332" />
+        <location filename="../app/main_window.cpp" line="351" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="335" />
+        <location filename="../app/main_window.cpp" line="354" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="336" />
+        <location filename="../app/main_window.cpp" line="355" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="337" />
+        <location filename="../app/main_window.cpp" line="356" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="355" />
+        <location filename="../app/main_window.cpp" line="374" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="425" />
+        <location filename="../app/main_window.cpp" line="448" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="438" />
+        <location filename="../app/main_window.cpp" line="461" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="219" />
+        <location filename="../app/main_window.cpp" line="240" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="403" />
+        <location filename="../app/main_window.cpp" line="423" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="406" />
+        <location filename="../app/main_window.cpp" line="426" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="448" />
+        <location filename="../app/main_window.cpp" line="471" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="453" />
+        <location filename="../app/main_window.cpp" line="476" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="459" />
+        <location filename="../app/main_window.cpp" line="482" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="486" />
+        <location filename="../app/main_window.cpp" line="509" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="505" />
+        <location filename="../app/main_window.cpp" line="529" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="506" />
+        <location filename="../app/main_window.cpp" line="530" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="753" />
+        <location filename="../app/main_window.cpp" line="782" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="759" />
+        <location filename="../app/main_window.cpp" line="788" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="763" />
+        <location filename="../app/main_window.cpp" line="792" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="773" />
+        <location filename="../app/main_window.cpp" line="802" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="774" />
+        <location filename="../app/main_window.cpp" line="803" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="786" />
+        <location filename="../app/main_window.cpp" line="815" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="787" />
+        <location filename="../app/main_window.cpp" line="816" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="789" />
+        <location filename="../app/main_window.cpp" line="818" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="794" />
+        <location filename="../app/main_window.cpp" line="823" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="796" />
+        <location filename="../app/main_window.cpp" line="825" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::OperationPanel</name>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="27" />
+        <location filename="../app/operation_panel.cpp" line="89" />
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="57" />
+        <source>Cancelling...</source>
+        <translation>正在取消...</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="91" />
+        <source>Starting...</source>
+        <translation>正在开始...</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="109" />
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="112" />
+        <source>Cancelled; nothing was left behind.</source>
+        <translation>已取消，没有留下任何输出。</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="119" />
+        <source>%1: %2</source>
+        <translation>%1：%2</translation>
     </message>
 </context>
 <context>
@@ -1464,58 +1486,58 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::ShardingMap</name>
     <message>
-        <location filename="../app/sharding_map.cpp" line="397" />
+        <location filename="../app/sharding_map.cpp" line="171" />
         <source>rank %1: elements %2 to %3 (%4)</source>
         <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="404" />
+        <location filename="../app/sharding_map.cpp" line="178" />
         <source>rank %1 holds %2 elements, %3 of padding</source>
         <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="289" />
-        <location filename="../app/sharding_map.cpp" line="480" />
+        <location filename="../app/sharding_map.cpp" line="57" />
+        <location filename="../app/sharding_map.cpp" line="214" />
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="408" />
+        <location filename="../app/sharding_map.cpp" line="182" />
         <source>block %1</source>
         <translation>块 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="411" />
+        <location filename="../app/sharding_map.cpp" line="185" />
         <source>in %1: %2</source>
         <translation>在 %1 中：%2</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="424" />
+        <location filename="../app/sharding_map.cpp" line="206" />
         <source>No tensors to draw</source>
         <translation>没有可绘制的张量</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="488" />
+        <location filename="../app/sharding_map.cpp" line="331" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="501" />
+        <location filename="../app/sharding_map.cpp" line="238" />
         <source>Not sharded: each file's tensors in order, by size</source>
         <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="512" />
+        <location filename="../app/sharding_map.cpp" line="222" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="556" />
+        <location filename="../app/sharding_map.cpp" line="396" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="564" />
+        <location filename="../app/sharding_map.cpp" line="417" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>
@@ -1523,199 +1545,163 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="69" />
+        <location filename="../app/slim_dialog.cpp" line="66" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="79" />
+        <location filename="../app/slim_dialog.cpp" line="77" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="82" />
+        <location filename="../app/slim_dialog.cpp" line="80" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="85" />
+        <location filename="../app/slim_dialog.cpp" line="83" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="94" />
+        <location filename="../app/slim_dialog.cpp" line="92" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="98" />
+        <location filename="../app/slim_dialog.cpp" line="96" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="99" />
-        <location filename="../app/slim_dialog.cpp" line="142" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="123" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="99" />
-        <location filename="../app/slim_dialog.cpp" line="142" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="123" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="119" />
+        <location filename="../app/slim_dialog.cpp" line="111" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="121" />
-        <location filename="../app/slim_dialog.cpp" line="335" />
-        <source>Cancel</source>
-        <translation>取消</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="122" />
+        <location filename="../app/slim_dialog.cpp" line="111" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="160" />
+        <location filename="../app/slim_dialog.cpp" line="142" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="166" />
+        <location filename="../app/slim_dialog.cpp" line="148" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="167" />
+        <location filename="../app/slim_dialog.cpp" line="149" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="178" />
-        <source>Close</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="184" />
+        <location filename="../app/slim_dialog.cpp" line="163" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="184" />
+        <location filename="../app/slim_dialog.cpp" line="163" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="185" />
+        <location filename="../app/slim_dialog.cpp" line="165" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="191" />
-        <source>Cancelled; nothing was left behind.</source>
-        <translation>已取消，没有留下任何输出。</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="196" />
+        <location filename="../app/slim_dialog.cpp" line="111" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="197" />
-        <source>Slimming failed.</source>
-        <translation>精简失败。</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="198" />
-        <source>Slimming failed on %1.</source>
-        <translation>精简 %1 时失败。</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="234" />
+        <location filename="../app/slim_dialog.cpp" line="199" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="235" />
+        <location filename="../app/slim_dialog.cpp" line="200" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="237" />
+        <location filename="../app/slim_dialog.cpp" line="202" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="254" />
-        <location filename="../app/slim_dialog.cpp" line="255" />
+        <location filename="../app/slim_dialog.cpp" line="219" />
+        <location filename="../app/slim_dialog.cpp" line="220" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="261" />
+        <location filename="../app/slim_dialog.cpp" line="226" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="277" />
-        <source>Cancelling...</source>
-        <translation>正在取消...</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="306" />
+        <location filename="../app/slim_dialog.cpp" line="254" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="307" />
+        <location filename="../app/slim_dialog.cpp" line="254" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="322" />
+        <location filename="../app/slim_dialog.cpp" line="269" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
-    </message>
-    <message>
-        <location filename="../app/slim_dialog.cpp" line="337" />
-        <source>Starting...</source>
-        <translation>正在开始...</translation>
     </message>
 </context>
 <context>
     <name>ckpt::app::StorageModel</name>
     <message>
-        <location filename="../app/storage_model.cpp" line="64" />
+        <location filename="../app/storage_model.cpp" line="69" />
         <source>%1
 %2 %3, %4 bytes of elements
 Click to select it in the tree.</source>
@@ -1724,62 +1710,62 @@ Click to select it in the tree.</source>
 单击可在树中选中它。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="97" />
+        <location filename="../app/storage_model.cpp" line="102" />
         <source>%1: %2 bytes, %3 reached by its views, %4 wasted</source>
         <translation>%1：%2 字节，视图用到 %3，浪费 %4</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="101" />
+        <location filename="../app/storage_model.cpp" line="106" />
         <source>Reached by something other than a plain view: all of it counts.</source>
         <translation>被普通视图以外的方式使用：全部计为已使用。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="103" />
+        <location filename="../app/storage_model.cpp" line="108" />
         <source>A view of storage %1: its bytes are counted there.</source>
         <translation>存储 %1 的视图：其字节计入该存储。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="105" />
+        <location filename="../app/storage_model.cpp" line="110" />
         <source>A view too fragmented to enumerate is counted by its hull.</source>
         <translation>过于零碎、无法逐段列出的视图按其覆盖范围计算。</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="119" />
+        <location filename="../app/storage_model.cpp" line="124" />
         <source>a view of storage %1</source>
         <translation>存储 %1 的视图</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="121" />
+        <location filename="../app/storage_model.cpp" line="126" />
         <source>no tensor (saved for itself)</source>
         <translation>无张量（单独保存）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/storage_model.cpp" line="122" />
+        <location filename="../app/storage_model.cpp" line="127" />
         <source>%n tensor(s)</source>
         <translation><numerusform>%n 个张量</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="132" />
+        <location filename="../app/storage_model.cpp" line="52" />
         <source>Storage</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="134" />
+        <location filename="../app/storage_model.cpp" line="52" />
         <source>Size</source>
         <translation>大小</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="136" />
+        <location filename="../app/storage_model.cpp" line="52" />
         <source>Used</source>
         <translation>已使用</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="138" />
+        <location filename="../app/storage_model.cpp" line="53" />
         <source>% used</source>
         <translation>使用率</translation>
     </message>
     <message>
-        <location filename="../app/storage_model.cpp" line="140" />
+        <location filename="../app/storage_model.cpp" line="53" />
         <source>Tensors</source>
         <translation>张量</translation>
     </message>
@@ -1787,147 +1773,105 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="160" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="185" />
+        <location filename="../app/tag_overview.cpp" line="167" />
         <source>cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="186" />
+        <location filename="../app/tag_overview.cpp" line="168" />
         <source>step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="187" />
+        <location filename="../app/tag_overview.cpp" line="169" />
         <source>step unknown</source>
         <translation>步数未知</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="188" />
+        <location filename="../app/tag_overview.cpp" line="170" />
         <source>, %1 in %n file(s)</source>
         <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="189" />
-        <location filename="../app/tag_overview.cpp" line="193" />
+        <location filename="../app/tag_overview.cpp" line="171" />
+        <location filename="../app/tag_overview.cpp" line="175" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="195" />
+        <location filename="../app/tag_overview.cpp" line="177" />
         <source>Cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="202" />
-        <source>ZeRO stage</source>
-        <translation>ZeRO 阶段</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="204" />
-        <source>World size</source>
-        <translation>并行规模（world size）</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="205" />
-        <source>%1 data-parallel x %2 model-parallel</source>
-        <translation>%1 数据并行 x %2 模型并行</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="206" />
-        <source>dtype</source>
-        <translation>数据类型</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="207" />
-        <source>Optimizer</source>
-        <translation>优化器</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="209" />
-        <source>DeepSpeed version</source>
-        <translation>DeepSpeed 版本</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="209" />
-        <location filename="../app/tag_overview.cpp" line="213" />
-        <location filename="../app/tag_overview.cpp" line="214" />
-        <source>unknown</source>
-        <translation>未知</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="211" />
-        <source>Step / samples</source>
-        <translation>步数 / 样本数</translation>
-    </message>
-    <message>
-        <location filename="../app/tag_overview.cpp" line="216" />
+        <location filename="../app/tag_overview.cpp" line="185" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="217" />
-        <location filename="../app/tag_overview.cpp" line="218" />
-        <location filename="../app/tag_overview.cpp" line="219" />
+        <location filename="../app/tag_overview.cpp" line="186" />
+        <location filename="../app/tag_overview.cpp" line="187" />
+        <location filename="../app/tag_overview.cpp" line="188" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="218" />
+        <location filename="../app/tag_overview.cpp" line="187" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="219" />
+        <location filename="../app/tag_overview.cpp" line="188" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="220" />
+        <location filename="../app/tag_overview.cpp" line="189" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="220" />
+        <location filename="../app/tag_overview.cpp" line="189" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="221" />
+        <location filename="../app/tag_overview.cpp" line="190" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="223" />
+        <location filename="../app/tag_overview.cpp" line="192" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="225" />
+        <location filename="../app/tag_overview.cpp" line="194" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="230" />
+        <location filename="../app/tag_overview.cpp" line="199" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="232" />
+        <location filename="../app/tag_overview.cpp" line="201" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="248" />
+        <location filename="../app/tag_overview.cpp" line="220" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="252" />
+        <location filename="../app/tag_overview.cpp" line="224" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -1940,42 +1884,42 @@ Click to select it in the tree.</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="121" />
+        <location filename="../app/tree_model.cpp" line="66" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="123" />
+        <location filename="../app/tree_model.cpp" line="66" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="125" />
+        <location filename="../app/tree_model.cpp" line="66" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="127" />
+        <location filename="../app/tree_model.cpp" line="67" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="129" />
+        <location filename="../app/tree_model.cpp" line="67" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="131" />
+        <location filename="../app/tree_model.cpp" line="67" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="133" />
+        <location filename="../app/tree_model.cpp" line="67" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="135" />
+        <location filename="../app/tree_model.cpp" line="66" />
         <source>Value</source>
         <translation>值</translation>
     </message>
@@ -2138,94 +2082,68 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="46" />
+        <location filename="../app/universal_dialog.cpp" line="42" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="54" />
+        <location filename="../app/universal_dialog.cpp" line="50" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="58" />
+        <location filename="../app/universal_dialog.cpp" line="54" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="62" />
+        <location filename="../app/universal_dialog.cpp" line="58" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="65" />
+        <location filename="../app/universal_dialog.cpp" line="61" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="66" />
-        <location filename="../app/universal_dialog.cpp" line="99" />
+        <location filename="../app/universal_dialog.cpp" line="62" />
+        <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="68" />
+        <location filename="../app/universal_dialog.cpp" line="64" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="78" />
+        <location filename="../app/universal_dialog.cpp" line="68" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="80" />
-        <location filename="../app/universal_dialog.cpp" line="207" />
-        <source>Cancel</source>
-        <translation>取消</translation>
-    </message>
-    <message>
-        <location filename="../app/universal_dialog.cpp" line="81" />
+        <location filename="../app/universal_dialog.cpp" line="68" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="141" />
-        <source>Cancelling...</source>
-        <translation>正在取消...</translation>
-    </message>
-    <message>
-        <location filename="../app/universal_dialog.cpp" line="177" />
+        <location filename="../app/universal_dialog.cpp" line="135" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="192" />
+        <location filename="../app/universal_dialog.cpp" line="150" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="209" />
-        <source>Reading %1...</source>
-        <translation>正在读取 %1...</translation>
-    </message>
-    <message>
-        <location filename="../app/universal_dialog.cpp" line="243" />
-        <source>Close</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <location filename="../app/universal_dialog.cpp" line="247" />
+        <location filename="../app/universal_dialog.cpp" line="191" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="263" />
-        <source>Cancelled; nothing was left behind.</source>
-        <translation>已取消，没有留下任何输出。</translation>
-    </message>
-    <message>
-        <location filename="../app/universal_dialog.cpp" line="267" />
+        <location filename="../app/universal_dialog.cpp" line="68" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>
@@ -2233,62 +2151,62 @@ Click to select it in the tree.</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="63" />
+        <location filename="../app/main.cpp" line="107" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="75" />
+        <location filename="../app/main.cpp" line="206" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="80" />
+        <location filename="../app/main.cpp" line="48" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="83" />
+        <location filename="../app/main.cpp" line="51" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="87" />
+        <location filename="../app/main.cpp" line="55" />
         <source>Save a screenshot of the export dialog while it runs, then exit.</source>
         <translation>导出运行时保存导出对话框的截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="91" />
+        <location filename="../app/main.cpp" line="59" />
         <source>Colours: system (follow the desktop), light or dark. The default is the "palette" setting, else system.</source>
         <translation>配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 "palette" 设置，否则为 system。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="100" />
+        <location filename="../app/main.cpp" line="64" />
         <source>Show where the bytes of this file or folder go (the Bloat view). With --screenshot, save the window once that is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.</source>
         <translation>在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="109" />
+        <location filename="../app/main.cpp" line="72" />
         <source>Compare A with the checkpoint, tag folder or file B given as the path (the comparison window). With --screenshot, save it once computed; with --select, that tensor selected.</source>
         <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="117" />
+        <location filename="../app/main.cpp" line="79" />
         <source>With --compare: the tag of A (default: its latest).</source>
         <translation>与 --compare 一起使用：A 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="121" />
+        <location filename="../app/main.cpp" line="83" />
         <source>With --compare: the tag of B (default: its latest).</source>
         <translation>与 --compare 一起使用：B 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="125" />
+        <location filename="../app/main.cpp" line="87" />
         <source>With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.</source>
         <translation>与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="128" />
+        <location filename="../app/main.cpp" line="211" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

@@ -1,8 +1,10 @@
 // CUDA implementation of the compute backend. Inputs live in host memory (mapped files), so
-// every operation streams: the host packs a chunk into one of two pinned staging buffers while
-// the device works on the other, on two streams; a chunk's results come back as per-block
-// partials that the host merges in order (the same order the CPU backend merges its blocks).
-// Every CUDA call is checked; a failure becomes BackendError, never an abort.
+// every operation streams chunks through pinned staging buffers: cast and hash pack the next
+// chunk into one of two buffers while the device works on the other, on two streams; stats uses
+// one buffer serially, and diff stages both sides and waits for each chunk. A chunk's results come
+// back as per-block partials that the host merges in order (the order the CPU merges its blocks).
+// Every CUDA call made while working is checked, and a failure becomes BackendError, never an
+// abort; the destructors' frees are not (nothing is left to report them to).
 #include "cast.h"
 #include "compute_backend.h"
 #include "cuda/cuda_backend.h"
@@ -116,8 +118,9 @@ __device__ double load8(const double* table, Scalar t, const uint8_t* p)
     return (t >= Scalar::F8E4M3FN && t <= Scalar::F8E8M0) ? table[*p] : loadAs(t, p);
 }
 
-// One CUDA block per kBlock elements; thread 0 walks the block in order so that the numbers
-// equal the CPU's block for block (the reduction across blocks happens on the host).
+// One CUDA block per kBlock elements; thread 0 walks the block in order (the reduction across
+// blocks happens on the host). The CPU's F32 path sums with two AVX2 accumulators, so the numbers
+// agree to rounding, not bit for bit; tests/gpu_parity checks them within a tolerance.
 __global__ void statsKernel(const uint8_t* data, uint64_t n, uint32_t es, Scalar t, const double* table,
                             DevStats* out)
 {

@@ -212,7 +212,6 @@ ZH = {
     "is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.":
         "在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；"
         "配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。",
-    "%1 MB/s, about %2 left": "%1 MB/s，约剩 %2",
     "%1 changed, %2 identical, %3 only in A, %4 only in B, %5 shape or dtype changed": "%1 个有变化，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个形状或数据类型不同",
     "%1 vs %2 - Compare": "%1 与 %2 - 比较",
     "&Compare...": "比较(&C)...",
@@ -422,6 +421,18 @@ ZH = {
     "torch-zip file": "torch-zip 文件",
     "torch-legacy file": "torch-legacy 文件",
     "safetensors file": "safetensors 文件",
+    "Starting...": "正在开始...",
+    "%1: %2": "%1：%2",
+    "optimizer": "优化器",
+    "data-parallel ranks": "数据并行 rank 数",
+    "tensor-parallel ranks": "张量并行 rank 数",
+    "DeepSpeed": "DeepSpeed",
+    "global step": "全局步数",
+    "samples": "样本数",
+    "skipped steps": "跳过的步数",
+    "role": "角色",
+    "data-parallel rank": "数据并行 rank",
+    "tensor-parallel rank": "张量并行 rank",
 }
 
 
