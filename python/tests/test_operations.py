@@ -170,10 +170,14 @@ def test_ctrl_c_from_another_thread(big_file, tmp_path):
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.stdout.strip() in ("interrupted", "finished"), run.stderr
-    if run.stdout.strip() == "interrupted":
-        assert os.listdir(out) == []
-    else:
-        assert os.listdir(out) == ["o"] and len(os.listdir(out / "o")) > 1
+    # All or nothing: no staging folder left, and an output only whole (the signal may also land
+    # just after the export committed, in the Python code that follows it).
+    left = os.listdir(out)
+    assert left in ([], ["o"]), left
+    if run.stdout.strip() == "finished":
+        assert left == ["o"]
+    if left:
+        assert "model.safetensors.index.json" in os.listdir(out / "o")
 
 
 def test_memory_stays_bounded_while_exporting(tmp_path):
