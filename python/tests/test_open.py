@@ -95,8 +95,12 @@ def test_tags_latest_and_info():
     assert ck.latest == "global_step4"
     info = ck.tag().info
     assert (info.name, info.zero_stage, info.world_size, info.dtype) == ("global_step4", 3, 4, "bf16")
-    assert info.facts["DeepSpeed"] == "0.19.8" and info.facts["global step"] == "4"
-    assert ck.tag("global_step2").info.facts["global step"] == "2"
+    assert (info.ds_version, info.global_steps) == ("0.19.8", 4)
+    # The facts' labels are words for people (the window's); their values are the checkpoint's.
+    assert info.facts and all(isinstance(k, str) and isinstance(v, str) for k, v in info.facts.items())
+    assert "0.19.8" in info.facts.values()
+    earlier = ck.tag("global_step2").info
+    assert earlier.global_steps == 2 and earlier.facts != info.facts  # the step is among them
     with pytest.raises(cs.CheckpointError, match="nope"):
         ck.tag("nope")
 
