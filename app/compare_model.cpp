@@ -4,9 +4,6 @@
 #include "torch/dtype.h"
 
 #include <QBrush>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLocale>
 #include <QPalette>
 #include <QRegularExpression>
@@ -220,20 +217,18 @@ QByteArray CompareModel::toCsv(const std::optional<QList<int>>& rows) const
 
 QByteArray CompareModel::toJson(const std::optional<QList<int>>& shown) const
 {
-    QJsonArray rows;
+    std::vector<ops::DiffRow> rows;
     for (const int r : rowsOrAll(shown)) {
         const ops::TensorDiff& d = m_rows.at(size_t(r));
-        QJsonObject o{{QLatin1String(kKeys[Name]), QString::fromStdString(d.name)},
-                      {QLatin1String(kKeys[Status]), QLatin1String(ops::statusName(d.status))}};
+        ops::DiffRow row{d.name, d.status, {}};
         for (int c = MaxAbsDiff; c < ColumnCount; ++c) {
             const QVariant v = number(d, c);
-            // JSON has no NaN or Inf: those, like unknown values, are null.
-            o.insert(QLatin1String(kKeys[c]),
-                     v.isValid() && std::isfinite(v.toDouble()) ? QJsonValue(v.toDouble()) : QJsonValue());
+            row.numbers.push_back(
+                {kKeys[c], v.isValid() ? std::optional<double>(v.toDouble()) : std::nullopt});
         }
-        rows.append(o);
+        rows.push_back(std::move(row));
     }
-    return QJsonDocument(rows).toJson();
+    return QByteArray::fromStdString(ops::diffRowsJson(rows));
 }
 
 CompareProxy::CompareProxy(QObject* parent) : QSortFilterProxyModel(parent)

@@ -213,7 +213,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     if (node->tensor) html += tensorRows(*node);
     if (held) html += showPartitions(*held);
     for (const layout::Fact& f : node->facts)
-        html += row(QCoreApplication::translate("ckpt::app::Fact", f.label.c_str()), esc(f.value));
+        html += row(factText(f.label, true), factText(f.value, false).toHtmlEscaped());
     if (node->kind == NodeKind::Config) {
         m_json->setPlainText(QString::fromStdString(node->text));
         m_json->setVisible(true);

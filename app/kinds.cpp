@@ -59,18 +59,26 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "model states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "other tensor"),
-    // Facts the families state about a tag (layout::Fact labels).
+    // Facts the families state about a tag (layout::Fact labels, and values that are words).
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "ZeRO stage"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "optimizer"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel ranks"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "tensor-parallel ranks"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "model-parallel ranks"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "dtype"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "global step"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "samples"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed version"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "step / samples"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "skipped steps"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "role"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel rank"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "tensor-parallel rank"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "0 (disabled: plain data parallelism)"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "1 (optimizer states partitioned)"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "2 (optimizer states and gradients partitioned)"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "3 (optimizer states, gradients and parameters partitioned)"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed ZeRO optimizer"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "none saved"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "unknown"),
 };
 } // namespace
 

@@ -36,16 +36,16 @@ QString count(uint64_t n)
     return QLocale().toString(qulonglong(n));
 }
 
-// What a stage partitions, beside its number: DeepSpeed's ZeroStageEnum names (disabled,
-// optimizer_states, gradients, weights) read like jargon on their own.
-// A fact's label in the window's language: the families' labels are listed in kinds.cpp for
-// lupdate; a family's own key (a Composer badge) is shown as it is.
-QString factLabel(const std::string& label)
-{
-    return QCoreApplication::translate("ckpt::app::Fact", label.c_str());
-}
-
 } // namespace
+
+QString factText(const std::string& text, bool label)
+{
+    // The families' words are listed in kinds.cpp for lupdate; a family's own key (a Composer
+    // badge) or a number is shown as it is. Labels start with a capital, as the window's own.
+    QString t = QCoreApplication::translate("ckpt::app::Fact", text.c_str());
+    if (label && !t.isEmpty()) t[0] = t[0].toUpper();
+    return t;
+}
 
 ParameterCounts countParameters(const layout::Tag& tag)
 {
@@ -180,7 +180,7 @@ void TagOverview::render()
     }
     // What the family says of the tag, as it says it (labels translated where they are ours).
     for (const layout::Fact& f : t.facts)
-        html += row(factLabel(f.label), esc(f.value));
+        html += row(factText(f.label, true), factText(f.value, false).toHtmlEscaped());
     const ParameterCounts& c = m_counts;
     html += row(tr("Trainable"),
                 tr("%1 tensors, %2 elements").arg(count(c.trainable), count(c.trainableElements)));

@@ -35,6 +35,8 @@ struct ParameterCounts
     uint64_t trainableElements = 0, frozenElements = 0, bufferElements = 0; // elements
 };
 ParameterCounts countParameters(const layout::Tag& tag);
+// A fact's label or value (layout::Fact) in the window's language where it is a word of ours.
+QString factText(const std::string& text, bool label);
 
 class TagOverview : public QWidget
 {

@@ -117,8 +117,11 @@ private slots:
         const Run ins = ckptRun({"inspect", data("/deepspeed/zero3_bf16_w2")});
         QCOMPARE(ins.code, 0);
         QVERIFY(ins.out.contains("tag global_step4  [latest]"));
-        QVERIFY2(ins.out.contains("optimizer: ZeRO stage 3, data-parallel ranks: 2, dtype: bf16"),
-                 ins.out.constData());
+        QVERIFY2(
+            ins.out.contains(
+                "ZeRO stage: 3 (optimizer states, gradients and parameters partitioned), optimizer: "
+                "DeepSpeed ZeRO optimizer, data-parallel ranks: 2, model-parallel ranks: 1, dtype: bf16"),
+            ins.out.constData());
         const Run js =
             ckptRun({"inspect", "--json", "--tag", "global_step2", data("/deepspeed/zero3_bf16_w2")});
         QCOMPARE(js.code, 0);

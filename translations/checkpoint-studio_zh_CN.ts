@@ -160,53 +160,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="510" />
-        <location filename="../app/compare_window.cpp" line="521" />
+        <location filename="../app/compare_window.cpp" line="512" />
+        <location filename="../app/compare_window.cpp" line="523" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="534" />
+        <location filename="../app/compare_window.cpp" line="536" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="535" />
+        <location filename="../app/compare_window.cpp" line="537" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="536" />
+        <location filename="../app/compare_window.cpp" line="538" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="538" />
+        <location filename="../app/compare_window.cpp" line="540" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="542" />
+        <location filename="../app/compare_window.cpp" line="544" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="546" />
+        <location filename="../app/compare_window.cpp" line="548" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="514" />
+        <location filename="../app/compare_window.cpp" line="516" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="514" />
+        <location filename="../app/compare_window.cpp" line="516" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="517" />
+        <location filename="../app/compare_window.cpp" line="519" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -349,112 +349,112 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareModel</name>
     <message>
-        <location filename="../app/compare_model.cpp" line="55" />
+        <location filename="../app/compare_model.cpp" line="52" />
         <source>identical</source>
         <translation>相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="57" />
+        <location filename="../app/compare_model.cpp" line="54" />
         <source>changed</source>
         <translation>有变化</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="59" />
+        <location filename="../app/compare_model.cpp" line="56" />
         <source>only in A</source>
         <translation>仅在 A 中</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="61" />
+        <location filename="../app/compare_model.cpp" line="58" />
         <source>only in B</source>
         <translation>仅在 B 中</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="63" />
+        <location filename="../app/compare_model.cpp" line="60" />
         <source>shape or dtype changed</source>
         <translation>形状或数据类型不同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="65" />
+        <location filename="../app/compare_model.cpp" line="62" />
         <source>dtype changed</source>
         <translation>dtype 已改变</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="128" />
+        <location filename="../app/compare_model.cpp" line="125" />
         <source>A: %1</source>
         <translation>A：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="130" />
+        <location filename="../app/compare_model.cpp" line="127" />
         <source>B: %1</source>
         <translation>B：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="143" />
+        <location filename="../app/compare_model.cpp" line="140" />
         <source>dtype changed: %1 → %2</source>
         <translation>dtype 已改变：%1 → %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="166" />
+        <location filename="../app/compare_model.cpp" line="163" />
         <source>||a - b|| / ||a||</source>
         <translation>||a - b|| / ||a||</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="167" />
+        <location filename="../app/compare_model.cpp" line="164" />
         <source>a.b / (||a|| ||b||)</source>
         <translation>a.b / (||a|| ||b||)</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="168" />
+        <location filename="../app/compare_model.cpp" line="165" />
         <source>Share of elements whose bits are equal</source>
         <translation>比特完全相同的元素所占比例</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="163" />
+        <location filename="../app/compare_model.cpp" line="160" />
         <source>Tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="164" />
+        <location filename="../app/compare_model.cpp" line="161" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="165" />
+        <location filename="../app/compare_model.cpp" line="162" />
         <source>max |a-b|</source>
         <translation>最大 |a-b|</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="166" />
+        <location filename="../app/compare_model.cpp" line="163" />
         <source>rel. L2</source>
         <translation>相对 L2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="167" />
+        <location filename="../app/compare_model.cpp" line="164" />
         <source>cosine</source>
         <translation>余弦</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="168" />
+        <location filename="../app/compare_model.cpp" line="165" />
         <source>bitwise equal</source>
         <translation>按位相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="169" />
+        <location filename="../app/compare_model.cpp" line="166" />
         <source>mean A</source>
         <translation>A 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="170" />
+        <location filename="../app/compare_model.cpp" line="167" />
         <source>mean B</source>
         <translation>B 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="171" />
+        <location filename="../app/compare_model.cpp" line="168" />
         <source>std A</source>
         <translation>A 标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="172" />
+        <location filename="../app/compare_model.cpp" line="169" />
         <source>std B</source>
         <translation>B 标准差</translation>
     </message>
@@ -462,155 +462,155 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="95" />
+        <location filename="../app/compare_window.cpp" line="97" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="129" />
+        <location filename="../app/compare_window.cpp" line="131" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="143" />
+        <location filename="../app/compare_window.cpp" line="145" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="146" />
+        <location filename="../app/compare_window.cpp" line="148" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="147" />
+        <location filename="../app/compare_window.cpp" line="149" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="152" />
+        <location filename="../app/compare_window.cpp" line="154" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="153" />
+        <location filename="../app/compare_window.cpp" line="155" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="155" />
+        <location filename="../app/compare_window.cpp" line="157" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="156" />
+        <location filename="../app/compare_window.cpp" line="158" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="207" />
+        <location filename="../app/compare_window.cpp" line="209" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="208" />
+        <location filename="../app/compare_window.cpp" line="210" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="209" />
+        <location filename="../app/compare_window.cpp" line="211" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="211" />
+        <location filename="../app/compare_window.cpp" line="213" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="277" />
+        <location filename="../app/compare_window.cpp" line="279" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="280" />
-        <location filename="../app/compare_window.cpp" line="363" />
+        <location filename="../app/compare_window.cpp" line="282" />
+        <location filename="../app/compare_window.cpp" line="365" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="281" />
+        <location filename="../app/compare_window.cpp" line="283" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="282" />
+        <location filename="../app/compare_window.cpp" line="284" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="284" />
-        <location filename="../app/compare_window.cpp" line="314" />
+        <location filename="../app/compare_window.cpp" line="286" />
+        <location filename="../app/compare_window.cpp" line="316" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="304" />
+        <location filename="../app/compare_window.cpp" line="306" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="342" />
+        <location filename="../app/compare_window.cpp" line="344" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="348" />
+        <location filename="../app/compare_window.cpp" line="350" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="369" />
+        <location filename="../app/compare_window.cpp" line="371" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="371" />
+        <location filename="../app/compare_window.cpp" line="373" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="395" />
+        <location filename="../app/compare_window.cpp" line="397" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="396" />
+        <location filename="../app/compare_window.cpp" line="398" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="457" />
+        <location filename="../app/compare_window.cpp" line="459" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="404" />
+        <location filename="../app/compare_window.cpp" line="406" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="445" />
-        <location filename="../app/compare_window.cpp" line="452" />
+        <location filename="../app/compare_window.cpp" line="447" />
+        <location filename="../app/compare_window.cpp" line="454" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="446" />
+        <location filename="../app/compare_window.cpp" line="448" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="453" />
+        <location filename="../app/compare_window.cpp" line="455" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -618,17 +618,17 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::DetailsPane</name>
     <message>
-        <location filename="../app/details_pane.cpp" line="75" />
+        <location filename="../app/details_pane.cpp" line="76" />
         <source>No data to read for this tensor.</source>
         <translation>此张量没有可读取的数据。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="77" />
+        <location filename="../app/details_pane.cpp" line="78" />
         <source>This dtype has no statistics.</source>
         <translation>此数据类型没有统计信息。</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="96" />
+        <location filename="../app/details_pane.cpp" line="97" />
         <source>First values: %1
 min %2  max %3  mean %4  std %5
 zeros %6  NaN %7  Inf %8</source>
@@ -637,73 +637,73 @@ zeros %6  NaN %7  Inf %8</source>
 零 %6  NaN %7  Inf %8</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="108" />
+        <location filename="../app/details_pane.cpp" line="109" />
         <source>Could not compute: %1</source>
         <translation>无法计算：%1</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="121" />
+        <location filename="../app/details_pane.cpp" line="122" />
         <source>Rank</source>
         <translation>Rank</translation>
     </message>
     <message>
         <location filename="../app/details_pane.cpp" line="53" />
-        <location filename="../app/details_pane.cpp" line="121" />
+        <location filename="../app/details_pane.cpp" line="122" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="121" />
+        <location filename="../app/details_pane.cpp" line="122" />
         <source>Offset</source>
         <translation>偏移</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="121" />
+        <location filename="../app/details_pane.cpp" line="122" />
         <source>Length</source>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="121" />
+        <location filename="../app/details_pane.cpp" line="122" />
         <source>Padding</source>
         <translation>填充</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="129" />
+        <location filename="../app/details_pane.cpp" line="130" />
         <source>Search the configuration</source>
         <translation>搜索配置</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="132" />
+        <location filename="../app/details_pane.cpp" line="133" />
         <source>Show values and statistics</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="203" />
+        <location filename="../app/details_pane.cpp" line="204" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="207" />
+        <location filename="../app/details_pane.cpp" line="208" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="209" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="209" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="211" />
+        <location filename="../app/details_pane.cpp" line="212" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
@@ -733,32 +733,32 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="254" />
+        <location filename="../app/details_pane.cpp" line="255" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="255" />
+        <location filename="../app/details_pane.cpp" line="256" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="277" />
+        <location filename="../app/details_pane.cpp" line="278" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="221" />
+        <location filename="../app/details_pane.cpp" line="222" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="222" />
+        <location filename="../app/details_pane.cpp" line="223" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="298" />
+        <location filename="../app/details_pane.cpp" line="299" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -961,39 +961,39 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::Fact</name>
     <message>
-        <location filename="../app/kinds.cpp" line="63" />
+        <location filename="../app/kinds.cpp" line="64" />
         <source>optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="64" />
+        <location filename="../app/kinds.cpp" line="65" />
         <source>data-parallel ranks</source>
         <translation>数据并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="65" />
-        <source>tensor-parallel ranks</source>
-        <translation>张量并行 rank 数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="66" />
+        <location filename="../app/kinds.cpp" line="67" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="67" />
-        <source>DeepSpeed</source>
-        <translation>DeepSpeed</translation>
+        <location filename="../app/kinds.cpp" line="63" />
+        <source>ZeRO stage</source>
+        <translation>ZeRO 阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="66" />
+        <source>model-parallel ranks</source>
+        <translation>模型并行 rank 数</translation>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="68" />
-        <source>global step</source>
-        <translation>全局步数</translation>
+        <source>DeepSpeed version</source>
+        <translation>DeepSpeed 版本</translation>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="69" />
-        <source>samples</source>
-        <translation>样本数</translation>
+        <source>step / samples</source>
+        <translation>步数 / 样本数</translation>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="70" />
@@ -1014,6 +1014,46 @@ zeros %6  NaN %7  Inf %8</source>
         <location filename="../app/kinds.cpp" line="73" />
         <source>tensor-parallel rank</source>
         <translation>张量并行 rank</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="74" />
+        <source>0 (disabled: plain data parallelism)</source>
+        <translation>0（未启用：普通数据并行）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="75" />
+        <source>1 (optimizer states partitioned)</source>
+        <translation>1（切分优化器状态）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="76" />
+        <source>2 (optimizer states and gradients partitioned)</source>
+        <translation>2（切分优化器状态和梯度）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="77" />
+        <source>3 (optimizer states, gradients and parameters partitioned)</source>
+        <translation>3（切分优化器状态、梯度和参数）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="78" />
+        <source>DeepSpeed ZeRO optimizer</source>
+        <translation>DeepSpeed ZeRO 优化器</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="79" />
+        <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
+        <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="80" />
+        <source>none saved</source>
+        <translation>未保存</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="81" />
+        <source>unknown</source>
+        <translation>未知</translation>
     </message>
 </context>
 <context>
@@ -1386,52 +1426,52 @@ Still showing %3.</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="782" />
+        <location filename="../app/main_window.cpp" line="783" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="788" />
+        <location filename="../app/main_window.cpp" line="789" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="792" />
+        <location filename="../app/main_window.cpp" line="793" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="802" />
+        <location filename="../app/main_window.cpp" line="803" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="803" />
+        <location filename="../app/main_window.cpp" line="804" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="815" />
+        <location filename="../app/main_window.cpp" line="816" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="816" />
+        <location filename="../app/main_window.cpp" line="817" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="818" />
+        <location filename="../app/main_window.cpp" line="819" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="823" />
+        <location filename="../app/main_window.cpp" line="824" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="825" />
+        <location filename="../app/main_window.cpp" line="826" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1486,58 +1526,58 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::ShardingMap</name>
     <message>
-        <location filename="../app/sharding_map.cpp" line="171" />
+        <location filename="../app/sharding_map.cpp" line="172" />
         <source>rank %1: elements %2 to %3 (%4)</source>
         <translation>rank %1：元素 %2 至 %3（%4 个）</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="178" />
+        <location filename="../app/sharding_map.cpp" line="179" />
         <source>rank %1 holds %2 elements, %3 of padding</source>
         <translation>rank %1 持有 %2 个元素，填充 %3 个</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="57" />
-        <location filename="../app/sharding_map.cpp" line="214" />
+        <location filename="../app/sharding_map.cpp" line="58" />
+        <location filename="../app/sharding_map.cpp" line="215" />
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="182" />
+        <location filename="../app/sharding_map.cpp" line="183" />
         <source>block %1</source>
         <translation>块 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="185" />
+        <location filename="../app/sharding_map.cpp" line="186" />
         <source>in %1: %2</source>
         <translation>在 %1 中：%2</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="206" />
+        <location filename="../app/sharding_map.cpp" line="207" />
         <source>No tensors to draw</source>
         <translation>没有可绘制的张量</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="331" />
+        <location filename="../app/sharding_map.cpp" line="330" />
         <source>group %1</source>
         <translation>组 %1</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="238" />
+        <location filename="../app/sharding_map.cpp" line="237" />
         <source>Not sharded: each file's tensors in order, by size</source>
         <translation>未分片：按顺序列出每个文件的张量，按大小显示</translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="222" />
+        <location filename="../app/sharding_map.cpp" line="223" />
         <source>%1 elements</source>
         <translation>%1 个元素</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/sharding_map.cpp" line="396" />
+        <location filename="../app/sharding_map.cpp" line="394" />
         <source>%n parameter(s) x %1 ranks</source>
         <translation><numerusform>%n 个参数 x %1 个 rank</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/sharding_map.cpp" line="417" />
+        <location filename="../app/sharding_map.cpp" line="415" />
         <source>padding / unused</source>
         <translation>填充 / 未使用</translation>
     </message>
@@ -1545,155 +1585,155 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="66" />
+        <location filename="../app/slim_dialog.cpp" line="67" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="77" />
+        <location filename="../app/slim_dialog.cpp" line="78" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="80" />
+        <location filename="../app/slim_dialog.cpp" line="81" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="83" />
+        <location filename="../app/slim_dialog.cpp" line="84" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="92" />
+        <location filename="../app/slim_dialog.cpp" line="93" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="96" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="97" />
-        <location filename="../app/slim_dialog.cpp" line="123" />
+        <location filename="../app/slim_dialog.cpp" line="98" />
+        <location filename="../app/slim_dialog.cpp" line="124" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="97" />
-        <location filename="../app/slim_dialog.cpp" line="123" />
+        <location filename="../app/slim_dialog.cpp" line="98" />
+        <location filename="../app/slim_dialog.cpp" line="124" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="111" />
+        <location filename="../app/slim_dialog.cpp" line="112" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="111" />
+        <location filename="../app/slim_dialog.cpp" line="112" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="142" />
+        <location filename="../app/slim_dialog.cpp" line="143" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="148" />
+        <location filename="../app/slim_dialog.cpp" line="149" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="149" />
+        <location filename="../app/slim_dialog.cpp" line="150" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="163" />
+        <location filename="../app/slim_dialog.cpp" line="164" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="163" />
+        <location filename="../app/slim_dialog.cpp" line="164" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="165" />
+        <location filename="../app/slim_dialog.cpp" line="166" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="111" />
+        <location filename="../app/slim_dialog.cpp" line="112" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="199" />
+        <location filename="../app/slim_dialog.cpp" line="200" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="200" />
+        <location filename="../app/slim_dialog.cpp" line="201" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="202" />
+        <location filename="../app/slim_dialog.cpp" line="203" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="219" />
         <location filename="../app/slim_dialog.cpp" line="220" />
+        <location filename="../app/slim_dialog.cpp" line="221" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="226" />
+        <location filename="../app/slim_dialog.cpp" line="227" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="254" />
+        <location filename="../app/slim_dialog.cpp" line="255" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="254" />
+        <location filename="../app/slim_dialog.cpp" line="255" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="269" />
+        <location filename="../app/slim_dialog.cpp" line="270" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>

@@ -40,21 +40,23 @@ public:
 std::vector<Fact> deepSpeedFacts(const Tag& tag)
 {
     if (!tag.unreadable.empty()) return {};
+    static const char* const kStages[] = {"0 (disabled: plain data parallelism)",
+                                          "1 (optimizer states partitioned)",
+                                          "2 (optimizer states and gradients partitioned)",
+                                          "3 (optimizer states, gradients and parameters partitioned)"};
+    const auto known = [](int64_t n) { return n >= 0 ? std::to_string(n) : std::string("unknown"); };
     std::vector<Fact> f;
-    const auto known = [](int64_t n) { return n >= 0 ? std::to_string(n) : std::string("?"); };
-    if (tag.optimizer == "bf16_optimizer")
-        f.push_back({"optimizer", "BF16_Optimizer (ZeRO-1 layout)"});
-    else if (tag.optimizer == "zero")
-        f.push_back({"optimizer", "ZeRO stage " + std::to_string(tag.zeroStage)});
-    else
-        f.push_back({"optimizer", "none (a ZeRO-0 or non-ZeRO save)"});
+    f.push_back({"ZeRO stage", tag.zeroStage >= 0 && tag.zeroStage <= 3 ? kStages[tag.zeroStage]
+                                                                        : std::to_string(tag.zeroStage)});
+    f.push_back({"optimizer", tag.optimizer == "bf16_optimizer" ? "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"
+                              : tag.optimizer == "zero"         ? "DeepSpeed ZeRO optimizer"
+                                                                : "none saved"});
     if (tag.worldSize > 0) f.push_back({"data-parallel ranks", std::to_string(tag.worldSize)});
-    if (tag.mpWorldSize > 1) f.push_back({"tensor-parallel ranks", std::to_string(tag.mpWorldSize)});
+    f.push_back({"model-parallel ranks", std::to_string(tag.mpWorldSize)});
     if (!tag.dtype.empty()) f.push_back({"dtype", tag.dtype});
-    if (!tag.dsVersion.empty()) f.push_back({"DeepSpeed", tag.dsVersion});
-    f.push_back({"global step", known(tag.globalSteps)});
-    if (tag.globalSamples >= 0) f.push_back({"samples", known(tag.globalSamples)});
-    if (tag.skippedSteps > 0) f.push_back({"skipped steps", known(tag.skippedSteps)});
+    f.push_back({"DeepSpeed version", tag.dsVersion.empty() ? "unknown" : tag.dsVersion});
+    f.push_back({"step / samples", known(tag.globalSteps) + " / " + known(tag.globalSamples)});
+    if (tag.skippedSteps > 0) f.push_back({"skipped steps", std::to_string(tag.skippedSteps)});
     return f;
 }
 

@@ -3,7 +3,9 @@
 #include "cast.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
@@ -523,6 +525,19 @@ DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, c
         if (tb.aliasOf.empty() && !seenA.count(tb.tensor.name)) emit(onlyIn(tb, DiffStatus::OnlyInB));
     addBackendWarnings(r.warnings, backend, {&options.a, &options.b});
     return r;
+}
+
+std::string diffRowsJson(const std::vector<DiffRow>& rows)
+{
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const DiffRow& r : rows) {
+        nlohmann::ordered_json o{{"name", r.name}, {"status", statusName(r.status)}};
+        for (const auto& [key, value] : r.numbers)
+            o[key] =
+                value && std::isfinite(*value) ? nlohmann::ordered_json(*value) : nlohmann::ordered_json();
+        out.push_back(std::move(o));
+    }
+    return out.dump(4, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 } // namespace ckpt::ops

@@ -117,6 +117,18 @@ std::vector<layout::Parameter> momentParameters(const layout::Tag& tag);
 TensorSet diffTensors(const layout::OpenedTag& in, const SourceOptions& options, bool moments);
 TensorSet diffTensors(const std::string& path, const SourceOptions& options, bool moments);
 
+// One row of a comparison as a view shows it: the tensor's name and status, then numbers by key
+// (nullopt: unknown).
+struct DiffRow
+{
+    std::string name;
+    DiffStatus status = DiffStatus::Identical;
+    std::vector<std::pair<std::string, std::optional<double>>> numbers;
+};
+// The rows as a JSON array of objects {"name", "status", key: number...}, indented; NaN, Inf and
+// unknown numbers are null (JSON has neither). What the comparison window exports of its table.
+std::string diffRowsJson(const std::vector<DiffRow>& rows);
+
 // Called with each tensor's result as soon as it is known, on the computing thread.
 using DiffSink = std::function<void(const TensorDiff&)>;
 

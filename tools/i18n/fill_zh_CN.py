@@ -433,6 +433,8 @@ ZH = {
     "role": "角色",
     "data-parallel rank": "数据并行 rank",
     "tensor-parallel rank": "张量并行 rank",
+    "model-parallel ranks": "模型并行 rank 数",
+    "step / samples": "步数 / 样本数",
 }
 
 
