@@ -186,13 +186,8 @@ void ExportDialog::start()
         m_panel->say(tr("Choose an output folder first."));
         return;
     }
-    // The same check the export makes, before anything runs: an output on or inside the
-    // checkpoint is refused here with the reason, not after a worker has started.
-    try {
-        io::checkOutputOutsideInputs({m_checkpoint.toStdString()}, m_output->text().toStdString());
-    } catch (const std::exception& e) {
-        m_outcome = {false, false, QString::fromUtf8(e.what()), {}, {}, {}};
-        m_panel->say(m_outcome.message);
+    // The operation's own check, before anything runs (an output on, inside or around the input).
+    if (m_panel->refused({m_checkpoint.toStdString()}, m_output->text(), m_outcome)) {
         emit finished(false);
         return;
     }

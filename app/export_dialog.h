@@ -25,11 +25,8 @@ class QLineEdit;
 
 namespace ckpt::app {
 
-struct ExportOutcome
+struct ExportOutcome : OperationOutcome
 {
-    bool ok = false;
-    bool cancelled = false;
-    QString message;
     QStringList files;
     QString compute;      // the backend the casts ran on and why ("cpu: built without CUDA")
     QStringList warnings; // what went wrong without failing it (a device replaced by the CPU, ...)

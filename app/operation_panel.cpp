@@ -1,5 +1,7 @@
 #include "operation_panel.h"
 
+#include "io/output.h"
+
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -62,6 +64,20 @@ bool OperationPanel::cancelIfRunning()
     if (!running()) return false;
     cancel();
     return true;
+}
+
+bool OperationPanel::refused(const std::vector<std::string>& inputs, const QString& output,
+                             OperationOutcome& outcome)
+{
+    try {
+        io::checkOutputOutsideInputs(inputs, output.toStdString());
+        return false;
+    } catch (const std::exception& e) {
+        outcome = {};
+        outcome.message = QString::fromUtf8(e.what());
+        say(outcome.message);
+        return true;
+    }
 }
 
 void OperationPanel::say(const QString& text)

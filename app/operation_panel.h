@@ -18,6 +18,14 @@ class QPushButton;
 
 namespace ckpt::app {
 
+// What every operation dialog keeps of its last run; each adds its result's summary.
+struct OperationOutcome
+{
+    bool ok = false;
+    bool cancelled = false;
+    QString message; // why it failed or was refused
+};
+
 class OperationPanel : public QWidget
 {
     Q_OBJECT
@@ -51,6 +59,9 @@ public:
     void cancel();
     // For a dialog's reject(): cancels a running job (true: the dialog stays to say so).
     bool cancelIfRunning();
+    // The operation's own check before anything runs: an output on, inside or around an input is
+    // refused here with its reason (shown, and kept in `outcome`), not by a worker that started.
+    bool refused(const std::vector<std::string>& inputs, const QString& output, OperationOutcome& outcome);
     // A line for the user before or instead of a run (a refusal, "Choose an output folder first.").
     void say(const QString& text);
     QString status() const;

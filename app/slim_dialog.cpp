@@ -255,14 +255,8 @@ void SlimDialog::start()
         m_panel->say(m_folder ? tr("Choose an output folder first.") : tr("Choose an output file first."));
         return;
     }
-    // The operation's own check, before anything runs: an output on, inside or around the input
-    // is refused here with its reason, not by a worker that has started.
-    try {
-        io::checkOutputOutsideInputs({m_input.toStdString()}, output().toStdString());
-    } catch (const std::exception& e) {
-        m_outcome = {};
-        m_outcome.message = QString::fromUtf8(e.what());
-        m_panel->say(m_outcome.message);
+    // The operation's own check, before anything runs (an output on, inside or around the input).
+    if (m_panel->refused({m_input.toStdString()}, output(), m_outcome)) {
         emit finished(false);
         return;
     }

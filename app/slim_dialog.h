@@ -24,12 +24,9 @@ struct SlimFileRow
     quint64 before = 0, after = 0;
 };
 
-struct SlimOutcome
+struct SlimOutcome : OperationOutcome
 {
-    bool ok = false;
-    bool cancelled = false;
     bool dryRun = false;
-    QString message;
     QString file; // the file an error names, when it names one
     QList<SlimFileRow> files;
     quint64 before = 0, after = 0;

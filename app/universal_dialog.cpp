@@ -135,14 +135,8 @@ void UniversalDialog::start()
         m_panel->say(tr("Choose the Universal folder first."));
         return;
     }
-    // The check the conversion makes, before anything runs: an output on or inside the tag is
-    // refused here with its reason.
-    try {
-        io::checkOutputOutsideInputs({m_input.toStdString()}, out.toStdString());
-    } catch (const std::exception& e) {
-        m_outcome = {};
-        m_outcome.message = QString::fromUtf8(e.what());
-        m_panel->say(m_outcome.message);
+    // The operation's own check, before anything runs (an output on, inside or around the input).
+    if (m_panel->refused({m_input.toStdString()}, out, m_outcome)) {
         emit finished(false);
         return;
     }

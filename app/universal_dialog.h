@@ -21,11 +21,8 @@ class QLineEdit;
 
 namespace ckpt::app {
 
-struct UniversalOutcome
+struct UniversalOutcome : OperationOutcome
 {
-    bool ok = false;
-    bool cancelled = false;
-    QString message;
     QString output;     // the Universal folder
     QString latestFile; // latest_universal in its parent
     int zeroStage = 0, worldSize = 0;

@@ -56,6 +56,20 @@ ordered_json inspectFile(const std::string& path)
 
 namespace {
 
+// What a listing ends with, file or checkpoint: the files beside it that are no part of it, and
+// its warnings.
+void printOtherFilesAndWarnings(const ordered_json& doc, std::ostream& out)
+{
+    if (doc.contains("other_files")) {
+        out << "other files (named like checkpoints, but not):";
+        for (const auto& f : doc["other_files"])
+            out << "  " << f.get<std::string>();
+        out << "\n";
+    }
+    for (const auto& w : doc["warnings"])
+        out << "warning: " << w.get<std::string>() << "\n";
+}
+
 // The summary line and the storages that waste the most, largest first.
 void printBloat(const ordered_json& b, std::ostream& out)
 {
@@ -129,14 +143,7 @@ void printInspect(const ordered_json& doc, std::ostream& out)
         out << line << "\n";
     }
     if (doc.contains("bloat")) printBloat(doc["bloat"], out);
-    if (doc.contains("other_files")) {
-        out << "other files (named like checkpoints, but not):";
-        for (const auto& f : doc["other_files"])
-            out << "  " << f.get<std::string>();
-        out << "\n";
-    }
-    for (const auto& w : doc["warnings"])
-        out << "warning: " << w.get<std::string>() << "\n";
+    printOtherFilesAndWarnings(doc, out);
 }
 
 namespace {
@@ -374,14 +381,7 @@ void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
         for (const auto& w : t["warnings"])
             out << "  warning: " << w.get<std::string>() << "\n";
     }
-    if (doc.contains("other_files")) {
-        out << "other files (named like checkpoints, but not):";
-        for (const auto& f : doc["other_files"])
-            out << "  " << f.get<std::string>();
-        out << "\n";
-    }
-    for (const auto& w : doc["warnings"])
-        out << "warning: " << w.get<std::string>() << "\n";
+    printOtherFilesAndWarnings(doc, out);
 }
 
 } // namespace ckpt::ops
