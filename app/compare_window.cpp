@@ -507,6 +507,14 @@ CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QStri
     return w;
 }
 
+CompareDialog::~CompareDialog()
+{
+    // QDialog's destructor hides the dialog, which takes the focus from a path field and makes it
+    // emit editingFinished: by then this is a QDialog no longer able to list tags.
+    for (QLineEdit* edit : m_path)
+        disconnect(edit, nullptr, this, nullptr);
+}
+
 CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : QDialog(parent)
 {
     setWindowTitle(tr("Compare"));

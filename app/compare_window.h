@@ -49,6 +49,7 @@ class CompareDialog : public QDialog
     Q_OBJECT
 public:
     explicit CompareDialog(const CompareRequest& prefill, QWidget* parent = nullptr);
+    ~CompareDialog() override;
     CompareRequest request() const;
     QLineEdit* pathEdit(int side) const { return m_path[side]; }
     QComboBox* tagBox(int side) const { return m_tag[side]; }
