@@ -38,6 +38,7 @@
 #include <QTreeView>
 #include <QValueAxis>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -116,6 +117,123 @@ bool waitFinished(app::CompareWindow& w, int ms = 120000)
 }
 
 } // namespace
+
+// The tensors `ckpt diff --json A B` lists.
+QJsonArray ckptDiffTensors(const QString& a, const QString& b)
+{
+    QProcess p;
+    p.start(QStringLiteral(CKPT_BINARY),
+            {QStringLiteral("diff"), a, b, QStringLiteral("--json"), QStringLiteral("-q")});
+    if (!p.waitForFinished(60000) || p.exitCode() != 0) return {};
+    return QJsonDocument::fromJson(p.readAllStandardOutput()).object()[QStringLiteral("tensors")].toArray();
+}
+
+// Every row's numbers as `ckpt diff --json` gives them, and the sort role of the change.
+void checkRowsMatch(app::CompareWindow& w, const QJsonArray& tensors)
+{
+    for (const auto& v : tensors) {
+        const QJsonObject t = v.toObject();
+        const int row = w.model()->rowOf(t[QStringLiteral("name")].toString());
+        QVERIFY(row >= 0);
+        const ops::TensorDiff& d = w.model()->rows()[size_t(row)];
+        QCOMPARE(d.diff.maxAbsDiff, jsonNumber(t[QStringLiteral("max_abs_diff")]));
+        QCOMPARE(d.diff.relL2(), jsonNumber(t[QStringLiteral("rel_l2")]));
+        QCOMPARE(d.diff.cosine(), jsonNumber(t[QStringLiteral("cosine")]));
+        QCOMPARE(double(d.diff.bitwiseEqual), t[QStringLiteral("bitwise_equal")].toDouble());
+        QCOMPARE(d.status == ops::DiffStatus::Identical, t[QStringLiteral("identical")].toBool());
+        const QModelIndex rel = w.model()->index(row, app::CompareModel::RelL2);
+        QCOMPARE(rel.data(app::CompareModel::SortRole).toDouble(), d.diff.relL2());
+    }
+}
+
+// The heatmap: one cell per row with its relative change; a click selects and shows histograms.
+void checkHeatmapAndHistograms(app::CompareWindow& w)
+{
+    // The heatmap: one cell per row, each with its row's relative change.
+    const app::HeatmapGrid& g = w.heatmap()->grid();
+    QCOMPARE(g.cells.size(), w.model()->rows().size());
+    for (const auto& d : w.model()->rows()) {
+        const auto* c = g.find(QString::fromStdString(d.name));
+        QVERIFY(c);
+        if (d.status == ops::DiffStatus::Identical)
+            QCOMPARE(c->value, 0.0);
+        else
+            QCOMPARE(c->value, d.diff.relL2());
+    }
+    // A click on a cell selects its row and shows its histograms.
+    const auto& cell = g.cells.back();
+    QTest::mouseClick(w.heatmap(), Qt::LeftButton, {}, w.heatmap()->cellRect(cell.row, cell.column).center());
+    const QModelIndex cur = w.proxy()->mapToSource(w.table()->currentIndex());
+    QCOMPARE(QString::fromStdString(w.model()->rows()[size_t(cur.row())].name), cell.name);
+    QCOMPARE(w.histograms()->seriesCount(0), 2);
+    QCOMPARE(w.histograms()->seriesCount(1), 1);
+    // Issue 21 #15: counts tick in whole steps (0.5 steps printed as integers read "0 0 1 1 1"),
+    // values in at most four steps across (so a-b's labels never run together).
+    for (int c = 0; c < 2; ++c)
+        for (QAbstractAxis* axis : w.histograms()->chart(c)->axes()) {
+            auto* v = qobject_cast<QValueAxis*>(axis);
+            QVERIFY(v && v->tickType() == QValueAxis::TicksDynamic);
+            if (axis->alignment() == Qt::AlignLeft)
+                QVERIFY2(v->tickInterval() >= 1 && std::floor(v->tickInterval()) == v->tickInterval(),
+                         qPrintable(QString::number(v->tickInterval())));
+            else
+                QVERIFY((v->max() - v->min()) / v->tickInterval() <= 4.0 + 1e-9);
+        }
+    w.histograms()->setLogScale(true);
+    QCOMPARE(w.histograms()->seriesCount(0), 2);
+}
+
+// Sorting by the change and filtering by name and status, through the proxy.
+void checkSortAndFilter(app::CompareWindow& w)
+{
+    // Sorted by relative change, descending: numbers in order.
+    w.table()->sortByColumn(app::CompareModel::RelL2, Qt::DescendingOrder);
+    double last = INFINITY;
+    for (int r = 0; r < w.proxy()->rowCount(); ++r) {
+        const QVariant v = w.proxy()->index(r, app::CompareModel::RelL2).data(app::CompareModel::SortRole);
+        if (!v.isValid() || std::isnan(v.toDouble())) continue;
+        QVERIFY(v.toDouble() <= last);
+        last = v.toDouble();
+    }
+    w.filterBox()->setText(QStringLiteral("fc1"));
+    QVERIFY(w.proxy()->rowCount() >= 1);
+    for (int r = 0; r < w.proxy()->rowCount(); ++r)
+        QVERIFY(w.proxy()->index(r, 0).data().toString().contains(QLatin1String("fc1")));
+    w.filterBox()->clear();
+    w.statusBox()->setCurrentIndex(w.statusBox()->findData(int(ops::DiffStatus::Identical)));
+    for (int r = 0; r < w.proxy()->rowCount(); ++r)
+        QCOMPARE(w.proxy()->index(r, 0).data(app::CompareModel::StatusRole).toInt(),
+                 int(ops::DiffStatus::Identical));
+    // Selecting a row the filter hides shows everything again.
+    QVERIFY(w.selectTensor(QString::fromStdString(w.model()->rows().front().name)));
+}
+
+// What the window exports: every row, or what it shows (the filter's rows, in the sort's order).
+void checkExports(app::CompareWindow& w, const QJsonArray& tensors)
+{
+    // Exports: CSV with one line per row, JSON with one object per row.
+    QCOMPARE(w.model()->toCsv().count('\n'), qsizetype(tensors.size() + 1));
+    QCOMPARE(QJsonDocument::fromJson(w.model()->toJson()).array().size(), tensors.size());
+    // Issue 21 #10: what the window exports is what it shows: the filter's rows, in the
+    // sort's order (it used to write every row, unsorted).
+    w.statusBox()->setCurrentIndex(0);
+    w.filterBox()->setText(QStringLiteral("fc"));
+    w.table()->sortByColumn(app::CompareModel::Name, Qt::DescendingOrder);
+    const int shown = w.proxy()->rowCount();
+    QVERIFY(shown >= 2 && shown < int(tensors.size()));
+    const QList<QByteArray> csv = w.shownTable(false).trimmed().split('\n');
+    QCOMPARE(csv.size(), shown + 1);
+    const QJsonArray js = QJsonDocument::fromJson(w.shownTable(true)).array();
+    QCOMPARE(js.size(), shown);
+    for (int r = 0; r < shown; ++r) {
+        const QString name = w.proxy()->index(r, app::CompareModel::Name).data().toString();
+        QCOMPARE(js[r].toObject()[QStringLiteral("name")].toString(), name);
+        QVERIFY(csv[r + 1].startsWith(name.toUtf8() + ','));
+    }
+    w.filterBox()->setText(QStringLiteral("no such tensor"));
+    QCOMPARE(w.shownTable(false), QByteArray(w.model()->toCsv(QList<int>{})));
+    QCOMPARE(QJsonDocument::fromJson(w.shownTable(true)).array().size(), 0);
+}
 
 class TestCompare : public QObject
 {
@@ -538,106 +656,16 @@ private slots:
         QCOMPARE(w.outcome().value->b.tag, std::string("global_step4"));
         QVERIFY(w.outcome().value->tensors.empty()); // the rows are the model's, not copied again
 
-        QProcess p;
-        p.start(QStringLiteral(CKPT_BINARY),
-                {QStringLiteral("diff"), a, b, QStringLiteral("--json"), QStringLiteral("-q")});
-        QVERIFY(p.waitForFinished(60000));
-        QCOMPARE(p.exitCode(), 0);
-        const QJsonObject doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
-        const QJsonArray tensors = doc[QStringLiteral("tensors")].toArray();
+        const QJsonArray tensors = ckptDiffTensors(a, b);
         QVERIFY(tensors.size() > 5);
         QCOMPARE(w.model()->rowCount(), int(tensors.size()));
-        for (const auto& v : tensors) {
-            const QJsonObject t = v.toObject();
-            const int row = w.model()->rowOf(t[QStringLiteral("name")].toString());
-            QVERIFY(row >= 0);
-            const ops::TensorDiff& d = w.model()->rows()[size_t(row)];
-            QCOMPARE(d.diff.maxAbsDiff, jsonNumber(t[QStringLiteral("max_abs_diff")]));
-            QCOMPARE(d.diff.relL2(), jsonNumber(t[QStringLiteral("rel_l2")]));
-            QCOMPARE(d.diff.cosine(), jsonNumber(t[QStringLiteral("cosine")]));
-            QCOMPARE(double(d.diff.bitwiseEqual), t[QStringLiteral("bitwise_equal")].toDouble());
-            QCOMPARE(d.status == ops::DiffStatus::Identical, t[QStringLiteral("identical")].toBool());
-            const QModelIndex rel = w.model()->index(row, app::CompareModel::RelL2);
-            QCOMPARE(rel.data(app::CompareModel::SortRole).toDouble(), d.diff.relL2());
+        // Each step's QVERIFYs return from it; a failure ends the test here.
+        for (const auto& check : std::vector<std::function<void()>>{
+                 [&] { checkRowsMatch(w, tensors); }, [&] { checkHeatmapAndHistograms(w); },
+                 [&] { checkSortAndFilter(w); }, [&] { checkExports(w, tensors); }}) {
+            check();
+            if (QTest::currentTestFailed()) return;
         }
-        // The heatmap: one cell per row, each with its row's relative change.
-        const app::HeatmapGrid& g = w.heatmap()->grid();
-        QCOMPARE(g.cells.size(), w.model()->rows().size());
-        for (const auto& d : w.model()->rows()) {
-            const auto* c = g.find(QString::fromStdString(d.name));
-            QVERIFY(c);
-            if (d.status == ops::DiffStatus::Identical)
-                QCOMPARE(c->value, 0.0);
-            else
-                QCOMPARE(c->value, d.diff.relL2());
-        }
-        // A click on a cell selects its row and shows its histograms.
-        const auto& cell = g.cells.back();
-        QTest::mouseClick(w.heatmap(), Qt::LeftButton, {},
-                          w.heatmap()->cellRect(cell.row, cell.column).center());
-        const QModelIndex cur = w.proxy()->mapToSource(w.table()->currentIndex());
-        QCOMPARE(QString::fromStdString(w.model()->rows()[size_t(cur.row())].name), cell.name);
-        QCOMPARE(w.histograms()->seriesCount(0), 2);
-        QCOMPARE(w.histograms()->seriesCount(1), 1);
-        // Issue 21 #15: counts tick in whole steps (0.5 steps printed as integers read "0 0 1 1 1"),
-        // values in at most four steps across (so a-b's labels never run together).
-        for (int c = 0; c < 2; ++c)
-            for (QAbstractAxis* axis : w.histograms()->chart(c)->axes()) {
-                auto* v = qobject_cast<QValueAxis*>(axis);
-                QVERIFY(v && v->tickType() == QValueAxis::TicksDynamic);
-                if (axis->alignment() == Qt::AlignLeft)
-                    QVERIFY2(v->tickInterval() >= 1 && std::floor(v->tickInterval()) == v->tickInterval(),
-                             qPrintable(QString::number(v->tickInterval())));
-                else
-                    QVERIFY((v->max() - v->min()) / v->tickInterval() <= 4.0 + 1e-9);
-            }
-        w.histograms()->setLogScale(true);
-        QCOMPARE(w.histograms()->seriesCount(0), 2);
-
-        // Sorted by relative change, descending: numbers in order.
-        w.table()->sortByColumn(app::CompareModel::RelL2, Qt::DescendingOrder);
-        double last = INFINITY;
-        for (int r = 0; r < w.proxy()->rowCount(); ++r) {
-            const QVariant v =
-                w.proxy()->index(r, app::CompareModel::RelL2).data(app::CompareModel::SortRole);
-            if (!v.isValid() || std::isnan(v.toDouble())) continue;
-            QVERIFY(v.toDouble() <= last);
-            last = v.toDouble();
-        }
-        w.filterBox()->setText(QStringLiteral("fc1"));
-        QVERIFY(w.proxy()->rowCount() >= 1);
-        for (int r = 0; r < w.proxy()->rowCount(); ++r)
-            QVERIFY(w.proxy()->index(r, 0).data().toString().contains(QLatin1String("fc1")));
-        w.filterBox()->clear();
-        w.statusBox()->setCurrentIndex(w.statusBox()->findData(int(ops::DiffStatus::Identical)));
-        for (int r = 0; r < w.proxy()->rowCount(); ++r)
-            QCOMPARE(w.proxy()->index(r, 0).data(app::CompareModel::StatusRole).toInt(),
-                     int(ops::DiffStatus::Identical));
-        // Selecting a row the filter hides shows everything again.
-        QVERIFY(w.selectTensor(QString::fromStdString(w.model()->rows().front().name)));
-
-        // Exports: CSV with one line per row, JSON with one object per row.
-        QCOMPARE(w.model()->toCsv().count('\n'), qsizetype(tensors.size() + 1));
-        QCOMPARE(QJsonDocument::fromJson(w.model()->toJson()).array().size(), tensors.size());
-        // Issue 21 #10: what the window exports is what it shows: the filter's rows, in the
-        // sort's order (it used to write every row, unsorted).
-        w.statusBox()->setCurrentIndex(0);
-        w.filterBox()->setText(QStringLiteral("fc"));
-        w.table()->sortByColumn(app::CompareModel::Name, Qt::DescendingOrder);
-        const int shown = w.proxy()->rowCount();
-        QVERIFY(shown >= 2 && shown < int(tensors.size()));
-        const QList<QByteArray> csv = w.shownTable(false).trimmed().split('\n');
-        QCOMPARE(csv.size(), shown + 1);
-        const QJsonArray js = QJsonDocument::fromJson(w.shownTable(true)).array();
-        QCOMPARE(js.size(), shown);
-        for (int r = 0; r < shown; ++r) {
-            const QString name = w.proxy()->index(r, app::CompareModel::Name).data().toString();
-            QCOMPARE(js[r].toObject()[QStringLiteral("name")].toString(), name);
-            QVERIFY(csv[r + 1].startsWith(name.toUtf8() + ','));
-        }
-        w.filterBox()->setText(QStringLiteral("no such tensor"));
-        QCOMPARE(w.shownTable(false), QByteArray(w.model()->toCsv(QList<int>{})));
-        QCOMPARE(QJsonDocument::fromJson(w.shownTable(true)).array().size(), 0);
         w.filterBox()->clear();
         QVERIFY(w.summaryText().contains(QString::number(tensors.size())));
     }

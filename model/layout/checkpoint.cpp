@@ -1,5 +1,5 @@
 // The domain model's few functions (checkpoint.h): the interning table behind SharedText,
-// role names, and the lookups on a parameter and a checkpoint.
+// role names, the lookups on a parameter and a checkpoint, and a tag's configuration as text.
 #include "layout/checkpoint.h"
 
 #include "compute_backend.h"
@@ -85,6 +85,13 @@ const Tag* Checkpoint::find(const std::string& name) const
     for (const auto& t : tags)
         if (t.name == name) return &t;
     return nullptr;
+}
+
+std::string configurationText(const Tag& tag)
+{
+    const nlohmann::ordered_json all = {
+        {"ds_config", tag.config}, {"client_state", tag.clientState}, {"lr_scheduler", tag.lrScheduler}};
+    return all.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 } // namespace ckpt::layout

@@ -56,13 +56,6 @@ const Family& familyOf(const std::string& path)
                 path);
 }
 
-std::string configurationText(const Tag& tag)
-{
-    const nlohmann::ordered_json all = {
-        {"ds_config", tag.config}, {"client_state", tag.clientState}, {"lr_scheduler", tag.lrScheduler}};
-    return all.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
 const Tag& OpenedCheckpoint::chooseTag(const std::string& name) const
 {
     if (!name.empty()) {
