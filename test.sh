@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12 machine and runs every test:
-#   1. Debian packages (tools/install-deps.sh), and every source formatted (tools/check-format.sh)
+#   1. Debian packages (tools/install-deps.sh), the test servers' venv (tools/servers/venv.sh),
+#      and every source formatted (tools/check-format.sh)
 #   2. optimised build with warnings as errors, Qt Test suite under ctest
 #   3. round trip of every fixture through real PyTorch (Debian's python3-torch), ckpt stats /
 #      ckpt diff against PyTorch's own numbers, and ckpt slim's output loaded by PyTorch
@@ -75,6 +76,8 @@ counted_step() {
 
 tools/install-deps.sh || exit 1
 step "source formatting (clang-format 14, .clang-format)" tools/check-format.sh
+# The S3 test server (moto, from PyPI) in the project's own venv, before tst_remote needs it.
+step "test servers' venv (tools/servers/venv.sh)" tools/servers/venv.sh
 
 echo "== build (ci preset: RelWithDebInfo, -Werror)"
 cmake --preset ci >/dev/null && cmake --build build/ci || { echo "0 passed, 1 failed"; exit 1; }

@@ -5,6 +5,8 @@ set -euo pipefail
 need=(cmake ninja-build g++ clang clang-format pkg-config
       qt6-base-dev qt6-base-dev-tools libqt6charts6-dev libqt6opengl6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
       nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
+      libcurl4-openssl-dev libssl-dev libexpat1-dev  # remote checkpoints (model/io/remote)
+      nginx-light  # the HTTP range server of tst_remote (tools/servers)
       python3-torch python3-numpy
       python3-dev python3-venv python3-pytest python3-tqdm  # the Python package (python/check.sh)
       help2man)  # man pages, generated from --help at build time (installer/)

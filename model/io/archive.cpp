@@ -258,6 +258,8 @@ void openInput(archive* a, const std::string& path, bool inPlace, Input& in)
     if (inPlace) {
         in.mapped = MappedFile::open(path);
         in.fileSize = in.mapped->size();
+        // libarchive walks the headers through the whole buffer: a remote tar is fetched whole.
+        in.mapped->ensure(0, in.fileSize);
         if (archive_read_open_memory(a, in.mapped->bytes().data(), in.mapped->size()) != ARCHIVE_OK)
             throw Error(reasonOf(a), path);
     } else {

@@ -1,6 +1,8 @@
 #include "io/mapped_file.h"
 
 #include "io/input_file.h"
+#include "io/remote/remote_mapping.h"
+#include "io/remote/url.h"
 
 #include <cerrno>
 #include <cstring>
@@ -13,6 +15,14 @@ namespace ckpt::io {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
 {
+    if (remote::isRemote(path)) {
+        std::shared_ptr<MappedFile> f(new MappedFile);
+        f->m_remote = remote::RemoteMapping::open(path);
+        f->m_path = path;
+        f->m_data = f->m_remote->data();
+        f->m_size = f->m_remote->size();
+        return f;
+    }
     const int fd = openRegularFile(path); // never a FIFO or device: those could block or never end
     struct stat st
     {
@@ -60,13 +70,43 @@ std::shared_ptr<const MappedFile> MappedFile::slice(std::shared_ptr<const Mapped
     f->m_path = name;
     f->m_data = parent->m_data + offset;
     f->m_size = size;
+    f->m_remote = parent->m_remote;
+    f->m_remoteOffset = parent->m_remoteOffset + offset;
     f->m_parent = std::move(parent);
     return f;
+}
+
+void MappedFile::ensureRemote(std::span<const FileRange> ranges) const
+{
+    std::vector<remote::ByteRange> shifted;
+    shifted.reserve(ranges.size());
+    for (const FileRange& r : ranges) {
+        if (r.offset >= m_size || r.size == 0) continue;
+        shifted.push_back({m_remoteOffset + r.offset, std::min(r.size, m_size - r.offset)});
+    }
+    m_remote->ensure(shifted);
+}
+
+bool MappedFile::isRemote() const
+{
+    return m_remote != nullptr;
+}
+
+RemoteStats MappedFile::remoteStats() const
+{
+    if (!m_remote) return {};
+    const auto s = m_remote->stats();
+    return {s.bytesFetched, s.requests, s.residentBytes};
 }
 
 void MappedFile::release(const uint8_t* begin, uint64_t size) const
 {
     if (m_parent) return m_parent->release(begin, size);
+    if (m_remote) {
+        if (begin >= m_data && begin + size <= m_data + m_size)
+            m_remote->release(uint64_t(begin - m_remote->data()), size);
+        return;
+    }
     if (!m_mapped || begin < m_data || begin + size > m_data + m_size) return;
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
     // Only whole pages inside the range: a page shared with bytes still to come stays.

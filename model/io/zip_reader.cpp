@@ -16,6 +16,8 @@ constexpr uint64_t kCentralHeaderSize = 46;
 constexpr uint64_t kLocalHeaderSize = 30;
 // Deflate cannot expand by more than ~1032:1, so a larger claim is a lie, not a zip bomb we inflate.
 constexpr uint64_t kMaxDeflateRatio = 1032;
+// The end record with the longest comment, and the ZIP64 locator and end record before it.
+constexpr uint64_t kTailWindow = 22 + 65535 + 20 + 56;
 } // namespace
 
 ZipReader::ZipReader(std::shared_ptr<const MappedFile> file) : m_file(std::move(file))
@@ -62,8 +64,9 @@ uint64_t findEndRecord(ByteSpan b, const std::string& path)
 
 // Reads the classic end record at `eocd`, or the ZIP64 one it points to, and checks that the
 // directory it describes fits in the file.
-Directory readDirectory(ByteSpan b, uint64_t eocd, const std::string& path)
+Directory readDirectory(const MappedFile& file, uint64_t eocd, const std::string& path)
 {
+    const ByteSpan b = file.bytes();
     const uint64_t n = b.size();
     Directory d;
     d.count = loadLE<uint16_t>(b.data() + eocd + 10);
@@ -73,6 +76,7 @@ Directory readDirectory(ByteSpan b, uint64_t eocd, const std::string& path)
     // ZIP64: the locator is immediately before the classic end record.
     if (eocd >= 20 && loadLE<uint32_t>(b.data() + eocd - 20) == kEnd64LocatorSig) {
         const uint64_t rec = loadLE<uint64_t>(b.data() + eocd - 20 + 8);
+        file.ensure(rec, 56);
         if (!rangeFits(rec, 56, n) || loadLE<uint32_t>(b.data() + rec) != kEnd64Sig)
             zipFail(path, "ZIP64 end record missing or out of range", eocd - 20);
         d.count = loadLE<uint64_t>(b.data() + rec + 32);
@@ -181,17 +185,25 @@ void ZipReader::parse()
     const uint64_t n = b.size();
     if (n < 22) fail("file too small for a zip archive (" + std::to_string(n) + " bytes)");
 
+    // A remote file fetches what each step reads before it reads it: the tail (end records and,
+    // usually, the directory), the directory, then every local header in one wave.
+    m_file->ensure(n - std::min<uint64_t>(n, kTailWindow), kTailWindow);
     const uint64_t eocd = findEndRecord(b, path);
-    const Directory dir = readDirectory(b, eocd, path);
+    const Directory dir = readDirectory(*m_file, eocd, path);
+    m_file->ensure(dir.offset, dir.size);
 
     m_entries.reserve(dir.count);
+    std::vector<uint64_t> at;
+    std::vector<FileRange> localHeaders;
     Cursor c(b.subspan(dir.offset, dir.size), "zip central directory");
     for (uint64_t i = 0; i < dir.count; ++i) {
-        const uint64_t at = dir.offset + c.pos();
-        ZipEntry e = readCentralEntry(c, at, path);
-        locateEntryData(e, b, at, path);
-        m_entries.push_back(std::move(e));
+        at.push_back(dir.offset + c.pos());
+        m_entries.push_back(readCentralEntry(c, at.back(), path));
+        localHeaders.push_back({m_entries.back().localHeaderOffset, kLocalHeaderSize});
     }
+    m_file->ensure(localHeaders);
+    for (uint64_t i = 0; i < dir.count; ++i)
+        locateEntryData(m_entries[i], b, at[i], path);
     checkNoOverlap(m_entries, dir.offset, path);
 
     // Readers look entries up per storage and per chunk: a scan would make that quadratic.
@@ -217,6 +229,7 @@ uint64_t ZipReader::inflations()
 
 Blob ZipReader::read(const ZipEntry& e, uint64_t limit) const
 {
+    m_file->ensure(e.dataOffset, e.method == 0 ? std::min(limit, e.compressedSize) : e.compressedSize);
     const ByteSpan raw = m_file->bytes().subspan(e.dataOffset, e.compressedSize);
     if (e.method == 0) return {raw.subspan(0, std::min(limit, raw.size())), m_file};
 

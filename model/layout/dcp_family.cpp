@@ -160,7 +160,9 @@ public:
         tag.dir = m_dir.string();
         tag.latest = latest;
         const std::string mdPath = (m_dir / ".metadata").string();
-        const dcp::Metadata md = dcp::parseMetadata(io::MappedFile::open(mdPath)->bytes(), mdPath);
+        const auto mdFile = io::MappedFile::open(mdPath);
+        mdFile->ensure(0, mdFile->size()); // one pickle, read through
+        const dcp::Metadata md = dcp::parseMetadata(mdFile->bytes(), mdPath);
         const ModelRule rule(md);
 
         tag.clientState = nlohmann::ordered_json::object();

@@ -173,6 +173,7 @@ std::shared_ptr<const TensorFile> FileSet::get(const std::string& id) const
             throw Error("the file changed on disk since the checkpoint was opened: open it again", id);
     }
     auto mapped = io::MappedFile::open(id);
+    mapped->ensure(0, 64);
     const io::ByteSpan head = mapped->bytes().subspan(0, std::min<uint64_t>(mapped->size(), 64));
     std::shared_ptr<const TensorFile> f;
     if (safetensors::SafetensorsFile::looksLikeSafetensors(head))

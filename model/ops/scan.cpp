@@ -77,6 +77,7 @@ ScanReport scanFile(const std::string& path)
             // A legacy torch file is five pickles back to back; a plain pickle file is one.
             uint64_t pos = 0;
             const int maxPickles = kind == FileKind::TorchLegacy ? 5 : 1;
+            file->ensure(0, file->size()); // where each pickle ends is known only by reading it
             for (int i = 0; i < maxPickles && pos < file->size(); ++i) {
                 const uint64_t n =
                     scanPickle(r, file->bytes().subspan(pos), "pickle " + std::to_string(i + 1), pos);

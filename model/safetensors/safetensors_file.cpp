@@ -164,11 +164,13 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(std::shared_ptr<const io:
     const io::ByteSpan all = f->m_file->bytes();
 
     if (all.size() < 8) fail(path, "file is shorter than the 8-byte header length");
+    f->m_file->ensure(0, 8);
     const uint64_t n = io::loadLE<uint64_t>(all.data());
     if (n > kMaxHeaderSize) fail(path, "header length " + std::to_string(n) + " exceeds the 100 MB limit", 0);
     if (n > all.size() - 8)
         fail(path, "header length " + std::to_string(n) + " runs past the end of the file", 0);
     f->m_dataOffset = 8 + n;
+    f->m_file->ensure(8, n);
 
     const nlohmann::ordered_json header = parseHeader(all.subspan(8, n), path);
     for (auto it = header.begin(); it != header.end(); ++it) {

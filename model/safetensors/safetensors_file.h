@@ -43,6 +43,7 @@ public:
     uint64_t dataOffset() const { return m_dataOffset; }
     io::ByteSpan bytes(const TensorInfo& t) const
     {
+        m_file->ensure(m_dataOffset + t.begin, t.end - t.begin);
         return m_file->bytes().subspan(m_dataOffset + t.begin, t.end - t.begin);
     }
     std::shared_ptr<const io::MappedFile> file() const { return m_file; }

@@ -101,6 +101,7 @@ std::unique_ptr<TorchFile> TorchFile::open(std::shared_ptr<const io::MappedFile>
     io::ParseCount::add(path);
     try {
         if (f->m_file->size() == 0) throw Error("file is empty");
+        f->m_file->ensure(0, 4);
         if (io::ZipReader::looksLikeZip(f->m_file->bytes()))
             f->openZip(limits);
         else
@@ -216,6 +217,9 @@ void TorchFile::openZip(const pickle::Limits& limits)
 void TorchFile::openLegacy(const pickle::Limits& limits)
 {
     m_format = Format::Legacy;
+    // A legacy file is one pickle stream after another with storages between them: where each
+    // ends is known only by reading it, so a remote one is fetched whole.
+    m_file->ensure(0, m_file->size());
     const io::ByteSpan all = m_file->bytes();
     uint64_t pos = 0;
     auto next = [&](const char* what, bool withStorages) {
@@ -339,6 +343,7 @@ std::optional<io::ByteSpan> TorchFile::mappedStorageBytes(int index) const
     if (m_format == Format::Legacy) return m_file->bytes().subspan(s.fileOffset, s.nbytes);
     const io::ZipEntry& e = *m_zip->find(s.record);
     if (e.method != 0) return std::nullopt;
+    m_file->ensure(e.dataOffset, s.nbytes);
     return m_file->bytes().subspan(e.dataOffset, s.nbytes);
 }
 

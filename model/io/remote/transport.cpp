@@ -1,0 +1,319 @@
+#include "io/remote/transport.h"
+
+#include "io/remote/http_headers.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <curl/curl.h>
+#include <deque>
+#include <random>
+#include <thread>
+
+namespace ckpt::io::remote {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One request's state across its attempts.
+struct Exchange
+{
+    HttpRequest* request = nullptr;
+    HttpResponse response;
+    CURL* easy = nullptr;
+    curl_slist* headerList = nullptr;
+    Clock::time_point due{};
+    bool statusKnown = false;
+    bool errorBody = false;
+};
+
+long envLong(const char* name, long fallback)
+{
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    return end && *end == 0 && n > 0 ? n : fallback;
+}
+
+size_t onHeader(char* data, size_t size, size_t count, void* user)
+{
+    auto* x = static_cast<Exchange*>(user);
+    addHeaderLine(x->response.headers, std::string_view(data, size * count));
+    return size * count;
+}
+
+// The first body byte tells whether this is the answer we asked for (2xx: into the sink) or an
+// error document (kept, capped, for the message).
+size_t onBody(char* data, size_t size, size_t count, void* user)
+{
+    auto* x = static_cast<Exchange*>(user);
+    const size_t n = size * count;
+    if (!x->statusKnown) {
+        long status = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+        x->errorBody = status < 200 || status >= 300;
+        x->statusKnown = true;
+    }
+    HttpResponse& r = x->response;
+    if (x->errorBody) {
+        if (r.body.size() < (64u << 10))
+            r.body.append(data, std::min<size_t>(n, (64u << 10) - r.body.size()));
+        return n;
+    }
+    const HttpRequest& q = *x->request;
+    if (r.received + n > q.maxBody) {
+        r.overflow = true;
+        return 0; // ends the transfer: no more of an answer larger than asked is read
+    }
+    if (q.sink) {
+        if (r.received + n > q.sinkSize) {
+            r.overflow = true;
+            return 0;
+        }
+        std::copy(data, data + n, q.sink + r.received);
+    } else {
+        r.body.append(data, n);
+    }
+    r.received += n;
+    return n;
+}
+
+bool retryableStatus(long status)
+{
+    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+bool retryableCurl(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+struct CurlGlobal
+{
+    CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+} // namespace
+
+TransportOptions transportOptionsFromEnv()
+{
+    TransportOptions o;
+    o.maxConnections = int(envLong("CKPT_REMOTE_CONNECTIONS", o.maxConnections));
+    o.stallSeconds = envLong("CKPT_REMOTE_STALL_SECONDS", o.stallSeconds);
+    o.maxAttempts = int(envLong("CKPT_REMOTE_ATTEMPTS", o.maxAttempts));
+    for (const char* var : {"CKPT_CA_BUNDLE", "SSL_CERT_FILE"})
+        if (const char* v = std::getenv(var); v && *v && o.caFile.empty()) o.caFile = v;
+    return o;
+}
+
+struct Transport::Impl
+{
+    CURLM* multi = nullptr;
+    std::vector<CURL*> idle; // easy handles kept for reuse (their TLS sessions, DNS cache)
+    std::mt19937_64 rng{std::random_device{}()};
+    TransportStats stats;
+
+    void setup(Exchange& x, const TransportOptions& o);
+    double delayFor(const Exchange& x, const TransportOptions& o);
+    bool finish(Exchange& x, CURLcode code, const TransportOptions& o);
+};
+
+void Transport::Impl::setup(Exchange& x, const TransportOptions& o)
+{
+    if (!x.easy) {
+        if (idle.empty()) {
+            x.easy = curl_easy_init();
+        } else {
+            x.easy = idle.back();
+            idle.pop_back();
+            curl_easy_reset(x.easy);
+        }
+    }
+    const HttpRequest& q = *x.request;
+    const int attempts = x.response.attempts;
+    x.response = HttpResponse{};
+    x.response.attempts = attempts + 1;
+    x.statusKnown = false;
+    curl_slist_free_all(x.headerList);
+    x.headerList = nullptr;
+    HeaderList headers = q.headers;
+    if (q.sign) {
+        const HeaderList s = q.sign();
+        headers.insert(headers.end(), s.begin(), s.end());
+    }
+    headers.emplace_back("Accept-Encoding", "identity"); // a compressed body is not the bytes asked for
+    for (const auto& [k, v] : headers)
+        x.headerList = curl_slist_append(x.headerList, (k + ": " + v).c_str());
+    CURL* e = x.easy;
+    curl_easy_setopt(e, CURLOPT_URL, q.url.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x.headerList);
+    if (q.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, o.maxRedirects);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, o.connectTimeoutSeconds);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, o.stallSeconds);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    if (!o.caFile.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, o.caFile.c_str());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &onHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &onBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &x);
+}
+
+// Full jitter (AWS's advice): uniform in [0, base * 2^(attempt-1)], capped; a server's
+// Retry-After wins when it asks for longer, up to the cap.
+double Transport::Impl::delayFor(const Exchange& x, const TransportOptions& o)
+{
+    const long s = x.response.status;
+    const double base = (s == 429 || s == 503) ? o.throttleBaseDelay : o.errorBaseDelay;
+    const double ceiling = std::min(o.maxDelay, base * std::pow(2.0, x.response.attempts - 1));
+    double d = std::uniform_real_distribution<double>(0, ceiling)(rng);
+    for (const char* h : {"retry-after", "x-amz-retry-after"}) {
+        const auto it = x.response.headers.find(h);
+        if (it == x.response.headers.end()) continue;
+        if (const auto ra = parseRetryAfter(it->second)) d = std::max(d, std::min(*ra, o.maxDelay));
+    }
+    return d;
+}
+
+// True when the exchange is over (answered, or out of attempts); false when it goes again.
+bool Transport::Impl::finish(Exchange& x, CURLcode code, const TransportOptions& o)
+{
+    HttpResponse& r = x.response;
+    curl_easy_getinfo(x.easy, CURLINFO_RESPONSE_CODE, &r.status);
+    if (char* u = nullptr; curl_easy_getinfo(x.easy, CURLINFO_EFFECTIVE_URL, &u) == CURLE_OK && u)
+        r.effectiveUrl = u;
+    stats.bodyBytes += r.received;
+    const bool overflowAbort = code == CURLE_WRITE_ERROR && r.overflow;
+    if (code != CURLE_OK && !overflowAbort) r.failure = curl_easy_strerror(code);
+    const bool again = (code != CURLE_OK && !overflowAbort && retryableCurl(code)) ||
+                       (code == CURLE_OK && retryableStatus(r.status));
+    if (!again || r.attempts >= o.maxAttempts) return true;
+    x.due = Clock::now() +
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delayFor(x, o)));
+    return false;
+}
+
+Transport::Transport(TransportOptions options)
+    : m_options(std::move(options)), m_impl(std::make_unique<Impl>())
+{
+    static CurlGlobal global;
+    m_impl->multi = curl_multi_init();
+    curl_multi_setopt(m_impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, long(m_options.maxConnections));
+    curl_multi_setopt(m_impl->multi, CURLMOPT_PIPELINING, long(CURLPIPE_MULTIPLEX));
+}
+
+Transport::~Transport()
+{
+    for (CURL* e : m_impl->idle)
+        curl_easy_cleanup(e);
+    curl_multi_cleanup(m_impl->multi);
+}
+
+Transport& Transport::shared()
+{
+    static Transport t;
+    return t;
+}
+
+TransportStats Transport::stats() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_impl->stats;
+}
+
+std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests, const CancelToken* cancel)
+{
+    std::lock_guard lock(m_mutex);
+    Impl& m = *m_impl;
+    std::vector<Exchange> xs(requests.size());
+    std::deque<size_t> waiting;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        xs[i].request = &requests[i];
+        waiting.push_back(i);
+    }
+    size_t active = 0, done = 0;
+    // Hands every easy handle back to the pool, whatever way this function leaves.
+    auto cleanup = [&] {
+        for (auto& x : xs) {
+            if (!x.easy) continue;
+            curl_multi_remove_handle(m.multi, x.easy);
+            m.idle.push_back(x.easy);
+            x.easy = nullptr;
+            curl_slist_free_all(x.headerList);
+            x.headerList = nullptr;
+        }
+    };
+    try {
+        while (done < xs.size()) {
+            if (cancel && cancel->cancelled()) throw Cancelled();
+            const auto now = Clock::now();
+            auto soonest = now + std::chrono::milliseconds(200);
+            for (size_t k = waiting.size(); k-- > 0 && active < size_t(m_options.maxConnections) * 2;) {
+                Exchange& x = xs[waiting.front()];
+                waiting.pop_front();
+                if (x.due > now) {
+                    soonest = std::min(soonest, x.due);
+                    waiting.push_back(size_t(&x - xs.data()));
+                    continue;
+                }
+                m.setup(x, m_options);
+                ++m.stats.attempts;
+                curl_multi_add_handle(m.multi, x.easy);
+                ++active;
+            }
+            int running = 0;
+            curl_multi_perform(m.multi, &running);
+            int left = 0;
+            while (CURLMsg* msg = curl_multi_info_read(m.multi, &left)) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                Exchange* x = nullptr;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
+                const CURLcode code = msg->data.result;
+                curl_multi_remove_handle(m.multi, x->easy);
+                --active;
+                if (m.finish(*x, code, m_options))
+                    ++done;
+                else
+                    waiting.push_back(size_t(x - xs.data()));
+            }
+            if (done == xs.size()) break;
+            const auto wait =
+                std::chrono::duration_cast<std::chrono::milliseconds>(soonest - Clock::now()).count();
+            if (active > 0)
+                curl_multi_poll(m.multi, nullptr, 0, int(std::clamp<long>(wait, 1, 200)), nullptr);
+            else
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<long>(wait, 1, 200)));
+        }
+    } catch (...) {
+        cleanup();
+        throw;
+    }
+    std::vector<HttpResponse> out;
+    out.reserve(xs.size());
+    for (auto& x : xs)
+        out.push_back(std::move(x.response));
+    cleanup();
+    return out;
+}
+
+} // namespace ckpt::io::remote

@@ -1,0 +1,112 @@
+#include "io/remote/url.h"
+
+#include "io/error.h"
+
+namespace ckpt::io::remote {
+
+namespace {
+
+struct Prefix
+{
+    const char* text;
+    Scheme scheme;
+};
+constexpr Prefix kPrefixes[] = {{"s3://", Scheme::S3},
+                                {"gs://", Scheme::Gcs},
+                                {"http://", Scheme::Http},
+                                {"https://", Scheme::Https},
+                                {"hf://", Scheme::HuggingFace}};
+
+const Prefix* prefixOf(const std::string& text)
+{
+    for (const auto& p : kPrefixes)
+        if (text.rfind(p.text, 0) == 0) return &p;
+    return nullptr;
+}
+
+// hf://ORG/REPO[@REV]/PATH: the repository is always two segments, the revision rides on it.
+void splitHuggingFace(Url& u, const std::string& rest)
+{
+    const auto first = rest.find('/');
+    const auto second = first == std::string::npos ? std::string::npos : rest.find('/', first + 1);
+    std::string repo = rest.substr(0, second);
+    u.key = second == std::string::npos ? std::string() : rest.substr(second + 1);
+    const auto at = repo.find('@');
+    if (at != std::string::npos) {
+        u.revision = repo.substr(at + 1);
+        repo.resize(at);
+    }
+    u.authority = repo;
+    if (first == std::string::npos || repo.find('/') == std::string::npos)
+        throw Error("a Hugging Face URL is hf://ORG/REPO[@REV]/PATH", u.text);
+}
+
+} // namespace
+
+bool isRemote(const std::string& text)
+{
+    return prefixOf(text) != nullptr;
+}
+
+Url parseUrl(const std::string& text)
+{
+    const Prefix* p = prefixOf(text);
+    if (!p) throw Error("not a remote URL (s3://, gs://, http://, https:// or hf://)", text);
+    for (const char c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            throw Error("control characters are not allowed in a URL", text);
+    Url u;
+    u.scheme = p->scheme;
+    u.text = text;
+    const std::string rest = text.substr(std::string(p->text).size());
+    if (u.scheme == Scheme::HuggingFace) {
+        splitHuggingFace(u, rest);
+        return u;
+    }
+    const auto slash = rest.find('/');
+    u.authority = rest.substr(0, slash);
+    u.key = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
+    if (u.authority.empty()) throw Error("the URL names no host or bucket", text);
+    // Userinfo in a URL would end up in logs and error messages; credentials come from the
+    // environment instead.
+    if (u.authority.find('@') != std::string::npos)
+        throw Error("credentials inside the URL are not accepted; use the environment", text);
+    return u;
+}
+
+Url Url::sibling(const std::string& name) const
+{
+    Url u = *this;
+    u.key = folder() + name;
+    std::string base = text.substr(0, text.size() - key.size());
+    if (base.back() != '/') base += '/';
+    u.text = base + u.key;
+    return u;
+}
+
+std::string Url::folder() const
+{
+    const auto slash = key.rfind('/');
+    return slash == std::string::npos ? std::string() : key.substr(0, slash + 1);
+}
+
+std::string uriEncode(const std::string& s, bool keepSlash)
+{
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const unsigned char c : s) {
+        const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                                c == '-' || c == '_' || c == '.' || c == '~';
+        if (unreserved || (keepSlash && c == '/')) {
+            out += char(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+} // namespace ckpt::io::remote

@@ -1,0 +1,34 @@
+// A remote object's address as the user typed it (s3://, gs://, http(s)://, hf://): which
+// scheme, and its bucket or host and key. Parsing only; no network.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace ckpt::io::remote {
+
+enum class Scheme { Http, Https, S3, Gcs, HuggingFace };
+
+struct Url
+{
+    Scheme scheme = Scheme::Http;
+    std::string text;      // what the user gave, for messages
+    std::string authority; // host[:port] for http(s); the bucket for s3:// and gs://; ORG/REPO for hf://
+    std::string key;       // the object key or URL path, without the leading '/'
+    std::string revision;  // hf:// only (@REV); empty means "main"
+
+    // The URL of `name` beside this one (a file in the same folder) or under it (key ends in '/').
+    Url sibling(const std::string& name) const;
+    // The folder part of the key ("a/b/" for "a/b/c"), or "" at the top.
+    std::string folder() const;
+};
+
+// True when `text` names a remote object rather than a local path.
+bool isRemote(const std::string& text);
+// Throws ckpt::Error naming `text` when it is not a well-formed remote URL.
+Url parseUrl(const std::string& text);
+// RFC 3986 percent-encoding of everything but unreserved characters (and '/', when kept), as
+// SigV4 canonical URIs and query strings need it.
+std::string uriEncode(const std::string& s, bool keepSlash);
+
+} // namespace ckpt::io::remote
