@@ -1,6 +1,7 @@
 #include "bloat_view.h"
 
 #include "bloat_bars.h"
+#include "layout/file_set.h"
 #include "torch/torch_file.h"
 #include "tree_model.h"
 
@@ -31,10 +32,18 @@ QString shapeText(const std::vector<int64_t>& shape)
 }
 
 // Runs on a worker: the storage table of one torch.save file.
-StorageResult storagesOf(const QString& file, const ops::CancelToken& cancel)
+StorageResult storagesOf(const QString& file, const layout::FileSet* files, const ops::CancelToken& cancel)
 {
     StorageResult r;
-    const auto tf = torch::TorchFile::open(file.toStdString());
+    // One of the open checkpoint's files is read as it was parsed; any other file is parsed here.
+    const std::shared_ptr<const layout::TensorFile> parsed =
+        files ? files->find(file.toStdString()) : nullptr;
+    std::shared_ptr<const torch::TorchFile> own;
+    const torch::TorchFile* tf = parsed ? parsed->torch() : nullptr;
+    if (!tf) {
+        own = torch::TorchFile::open(file.toStdString());
+        tf = own.get();
+    }
     cancel.throwIfCancelled();
     const ops::FileBloat b = ops::analyzeBloat(*tf);
     r.fileBytes = b.fileBytes;
@@ -95,7 +104,8 @@ QString BloatView::roleLabel(ops::ByteRole role)
     return tr("other");
 }
 
-BloatView::BloatView(QWidget* parent) : QWidget(parent)
+BloatView::BloatView(Workspace& workspace, QWidget* parent)
+    : QWidget(parent), m_workspace(workspace), m_jobs(&workspace.jobs())
 {
     m_split = new QSplitter(Qt::Horizontal, this);
     m_split->setChildrenCollapsible(false);
@@ -175,7 +185,7 @@ BloatView::BloatView(QWidget* parent) : QWidget(parent)
     clear();
 }
 
-BloatView::~BloatView() = default; // m_jobs stops the workers and waits for them
+BloatView::~BloatView() = default; // m_jobs stops the storage table's worker and waits for it
 
 void BloatView::resizeEvent(QResizeEvent* e)
 {
@@ -198,14 +208,17 @@ void BloatView::setTarget(const QString& path)
 {
     if (path.isEmpty()) return clear();
     const QString abs = QFileInfo(path).absoluteFilePath();
-    if (abs == m_target && (m_hasResult || m_jobs.running(kFolder))) return;
+    if (abs == m_target && (m_hasResult || !m_analysing.empty())) return;
     m_target = abs;
     refresh();
 }
 
 void BloatView::reset()
 {
-    m_jobs.cancelAll(); // the previous analysis stops early; its result is dropped
+    m_jobs.cancelAll(); // the previous storage table stops early; its result is dropped
+    // The previous analysis stops too, unless another view (the tag overview) still waits for it.
+    if (!m_analysing.empty()) m_workspace.stopWaiting(m_analysing, this);
+    m_analysing.clear();
     m_hasResult = false;
     m_result = {};
     m_order.clear();
@@ -234,15 +247,26 @@ void BloatView::refresh()
     const QString name = QFileInfo(m_target).fileName();
     m_summary->setText(tr("<b>%1</b>: reading...").arg(name.toHtmlEscaped()));
     setBusy(true, tr("Reading %1").arg(name));
-    // Parsing every pickle of a checkpoint takes a while: never on the GUI thread.
-    m_jobs.run(
-        kFolder,
-        [path = m_target.toStdString(), files = m_files](const ops::ProgressSink& progress,
-                                                         const ops::CancelToken& cancel) {
-            return ops::analyzeFolderBloat(path, progress, cancel, files.get());
+    m_analysing = m_target.toStdString();
+    if (const ops::FolderBloat* known = m_workspace.analysis(m_analysing)) {
+        // Read before (the tag overview asked for it): shown as a result that arrives at once.
+        QMetaObject::invokeMethod(
+            this,
+            [this, path = m_analysing, r = JobResult<ops::FolderBloat>{*known, false, {}, {}}] {
+                if (path == m_analysing) onAnalysed(r);
+            },
+            Qt::QueuedConnection);
+        return;
+    }
+    // Parsing every pickle of a checkpoint takes a while: the workspace does it on a worker, once
+    // for whichever views ask.
+    m_workspace.analyse(
+        m_analysing, this,
+        [this, path = m_analysing](const JobResult<ops::FolderBloat>& r) {
+            if (path == m_analysing) onAnalysed(r);
         },
-        [this](const JobResult<ops::FolderBloat>& r) { onAnalysed(r); },
-        [this](const JobProgress& p) {
+        [this, path = m_analysing](const JobProgress& p) {
+            if (path != m_analysing) return;
             m_progress->setValue(p.permille);
             m_progress->setFormat(p.stage);
         });
@@ -250,7 +274,7 @@ void BloatView::refresh()
 
 void BloatView::cancel()
 {
-    m_jobs.cancel(kFolder);
+    if (!m_analysing.empty()) m_workspace.cancelAnalysis(m_analysing);
     m_jobs.cancel(kStorages);
 }
 
@@ -275,6 +299,7 @@ QString BloatView::summaryText() const
 
 void BloatView::onAnalysed(const JobResult<ops::FolderBloat>& r)
 {
+    m_analysing.clear();
     setBusy(m_jobs.running(kStorages));
     const QString name = QFileInfo(m_target).fileName().toHtmlEscaped();
     if (!r.ok()) {
@@ -373,16 +398,18 @@ void BloatView::loadStorages(const QString& file)
     m_currentFile = file;
     m_storageModel->setRows({});
     m_storageCaption->setText(tr("Storages of %1: reading...").arg(displayName(file)));
-    if (!m_jobs.running(kFolder)) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
+    if (m_analysing.empty()) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
     m_jobs.run(
         kStorages,
-        [file](const ops::ProgressSink&, const ops::CancelToken& cancel) { return storagesOf(file, cancel); },
+        [file, files = m_workspace.files()](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+            return storagesOf(file, files.get(), cancel);
+        },
         [this, file](JobResult<StorageResult> r) { onStorages(file, std::move(r)); });
 }
 
 void BloatView::onStorages(const QString& file, JobResult<StorageResult> job)
 {
-    setBusy(m_jobs.running(kFolder));
+    setBusy(!m_analysing.empty());
     const QString name = displayName(file);
     if (!job.ok()) {
         m_storageCaption->setText(job.cancelled ? tr("Storages of %1: cancelled.").arg(name)
@@ -424,7 +451,7 @@ void BloatView::showTensor(const QString& file, const QString& tensorPath)
     if (abs == m_currentFile && !m_jobs.running(kStorages)) return selectPendingTensor();
     for (int i = 0; i < int(m_order.size()); ++i)
         if (filePath(i) == abs) return showFile(i);
-    if (m_jobs.running(kFolder) && abs.startsWith(m_target + QLatin1Char('/'))) {
+    if (!m_analysing.empty() && abs.startsWith(m_target + QLatin1Char('/'))) {
         m_wantFile = abs; // part of what is being analysed: shown when that is done
         return;
     }

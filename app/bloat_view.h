@@ -1,14 +1,15 @@
 // The Bloat view: where the bytes of a file, a tag folder or a whole checkpoint go. A bar per file
 // (used / wasted / overhead, to scale), the bytes by role (model weights, fp32 masters, Adam
 // moments, ...), and the storage table of one file with the tensors that view each storage.
-// Everything is computed on workers (ops::analyzeFolderBloat, ops::analyzeBloat) with progress
-// and cancel; the latest request wins and an older result is dropped.
+// Everything is computed on workers with progress and cancel: the analysis (ops::analyzeFolderBloat)
+// by the workspace, once per path of the open checkpoint for every view that asks, the storage
+// table (ops::analyzeBloat) here. The latest request wins and an older result is dropped.
 #pragma once
 
 #include "job_manager.h"
-#include "layout/file_set.h"
 #include "ops/bloat.h"
 #include "storage_model.h"
+#include "workspace.h"
 
 #include <QWidget>
 
@@ -34,19 +35,17 @@ class BloatView : public QWidget
 {
     Q_OBJECT
 public:
-    explicit BloatView(QWidget* parent = nullptr);
+    explicit BloatView(Workspace& workspace, QWidget* parent = nullptr);
     ~BloatView() override;
 
     // A file or a folder (tag, checkpoint, any folder): analysed on a worker unless it already is
     // the target. The first file with the most waste is then shown in the storage table.
     void setTarget(const QString& path);
-    // The opened checkpoint's parsed files: a target inside it is read from them, not parsed again.
-    void setFiles(std::shared_ptr<const layout::FileSet> files) { m_files = std::move(files); }
     void refresh();
     void clear(); // no target: nothing shown, nothing running
     QString target() const { return m_target; }
     // A request is pending: from setTarget()/showFile() until its result has been shown.
-    bool busy() const { return m_jobs.running(kFolder) || m_jobs.running(kStorages); }
+    bool busy() const { return !m_analysing.empty() || m_jobs.running(kStorages); }
     void cancel();
 
     // The file of a bar (by its row in the bars, which are sorted by waste) into the storage table.
@@ -79,7 +78,6 @@ protected:
     void resizeEvent(QResizeEvent* e) override;
 
 private:
-    static inline const QString kFolder = QStringLiteral("folder");
     static inline const QString kStorages = QStringLiteral("storages");
     void reset();
     void onAnalysed(const JobResult<ops::FolderBloat>& r);
@@ -96,8 +94,9 @@ private:
     ops::FolderBloat m_result;
     bool m_hasResult = false;
     std::vector<int> m_order; // bar row -> index into m_result.files
-    std::shared_ptr<const layout::FileSet> m_files;
-    JobManager m_jobs; // the analysis and the storage table, a channel each
+    std::string m_analysing;  // the target whose analysis is awaited from the workspace
+    Workspace& m_workspace;
+    JobLane m_jobs; // the storage table
 
     QSplitter* m_split;
     QLabel* m_summary;

@@ -92,7 +92,8 @@ ops::DiffResult runCompare(const CompareRequest& q,
 
 } // namespace
 
-CompareWindow::CompareWindow(QWidget* parent) : QMainWindow(parent)
+CompareWindow::CompareWindow(QWidget* parent, Workspace* workspace)
+    : QMainWindow(parent), m_workspace(workspace), m_jobs(workspace ? &workspace->jobs() : nullptr)
 {
     setWindowTitle(tr("Compare - Checkpoint Studio"));
     resize(1400, 900);
@@ -254,8 +255,9 @@ void CompareWindow::start(const CompareRequest& request)
     // A comparison already running is dropped: its rows and its result never arrive.
     m_jobs.run<ops::TensorDiff>(
         kChannel,
-        [q = m_request, opened = m_opened](const ops::ProgressSink& progress, const ops::CancelToken& cancel,
-                                           const PartialSink<ops::TensorDiff>& publish) {
+        [q = m_request, opened = m_workspace ? m_workspace->opened() : nullptr](
+            const ops::ProgressSink& progress, const ops::CancelToken& cancel,
+            const PartialSink<ops::TensorDiff>& publish) {
             return runCompare(q, opened, progress, cancel, publish);
         },
         [this](std::vector<ops::TensorDiff> rows) { addRows(std::move(rows)); },
@@ -493,13 +495,11 @@ bool CompareWindow::askSides(QWidget* parent, QString& a, QString& b)
     return true;
 }
 
-CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QString& b,
-                                  std::shared_ptr<const layout::OpenedCheckpoint> opened)
+CompareWindow* CompareWindow::ask(QWidget* parent, const QString& a, const QString& b, Workspace* workspace)
 {
     CompareDialog d(CompareRequest{a, b, {}, {}, false}, parent);
     if (d.exec() != QDialog::Accepted) return nullptr;
-    auto* w = new CompareWindow(parent);
-    w->setOpened(std::move(opened));
+    auto* w = new CompareWindow(parent, workspace);
     w->setWindowFlag(Qt::Window); // its own top-level window, closed with its parent
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->show();

@@ -8,6 +8,7 @@
 
 #include "job_manager.h"
 #include "ops/analyze.h"
+#include "workspace.h"
 
 #include <QDialog>
 #include <QElapsedTimer>
@@ -73,12 +74,12 @@ class CompareWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    explicit CompareWindow(QWidget* parent = nullptr);
+    // `workspace`: the main window's. A side that is the checkpoint it holds when a comparison
+    // starts, or one of its tags, is read from it (its files parsed once, by the window), not
+    // opened again; the comparison runs on its manager. Null: the comparison window alone.
+    explicit CompareWindow(QWidget* parent = nullptr, Workspace* workspace = nullptr);
 
     // A and B: each a checkpoint folder (its latest tag), a tag folder, or a file.
-    // The checkpoint the main window holds: a side that is it, or one of its tags, is read from
-    // it (its files parsed once, by the window), not opened again.
-    void setOpened(std::shared_ptr<const layout::OpenedCheckpoint> opened) { m_opened = std::move(opened); }
     void start(const QString& a, const QString& b);
     void start(const CompareRequest& request);
     const CompareRequest& request() const { return m_request; }
@@ -110,7 +111,7 @@ public:
     // Asks for the sides, their tags and the moments, and opens a window comparing them (a
     // top-level window owned by parent, deleted on close); nullptr when the user cancels.
     static CompareWindow* ask(QWidget* parent, const QString& a, const QString& b,
-                              std::shared_ptr<const layout::OpenedCheckpoint> opened = nullptr);
+                              Workspace* workspace = nullptr);
 
 signals:
     void progressed(int permille);
@@ -151,14 +152,14 @@ private:
     JobResult<ops::DiffResult> m_outcome;
     QString m_a, m_b;
     CompareRequest m_request;
-    std::shared_ptr<const layout::OpenedCheckpoint> m_opened;
+    QPointer<Workspace> m_workspace;
     bool m_done = false;
     bool m_cancelling = false;
     bool m_userPicked = false; // a tensor was clicked: the window leaves the selection alone
     int m_largest = -1;        // the row with the largest relative change, -1 when none
     // Destroyed before the widgets (which are destroyed with the QWidget base): it cancels the
     // comparison and waits for its worker, and nothing of it reaches the window after that.
-    JobManager m_jobs;
+    JobLane m_jobs;
 };
 
 // `checkpoint-studio --compare A B`: the comparison window alone. With a screenshot file it

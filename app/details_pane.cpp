@@ -112,7 +112,7 @@ QString tensorReport(const std::shared_ptr<const layout::OpenedCheckpoint>& open
 
 } // namespace
 
-DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
+DetailsPane::DetailsPane(Workspace& workspace, QWidget* parent) : QWidget(parent), m_jobs(&workspace.jobs())
 {
     auto* layout = new QVBoxLayout(this);
     m_summary = new QTextBrowser(this);
@@ -141,7 +141,7 @@ DetailsPane::DetailsPane(QWidget* parent) : QWidget(parent)
     layout->addWidget(m_json, 1);
     layout->addWidget(m_statsButton);
     layout->addWidget(m_stats);
-    m_overview = new TagOverview(this);
+    m_overview = new TagOverview(workspace, this);
     layout->addWidget(m_overview, 1);
     connect(m_overview, &TagOverview::parameterClicked, this, &DetailsPane::parameterClicked);
     connect(m_statsButton, &QPushButton::clicked, this, &DetailsPane::computeStatistics);
@@ -183,10 +183,10 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     // A tag, or a checkpoint (its latest tag, below the list of all): the overview and the map.
     const layout::Tag* overview = nullptr;
     if (node && snapshot && node->kind == NodeKind::Tag && node->tag >= 0)
-        overview = &snapshot->tags[size_t(node->tag)];
-    if (node && snapshot && !node->parent && !snapshot->tags.empty()) {
-        overview = &snapshot->tags.back();
-        for (const auto& t : snapshot->tags)
+        overview = &snapshot->tags()[size_t(node->tag)];
+    if (node && snapshot && !node->parent && !snapshot->tags().empty()) {
+        overview = &snapshot->tags().back();
+        for (const auto& t : snapshot->tags())
             if (t.latest) overview = &t;
     }
     m_overview->setVisible(overview);
@@ -194,9 +194,8 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
     if (overview) {
         // By reference (the tags hold every rank slice: a copy here stalled the GUI thread).
         static const std::vector<layout::Tag> none;
-        const size_t index = size_t(overview - snapshot->tags.data());
-        m_overview->setFiles(snapshot->opened->files);
-        m_overview->setTag(*overview, node->parent ? none : snapshot->tags,
+        const size_t index = size_t(overview - snapshot->tags().data());
+        m_overview->setTag(*overview, node->parent ? none : snapshot->tags(),
                            index < snapshot->layouts.size() ? snapshot->layouts[index] : nullptr);
         return;
     }

@@ -6,6 +6,7 @@
 
 #include "job_manager.h"
 #include "snapshot.h"
+#include "workspace.h"
 
 #include <QWidget>
 
@@ -25,7 +26,7 @@ class DetailsPane : public QWidget
 {
     Q_OBJECT
 public:
-    explicit DetailsPane(QWidget* parent = nullptr);
+    explicit DetailsPane(Workspace& workspace, QWidget* parent = nullptr);
     void show(const Snapshot* snapshot, const Node* node);
     QTableWidget* partitionTable() const { return m_partitions; }
     QString statisticsText() const;
@@ -55,7 +56,7 @@ private:
     QPushButton* m_statsButton;
     QLabel* m_stats;
     TagOverview* m_overview;
-    JobManager m_jobs;
+    JobLane m_jobs; // the statistics, on the window's JobManager
 };
 
 } // namespace ckpt::app

@@ -1,5 +1,7 @@
 #include "export_dialog.h"
 
+#include "workspace.h"
+
 #include "compute_backend.h"
 #include "io/output.h"
 #include "ops/consolidate.h"
@@ -25,8 +27,8 @@
 namespace ckpt::app {
 
 ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
-                           QWidget* parent, std::shared_ptr<const layout::OpenedCheckpoint> opened)
-    : QDialog(parent), m_checkpoint(source), m_opened(std::move(opened)), m_singleFile(tags.isEmpty())
+                           QWidget* parent, Workspace* workspace)
+    : QDialog(parent), m_checkpoint(source), m_singleFile(tags.isEmpty())
 {
     auto* form = new QFormLayout;
     // The source, as the title says it too: which checkpoint this dialog writes never changes.
@@ -75,7 +77,11 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         m_skipUnsupported->hide();
     }
     setMinimumWidth(560);
-    m_panel = new OperationPanel(tr("Export"), tr("Open folder"), tr("Export failed"), this);
+    // Kept for the dialog's life: the window may open another checkpoint meanwhile.
+    if (workspace && workspace->snapshot() && QString::fromStdString(workspace->snapshot()->path) == source)
+        m_opened = workspace->opened();
+    m_panel = new OperationPanel(tr("Export"), tr("Open folder"), tr("Export failed"),
+                                 workspace ? &workspace->jobs() : nullptr, this);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addWidget(m_panel);

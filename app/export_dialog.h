@@ -36,11 +36,11 @@ class ExportDialog : public QDialog
 {
     Q_OBJECT
 public:
-    // `tags` empty: `source` is a single file. `tag`: the tag the dialog starts from. `opened`:
-    // the checkpoint the window holds at `source`, exported without parsing anything again
-    // (null: the export opens `source` itself).
+    // `tags` empty: `source` is a single file. `tag`: the tag the dialog starts from.
+    // `workspace`: the window's; when it holds `source`, its opened checkpoint is exported without
+    // parsing anything again (null, or another checkpoint: the export opens `source` itself).
     ExportDialog(const QString& source, const QStringList& tags, const QString& tag,
-                 QWidget* parent = nullptr, std::shared_ptr<const layout::OpenedCheckpoint> opened = nullptr);
+                 QWidget* parent = nullptr, Workspace* workspace = nullptr);
 
     QString source() const { return m_checkpoint; }
     QString tag() const; // empty for a single file

@@ -32,7 +32,7 @@ JobManager::JobManager(QObject* parent) : QObject(parent) {}
 JobManager::~JobManager()
 {
     cancelAll();
-    for (QFuture<void>& f : m_futures)
+    for (auto& [channel, f] : m_futures)
         f.waitForFinished();
 }
 
@@ -77,10 +77,10 @@ JobManager::Started JobManager::begin(const QString& channel, ProgressHandler on
     return s;
 }
 
-void JobManager::remember(QFuture<void> future)
+void JobManager::remember(const QString& channel, QFuture<void> future)
 {
-    std::erase_if(m_futures, [](const QFuture<void>& f) { return f.isFinished(); });
-    m_futures.push_back(std::move(future));
+    std::erase_if(m_futures, [](const auto& f) { return f.second.isFinished(); });
+    m_futures.emplace_back(channel, std::move(future));
 }
 
 bool JobManager::finish(const QString& channel, quint64 id)
@@ -146,6 +146,60 @@ void JobManager::cancelAll()
     for (const Job& j : std::as_const(m_jobs))
         j.token->cancel();
     m_jobs.clear();
+}
+
+void JobManager::release(const QString& prefix)
+{
+    for (auto it = m_jobs.begin(); it != m_jobs.end();) {
+        if (it.key().startsWith(prefix)) {
+            it->token->cancel();
+            it = m_jobs.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto& [channel, f] : m_futures)
+        if (channel.startsWith(prefix)) f.waitForFinished();
+    std::erase_if(m_futures, [](const auto& f) { return f.second.isFinished(); });
+}
+
+bool JobManager::idleUnder(const QString& prefix) const
+{
+    for (auto it = m_jobs.cbegin(); it != m_jobs.cend(); ++it)
+        if (it.key().startsWith(prefix)) return false;
+    return true;
+}
+
+JobLane::JobLane(JobManager* jobs) : m_jobs(jobs)
+{
+    static quint64 lanes = 0; // lanes are made on the GUI thread only
+    m_prefix = QStringLiteral("lane%1/").arg(++lanes);
+    if (!m_jobs) {
+        m_own = std::make_unique<JobManager>();
+        m_jobs = m_own.get();
+    }
+}
+
+JobLane::~JobLane()
+{
+    if (m_jobs) m_jobs->release(m_prefix);
+}
+
+void JobLane::cancel(const QString& channel)
+{
+    if (m_jobs) m_jobs->cancel(name(channel));
+}
+
+void JobLane::drop(const QString& channel)
+{
+    if (m_jobs) m_jobs->drop(name(channel));
+}
+
+void JobLane::cancelAll()
+{
+    if (!m_jobs) return;
+    for (const QString& c : m_jobs->channels())
+        if (c.startsWith(m_prefix)) m_jobs->drop(c);
 }
 
 } // namespace ckpt::app

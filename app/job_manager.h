@@ -15,6 +15,7 @@
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QStringList>
 #include <QtConcurrent>
 #include <chrono>
 #include <functional>
@@ -144,8 +145,14 @@ public:
     // Stops the channel's job and drops it: nothing of it is delivered any more.
     void drop(const QString& channel);
     void cancelAll();
+    // Drops every channel named under `prefix` and waits for their workers, superseded ones too:
+    // what a view's or dialog's JobLane does when its owner goes.
+    void release(const QString& prefix);
     bool running(const QString& channel) const { return m_jobs.contains(channel); }
     bool idle() const { return m_jobs.isEmpty(); }
+    // No job runs on a channel named under `prefix`.
+    bool idleUnder(const QString& prefix) const;
+    QStringList channels() const { return m_jobs.keys(); } // those with a job running
 
 signals:
     // Every delivered report and every delivered result, for whoever watches any channel.
@@ -174,32 +181,32 @@ private:
     {
         using T = std::invoke_result_t<Work&, const ops::CancelToken&>;
         // `this` outlives the worker: the destructor waits for it.
-        remember(QtConcurrent::run([this, id = s.id, channel, work = std::move(work),
-                                    onResult = std::move(onResult), token = s.token]() mutable {
-            auto result = std::make_shared<JobResult<T>>();
-            try {
-                result->value.emplace(work(*token));
-            } catch (const Cancelled&) {
-                result->cancelled = true;
-            } catch (const Error& e) {
-                result->error = QString::fromUtf8(e.what());
-                result->errorFile = QString::fromStdString(e.file());
-            } catch (const std::exception& e) {
-                result->error = QString::fromUtf8(e.what());
-            }
-            // Queued to the manager, so dropped with it should it be destroyed first.
-            QMetaObject::invokeMethod(
-                this,
-                [this, id, channel, result, onResult] {
-                    if (!finish(channel, id)) return; // superseded or dropped
-                    QPointer<JobManager> alive(this);
-                    onResult(std::move(*result));
-                    if (alive) emit finished(channel);
-                },
-                Qt::QueuedConnection);
-        }));
+        remember(channel, QtConcurrent::run([this, id = s.id, channel, work = std::move(work),
+                                             onResult = std::move(onResult), token = s.token]() mutable {
+                     auto result = std::make_shared<JobResult<T>>();
+                     try {
+                         result->value.emplace(work(*token));
+                     } catch (const Cancelled&) {
+                         result->cancelled = true;
+                     } catch (const Error& e) {
+                         result->error = QString::fromUtf8(e.what());
+                         result->errorFile = QString::fromStdString(e.file());
+                     } catch (const std::exception& e) {
+                         result->error = QString::fromUtf8(e.what());
+                     }
+                     // Queued to the manager, so dropped with it should it be destroyed first.
+                     QMetaObject::invokeMethod(
+                         this,
+                         [this, id, channel, result, onResult] {
+                             if (!finish(channel, id)) return; // superseded or dropped
+                             QPointer<JobManager> alive(this);
+                             onResult(std::move(*result));
+                             if (alive) emit finished(channel);
+                         },
+                         Qt::QueuedConnection);
+                 }));
     }
-    void remember(QFuture<void> future);
+    void remember(const QString& channel, QFuture<void> future);
     bool finish(const QString& channel, quint64 id); // true when `id` is still the channel's job
     void deliver(const QString& channel, quint64 id, const JobProgress& p);
     // From the worker: values were published; the GUI thread takes them within kPartialInterval.
@@ -207,8 +214,49 @@ private:
     void deliverPartials(const QString& channel, quint64 id);
 
     QHash<QString, Job> m_jobs;
-    std::vector<QFuture<void>> m_futures; // every worker not yet known to be done, superseded ones too
+    // Every worker not yet known to be done, superseded ones too, with its channel.
+    std::vector<std::pair<QString, QFuture<void>>> m_futures;
     quint64 m_next = 0;
+};
+
+// A view's or a dialog's channels on the window's one JobManager. They are named under a prefix
+// of the lane's own, so two dialogs (or two views both saying "analysis") never replace each
+// other's job, and the window sees every job in one place. Destroying the lane drops its
+// channels and waits for their workers, which may use what its owner holds. A lane made without
+// a manager has one of its own: a dialog or a view shown alone (a test, a screenshot).
+class JobLane
+{
+public:
+    explicit JobLane(JobManager* jobs);
+    ~JobLane();
+    JobLane(const JobLane&) = delete;
+    JobLane& operator=(const JobLane&) = delete;
+
+    template <typename Work, typename OnResult>
+    void run(const QString& channel, Work work, OnResult onResult,
+             JobManager::ProgressHandler onProgress = {})
+    {
+        if (m_jobs) m_jobs->run(name(channel), std::move(work), std::move(onResult), std::move(onProgress));
+    }
+    template <typename P, typename Work, typename OnPartial, typename OnResult>
+    void run(const QString& channel, Work work, OnPartial onPartial, OnResult onResult,
+             JobManager::ProgressHandler onProgress = {})
+    {
+        if (m_jobs)
+            m_jobs->run<P>(name(channel), std::move(work), std::move(onPartial), std::move(onResult),
+                           std::move(onProgress));
+    }
+    void cancel(const QString& channel);
+    void drop(const QString& channel);
+    void cancelAll(); // drops every channel of the lane
+    bool running(const QString& channel) const { return m_jobs && m_jobs->running(name(channel)); }
+    bool idle() const { return !m_jobs || m_jobs->idleUnder(m_prefix); }
+
+private:
+    QString name(const QString& channel) const { return m_prefix + channel; }
+    std::unique_ptr<JobManager> m_own; // only when made without the window's manager
+    QPointer<JobManager> m_jobs;       // null once the window's manager is gone (it waited for all)
+    QString m_prefix;                  // "lane7/": unique to this lane
 };
 
 } // namespace ckpt::app

@@ -93,7 +93,7 @@ void MainWindow::buildBloatDock()
     // The Bloat view: a dock below the tree and the details, wide enough for its bars and its
     // storage table side by side. Hidden until asked for (View menu, toolbar, Ctrl+B): it parses
     // every pickle of what it shows, which is work nobody should pay for unasked.
-    m_bloat = new BloatView(this);
+    m_bloat = new BloatView(m_workspace, this);
     m_bloatDock = new QDockWidget(tr("Bloat"), this);
     m_bloatDock->setObjectName(QStringLiteral("bloat"));
     m_bloatDock->setWidget(m_bloat);
@@ -170,7 +170,7 @@ QWidget* MainWindow::buildBrowser()
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_tree, &QWidget::customContextMenuRequested, this, &MainWindow::treeMenu);
-    m_details = new DetailsPane(browser);
+    m_details = new DetailsPane(m_workspace, browser);
     connect(m_details, &DetailsPane::parameterClicked, this, [this](const QString& tag, const QString& name) {
         // The tree's name for it (snapshot.cpp): TAG/parameters/NAME.
         const QString path = tag + QStringLiteral("/parameters/") + name;
@@ -379,7 +379,8 @@ QString MainWindow::aboutText() const
 
 void MainWindow::closeCheckpoint()
 {
-    m_jobs.cancel(kOpen);
+    m_workspace.jobs().cancel(kOpen);
+    m_workspace.setSnapshot(nullptr);
     m_model->setSnapshot(nullptr);
     m_details->show(nullptr, nullptr);
     m_banner->hide();
@@ -426,7 +427,7 @@ void MainWindow::open(const QString& path)
     statusBar()->showMessage(tr("Opening %1...").arg(m_pending));
     // Reading pickles and zip directories happens on a worker, never on the GUI thread; an
     // opening still running is cancelled and its result dropped: the latest wins.
-    m_jobs.run(
+    m_workspace.jobs().run(
         kOpen,
         [p = m_pending.toStdString()](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
             return loadSnapshot(p, progress, &cancel);
@@ -444,13 +445,13 @@ void MainWindow::cancelOpen()
     // The worker stops at its next file; onLoaded says so. An opening that finished but is not
     // shown yet is dropped too: the user said Cancel, and the tree keeps what it showed.
     m_openCancelled = loading();
-    m_jobs.cancel(kOpen);
+    m_workspace.jobs().cancel(kOpen);
     statusBar()->showMessage(tr("Cancelling..."));
 }
 
 bool MainWindow::loading() const
 {
-    return m_jobs.running(kOpen);
+    return m_workspace.jobs().running(kOpen);
 }
 
 void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
@@ -491,6 +492,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     m_error->hide();
     m_startError->hide();
     const bool wasStartPage = m_stack->currentIndex() == 0;
+    m_workspace.setSnapshot(snapshot); // what every view and job of the window now reads
     m_model->setSnapshot(snapshot);
     m_tree->expandToDepth(1);
     for (int c = 1; c < TreeModel::ColumnCount; ++c)
@@ -518,9 +520,8 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     // An export dialog still open reads what it was opened on: it says so.
     for (ExportDialog* d : findChildren<ExportDialog*>())
         d->noteWindowShows(QString::fromStdString(snapshot->path));
-    // The Bloat view shows what was opened (from its parsed files); hidden, it forgets its old
-    // target and takes the selection when it is next shown.
-    m_bloat->setFiles(snapshot->opened->files);
+    // The Bloat view shows what was opened (from the workspace's parsed files); hidden, it
+    // forgets its old target and takes the selection when it is next shown.
     if (m_bloatDock->isVisible())
         m_bloat->setTarget(QString::fromStdString(snapshot->path));
     else
@@ -572,7 +573,7 @@ ExportDialog* MainWindow::openExportDialog()
     const Snapshot* s = m_model->snapshot();
     if (!s) return nullptr;
     if (s->singleFile()) { // every tensor into one safetensors file
-        auto* d = new ExportDialog(QString::fromStdString(s->path), {}, {}, this, s->opened);
+        auto* d = new ExportDialog(QString::fromStdString(s->path), {}, {}, this, &m_workspace);
         d->setAttribute(Qt::WA_DeleteOnClose);
         d->show();
         return d;
@@ -580,17 +581,17 @@ ExportDialog* MainWindow::openExportDialog()
     // The tag the user chose in the tree (a tag, or anything inside one); else the latest.
     QStringList tags;
     QString chosen;
-    for (const auto& t : s->tags) {
+    for (const auto& t : s->tags()) {
         tags << QString::fromStdString(t.name);
         if (t.latest) chosen = QString::fromStdString(t.name);
     }
     const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
     while (n && n->kind != NodeKind::Tag)
         n = n->parent;
-    if (n && n->tag >= 0 && size_t(n->tag) < s->tags.size())
-        chosen = QString::fromStdString(s->tags[size_t(n->tag)].name);
+    if (n && n->tag >= 0 && size_t(n->tag) < s->tags().size())
+        chosen = QString::fromStdString(s->tags()[size_t(n->tag)].name);
     if (chosen.isEmpty() && !tags.isEmpty()) chosen = tags.back();
-    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, chosen, this, s->opened);
+    auto* d = new ExportDialog(QString::fromStdString(s->path), tags, chosen, this, &m_workspace);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->show();
     return d;
@@ -610,8 +611,8 @@ QString MainWindow::diskPathOf(const Node* n) const
     for (; n; n = n->parent) {
         if (n->kind == NodeKind::RankFile && !n->file.empty())
             return QFileInfo(QString::fromStdString(n->file)).absoluteFilePath();
-        if (n->kind == NodeKind::Tag && n->tag >= 0 && size_t(n->tag) < s->tags.size())
-            return QFileInfo(QString::fromStdString(s->tags[size_t(n->tag)].dir)).absoluteFilePath();
+        if (n->kind == NodeKind::Tag && n->tag >= 0 && size_t(n->tag) < s->tags().size())
+            return QFileInfo(QString::fromStdString(s->tags()[size_t(n->tag)].dir)).absoluteFilePath();
         if (!n->parent) return QString::fromStdString(s->path);
     }
     return {};
@@ -658,9 +659,7 @@ void MainWindow::updateSlimAction()
 SlimDialog* MainWindow::openSlimDialog(const QString& path)
 {
     // The files the window parsed are not parsed again (a slim of what is open).
-    const Snapshot* s = m_model->snapshot();
-    auto* d =
-        new SlimDialog(path, this, s ? std::shared_ptr<const layout::FileSet>(s->opened->files) : nullptr);
+    auto* d = new SlimDialog(path, this, &m_workspace);
     d->setAttribute(Qt::WA_DeleteOnClose);
     connect(d, &SlimDialog::openRequested, this,
             [this, input = d->input()](const QString& out) { openSlimResult(input, out); });
@@ -744,9 +743,8 @@ QStringList MainWindow::selectedTagPaths() const
 
 CompareWindow* MainWindow::openCompare(const QString& a, const QString& b)
 {
-    auto* w = new CompareWindow(this);
-    if (const Snapshot* s = m_model->snapshot()) w->setOpened(s->opened); // its tags: parsed already
-    w->setWindowFlag(Qt::Window); // its own top-level window, closed with this one
+    auto* w = new CompareWindow(this, &m_workspace); // the open checkpoint's tags: parsed already
+    w->setWindowFlag(Qt::Window);                    // its own top-level window, closed with this one
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->show();
     w->start(a, b);
@@ -758,15 +756,15 @@ void MainWindow::askCompare()
     // Prefilled with the selected tags, else the open checkpoint's last two tags.
     QStringList sides = selectedTagPaths();
     const Snapshot* s = m_model->snapshot();
-    if (sides.isEmpty() && s && s->tags.size() >= 2)
-        sides = {QString::fromStdString(s->tags[s->tags.size() - 2].dir),
-                 QString::fromStdString(s->tags.back().dir)};
+    if (sides.isEmpty() && s && s->tags().size() >= 2)
+        sides = {QString::fromStdString(s->tags()[s->tags().size() - 2].dir),
+                 QString::fromStdString(s->tags().back().dir)};
     else if (sides.isEmpty() && s)
         sides = {QString::fromStdString(s->path), QString()};
     QString a = sides.value(0), b = sides.value(1);
     // Each side's tag and the moments go through as one request; the open checkpoint's tags are
     // read from it.
-    CompareWindow::ask(this, a, b, s ? s->opened : nullptr);
+    CompareWindow::ask(this, a, b, &m_workspace);
 }
 
 void MainWindow::exportTensors(const QString& treePath, const QString& out, bool withMoments)
@@ -781,7 +779,7 @@ void MainWindow::exportTensors(const QString& treePath, const QString& out, bool
             if (m.name.rfind(n->name + "/", 0) == 0) what.params.push_back(m);
     if (withMoments) what.exportDtype.reset(); // as stored, the master and its moments alike
     statusBar()->showMessage(tr("Writing %1...").arg(out));
-    m_jobs.run(
+    m_workspace.jobs().run(
         QStringLiteral("tensors"),
         [opened = s->opened, what, o = out.toStdString()](const ops::ProgressSink& progress,
                                                           const ops::CancelToken& cancel) {
@@ -836,8 +834,8 @@ const layout::Tag* MainWindow::universalTag() const
     const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
     while (n && n->kind != NodeKind::Tag)
         n = n->parent;
-    if (!snap || !n || n->tag < 0 || size_t(n->tag) >= snap->tags.size()) return nullptr;
-    const layout::Tag& t = snap->tags[size_t(n->tag)];
+    if (!snap || !n || n->tag < 0 || size_t(n->tag) >= snap->tags().size()) return nullptr;
+    const layout::Tag& t = snap->tags()[size_t(n->tag)];
     return t.convertsToUniversal ? &t : nullptr;
 }
 
@@ -846,7 +844,7 @@ void MainWindow::convertToUniversal()
     const layout::Tag* t = universalTag();
     if (!t) return;
     // The tag folder itself: the dialog suggests <root>/<tag>_universal and latest_universal.
-    showConvertToUniversal(this, layout::tagOf(m_model->snapshot()->opened, t->name),
+    showConvertToUniversal(this, m_workspace, layout::tagOf(m_model->snapshot()->opened, t->name),
                            [this](const QString& out) { open(out); });
 }
 

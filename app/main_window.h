@@ -6,6 +6,7 @@
 
 #include "job_manager.h"
 #include "snapshot.h"
+#include "workspace.h"
 
 #include <QMainWindow>
 #include <memory>
@@ -44,6 +45,8 @@ public:
     bool loading() const;
     bool select(const QString& treePath); // "global_step4/parameters/embed.weight"
     TreeModel* model() const { return m_model; }
+    // What is open, the window's one JobManager, and what is computed once per opened checkpoint.
+    Workspace& workspace() { return m_workspace; }
     FilterProxy* proxy() const { return m_proxy; }
     QTreeView* tree() const { return m_tree; }
     DetailsPane* details() const { return m_details; }
@@ -144,7 +147,10 @@ private:
     QString m_pending;
     bool m_openCancelled = false; // Cancel was pressed while m_pending was opening
     QString m_lastError;
-    JobManager m_jobs; // destroyed first: an opening still running stops and is waited for
+    // What is open, the one JobManager of the window (its opening, its tensor exports, and the
+    // lanes of every view and dialog) and what is computed once per tag. Destroyed first: every
+    // job still running stops and is waited for before any widget goes.
+    Workspace m_workspace;
 };
 
 } // namespace ckpt::app

@@ -13,8 +13,8 @@
 namespace ckpt::app {
 
 OperationPanel::OperationPanel(const QString& startText, const QString& resultText,
-                               const QString& failureTitle, QWidget* parent)
-    : QWidget(parent), m_failureTitle(failureTitle)
+                               const QString& failureTitle, JobManager* jobs, QWidget* parent)
+    : QWidget(parent), m_failureTitle(failureTitle), m_jobs(jobs)
 {
     m_progress = new QProgressBar(this);
     m_progress->setRange(0, 1000);

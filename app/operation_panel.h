@@ -18,6 +18,8 @@ class QPushButton;
 
 namespace ckpt::app {
 
+class Workspace;
+
 // What every operation dialog keeps of its last run; each adds its result's summary.
 struct OperationOutcome
 {
@@ -31,9 +33,10 @@ class OperationPanel : public QWidget
     Q_OBJECT
 public:
     // `startText`: "Export", "Convert", ...; `resultText`: the button offered after a success
-    // ("Open folder"); `failureTitle`: the title of the box that reports a failure.
+    // ("Open folder"); `failureTitle`: the title of the box that reports a failure. `jobs`: the
+    // window's JobManager (null: a dialog shown alone runs its jobs on a manager of its own).
     OperationPanel(const QString& startText, const QString& resultText, const QString& failureTitle,
-                   QWidget* parent);
+                   JobManager* jobs, QWidget* parent);
 
     // Runs work(progress, cancel) on a worker. Progress and notes are shown here; when it ends
     // the panel shows a cancel or a failure (a message box naming the file, while visible), then
@@ -68,7 +71,7 @@ public:
     void addNote(const QString& note);
     qint64 elapsedMs() const { return m_clock.elapsed(); }
     // Other jobs of the dialog (Slim's prediction) run here too, and stop with the dialog.
-    JobManager& jobs() { return m_jobs; }
+    JobLane& jobs() { return m_jobs; }
     QPushButton* startButton() const { return m_start; }
     QPushButton* resultButton() const { return m_result; }
 
@@ -92,7 +95,7 @@ private:
     QPushButton* m_start;
     QStringList m_notes;
     QElapsedTimer m_clock;
-    JobManager m_jobs; // last: its destructor cancels the job and waits for it
+    JobLane m_jobs; // last: its destructor cancels the job and waits for it
 };
 
 } // namespace ckpt::app

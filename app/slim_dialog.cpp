@@ -1,5 +1,7 @@
 #include "slim_dialog.h"
 
+#include "workspace.h"
+
 #include "io/output.h"
 #include "ops/slim.h"
 #include "replace_prompt.h"
@@ -71,9 +73,9 @@ QString saving(quint64 before, quint64 after)
 
 } // namespace
 
-SlimDialog::SlimDialog(const QString& input, QWidget* parent, std::shared_ptr<const layout::FileSet> files)
-    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()), m_files(std::move(files)),
-      m_folder(QFileInfo(input).isDir())
+SlimDialog::SlimDialog(const QString& input, QWidget* parent, Workspace* workspace)
+    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()),
+      m_files(workspace ? workspace->files() : nullptr), m_folder(QFileInfo(input).isDir())
 {
     setWindowTitle(tr("Slim %1").arg(QFileInfo(m_input).fileName()));
     auto* intro = new QLabel(
@@ -109,7 +111,8 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent, std::shared_ptr<co
     m_table->horizontalHeader()->setSectionResizeMode(FileColumn, QHeaderView::Stretch);
     for (int c = ActionColumn; c < ColumnCount; ++c)
         m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-    m_panel = new OperationPanel(tr("Slim"), tr("Open in window"), tr("Slim failed"), this);
+    m_panel = new OperationPanel(tr("Slim"), tr("Open in window"), tr("Slim failed"),
+                                 workspace ? &workspace->jobs() : nullptr, this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(intro);
     layout->addLayout(form);

@@ -36,9 +36,9 @@ class SlimDialog : public QDialog
 {
     Q_OBJECT
 public:
-    // `files`: the window's opened checkpoint's parsed files: those it holds are not parsed again.
-    explicit SlimDialog(const QString& input, QWidget* parent = nullptr,
-                        std::shared_ptr<const layout::FileSet> files = nullptr);
+    // `workspace`: the window's: the files its opened checkpoint holds are not parsed again, and
+    // the jobs run on its manager (null: a dialog of its own).
+    explicit SlimDialog(const QString& input, QWidget* parent = nullptr, Workspace* workspace = nullptr);
 
     // A free name beside the input: NAME.slim.pt for a file, NAME-slim for a folder.
     static QString defaultOutput(const QString& input);

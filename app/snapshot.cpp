@@ -135,9 +135,9 @@ void addOtherTensors(Node* tagNode, const layout::Tag& t, int tag)
 
 const layout::Parameter* heldParameter(const Snapshot& s, const Node& n)
 {
-    if (n.kind != NodeKind::Parameter || n.tag < 0 || size_t(n.tag) >= s.tags.size() || n.param < 0)
+    if (n.kind != NodeKind::Parameter || n.tag < 0 || size_t(n.tag) >= s.tags().size() || n.param < 0)
         return nullptr;
-    const layout::Tag& t = s.tags[size_t(n.tag)];
+    const layout::Tag& t = s.tags()[size_t(n.tag)];
     const std::vector<layout::Parameter>* list = n.held == Node::Held::Parameter ? &t.params
                                                  : n.held == Node::Held::Other   ? &t.otherTensors
                                                  : size_t(n.tag) < s.moments.size()
@@ -148,7 +148,7 @@ const layout::Parameter* heldParameter(const Snapshot& s, const Node& n)
 
 layout::Tag oneParameterTag(const Snapshot& s, const Node& n)
 {
-    const layout::Tag& t = s.tags.at(size_t(n.tag));
+    const layout::Tag& t = s.tags().at(size_t(n.tag));
     layout::Tag one;
     one.name = t.name;
     one.dir = t.dir;
@@ -234,7 +234,6 @@ void addRankFiles(Node* tagNode, const layout::Tag& t, const layout::FileSet& pa
 void addTag(Snapshot& s, size_t ti, TreeProgress& progress)
 {
     const layout::Tag& t = s.opened->model.tags[ti];
-    s.tags.push_back(t);
     s.layouts.push_back(std::make_shared<const ShardingLayout>(shardingLayout(t)));
     for (const auto& w : t.warnings) // an unreadable tag is in the checkpoint's warnings already
         if (t.unreadable.empty()) s.warnings.push_back(t.name + ": " + w);
@@ -257,7 +256,6 @@ void addTag(Snapshot& s, size_t ti, TreeProgress& progress)
 void addSingleFile(Snapshot& s)
 {
     const layout::Tag& t = s.opened->model.tags.front();
-    s.tags.push_back(t);
     const ops::FileListing listing = ops::listFile(*s.opened->files->get(t.files.front().path));
     s.warnings.insert(s.warnings.end(), listing.warnings.begin(), listing.warnings.end());
     s.root->kindText = listing.format + " file";

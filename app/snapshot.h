@@ -53,7 +53,8 @@ struct Snapshot
 {
     std::string path;
     std::string family; // "deepspeed", "file", "hf", ...: the recognizer's id
-    std::vector<layout::Tag> tags;
+    // The opened checkpoint's tags, which Node::tag indexes (a single file's one tag).
+    const std::vector<layout::Tag>& tags() const { return opened->model.tags; }
     // Each tag's sharding map, laid out on the loading worker (at 64 ranks x 10,000 parameters
     // it took 43 ms of the GUI thread when a tag was selected); may be shorter than `tags`.
     std::vector<std::shared_ptr<const layout::ShardingLayout>> layouts;

@@ -16,10 +16,6 @@
 namespace ckpt::app {
 
 namespace {
-const QString kRoles = QStringLiteral("roles");
-} // namespace
-
-namespace {
 
 QString esc(const std::string& s)
 {
@@ -70,7 +66,7 @@ ParameterCounts countParameters(const layout::Tag& tag)
     return c;
 }
 
-TagOverview::TagOverview(QWidget* parent) : QWidget(parent)
+TagOverview::TagOverview(Workspace& workspace, QWidget* parent) : QWidget(parent), m_workspace(workspace)
 {
     auto* l = new QVBoxLayout(this);
     l->setContentsMargins(0, 0, 0, 0);
@@ -88,16 +84,10 @@ TagOverview::TagOverview(QWidget* parent) : QWidget(parent)
 
 TagOverview::~TagOverview() = default;
 
-void TagOverview::setFiles(std::shared_ptr<const layout::FileSet> files)
-{
-    if (files != m_files) m_rolesOf.clear(); // another checkpoint: what was read was of the last
-    m_files = std::move(files);
-}
-
 void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others,
                          std::shared_ptr<const ShardingLayout> layout)
 {
-    const bool same = tag.dir == m_tag.dir && m_roles;
+    const bool same = tag.dir == m_tag.dir && m_roles && m_roles->dir == tag.dir;
     // What the text shows, without the parameters: copying a tag of 64 ranks x 10,000
     // parameters (676,000 rank slices) on the GUI thread was most of a half-second stall.
     auto header = [](const layout::Tag& t) {
@@ -122,28 +112,27 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
 
 void TagOverview::readRoles(const std::string& dir)
 {
+    if (m_roles) m_workspace.stopWaiting(m_roles->dir, this); // an earlier tag's, still reading
     m_roles.reset();
-    if (const auto known = m_rolesOf.find(dir); known != m_rolesOf.end()) {
-        m_roles = known->second;
-        m_jobs.drop(kRoles);
+    if (const ops::FolderBloat* known = m_workspace.analysis(dir)) {
+        m_roles = RoleBytesResult{dir, *known, {}, true};
         QMetaObject::invokeMethod(this, &TagOverview::rolesReady, Qt::QueuedConnection);
         return;
     }
-    // Reading every pickle of the tag's files (or their parsed forms): never on the GUI thread.
-    // A tag chosen meanwhile replaces the job: this one's result is dropped.
-    m_jobs.run(
-        kRoles,
-        [dir, files = m_files](const ops::ProgressSink&, const ops::CancelToken& cancel) {
-            return ops::analyzeFolderBloat(dir, {}, cancel, files.get());
-        },
-        [this, dir](const JobResult<ops::FolderBloat>& r) {
-            if (r.cancelled || dir != m_tag.dir) return; // an earlier tag's
-            RoleBytesResult roles{dir, r.value.value_or(ops::FolderBloat{}), r.error};
-            if (r.ok()) m_rolesOf[dir] = roles;
-            m_roles = std::move(roles);
-            render();
-            emit rolesReady();
-        });
+    // The workspace reads it once for every view that asks (the Bloat view of this tag too).
+    m_roles = RoleBytesResult{dir, {}, {}, false};
+    m_workspace.analyse(dir, this, [this, dir](const JobResult<ops::FolderBloat>& r) {
+        if (!m_roles || m_roles->dir != dir) return; // another tag is shown now
+        if (r.cancelled) return m_roles.reset();     // stopped in the Bloat view: asked again when shown
+        m_roles = RoleBytesResult{dir, r.value.value_or(ops::FolderBloat{}), r.error, true};
+        render();
+        emit rolesReady();
+    });
+}
+
+bool TagOverview::busy() const
+{
+    return m_roles && !m_roles->done && m_workspace.analysing(m_roles->dir);
 }
 
 QString TagOverview::text() const
@@ -188,7 +177,7 @@ void TagOverview::render()
     html += row(tr("Buffers"), tr("%1 tensors, %2 elements").arg(count(c.buffers), count(c.bufferElements)));
     html += row(tr("Tied"), tr("%n alias(es)", nullptr, int(c.tied)));
     html += QStringLiteral("</table><h4>%1</h4><table>").arg(tr("Bytes on disk by role"));
-    if (!m_roles) {
+    if (!m_roles || !m_roles->done) {
         html += row(tr("Reading the files..."), QString());
     } else if (!m_roles->error.isEmpty()) {
         html += row(tr("Cannot read"), m_roles->error.toHtmlEscaped());

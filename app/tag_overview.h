@@ -1,14 +1,13 @@
 // What a tag holds at a glance, shown when a checkpoint or tag is selected: ZeRO stage, world
 // sizes, dtype, DeepSpeed version, step and samples, parameter counts (trainable, frozen,
-// buffers, tied), bytes on disk by role (on a worker: ops::analyzeFolderBloat reads every
-// pickle) and per rank file, and the sharding map.
+// buffers, tied), bytes on disk by role (the workspace's analysis of the tag's folder, read once
+// for the overview and the Bloat view alike) and per rank file, and the sharding map.
 #pragma once
 
-#include "job_manager.h"
 #include "layout/checkpoint.h"
-#include "layout/file_set.h"
 #include "layout/sharding.h"
 #include "ops/bloat.h"
+#include "workspace.h"
 
 #include <QWidget>
 #include <map>
@@ -20,12 +19,14 @@ namespace ckpt::app {
 
 class ShardingMap;
 
-// A tag's bytes by role, read once per tag (from the opened checkpoint's parsed files).
+// A tag's bytes by role, read once per tag by the workspace (from the opened checkpoint's parsed
+// files).
 struct RoleBytesResult
 {
     std::string dir;
     ops::FolderBloat bloat;
     QString error;
+    bool done = false; // false while the workspace reads them
 };
 
 // The summary's parameter counts, kept apart so tests can check them against the layout.
@@ -42,18 +43,15 @@ class TagOverview : public QWidget
 {
     Q_OBJECT
 public:
-    explicit TagOverview(QWidget* parent = nullptr);
+    explicit TagOverview(Workspace& workspace, QWidget* parent = nullptr);
     ~TagOverview() override;
     // `others`: every tag of the checkpoint, listed when the checkpoint itself is selected.
     // `layout`: the tag's map laid out beforehand (on a worker); null: laid out here.
     void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {},
                 std::shared_ptr<const layout::ShardingLayout> layout = {});
-    // The opened checkpoint's parsed files: the bytes by role are read from them, nothing parsed
-    // again (null: the tag's files are parsed for it).
-    void setFiles(std::shared_ptr<const layout::FileSet> files);
     ShardingMap* map() const { return m_map; }
     QString text() const; // the summary as plain text (tests)
-    bool busy() const { return !m_jobs.idle(); }
+    bool busy() const;    // the bytes by role are being read
 
 signals:
     void parameterClicked(const QString& tag, const QString& name);
@@ -69,9 +67,7 @@ private:
     std::optional<RoleBytesResult> m_roles;
     QTextBrowser* m_text;
     ShardingMap* m_map;
-    std::shared_ptr<const layout::FileSet> m_files;
-    std::map<std::string, RoleBytesResult> m_rolesOf; // by tag folder: each tag read once
-    JobManager m_jobs;                                // last: stops and waits for the reading
+    Workspace& m_workspace; // reads the bytes by role, once per tag for every view
 };
 
 } // namespace ckpt::app

@@ -1,5 +1,7 @@
 #include "universal_dialog.h"
 
+#include "workspace.h"
+
 #include "io/output.h"
 #include "ops/inspect.h"
 #include "ops/universal.h"
@@ -27,7 +29,8 @@ QString bytesText(uint64_t n)
 
 } // namespace
 
-UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent)
+UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent,
+                                 Workspace* workspace)
     : QDialog(parent), m_tag(tag)
 {
     // The tag folder is what is converted (as ds_to_universal's --input_folder): the Universal
@@ -65,7 +68,8 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
                                "\"checkpoint\": {\"load_universal\": true} and load_checkpoint(its parent)."),
                             this);
     hint->setWordWrap(true);
-    m_panel = new OperationPanel(tr("Convert"), tr("Open result"), tr("Conversion failed"), this);
+    m_panel = new OperationPanel(tr("Convert"), tr("Open result"), tr("Conversion failed"),
+                                 workspace ? &workspace->jobs() : nullptr, this);
     m_panel->resultButton()->setObjectName(QStringLiteral("openResult"));
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
@@ -198,16 +202,16 @@ void UniversalDialog::onFinished(const JobResult<ops::UniversalResult>& r)
     emit finished(m_outcome.ok);
 }
 
-UniversalDialog::UniversalDialog(const layout::OpenedTag& in, QWidget* parent)
-    : UniversalDialog(QString::fromStdString(in->dir), QString::fromStdString(in->name), parent)
+UniversalDialog::UniversalDialog(const layout::OpenedTag& in, Workspace& workspace, QWidget* parent)
+    : UniversalDialog(QString::fromStdString(in->dir), QString::fromStdString(in->name), parent, &workspace)
 {
     m_in = in;
 }
 
-void showConvertToUniversal(QWidget* parent, const layout::OpenedTag& in,
+void showConvertToUniversal(QWidget* parent, Workspace& workspace, const layout::OpenedTag& in,
                             std::function<void(const QString&)> openResult)
 {
-    auto* dialog = new UniversalDialog(in, parent);
+    auto* dialog = new UniversalDialog(in, workspace, parent);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->setOpenResult(std::move(openResult));
     dialog->open();

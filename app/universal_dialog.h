@@ -35,9 +35,11 @@ class UniversalDialog : public QDialog
     Q_OBJECT
 public:
     // `checkpoint` a checkpoint folder holding `tag`, or the tag folder itself.
-    UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent = nullptr);
+    // `workspace`: the window's, whose manager runs the job (null: a dialog of its own).
+    UniversalDialog(const QString& checkpoint, const QString& tag, QWidget* parent = nullptr,
+                    Workspace* workspace = nullptr);
     // A tag of the checkpoint the window holds: converted without parsing its files again.
-    explicit UniversalDialog(const layout::OpenedTag& in, QWidget* parent = nullptr);
+    UniversalDialog(const layout::OpenedTag& in, Workspace& workspace, QWidget* parent = nullptr);
 
     // What "Open result" does with the Universal folder (the window opens it as a checkpoint).
     void setOpenResult(std::function<void(const QString&)> open);
@@ -76,7 +78,7 @@ private:
 
 // The window's entry point: opens the dialog for a tag of the checkpoint the window holds
 // (deleted when closed); "Open result" calls `openResult` with the Universal folder.
-void showConvertToUniversal(QWidget* parent, const layout::OpenedTag& in,
+void showConvertToUniversal(QWidget* parent, Workspace& workspace, const layout::OpenedTag& in,
                             std::function<void(const QString&)> openResult);
 
 } // namespace ckpt::app

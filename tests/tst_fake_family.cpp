@@ -15,6 +15,7 @@
 #include "sharding_map.h"
 #include "snapshot.h"
 #include "tag_overview.h"
+#include "workspace.h"
 
 #include <QApplication>
 #include <QRegularExpression>
@@ -225,11 +226,12 @@ private slots:
                                          [](const auto& c) { return c->name == "parameters"; });
         QVERIFY(params != tag->children.end());
         QCOMPARE((*params)->children.size(), size_t(2));
-        app::TagOverview o;
-        o.setTag(s->tags[1]);
+        app::Workspace workspace;
+        app::TagOverview o(workspace);
+        o.setTag(s->tags()[1]);
         QVERIFY2(o.text().contains(QRegularExpression(QStringLiteral("Fake format\\s+1"))),
                  qPrintable(o.text()));
-        const layout::ShardingLayout l = layout::shardingLayout(s->tags[1]);
+        const layout::ShardingLayout l = layout::shardingLayout(s->tags()[1]);
         QCOMPARE(l.mode, layout::ShardingLayout::Mode::Grid);
         QCOMPARE(l.ranks, kRanks);
         QCOMPARE(l.gridParams.size(), size_t(2));

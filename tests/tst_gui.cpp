@@ -21,6 +21,7 @@
 #include "tree_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <QAbstractItemModelTester>
@@ -892,6 +893,53 @@ private slots:
         QVERIFY(jobs.idle());
         settleWorkers();
         QCOMPARE(results.size(), 2);
+    }
+
+    // Lanes on one manager: two views' channels of the same name do not replace each other's
+    // job, the manager sees both, and a lane that goes drops its jobs and waits for its worker
+    // (which may use what the lane's owner holds) before its owner is gone.
+    void lanesShareOneManager()
+    {
+        app::JobManager jobs;
+        std::atomic<int> running{0};
+        QStringList results;
+        auto job = [&running](int value, int ms) {
+            return [&running, value, ms](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+                ++running;
+                for (int i = 0; i < ms; ++i) {
+                    if (cancel.cancelled()) break; // finishes anyway: the lane must wait for it
+                    QThread::msleep(1);
+                }
+                --running;
+                return value;
+            };
+        };
+        auto record = [&results](const app::JobResult<int>& r) {
+            results << (r.ok() ? QString::number(*r.value) : QStringLiteral("cancelled"));
+        };
+        app::JobLane a(&jobs), b(&jobs);
+        a.run(QStringLiteral("stats"), job(1, 50), record);
+        b.run(QStringLiteral("stats"), job(2, 50), record);
+        QVERIFY(a.running(QStringLiteral("stats")) && b.running(QStringLiteral("stats")));
+        QCOMPARE(jobs.channels().size(), 2);
+        QTRY_VERIFY_WITH_TIMEOUT(a.idle() && b.idle(), 30000);
+        results.sort();
+        QCOMPARE(results, (QStringList{QStringLiteral("1"), QStringLiteral("2")}));
+        results.clear();
+        {
+            app::JobLane gone(&jobs);
+            gone.run(QStringLiteral("stats"), job(3, 5000), record);
+            QTRY_VERIFY_WITH_TIMEOUT(running.load() == 1, 30000);
+        } // the lane's owner goes: its worker is stopped and waited for here
+        QCOMPARE(running.load(), 0);
+        QVERIFY(jobs.idle());
+        settleWorkers();
+        QVERIFY(results.isEmpty()); // and nothing of it is delivered afterwards
+        // A lane made without a manager runs on one of its own.
+        app::JobLane alone(nullptr);
+        alone.run(QStringLiteral("stats"), job(4, 1), record);
+        QTRY_VERIFY_WITH_TIMEOUT(alone.idle(), 30000);
+        QCOMPARE(results, QStringList{QStringLiteral("4")});
     }
 
     // The labels the window makes from the model's words (family names, tag and file kinds,

@@ -16,6 +16,7 @@
 #include "testutil.h"
 #include "torch/torch_file.h"
 #include "tree_model.h"
+#include "workspace.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -119,7 +120,8 @@ private slots:
         QCOMPARE(model.indexOfTensor(QStringLiteral("y")).parent(), model.index(0, 0));
         model.setRows({});
         // and the view's own model while the view fills it from a real file
-        app::BloatView v;
+        app::Workspace workspace;
+        app::BloatView v(workspace);
         QAbstractItemModelTester t2(v.storageModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         QSignalSpy shown(&v, &app::BloatView::storagesShown);
         v.setTarget(data(k3303));
@@ -144,7 +146,8 @@ private slots:
     void barsMatchTheAnalysis()
     {
         QFETCH(QString, path);
-        app::BloatView v;
+        app::Workspace workspace;
+        app::BloatView v(workspace);
         v.resize(1200, 400);
         QSignalSpy analysed(&v, &app::BloatView::analysed);
         StallMeter stall;
@@ -195,7 +198,8 @@ private slots:
     void deepSpeedRolesAreThere()
     {
         // A DeepSpeed tag: weights, fp32 masters and both Adam moments, each a part of the bar.
-        app::BloatView v;
+        app::Workspace workspace;
+        app::BloatView v(workspace);
         QSignalSpy analysed(&v, &app::BloatView::analysed);
         v.setTarget(data("deepspeed/zero2_bf16_w2/global_step4"));
         QVERIFY(analysed.wait(60000));
@@ -222,7 +226,8 @@ private slots:
     {
         QFETCH(QString, path);
         QFETCH(int, bar);
-        app::BloatView v;
+        app::Workspace workspace;
+        app::BloatView v(workspace);
         QSignalSpy shown(&v, &app::BloatView::storagesShown);
         v.setTarget(path);
         QVERIFY(shown.wait(60000));

@@ -4,6 +4,7 @@
 // and its bytes by role against ops::analyzeFolderBloat, a click in the map selecting the
 // parameter in the tree, the tree's Value column, and the map's paint time for 64 ranks x 10,000 parameters
 // (printed, for the record; the assertion is only that level of detail bounds the work).
+#include "bloat_view.h"
 #include "details_pane.h"
 #include "layout/family.h"
 #include "main_window.h"
@@ -13,6 +14,7 @@
 #include "tag_overview.h"
 #include "testutil.h"
 #include "tree_model.h"
+#include "workspace.h"
 
 #include <QApplication>
 #include <QSet>
@@ -129,8 +131,8 @@ private slots:
     {
         QFETCH(QString, fixture);
         const auto s = app::loadSnapshot(testutil::dataDir() + "/deepspeed/" + fixture.toStdString());
-        QVERIFY(!s->tags.empty());
-        for (const auto& tag : s->tags) {
+        QVERIFY(!s->tags().empty());
+        for (const auto& tag : s->tags()) {
             const app::ShardingLayout l = app::shardingLayout(tag);
             QCOMPARE(l.ranks, tag.worldSize);
             QCOMPARE(l.mode,
@@ -247,8 +249,9 @@ private slots:
     {
         const std::string dir = testutil::dataDir() + "/deepspeed/zero2_bf16_w2";
         const auto s = app::loadSnapshot(dir);
-        const layout::Tag& tag = s->tags.back();
-        app::TagOverview o;
+        const layout::Tag& tag = s->tags().back();
+        app::Workspace workspace;
+        app::TagOverview o(workspace);
         QSignalSpy ready(&o, &app::TagOverview::rolesReady);
         o.setTag(tag);
         QVERIFY(ready.wait(60000));
@@ -265,6 +268,48 @@ private slots:
         QVERIFY(!tag.facts.empty());
         for (const auto& f : tag.facts)
             QVERIFY2(text.contains(QString::fromStdString(f.value)), qPrintable(text));
+    }
+
+    // The window's workspace reads a tag's bytes by role once: the overview asks for them, and the
+    // Bloat view of the same tag then shows that analysis without running one of its own. Every
+    // job of the window (the opening, the overview's, the Bloat view's, the statistics) runs on
+    // the workspace's one manager.
+    void overviewAndBloatViewShareOneAnalysis()
+    {
+        app::MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero2_bf16_w2"));
+        QVERIFY(loaded.wait(60000));
+        app::Workspace& ws = w.workspace();
+        QVERIFY(ws.snapshot() && ws.snapshot().get() == w.model()->snapshot());
+        QSignalSpy roles(w.details()->overview(), &app::TagOverview::rolesReady);
+        QVERIFY(w.select(QStringLiteral("global_step4")));
+        const std::string dir = ws.snapshot()->tags().back().dir;
+        QVERIFY(roles.wait(60000));
+        const ops::FolderBloat* known = ws.analysis(dir);
+        QVERIFY(known);
+        QVERIFY(!ws.analysing(dir));
+        QSignalSpy analysed(w.bloatView(), &app::BloatView::analysed);
+        w.showBloat(QString::fromStdString(dir));
+        QVERIFY(!ws.analysing(dir)); // read already: no job for it
+        QVERIFY(ws.jobs().idle());
+        QVERIFY(analysed.wait(10000));
+        QCOMPARE(analysed.last().first().toBool(), true);
+        QCOMPARE(w.bloatView()->result().fileBytes, known->fileBytes);
+        QCOMPARE(w.bloatView()->result().roleBytes, known->roleBytes);
+        QCOMPARE(ws.analysis(dir), known); // still the one analysis
+        // The statistics of a parameter run on the same manager, under the details pane's lane.
+        QVERIFY(w.select(QStringLiteral("global_step4/parameters/embed.weight")));
+        w.details()->computeStatistics();
+        QVERIFY(!ws.jobs().idle());
+        QVERIFY(w.details()->computing());
+        QTRY_VERIFY_WITH_TIMEOUT(ws.jobs().idle(), 60000);
+        // Another checkpoint: what was computed for the last one is forgotten.
+        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero3_bf16_w2"));
+        QVERIFY(loaded.wait(60000));
+        QVERIFY(!ws.analysis(dir));
     }
 
     // A click on a segment selects its parameter in the tree.

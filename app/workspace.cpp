@@ -1,0 +1,110 @@
+#include "workspace.h"
+
+#include <filesystem>
+
+namespace ckpt::app {
+
+Workspace::Workspace(QObject* parent) : QObject(parent) {}
+
+Workspace::~Workspace() = default;
+
+std::shared_ptr<const layout::OpenedCheckpoint> Workspace::opened() const
+{
+    return m_snapshot ? m_snapshot->opened : nullptr;
+}
+
+std::shared_ptr<const layout::FileSet> Workspace::files() const
+{
+    return m_snapshot ? std::shared_ptr<const layout::FileSet>(m_snapshot->opened->files) : nullptr;
+}
+
+void Workspace::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
+{
+    for (const auto& [key, waiters] : m_waiting)
+        m_jobs.drop(channelOf(key)); // computed from the last checkpoint's files
+    m_waiting.clear();
+    m_analyses.clear();
+    m_snapshot = std::move(snapshot);
+    emit snapshotChanged();
+}
+
+QString Workspace::channelOf(const std::string& key)
+{
+    return QStringLiteral("analysis:") + QString::fromStdString(key);
+}
+
+std::string Workspace::keyOf(const std::string& path) const
+{
+    std::string key = std::filesystem::absolute(path).lexically_normal().string();
+    while (key.size() > 1 && key.back() == '/')
+        key.pop_back();
+    return key;
+}
+
+bool Workspace::insideOpened(const std::string& key) const
+{
+    if (!m_snapshot) return false;
+    const std::string root = keyOf(m_snapshot->path);
+    return key == root || (key.size() > root.size() && key.starts_with(root) && key[root.size()] == '/');
+}
+
+const ops::FolderBloat* Workspace::analysis(const std::string& path) const
+{
+    const auto it = m_analyses.find(keyOf(path));
+    return it == m_analyses.end() ? nullptr : &it->second;
+}
+
+bool Workspace::analysing(const std::string& path) const
+{
+    return m_jobs.running(channelOf(keyOf(path)));
+}
+
+void Workspace::analyse(const std::string& path, QObject* receiver, AnalysisDone done,
+                        JobManager::ProgressHandler progress)
+{
+    const std::string key = keyOf(path);
+    m_waiting[key].push_back({receiver, std::move(done), std::move(progress)});
+    if (m_jobs.running(channelOf(key))) return; // the one computing serves this receiver too
+    // Reading every pickle of the files (or their parsed forms): never on the GUI thread.
+    m_jobs.run(
+        channelOf(key),
+        [key, files = files()](const ops::ProgressSink& sink, const ops::CancelToken& cancel) {
+            return ops::analyzeFolderBloat(key, sink, cancel, files.get());
+        },
+        [this, key](const JobResult<ops::FolderBloat>& r) { analysed(key, r); },
+        [this, key](const JobProgress& p) {
+            const auto it = m_waiting.find(key);
+            if (it == m_waiting.end()) return;
+            for (const Waiter& w : std::vector<Waiter>(it->second)) // a handler may stop waiting
+                if (w.receiver && w.progress) w.progress(p);
+        });
+}
+
+void Workspace::analysed(const std::string& key, const JobResult<ops::FolderBloat>& r)
+{
+    if (r.ok() && insideOpened(key)) m_analyses[key] = *r.value;
+    const auto it = m_waiting.find(key);
+    if (it == m_waiting.end()) return;
+    const std::vector<Waiter> waiters = std::move(it->second);
+    m_waiting.erase(it); // a waiter may ask again from its handler
+    for (const Waiter& w : waiters)
+        if (w.receiver) w.done(r);
+}
+
+void Workspace::stopWaiting(const std::string& path, const QObject* receiver)
+{
+    const std::string key = keyOf(path);
+    const auto it = m_waiting.find(key);
+    if (it == m_waiting.end()) return;
+    std::erase_if(it->second, [receiver](const Waiter& w) { return !w.receiver || w.receiver == receiver; });
+    if (!it->second.empty()) return;
+    m_waiting.erase(it);
+    m_jobs.drop(channelOf(key)); // nobody reads it any more
+}
+
+void Workspace::cancelAnalysis(const std::string& path)
+{
+    m_jobs.cancel(channelOf(keyOf(path)));
+}
+
+} // namespace ckpt::app
