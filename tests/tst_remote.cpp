@@ -23,6 +23,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <arpa/inet.h>
 #include <csignal>
 #include <map>
@@ -76,6 +77,29 @@ void writeAll(const QString& path, const QByteArray& bytes)
     QDir().mkpath(QFileInfo(path).path());
     QFile f(path);
     if (f.open(QIODevice::WriteOnly)) f.write(bytes);
+}
+
+// A 64 MiB safetensors file: four float32 tensors of 4M elements, their bytes a pattern; what
+// inspecting a large file remotely may fetch is measured against it.
+void writeBigSafetensors(const QString& path)
+{
+    std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+    const uint64_t bytes = 16u << 20;
+    for (uint64_t i = 0; i < 4; ++i)
+        header += ",\"layer" + std::to_string(i) + ".weight\":{\"dtype\":\"F32\",\"shape\":[2048,2048]," +
+                  "\"data_offsets\":[" + std::to_string(i * bytes) + "," + std::to_string((i + 1) * bytes) +
+                  "]}";
+    header += "}";
+    while (header.size() % 8)
+        header += ' ';
+    QByteArray out(8, '\0');
+    const uint64_t n = header.size();
+    std::memcpy(out.data(), &n, 8);
+    out += QByteArray::fromStdString(header);
+    QByteArray data(qsizetype(4 * bytes), '\0');
+    for (qsizetype i = 0; i < data.size(); ++i)
+        data[i] = char((i * 7) & 0xff);
+    writeAll(path, out + data);
 }
 
 // The message of the Error that `f` throws, or "" when it throws none.
@@ -143,6 +167,15 @@ class TestRemote : public QObject
         return {"model.safetensors", "torch/dtypes.pt", "torch/nested.pt",
                 "torch/module.pt",   "random.bin",      "small.bin"};
     }
+    // A DeepSpeed ZeRO-2 checkpoint (two tags, `latest`), served as a folder.
+    QStringList deepSpeedFiles() const
+    {
+        QStringList out{"ds/latest"};
+        for (const char* tag : {"global_step2", "global_step4"})
+            for (const char* f : {"mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt"})
+                out << QString("ds/%1/%2").arg(tag, f);
+        return out;
+    }
     std::string http(const QString& rel, int port = 0) const
     {
         return QString("http://127.0.0.1:%1/%2").arg(port ? port : m_nginxPort).arg(rel).toStdString();
@@ -159,9 +192,21 @@ class TestRemote : public QObject
         QCOMPARE(r[0].status, 200L);
     }
 
+    // nginx logs a request after its last byte went out, so a client can have its answer
+    // before the line is written: wait until the log has stopped growing (at most 2 s).
+    void settleNginxLog() const
+    {
+        const QString log = m_tmp.filePath("nginx/access.log");
+        qint64 last = -1;
+        for (int i = 0; i < 40 && QFileInfo(log).size() != last; ++i) {
+            last = QFileInfo(log).size();
+            QThread::msleep(50);
+        }
+    }
     // Body bytes nginx sent for `rel`, from its access log: "status bytes "range" ... uri".
     uint64_t nginxBytes(const QString& rel, int* requests = nullptr) const
     {
+        settleNginxLog();
         uint64_t sum = 0;
         int n = 0;
         for (const QByteArray& line : readAll(m_tmp.filePath("nginx/access.log")).split('\n')) {
@@ -183,6 +228,7 @@ class TestRemote : public QObject
         return out;
     }
 
+    std::map<QString, uint64_t> fetchedPerObject(const QString& scheme, int* requests) const;
     void prepareFixtures();
     void startNginx();
     void startMoto();
@@ -194,6 +240,7 @@ class TestRemote : public QObject
 private slots:
     void initTestCase();
     void cleanupTestCase();
+    void init() { io::MappedFile::dropRemoteCache(); } // each test opens afresh
 
     // --- no network ---
     void urls();
@@ -227,6 +274,11 @@ private slots:
     void s3ProfileCredentials();
     void s3MissingKey();
     void s3ObjectReplacedMidRead();
+
+    // --- ckpt inspect on URLs ---
+    void inspectUrlMatchesLocal_data();
+    void inspectUrlMatchesLocal();
+    void inspectOfALargeFileFetchesItsHeaderOnly();
 };
 
 void TestRemote::prepareFixtures()
@@ -246,6 +298,11 @@ void TestRemote::prepareFixtures()
         c = char(gen.generate() & 0xff);
     writeAll(m_www + "/random.bin", random);
     writeAll(m_www + "/small.bin", random.left(1000));
+    for (const QString& f : deepSpeedFiles()) {
+        QDir().mkpath(QFileInfo(m_www + "/" + f).path());
+        QVERIFY(QFile::copy(data + "/deepspeed/zero2_fp32_w1/" + f.mid(3), m_www + "/" + f));
+    }
+    writeBigSafetensors(m_www + "/big.safetensors");
     for (const QString& f : servedFiles())
         QVERIFY2(QFile::exists(m_www + "/" + f), qPrintable(f));
 }
@@ -298,7 +355,7 @@ void TestRemote::startMoto()
     setup.start(m_venv + "/bin/python",
                 QStringList{kSource + "/tools/servers/moto_setup.py",
                             QString("http://127.0.0.1:%1").arg(m_motoPort), kBucket, m_www} +
-                    servedFiles());
+                    servedFiles() + deepSpeedFiles() + QStringList{"big.safetensors"});
     QVERIFY(setup.waitForFinished(120000));
     QVERIFY2(setup.exitCode() == 0, setup.readAllStandardError().constData());
     const QStringList keys = QString::fromUtf8(setup.readAllStandardOutput()).trimmed().split(' ');
@@ -576,6 +633,7 @@ void TestRemote::rangesAreCoalescedAndReadAhead()
     QCOMPARE(requests, 4);
 
     // A sequential reader in 64 KiB steps: readahead makes it far fewer requests than steps.
+    io::MappedFile::dropRemoteCache();
     clearNginxLog();
     const auto g = io::MappedFile::open(http("random.bin"));
     int steps = 0;
@@ -795,18 +853,23 @@ void TestRemote::s3BytesEqualLocal()
 void TestRemote::s3ListingPages()
 {
     if (!m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+    QFile::resize(m_tmp.filePath("s3proxy.log"), 0);
     const Url root = parseUrl(s3(""));
-    const auto all = Store::forUrl(root)->list(root, nullptr);
-    QCOMPARE(all.size(), size_t(servedFiles().size())); // pages of two: three pages
+    const auto all = Store::forUrl(root)->list(root, false, nullptr).objects;
+    QCOMPARE(all.size(), size_t(servedFiles().size() + deepSpeedFiles().size() + 1)); // pages of two
     const Url torchFolder = parseUrl(s3("torch/"));
-    const auto listed = Store::forUrl(torchFolder)->list(torchFolder, nullptr);
+    const auto listed = Store::forUrl(torchFolder)->list(torchFolder, false, nullptr).objects;
     QCOMPARE(listed.size(), size_t(3));
     for (const auto& o : listed)
         QCOMPARE(o.size, uint64_t(QFileInfo(m_www + "/" + QString::fromStdString(o.key)).size()));
+    // One level: the files at the top, and torch/ as a folder.
+    const ListPage top = Store::forUrl(root)->list(root, true, nullptr);
+    QCOMPARE(top.objects.size(), size_t(servedFiles().size() - 3 + 1));
+    QCOMPARE(top.prefixes, (std::vector<std::string>{"ds/", "torch/"}));
     int lists = 0;
-    for (const QByteArray& line : readAll(m_tmp.filePath("s3proxy.log")).split('\n'))
-        lists += line.contains("list-type=2") ? 1 : 0;
-    QCOMPARE(lists, 3 + 2);
+    for (const QJsonObject& o : proxyLog("s3proxy.log"))
+        lists += o["path"].toString().contains("list-type=2") ? 1 : 0;
+    QCOMPARE(lists, 6 + 2 + 3); // 12 objects; 3 objects; 4 objects and 2 folders: pages of two
 }
 
 void TestRemote::s3WrongCredentialsNameTheirSource()
@@ -835,6 +898,7 @@ void TestRemote::s3ProfileCredentials()
     qputenv("AWS_PROFILE", "moto");
     QString ok = errorOf([&] { io::MappedFile::open(s3("small.bin"))->ensure(0, 1000); });
     qputenv("AWS_PROFILE", "stale");
+    io::MappedFile::dropRemoteCache(); // or the open above answers without asking
     const QString stale = errorOf([&] { io::MappedFile::open(s3("small.bin")); });
     qunsetenv("AWS_PROFILE");
     qputenv("AWS_SHARED_CREDENTIALS_FILE", m_tmp.filePath("no-credentials").toUtf8());
@@ -876,6 +940,126 @@ void TestRemote::s3ObjectReplacedMidRead()
                ".upload_file(sys.argv[3], sys.argv[2], 'random.bin')",
                QString("http://127.0.0.1:%1").arg(m_motoPort), kBucket, m_www + "/random.bin"});
     QVERIFY(put.waitForFinished(60000));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ckpt inspect
+
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QByteArray out, err;
+};
+
+Run runCkpt(const QStringList& args)
+{
+    QProcess p;
+    p.start(CKPT_BINARY, args);
+    p.waitForFinished(300000);
+    return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+} // namespace
+
+void TestRemote::inspectUrlMatchesLocal_data()
+{
+    QTest::addColumn<QString>("scheme");
+    QTest::addColumn<QString>("rel");
+    QTest::newRow("http safetensors") << "http"
+                                      << "model.safetensors";
+    QTest::newRow("http torch") << "http"
+                                << "torch/nested.pt";
+    QTest::newRow("s3 safetensors") << "s3"
+                                    << "model.safetensors";
+    QTest::newRow("s3 torch") << "s3"
+                              << "torch/module.pt";
+    QTest::newRow("s3 DeepSpeed tag") << "s3"
+                                      << "ds/global_step2";
+    QTest::newRow("s3 DeepSpeed run") << "s3"
+                                      << "ds";
+}
+
+// Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
+// front of moto (listings, which carry a query, left out).
+std::map<QString, uint64_t> TestRemote::fetchedPerObject(const QString& scheme, int* requests) const
+{
+    std::map<QString, uint64_t> fetched;
+    *requests = 0;
+    if (scheme == "s3") {
+        for (const QJsonObject& o : proxyLog("s3proxy.log")) {
+            ++*requests;
+            const QString path = o["path"].toString();
+            if (!path.contains('?'))
+                fetched[path.mid(QString("/%1/").arg(kBucket).size())] += uint64_t(o["bytes"].toInt());
+        }
+        return fetched;
+    }
+    settleNginxLog();
+    for (const QByteArray& line : readAll(m_tmp.filePath("nginx/access.log")).split('\n')) {
+        const QList<QByteArray> parts = line.split(' ');
+        if (parts.size() < 5) continue;
+        ++*requests;
+        fetched[QString::fromUtf8(parts.last()).mid(1)] += parts[1].toULongLong();
+    }
+    return fetched;
+}
+
+// The same JSON, byte for byte, once the URL is written as the local path it mirrors; and no
+// byte fetched twice (the server's log, per object, against the object's size).
+void TestRemote::inspectUrlMatchesLocal()
+{
+    QFETCH(QString, scheme);
+    QFETCH(QString, rel);
+    if (scheme == "http") requireNginx();
+    if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+    const QString url = QString::fromStdString(scheme == "http" ? http(rel) : s3(rel));
+    const QString prefix = url.left(url.size() - rel.size());
+    QFile::resize(m_tmp.filePath("s3proxy.log"), 0);
+    clearNginxLog();
+    const Run remote = runCkpt({"inspect", "--json", url});
+    if (remote.exitCode != 0) qWarning().noquote() << remote.err; // whole: QVERIFY2 cuts it
+    QVERIFY2(remote.exitCode == 0, remote.err.constData());
+    const Run local = runCkpt({"inspect", "--json", m_www + "/" + rel});
+    QVERIFY2(local.exitCode == 0, local.err.constData());
+    QByteArray mirrored = remote.out;
+    mirrored.replace(prefix.toUtf8(), (m_www + "/").toUtf8());
+    QCOMPARE(QString::fromUtf8(mirrored), QString::fromUtf8(local.out));
+
+    int requests = 0;
+    uint64_t total = 0;
+    for (const auto& [path, bytes] : fetchedPerObject(scheme, &requests)) {
+        QVERIFY2(bytes <= uint64_t(QFileInfo(m_www + "/" + path).size()),
+                 qPrintable(path + " fetched twice"));
+        total += bytes;
+    }
+    QVERIFY(total > 0);
+    qInfo("%s: %d requests, %llu bytes fetched", qPrintable(url), requests,
+          static_cast<unsigned long long>(total));
+}
+
+void TestRemote::inspectOfALargeFileFetchesItsHeaderOnly()
+{
+    requireNginx();
+    const uint64_t size = uint64_t(QFileInfo(m_www + "/big.safetensors").size());
+    QVERIFY(size > (64u << 20));
+    for (const QString scheme : {"http", "s3"}) {
+        if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+        QFile::resize(m_tmp.filePath("s3proxy.log"), 0);
+        clearNginxLog();
+        const QString url =
+            QString::fromStdString(scheme == "http" ? http("big.safetensors") : s3("big.safetensors"));
+        const Run run = runCkpt({"inspect", "--json", url});
+        QVERIFY2(run.exitCode == 0, run.err.constData());
+        QVERIFY(run.out.contains("layer3.weight"));
+        int requests = 0;
+        const uint64_t bytes = fetchedPerObject(scheme, &requests)["big.safetensors"];
+        qInfo("inspect of a %llu-byte safetensors file over %s: %d request(s), %llu bytes (%.2f%%)",
+              static_cast<unsigned long long>(size), qPrintable(scheme), requests,
+              static_cast<unsigned long long>(bytes), 100.0 * double(bytes) / double(size));
+        QVERIFY(bytes > 0 && bytes * 100 < size); // well under 1%
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRemote)

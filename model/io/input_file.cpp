@@ -1,5 +1,8 @@
 #include "io/input_file.h"
 
+#include "io/mapped_file.h"
+#include "io/remote/url.h"
+
 #include "io/error.h"
 
 #include <cerrno>
@@ -69,8 +72,28 @@ int openRegularFile(const std::string& path)
     return fd;
 }
 
+namespace {
+
+// A small file at a URL: through the remote map, so a later parse of it fetches nothing again.
+std::string readRemote(const std::string& path, uint64_t maxBytes)
+{
+    const auto f = MappedFile::open(path);
+    const uint64_t n = std::min<uint64_t>(f->size(), maxBytes);
+    f->ensure(0, n);
+    return std::string(reinterpret_cast<const char*>(f->bytes().data()), n);
+}
+
+} // namespace
+
 std::string readSmallFile(const std::string& path, uint64_t maxBytes)
 {
+    if (remote::isRemote(path)) {
+        std::string text = readRemote(path, maxBytes + 1);
+        if (text.size() > maxBytes)
+            throw Error("is larger than the " + std::to_string(maxBytes) + " bytes such a file can have",
+                        path);
+        return text;
+    }
     const int fd = openRegularFile(path);
     std::string text;
     char buf[4096];
@@ -101,6 +124,7 @@ namespace ckpt::io {
 std::string readHead(const std::string& path, size_t maxBytes) noexcept
 {
     try {
+        if (remote::isRemote(path)) return readRemote(path, maxBytes);
         const int fd = openRegularFile(path);
         std::string head(maxBytes, '\0');
         size_t got = 0;

@@ -5,19 +5,101 @@
 #include "io/remote/url.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
+#include <map>
+#include <mutex>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace ckpt::io {
 
+namespace {
+
+// One remote object, one mapping, while anyone holds it (or it is among the last opened) and
+// for a minute: recognizing a family, listing its tags and parsing the files open the same URL
+// several times in one job, and each open must cost no request and no byte fetched again. Past
+// a minute, an open asks the server afresh (a new ETag pinned), so a long-lived window sees a
+// replaced object.
+using Clock = std::chrono::steady_clock;
+
+struct MappingCache
+{
+    // Enough for every rank file of a large tag that prefetch opened before the parse needs
+    // them; each holds its head and tail pages (at most 384 KiB) unless a reader keeps more.
+    static constexpr size_t kRecent = 256;
+    std::mutex m;
+    std::map<std::string, std::pair<Clock::time_point, std::weak_ptr<remote::RemoteMapping>>> live;
+    std::deque<std::shared_ptr<remote::RemoteMapping>> recent; // kept alive a while
+
+    std::shared_ptr<remote::RemoteMapping> find(const std::string& url)
+    {
+        const auto it = live.find(url);
+        if (it == live.end() || Clock::now() - it->second.first >= std::chrono::minutes(1)) return nullptr;
+        return it->second.second.lock();
+    }
+    void add(const std::string& url, const std::shared_ptr<remote::RemoteMapping>& p)
+    {
+        live[url] = {Clock::now(), p};
+        recent.push_back(p);
+        if (recent.size() > kRecent) recent.pop_front();
+        std::erase_if(live, [](const auto& kv) { return kv.second.second.expired(); });
+    }
+};
+
+MappingCache& cache()
+{
+    static MappingCache c;
+    return c;
+}
+
+std::shared_ptr<remote::RemoteMapping> sharedMapping(const std::string& url)
+{
+    MappingCache& c = cache();
+    std::lock_guard lock(c.m);
+    if (url.empty()) { // MappedFile::dropRemoteCache
+        c.live.clear();
+        c.recent.clear();
+        return nullptr;
+    }
+    if (auto p = c.find(url)) return p;
+    std::shared_ptr<remote::RemoteMapping> p = remote::RemoteMapping::open(url);
+    c.add(url, p);
+    return p;
+}
+
+} // namespace
+
+void MappedFile::prefetch(const std::vector<std::pair<std::string, uint64_t>>& files)
+{
+    MappingCache& c = cache();
+    std::vector<remote::OpenPlan> plans;
+    {
+        std::lock_guard lock(c.m);
+        for (const auto& [path, size] : files)
+            if (remote::isRemote(path) && !c.find(path)) plans.push_back({path, size});
+    }
+    if (plans.empty()) return;
+    auto opened = remote::RemoteMapping::openMany(plans);
+    std::lock_guard lock(c.m);
+    // Kept beside the recent ones for as long as the job that asked is likely to need them.
+    for (size_t i = 0; i < plans.size(); ++i)
+        if (opened[i]) c.add(plans[i].url, std::shared_ptr<remote::RemoteMapping>(std::move(opened[i])));
+}
+
+void MappedFile::dropRemoteCache()
+{
+    sharedMapping({});
+}
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path)
 {
     if (remote::isRemote(path)) {
         std::shared_ptr<MappedFile> f(new MappedFile);
-        f->m_remote = remote::RemoteMapping::open(path);
+        f->m_remote = sharedMapping(path);
         f->m_path = path;
         f->m_data = f->m_remote->data();
         f->m_size = f->m_remote->size();

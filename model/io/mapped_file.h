@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ckpt::io {
@@ -68,6 +69,13 @@ public:
         ensure(std::span<const FileRange>(&r, 1));
     }
     bool isRemote() const;
+    // Remote objects opened again within a minute share one mapping (no request, no byte
+    // fetched twice); this forgets them, so the next open asks the server afresh.
+    static void dropRemoteCache();
+    // A hint that these files (with their sizes, 0 when unknown) are about to be opened: remote
+    // ones not open yet are opened together, heads and zip tails in one wave of requests, so a
+    // tag of many rank files costs one round trip, not one per file. Local files: nothing.
+    static void prefetch(const std::vector<std::pair<std::string, uint64_t>>& files);
     // Zero for a local file.
     RemoteStats remoteStats() const;
 

@@ -3,11 +3,12 @@
 #include "compute_backend.h"
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
+#include "io/mapped_file.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,7 +19,6 @@
 
 namespace ckpt::layout {
 
-namespace fs = std::filesystem;
 using pickle::Kind;
 using pickle::Value;
 using torch::asInt;
@@ -80,38 +80,46 @@ RankFile classifyName(const std::string& name)
     return f;
 }
 
-RankFile classify(const fs::path& p)
+// Folders and files through io/location.h: a tag folder may be local or in an object store.
+RankFile classify(const std::string& dir, const io::FolderEntry& e)
 {
-    RankFile f = classifyName(p.filename().string());
-    f.path = p.string();
-    std::error_code ec;
-    f.size = fs::file_size(p, ec);
-    // A size of "error" would show as 16 EiB (or 0) and hide that the folder changed under us.
-    if (ec) throw Error("cannot read the file's size: " + ec.message(), f.path);
+    RankFile f = classifyName(e.name);
+    f.path = io::childPath(dir, e.name);
+    f.size = e.size;
     return f;
 }
 
-bool hasRankFiles(const fs::path& dir)
+// Never throws: a folder that cannot be listed has no rank files.
+std::vector<io::FolderEntry> entriesOf(const std::string& dir)
 {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
+    try {
+        return io::listFolder(dir);
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+bool hasRankFiles(const std::string& dir)
+{
+    for (const auto& e : entriesOf(dir)) {
+        const std::string& n = e.name;
+        if (!e.folder && n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
             (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos)) {
             // The name says where to look; the content decides: a torch.save zip or legacy pickle.
-            const std::string head = io::readHead(e.path().string(), 2);
+            const std::string head = io::readHead(io::childPath(dir, n), 2);
             if (head == "PK" || (head.size() == 2 && uint8_t(head[0]) == 0x80)) return true;
         }
     }
     return false;
 }
 
-std::string readLatest(const fs::path& root)
+std::string readLatest(const std::string& root)
 {
-    std::error_code ec;
-    if (!fs::exists(root / "latest", ec)) return {};
+    const std::string path = io::childPath(root, "latest");
+    // Anything there is read, so that a FIFO or device named `latest` is refused, not skipped.
+    if (io::pathKind(path) == io::PathKind::Missing) return {};
     // DeepSpeed writes the tag name and nothing else; anything longer is not a `latest` file.
-    std::string s = io::readSmallFile((root / "latest").string(), 4096);
+    std::string s = io::readSmallFile(path, 4096);
     while (!s.empty() && std::isspace(uint8_t(s.back())))
         s.pop_back();
     while (!s.empty() && std::isspace(uint8_t(s.front())))
@@ -187,7 +195,7 @@ std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name,
 
 RankFile classifyTagFile(const std::string& path)
 {
-    return classify(path);
+    return classify(io::parentPath(path), {io::fileName(path), false, io::fileSize(path)});
 }
 
 RankFile classifyTagFileName(const std::string& name)
@@ -197,13 +205,18 @@ RankFile classifyTagFileName(const std::string& name)
 
 bool looksLikeDeepSpeed(const std::string& path)
 {
-    std::error_code ec;
-    const fs::path p(path);
-    if (!fs::is_directory(p, ec)) return false;
-    if (hasRankFiles(p)) return true;
-    if (fs::exists(p / "latest", ec)) return true;
-    for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_directory(ec) && hasRankFiles(e.path())) return true;
+    try {
+        if (io::pathKind(path) != io::PathKind::Folder) return false;
+    } catch (const Error&) {
+        return false; // match() never throws; opening says what is wrong
+    }
+    if (hasRankFiles(path)) return true;
+    try {
+        if (io::pathKind(io::childPath(path, "latest")) != io::PathKind::Missing) return true;
+    } catch (const Error&) {
+    }
+    for (const auto& e : entriesOf(path))
+        if (e.folder && hasRankFiles(io::childPath(path, e.name))) return true;
     return false;
 }
 
@@ -241,10 +254,8 @@ using FilesByRank = std::vector<const OpenFile*>;
 std::vector<RankFile> listTagFolder(const std::string& tagDir)
 {
     std::vector<RankFile> files;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(tagDir, ec))
-        if (e.is_regular_file(ec)) files.push_back(classify(e.path()));
-    if (ec) fail("cannot list the tag folder: " + ec.message(), tagDir);
+    for (const auto& e : io::listFolder(tagDir))
+        if (!e.folder) files.push_back(classify(tagDir, e));
     std::sort(files.begin(), files.end(),
               [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
     return files;
@@ -710,7 +721,12 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
 Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest, FileSet* fileSet)
 {
     FileSet local;
-    return openDeepSpeedTagFiles(listTagFolder(tagDir), tagDir, tagName, latest, fileSet ? *fileSet : local);
+    std::vector<RankFile> files = listTagFolder(tagDir);
+    std::vector<std::pair<std::string, uint64_t>> hint;
+    for (const RankFile& f : files)
+        hint.push_back({f.path, f.size});
+    io::MappedFile::prefetch(hint); // every rank file's head and directory in one wave
+    return openDeepSpeedTagFiles(std::move(files), tagDir, tagName, latest, fileSet ? *fileSet : local);
 }
 
 Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& tagDir,
@@ -760,23 +776,21 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
 TagFolders findDeepSpeedTags(const std::string& path)
 {
     TagFolders f;
-    const fs::path p(path);
-    std::error_code ec;
-    if (!fs::is_directory(p, ec)) throw Error("not a folder", path);
-    const bool tagFolder = hasRankFiles(p);
+    if (io::pathKind(path) != io::PathKind::Folder) throw Error("not a folder", path);
+    const bool tagFolder = hasRankFiles(path);
     if (tagFolder) { // a tag folder itself
-        f.root = p.parent_path().string();
-        f.tags.push_back({p.filename().string(), p.string()});
+        f.root = io::parentPath(path);
+        f.tags.push_back({io::fileName(path), path});
     } else {
-        f.root = p.string();
-        for (const auto& e : fs::directory_iterator(p, ec))
-            if (e.is_directory(ec) && hasRankFiles(e.path()))
-                f.tags.push_back({e.path().filename().string(), e.path().string()});
+        f.root = path;
+        for (const auto& e : io::listFolder(path))
+            if (e.folder && hasRankFiles(io::childPath(path, e.name)))
+                f.tags.push_back({e.name, io::childPath(path, e.name)});
     }
     std::sort(f.tags.begin(), f.tags.end(),
               [](const auto& a, const auto& b) { return naturalLess(a.first, b.first); });
     if (f.tags.empty()) throw Error("no DeepSpeed tag folder (with *_model_states.pt files) found", path);
-    f.latest = readLatest(f.root.empty() ? fs::path(".") : fs::path(f.root));
+    f.latest = readLatest(f.root.empty() ? std::string(".") : f.root);
     // Opened on its own, a tag is the latest when the parent's `latest` names it; that `latest`
     // naming one of its siblings is no news about this tag.
     if (tagFolder && f.latest != f.tags.front().first) f.latest.clear();

@@ -2,6 +2,7 @@
 
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
 #include "layout/families.h"
 
 #include <algorithm>
@@ -39,12 +40,18 @@ void registerFamily(const Family& family)
 
 const Family& familyOf(const std::string& path)
 {
-    struct stat st
-    {
-    };
-    if (::stat(path.c_str(), &st) != 0)
-        throw Error(std::string("cannot open: ") + std::strerror(errno), path);
-    if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
+    if (io::isRemotePath(path)) {
+        // s3:// asks the listing (one request, kept for the families' own questions); an HTTP
+        // server is asked nothing here: opening the file says what it answered.
+        if (io::pathKind(path) == io::PathKind::Missing) throw Error("no object or folder at this URL", path);
+    } else {
+        struct stat st
+        {
+        };
+        if (::stat(path.c_str(), &st) != 0)
+            throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+        if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
+    }
     for (const Family* f : families())
         if (f->match(path)) return *f;
     std::string lookedFor;

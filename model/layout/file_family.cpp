@@ -2,12 +2,10 @@
 // tensors in file order, each read in place with its dtype as stored.
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
 #include "layout/families.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
-
-#include <filesystem>
-#include <sys/stat.h>
 
 namespace ckpt::layout {
 
@@ -36,18 +34,20 @@ public:
     bool singleFile() const override { return true; }
     bool match(const std::string& path) const override
     {
-        // Any regular file: its reader then says precisely what is wrong with one that is not a
-        // torch.save or safetensors file, which helps more than "not recognised".
-        struct stat st
-        {
-        };
-        return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+        // Any regular file (or object at a URL): its reader then says precisely what is wrong
+        // with one that is not a torch.save or safetensors file, which helps more than "not
+        // recognised".
+        try {
+            return io::pathKind(path) == io::PathKind::File;
+        } catch (const Error&) {
+            return false;
+        }
     }
     TagList listTags(const std::string& path) const override
     {
         TagList l;
         l.root = path;
-        l.tags.push_back({std::filesystem::path(path).filename().string(), path});
+        l.tags.push_back({io::fileName(path), path});
         return l;
     }
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override

@@ -1,9 +1,9 @@
 #include "ops/bloat.h"
 
+#include "io/location.h"
 #include "ops/detect.h"
 
 #include <algorithm>
-#include <filesystem>
 
 namespace ckpt::ops {
 
@@ -166,19 +166,12 @@ ByteRole roleOf(const std::string& path)
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
                                const CancelToken& cancel, const layout::FileSet* fileSet)
 {
-    namespace fs = std::filesystem;
-    std::error_code ec;
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
-    if (fs::is_directory(path, ec)) {
-        for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-            if (it->is_regular_file(ec))
-                files.push_back({it->path().string(), fs::relative(it->path(), path, ec).string()});
-        if (ec) throw Error("cannot list the folder: " + ec.message(), path);
-        std::sort(files.begin(), files.end(),
-                  [](const auto& a, const auto& b) { return a.second < b.second; });
-    } else {
-        files.push_back({path, fs::path(path).filename().string()});
-    }
+    const bool folder = io::pathKind(path) == io::PathKind::Folder;
+    if (folder)
+        files = io::listFilesBelow(path);
+    else
+        files.push_back({path, io::fileName(path)});
     FolderBloat out;
     for (size_t i = 0; i < files.size(); ++i) {
         cancel.throwIfCancelled();
@@ -199,7 +192,7 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             } catch (const Error&) {
                 // In a folder, a zip that is not one torch.save (a DCP .distcp concatenates
                 // many) counts as other bytes; the checkpoint's family reports real damage.
-                if (!fs::is_directory(path, ec)) throw;
+                if (!folder) throw;
                 f.torch = false;
             }
         }
@@ -216,7 +209,11 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             out.storageBytes += f.bloat.storageBytes;
             out.usedBytes += f.bloat.usedBytes;
         } else {
-            f.fileBytes = fs::file_size(files[i].first, ec);
+            try {
+                f.fileBytes = io::fileSize(files[i].first);
+            } catch (const Error&) {
+                f.fileBytes = 0; // gone since it was listed: counted as nothing, as before
+            }
             f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
         }
         out.fileBytes += f.fileBytes;

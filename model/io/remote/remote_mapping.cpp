@@ -21,11 +21,10 @@ void protect(uint8_t* p, uint64_t n, int prot, const std::string& url)
 
 } // namespace
 
-std::unique_ptr<RemoteMapping> RemoteMapping::open(const std::string& url, const CancelToken* cancel)
+std::unique_ptr<RemoteMapping> RemoteMapping::adopt(OpenedObject opened)
 {
     std::unique_ptr<RemoteMapping> m(new RemoteMapping);
-    std::vector<uint8_t> head;
-    m->m_object = RemoteObject::open(url, kHeadWindow, head, cancel);
+    m->m_object = std::move(opened.object);
     m->m_size = m->m_object->size();
     m->m_page = uint64_t(::sysconf(_SC_PAGESIZE));
     const uint64_t pages = std::max<uint64_t>(1, (m->m_size + m->m_page - 1) / m->m_page);
@@ -35,19 +34,49 @@ std::unique_ptr<RemoteMapping> RemoteMapping::open(const std::string& url, const
     if (p == MAP_FAILED)
         throw Error("cannot reserve " + std::to_string(m->m_reserved) +
                         " bytes of address space: " + std::strerror(errno),
-                    url);
+                    m->url());
     m->m_base = static_cast<uint8_t*>(p);
     m->m_present.assign(pages, false);
-    // The head's whole pages (and the last, partial one when the head reaches the end) are kept.
-    const uint64_t full =
-        head.size() == m->m_size ? (head.size() + m->m_page - 1) / m->m_page : head.size() / m->m_page;
-    const uint64_t keep = std::min(head.size(), full * m->m_page);
-    protect(m->m_base, full * m->m_page, PROT_READ | PROT_WRITE, url);
-    std::memcpy(m->m_base, head.data(), keep);
-    protect(m->m_base, full * m->m_page, PROT_READ, url);
-    m->setPresent(0, full, true);
-    m->m_lastEnd = keep;
+    for (const auto& [offset, bytes] : opened.pieces)
+        m->adoptPiece(offset, bytes);
+    m->m_lastEnd = opened.pieces.empty() ? 0 : opened.pieces.front().second.size();
     return m;
+}
+
+// Keeps the whole pages of bytes fetched with the open (and the last, partial page of the file
+// when they reach its end); a page they cover only in part is fetched when asked for.
+void RemoteMapping::adoptPiece(uint64_t offset, const std::vector<uint8_t>& bytes)
+{
+    const uint64_t end = std::min(m_size, offset + bytes.size());
+    const uint64_t first = (offset + m_page - 1) / m_page;
+    const uint64_t last = end == m_size ? (end + m_page - 1) / m_page : end / m_page;
+    if (last <= first) return;
+    const uint64_t from = first * m_page, to = std::min(m_size, last * m_page);
+    protect(m_base + from, (last - first) * m_page, PROT_READ | PROT_WRITE, url());
+    std::memcpy(m_base + from, bytes.data() + (from - offset), to - from);
+    protect(m_base + from, (last - first) * m_page, PROT_READ, url());
+    setPresent(first, last, true);
+}
+
+std::unique_ptr<RemoteMapping> RemoteMapping::open(const std::string& url, const CancelToken* cancel)
+{
+    auto opened = RemoteObject::openMany({{url, 0}}, kHeadWindow, 0, cancel);
+    if (opened[0].error) throw *opened[0].error;
+    return adopt(std::move(opened[0]));
+}
+
+std::vector<std::unique_ptr<RemoteMapping>> RemoteMapping::openMany(const std::vector<OpenPlan>& plans,
+                                                                    const CancelToken* cancel)
+{
+    std::vector<std::unique_ptr<RemoteMapping>> out;
+    for (auto& o : RemoteObject::openMany(plans, kHeadWindow, kTailWindow, cancel)) {
+        try {
+            out.push_back(o.error ? nullptr : adopt(std::move(o)));
+        } catch (const Error&) {
+            out.push_back(nullptr);
+        }
+    }
+    return out;
 }
 
 RemoteMapping::~RemoteMapping()

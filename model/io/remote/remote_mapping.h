@@ -28,6 +28,10 @@ class RemoteMapping
 public:
     // The first request reads the head window (it also pins size and ETag); see kHeadWindow.
     static std::unique_ptr<RemoteMapping> open(const std::string& url, const CancelToken* cancel = nullptr);
+    // Several at once, in one wave of requests (heads, and tails where the size is known); null
+    // where one failed: a hint's failure is left for the open that needs the file to report.
+    static std::vector<std::unique_ptr<RemoteMapping>> openMany(const std::vector<OpenPlan>& plans,
+                                                                const CancelToken* cancel = nullptr);
     ~RemoteMapping();
     RemoteMapping(const RemoteMapping&) = delete;
     RemoteMapping& operator=(const RemoteMapping&) = delete;
@@ -45,6 +49,7 @@ public:
     MappingStats stats() const;
 
     static constexpr uint64_t kHeadWindow = 256u << 10;   // a safetensors header or a zip's first records
+    static constexpr uint64_t kTailWindow = 128u << 10;   // a zip's end records and (usually) directory
     static constexpr uint64_t kMaxRequest = 8u << 20;     // AWS's advice for parallel ranged GETs
     static constexpr uint64_t kCoalesceGap = 64u << 10;   // fetching a hole this small beats a round trip
     static constexpr uint64_t kReadaheadStart = 1u << 20; // a sequential reader's first window
@@ -52,6 +57,8 @@ public:
 
 private:
     RemoteMapping() = default;
+    static std::unique_ptr<RemoteMapping> adopt(OpenedObject opened);
+    void adoptPiece(uint64_t offset, const std::vector<uint8_t>& bytes);
     std::vector<ByteRange> missingRuns(std::span<const ByteRange> ranges);
     void fill(const std::vector<ByteRange>& runs, const CancelToken* cancel);
     void setPresent(uint64_t firstPage, uint64_t endPage, bool present);

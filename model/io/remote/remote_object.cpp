@@ -98,7 +98,7 @@ public:
                (m_s.endpoint.empty() ? std::string() : ", endpoint " + m_s.endpoint);
     }
 
-    std::vector<ListedObject> list(const Url& folder, const CancelToken* cancel) const override;
+    ListPage list(const Url& prefix, bool oneLevel, const CancelToken* cancel) const override;
 
 private:
     struct Target
@@ -137,25 +137,28 @@ S3Store::Target S3Store::target(const Url& u) const
     return t;
 }
 
-std::vector<ListedObject> S3Store::list(const Url& folder, const CancelToken* cancel) const
+ListPage S3Store::list(const Url& prefix, bool oneLevel, const CancelToken* cancel) const
 {
-    Url bucket = folder;
+    Url bucket = prefix;
     bucket.key.clear();
-    std::vector<ListedObject> all;
+    ListPage all;
     std::string token;
     do {
-        HeaderList query{{"list-type", "2"}, {"prefix", folder.key}};
+        HeaderList query{{"list-type", "2"}, {"prefix", prefix.key}};
+        if (oneLevel) query.emplace_back("delimiter", "/");
         if (!token.empty()) query.emplace_back("continuation-token", token);
         std::vector<HttpRequest> q{request(bucket, query)};
         q[0].maxBody = kMaxListingPage;
         const HttpResponse r = Transport::shared().perform(q, cancel).front();
-        if (!r.failure.empty() || r.status != 200) failWith(r, folder.text, *this);
-        if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", folder.text);
-        ListPage page = parseListPage(r.body, folder.text);
+        if (!r.failure.empty() || r.status != 200) failWith(r, prefix.text, *this);
+        if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", prefix.text);
+        ListPage page = parseListPage(r.body, prefix.text);
         for (auto& o : page.objects)
-            all.push_back(std::move(o));
-        if (all.size() > kMaxListed)
-            throw Error("more than a million objects under this folder", folder.text);
+            all.objects.push_back(std::move(o));
+        for (auto& p : page.prefixes)
+            all.prefixes.push_back(std::move(p));
+        if (all.objects.size() + all.prefixes.size() > kMaxListed)
+            throw Error("more than a million objects under this prefix", prefix.text);
         token = page.truncated ? page.continuationToken : std::string();
     } while (!token.empty());
     return all;
@@ -163,9 +166,9 @@ std::vector<ListedObject> S3Store::list(const Url& folder, const CancelToken* ca
 
 } // namespace
 
-std::vector<ListedObject> Store::list(const Url& folder, const CancelToken*) const
+ListPage Store::list(const Url& prefix, bool, const CancelToken*) const
 {
-    throw Error("this server cannot list a folder; name a file", folder.text);
+    throw Error("an HTTP server cannot list a folder; name a file", prefix.text);
 }
 
 std::shared_ptr<const Store> Store::forUrl(const Url& url)
@@ -208,44 +211,98 @@ void failWith(const HttpResponse& r, const std::string& url, const Store& store)
     throw Error(msg, url);
 }
 
-std::shared_ptr<RemoteObject> RemoteObject::open(const std::string& url, uint64_t head,
-                                                 std::vector<uint8_t>& headBytes, const CancelToken* cancel)
+// The first answer for an object: pins its size and validator. Throws Error naming the URL.
+void RemoteObject::adoptFirst(const HttpResponse& r, uint64_t asked)
 {
-    std::shared_ptr<RemoteObject> o(new RemoteObject);
-    o->m_url = parseUrl(url);
-    o->m_store = Store::forUrl(o->m_url);
-    headBytes.assign(head, 0);
-    std::vector<HttpRequest> q{o->m_store->request(o->m_url)};
-    q[0].headers.emplace_back("Range", "bytes=0-" + std::to_string(head - 1));
-    q[0].sink = headBytes.data();
-    q[0].sinkSize = q[0].maxBody = head;
-    const HttpResponse r = Transport::shared().perform(q, cancel).front();
-    ++o->m_requests;
-    o->m_fetched += r.received;
-    if (!r.failure.empty() || (r.status != 200 && r.status != 206)) failWith(r, url, *o->m_store);
+    ++m_requests;
+    m_fetched += r.received;
+    if (!r.failure.empty() || (r.status != 200 && r.status != 206)) failWith(r, m_url.text, *m_store);
     if (const auto it = r.headers.find("etag"); it != r.headers.end())
-        o->m_etag = parseEtag(it->second).value_or("");
-    if (const auto it = r.headers.find("last-modified"); it != r.headers.end())
-        o->m_lastModified = it->second;
+        m_etag = parseEtag(it->second).value_or("");
+    if (const auto it = r.headers.find("last-modified"); it != r.headers.end()) m_lastModified = it->second;
     const auto cr = r.headers.find("content-range");
     if (cr != r.headers.end()) {
         const auto range = parseContentRange(cr->second);
         if (!range || !range->total || range->first != 0 || range->last + 1 != r.received)
             throw Error("the server answered a malformed Content-Range '" + cr->second + "' for bytes 0-" +
-                            std::to_string(head - 1),
-                        url);
-        o->m_size = *range->total;
+                            std::to_string(asked - 1),
+                        m_url.text);
+        m_size = *range->total;
     } else if (r.status == 206 || r.overflow) {
         // 200 and more than asked: the server sends whole objects; refuse before it sends more.
         throw Error("the server ignores byte ranges (it answered " + std::to_string(r.status) +
-                        " with more than the " + std::to_string(head) +
+                        " with more than the " + std::to_string(asked) +
                         " bytes asked for); reading a checkpoint through it would download it whole",
-                    url);
+                    m_url.text);
     } else {
-        o->m_size = r.received; // a small object sent whole: all of it is here
+        m_size = r.received; // a small object sent whole: all of it is here
     }
-    headBytes.resize(r.received);
-    return o;
+}
+
+std::vector<OpenedObject> RemoteObject::openMany(const std::vector<OpenPlan>& plans, uint64_t head,
+                                                 uint64_t tail, const CancelToken* cancel)
+{
+    std::vector<OpenedObject> out(plans.size());
+    std::vector<HttpRequest> q;
+    std::vector<std::pair<size_t, ByteRange>> owner; // request -> (plan, range)
+    for (size_t i = 0; i < plans.size(); ++i) {
+        try {
+            out[i].object.reset(new RemoteObject);
+            RemoteObject& o = *out[i].object;
+            o.m_url = parseUrl(plans[i].url);
+            o.m_store = Store::forUrl(o.m_url);
+            const uint64_t known = plans[i].knownSize;
+            // The head, and a zip's directory at the end when the size says where that is; one
+            // request for the whole of a small object, so no byte comes twice.
+            std::vector<ByteRange> ranges{{0, known && known <= head + tail ? known : head}};
+            if (known > head + tail && tail) ranges.push_back({known - tail, tail});
+            for (const ByteRange r : ranges) {
+                out[i].pieces.push_back({r.offset, std::vector<uint8_t>(r.size)});
+                HttpRequest req = o.m_store->request(o.m_url);
+                req.headers.emplace_back("Range", "bytes=" + std::to_string(r.offset) + "-" +
+                                                      std::to_string(r.offset + r.size - 1));
+                q.push_back(std::move(req));
+                owner.push_back({i, r});
+            }
+        } catch (const Error& e) {
+            out[i].error = e;
+        }
+    }
+    // Sinks point into the pieces, which no longer move.
+    for (size_t k = 0, n = 0; k < q.size(); ++k) {
+        auto& pieces = out[owner[k].first].pieces;
+        n = (k > 0 && owner[k - 1].first == owner[k].first) ? n + 1 : 0;
+        q[k].sink = pieces[n].second.data();
+        q[k].sinkSize = q[k].maxBody = pieces[n].second.size();
+    }
+    const std::vector<HttpResponse> resp = Transport::shared().perform(q, cancel);
+    for (size_t k = 0; k < resp.size(); ++k) {
+        OpenedObject& o = out[owner[k].first];
+        const bool first = k == 0 || owner[k - 1].first != owner[k].first;
+        if (o.error) continue;
+        try {
+            if (first) {
+                o.object->adoptFirst(resp[k], owner[k].second.size);
+                o.pieces.front().second.resize(resp[k].received);
+            } else {
+                ++o.object->m_requests;
+                o.object->m_fetched += resp[k].received;
+                o.object->check(resp[k], owner[k].second); // the same version as the head
+            }
+        } catch (const Error& e) {
+            o.error = e;
+        }
+    }
+    return out;
+}
+
+std::shared_ptr<RemoteObject> RemoteObject::open(const std::string& url, uint64_t head,
+                                                 std::vector<uint8_t>& headBytes, const CancelToken* cancel)
+{
+    std::vector<OpenedObject> o = openMany({{url, 0}}, head, 0, cancel);
+    if (o[0].error) throw *o[0].error;
+    headBytes = std::move(o[0].pieces.front().second);
+    return o[0].object;
 }
 
 HttpRequest RemoteObject::rangeRequest(ByteRange r, uint8_t* dest) const

@@ -3,6 +3,7 @@
 // Also the S3 listing. What reaches it is told by the scheme's Store (url, signing).
 #pragma once
 
+#include "io/error.h"
 #include "io/job.h"
 #include "io/remote/s3_xml.h"
 #include "io/remote/transport.h"
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,17 +33,38 @@ public:
     virtual HttpRequest request(const Url& url, const HeaderList& query = {}) const = 0;
     // Said after "the server answered …" so a 403 names the credentials that were used.
     virtual std::string credentialNote() const { return {}; }
-    // Objects under url's key (a folder: its key ends in '/'). Throws Error for schemes that
-    // cannot list (plain HTTP: the format gives the names).
-    virtual std::vector<ListedObject> list(const Url& folder, const CancelToken* cancel) const;
+    // Objects whose key starts with url's key, every page of them; with oneLevel, only those
+    // directly under it, and the "folders" below as prefixes (delimiter '/'). Throws Error for
+    // schemes that cannot list (plain HTTP: the format gives the names).
+    virtual ListPage list(const Url& prefix, bool oneLevel, const CancelToken* cancel) const;
 
     // The store for a URL's scheme; s3:// reads its settings from the environment once.
     static std::shared_ptr<const Store> forUrl(const Url& url);
 };
 
+class RemoteObject;
+
+struct OpenPlan
+{
+    std::string url;
+    uint64_t knownSize = 0; // from a listing; 0 when unknown
+};
+
+struct OpenedObject
+{
+    std::shared_ptr<RemoteObject> object;
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> pieces; // bytes that came with the open, by offset
+    std::optional<Error> error; // the object could not be opened; nothing else is set
+};
+
 class RemoteObject
 {
 public:
+    // Opens objects together, in one wave of concurrent requests: each one's head, and its last
+    // `tail` bytes (a zip's directory) when its known size is larger than both; a small object
+    // whole. Each object fails on its own (OpenedObject::error); the call throws only Cancelled.
+    static std::vector<OpenedObject> openMany(const std::vector<OpenPlan>& plans, uint64_t head,
+                                              uint64_t tail, const CancelToken* cancel = nullptr);
     // Reads the first `head` bytes (fewer when the object is smaller) with one GET, which also
     // gives the size and the ETag (or Last-Modified) every later read must match.
     static std::shared_ptr<RemoteObject> open(const std::string& url, uint64_t head,
@@ -63,6 +86,7 @@ public:
 private:
     RemoteObject() = default;
     HttpRequest rangeRequest(ByteRange r, uint8_t* dest) const;
+    void adoptFirst(const HttpResponse& r, uint64_t asked);
     void check(const HttpResponse& resp, ByteRange r) const;
 
     Url m_url;

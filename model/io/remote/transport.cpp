@@ -3,6 +3,7 @@
 #include "io/remote/http_headers.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <curl/curl.h>
@@ -121,33 +122,59 @@ TransportOptions transportOptionsFromEnv()
     return o;
 }
 
+// Connections, DNS answers and TLS sessions are shared by every batch (CURLSH), so a batch
+// reuses what the previous one opened; each batch has a multi handle of its own, so batches
+// from different threads run side by side.
 struct Transport::Impl
 {
-    CURLM* multi = nullptr;
-    std::vector<CURL*> idle; // easy handles kept for reuse (their TLS sessions, DNS cache)
+    CURLSH* share = nullptr;
+    std::mutex shareLocks[CURL_LOCK_DATA_LAST];
+    std::mutex poolMutex;
+    std::vector<CURL*> idle; // easy handles kept for reuse
+    std::mutex rngMutex;
     std::mt19937_64 rng{std::random_device{}()};
-    TransportStats stats;
+    std::atomic<uint64_t> attempts{0};
+    std::atomic<uint64_t> bodyBytes{0};
 
+    static void lock(CURL*, curl_lock_data d, curl_lock_access, void* self)
+    {
+        static_cast<Impl*>(self)->shareLocks[d].lock();
+    }
+    static void unlock(CURL*, curl_lock_data d, void* self)
+    {
+        static_cast<Impl*>(self)->shareLocks[d].unlock();
+    }
+
+    CURL* take();
+    void give(CURL* e);
     void setup(Exchange& x, const TransportOptions& o);
     double delayFor(const Exchange& x, const TransportOptions& o);
     bool finish(Exchange& x, CURLcode code, const TransportOptions& o);
 };
 
+CURL* Transport::Impl::take()
+{
+    std::lock_guard lock(poolMutex);
+    if (idle.empty()) return curl_easy_init();
+    CURL* e = idle.back();
+    idle.pop_back();
+    curl_easy_reset(e);
+    return e;
+}
+
+void Transport::Impl::give(CURL* e)
+{
+    std::lock_guard lock(poolMutex);
+    idle.push_back(e);
+}
+
 void Transport::Impl::setup(Exchange& x, const TransportOptions& o)
 {
-    if (!x.easy) {
-        if (idle.empty()) {
-            x.easy = curl_easy_init();
-        } else {
-            x.easy = idle.back();
-            idle.pop_back();
-            curl_easy_reset(x.easy);
-        }
-    }
+    if (!x.easy) x.easy = take();
     const HttpRequest& q = *x.request;
-    const int attempts = x.response.attempts;
+    const int attempt = x.response.attempts;
     x.response = HttpResponse{};
-    x.response.attempts = attempts + 1;
+    x.response.attempts = attempt + 1;
     x.statusKnown = false;
     curl_slist_free_all(x.headerList);
     x.headerList = nullptr;
@@ -160,6 +187,7 @@ void Transport::Impl::setup(Exchange& x, const TransportOptions& o)
     for (const auto& [k, v] : headers)
         x.headerList = curl_slist_append(x.headerList, (k + ": " + v).c_str());
     CURL* e = x.easy;
+    curl_easy_setopt(e, CURLOPT_SHARE, share);
     curl_easy_setopt(e, CURLOPT_URL, q.url.c_str());
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x.headerList);
     if (q.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -186,7 +214,11 @@ double Transport::Impl::delayFor(const Exchange& x, const TransportOptions& o)
     const long s = x.response.status;
     const double base = (s == 429 || s == 503) ? o.throttleBaseDelay : o.errorBaseDelay;
     const double ceiling = std::min(o.maxDelay, base * std::pow(2.0, x.response.attempts - 1));
-    double d = std::uniform_real_distribution<double>(0, ceiling)(rng);
+    double d = 0;
+    {
+        std::lock_guard lock(rngMutex);
+        d = std::uniform_real_distribution<double>(0, ceiling)(rng);
+    }
     for (const char* h : {"retry-after", "x-amz-retry-after"}) {
         const auto it = x.response.headers.find(h);
         if (it == x.response.headers.end()) continue;
@@ -202,7 +234,7 @@ bool Transport::Impl::finish(Exchange& x, CURLcode code, const TransportOptions&
     curl_easy_getinfo(x.easy, CURLINFO_RESPONSE_CODE, &r.status);
     if (char* u = nullptr; curl_easy_getinfo(x.easy, CURLINFO_EFFECTIVE_URL, &u) == CURLE_OK && u)
         r.effectiveUrl = u;
-    stats.bodyBytes += r.received;
+    bodyBytes += r.received;
     const bool overflowAbort = code == CURLE_WRITE_ERROR && r.overflow;
     if (code != CURLE_OK && !overflowAbort) r.failure = curl_easy_strerror(code);
     const bool again = (code != CURLE_OK && !overflowAbort && retryableCurl(code)) ||
@@ -217,16 +249,20 @@ Transport::Transport(TransportOptions options)
     : m_options(std::move(options)), m_impl(std::make_unique<Impl>())
 {
     static CurlGlobal global;
-    m_impl->multi = curl_multi_init();
-    curl_multi_setopt(m_impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS, long(m_options.maxConnections));
-    curl_multi_setopt(m_impl->multi, CURLMOPT_PIPELINING, long(CURLPIPE_MULTIPLEX));
+    Impl& m = *m_impl;
+    m.share = curl_share_init();
+    curl_share_setopt(m.share, CURLSHOPT_LOCKFUNC, &Impl::lock);
+    curl_share_setopt(m.share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
+    curl_share_setopt(m.share, CURLSHOPT_USERDATA, &m);
+    for (const auto what : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION})
+        curl_share_setopt(m.share, CURLSHOPT_SHARE, what);
 }
 
 Transport::~Transport()
 {
     for (CURL* e : m_impl->idle)
         curl_easy_cleanup(e);
-    curl_multi_cleanup(m_impl->multi);
+    curl_share_cleanup(m_impl->share);
 }
 
 Transport& Transport::shared()
@@ -237,13 +273,33 @@ Transport& Transport::shared()
 
 TransportStats Transport::stats() const
 {
-    std::lock_guard lock(m_mutex);
-    return m_impl->stats;
+    return {m_impl->attempts.load(), m_impl->bodyBytes.load()};
 }
+
+namespace {
+
+// One batch's multi handle, and every easy handle back to the pool however the batch ends.
+struct Batch
+{
+    CURLM* multi = nullptr;
+    std::vector<Exchange>& xs;
+    std::function<void(CURL*)> give;
+    ~Batch()
+    {
+        for (auto& x : xs) {
+            if (!x.easy) continue;
+            curl_multi_remove_handle(multi, x.easy);
+            give(x.easy);
+            curl_slist_free_all(x.headerList);
+        }
+        curl_multi_cleanup(multi);
+    }
+};
+
+} // namespace
 
 std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests, const CancelToken* cancel)
 {
-    std::lock_guard lock(m_mutex);
     Impl& m = *m_impl;
     std::vector<Exchange> xs(requests.size());
     std::deque<size_t> waiting;
@@ -251,68 +307,53 @@ std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests,
         xs[i].request = &requests[i];
         waiting.push_back(i);
     }
+    Batch batch{curl_multi_init(), xs, [&m](CURL* e) { m.give(e); }};
+    curl_multi_setopt(batch.multi, CURLMOPT_MAX_HOST_CONNECTIONS, long(m_options.maxConnections));
     size_t active = 0, done = 0;
-    // Hands every easy handle back to the pool, whatever way this function leaves.
-    auto cleanup = [&] {
-        for (auto& x : xs) {
-            if (!x.easy) continue;
-            curl_multi_remove_handle(m.multi, x.easy);
-            m.idle.push_back(x.easy);
-            x.easy = nullptr;
-            curl_slist_free_all(x.headerList);
-            x.headerList = nullptr;
+    while (done < xs.size()) {
+        if (cancel && cancel->cancelled()) throw Cancelled();
+        const auto now = Clock::now();
+        auto soonest = now + std::chrono::milliseconds(200);
+        for (size_t k = waiting.size(); k-- > 0 && active < size_t(m_options.maxConnections) * 2;) {
+            const size_t i = waiting.front();
+            waiting.pop_front();
+            if (xs[i].due > now) {
+                soonest = std::min(soonest, xs[i].due);
+                waiting.push_back(i);
+                continue;
+            }
+            m.setup(xs[i], m_options);
+            ++m.attempts;
+            curl_multi_add_handle(batch.multi, xs[i].easy);
+            ++active;
         }
-    };
-    try {
-        while (done < xs.size()) {
-            if (cancel && cancel->cancelled()) throw Cancelled();
-            const auto now = Clock::now();
-            auto soonest = now + std::chrono::milliseconds(200);
-            for (size_t k = waiting.size(); k-- > 0 && active < size_t(m_options.maxConnections) * 2;) {
-                Exchange& x = xs[waiting.front()];
-                waiting.pop_front();
-                if (x.due > now) {
-                    soonest = std::min(soonest, x.due);
-                    waiting.push_back(size_t(&x - xs.data()));
-                    continue;
-                }
-                m.setup(x, m_options);
-                ++m.stats.attempts;
-                curl_multi_add_handle(m.multi, x.easy);
-                ++active;
-            }
-            int running = 0;
-            curl_multi_perform(m.multi, &running);
-            int left = 0;
-            while (CURLMsg* msg = curl_multi_info_read(m.multi, &left)) {
-                if (msg->msg != CURLMSG_DONE) continue;
-                Exchange* x = nullptr;
-                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
-                const CURLcode code = msg->data.result;
-                curl_multi_remove_handle(m.multi, x->easy);
-                --active;
-                if (m.finish(*x, code, m_options))
-                    ++done;
-                else
-                    waiting.push_back(size_t(x - xs.data()));
-            }
-            if (done == xs.size()) break;
-            const auto wait =
-                std::chrono::duration_cast<std::chrono::milliseconds>(soonest - Clock::now()).count();
-            if (active > 0)
-                curl_multi_poll(m.multi, nullptr, 0, int(std::clamp<long>(wait, 1, 200)), nullptr);
+        int running = 0;
+        curl_multi_perform(batch.multi, &running);
+        int left = 0;
+        while (CURLMsg* msg = curl_multi_info_read(batch.multi, &left)) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            Exchange* x = nullptr;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
+            const CURLcode code = msg->data.result;
+            curl_multi_remove_handle(batch.multi, x->easy);
+            --active;
+            if (m.finish(*x, code, m_options))
+                ++done;
             else
-                std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<long>(wait, 1, 200)));
+                waiting.push_back(size_t(x - xs.data()));
         }
-    } catch (...) {
-        cleanup();
-        throw;
+        if (done == xs.size()) break;
+        const auto wait =
+            std::chrono::duration_cast<std::chrono::milliseconds>(soonest - Clock::now()).count();
+        if (active > 0)
+            curl_multi_poll(batch.multi, nullptr, 0, int(std::clamp<long>(wait, 1, 200)), nullptr);
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<long>(wait, 1, 200)));
     }
     std::vector<HttpResponse> out;
     out.reserve(xs.size());
     for (auto& x : xs)
         out.push_back(std::move(x.response));
-    cleanup();
     return out;
 }
 

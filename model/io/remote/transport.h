@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -76,7 +75,8 @@ public:
     Transport& operator=(const Transport&) = delete;
 
     // One response per request, in order. Throws Cancelled when `cancel` fires (transfers are
-    // aborted first); never throws for what a server answered.
+    // aborted first); never throws for what a server answered. Thread-safe: batches from
+    // several threads run at once, sharing connections.
     std::vector<HttpResponse> perform(std::vector<HttpRequest>& requests,
                                       const CancelToken* cancel = nullptr);
     TransportStats stats() const;
@@ -89,7 +89,6 @@ private:
     struct Impl;
     TransportOptions m_options;
     std::unique_ptr<Impl> m_impl;
-    mutable std::mutex m_mutex;
 };
 
 } // namespace ckpt::io::remote

@@ -1,0 +1,172 @@
+#include "io/location.h"
+
+#include "io/error.h"
+#include "io/mapped_file.h"
+#include "io/remote/remote_object.h"
+#include "io/remote/url.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+
+namespace ckpt::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string withSlash(std::string s)
+{
+    if (!s.empty() && s.back() != '/') s += '/';
+    return s;
+}
+
+std::string withoutSlash(std::string s)
+{
+    while (!s.empty() && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+// One job asks the same folder several times (match, list the tags, open one): a listing is
+// kept for a short while so that costs one round trip, not one per question.
+remote::ListPage listOnce(const std::string& url)
+{
+    using Clock = std::chrono::steady_clock;
+    static std::mutex m;
+    static std::map<std::string, std::pair<Clock::time_point, remote::ListPage>> cache;
+    {
+        std::lock_guard lock(m);
+        const auto it = cache.find(url);
+        if (it != cache.end() && Clock::now() - it->second.first < std::chrono::seconds(30))
+            return it->second.second;
+    }
+    const remote::Url u = remote::parseUrl(url);
+    remote::ListPage page = remote::Store::forUrl(u)->list(u, true, nullptr);
+    std::lock_guard lock(m);
+    if (cache.size() > 256) cache.clear();
+    cache[url] = {Clock::now(), page};
+    return page;
+}
+
+// The listing of the folder that holds `path`, and path's key: one LIST answers "file or
+// folder" for every name in it.
+PathKind remoteKind(const std::string& path)
+{
+    const remote::Url u = remote::parseUrl(path);
+    if (u.scheme != remote::Scheme::S3)
+        return u.key.empty() || u.key.back() == '/' ? PathKind::Folder : PathKind::File;
+    if (u.key.empty()) return PathKind::Folder;
+    const std::string key = withoutSlash(u.key);
+    const remote::ListPage page = listOnce(withSlash(parentPath(path)));
+    for (const auto& p : page.prefixes)
+        if (p == key + "/") return PathKind::Folder;
+    if (u.key.back() != '/')
+        for (const auto& o : page.objects)
+            if (o.key == key) return PathKind::File;
+    return PathKind::Missing;
+}
+
+} // namespace
+
+bool isRemotePath(const std::string& path)
+{
+    return remote::isRemote(path);
+}
+
+PathKind pathKind(const std::string& path)
+{
+    if (isRemotePath(path)) return remoteKind(path);
+    struct stat st
+    {
+    };
+    if (::stat(path.c_str(), &st) != 0) return PathKind::Missing;
+    if (S_ISDIR(st.st_mode)) return PathKind::Folder;
+    return S_ISREG(st.st_mode) ? PathKind::File : PathKind::Other;
+}
+
+std::vector<FolderEntry> listFolder(const std::string& folder)
+{
+    std::vector<FolderEntry> out;
+    if (isRemotePath(folder)) {
+        const std::string url = withSlash(folder);
+        const remote::ListPage page = listOnce(url);
+        const std::string prefix = remote::parseUrl(url).key;
+        for (const auto& p : page.prefixes)
+            out.push_back({withoutSlash(p.substr(prefix.size())), true, 0});
+        for (const auto& o : page.objects)
+            if (o.key.size() > prefix.size()) out.push_back({o.key.substr(prefix.size()), false, o.size});
+        return out;
+    }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+        std::error_code e2;
+        const bool dir = e.is_directory(e2);
+        if (!dir && !e.is_regular_file(e2)) continue;
+        out.push_back({e.path().filename().string(), dir, dir ? 0 : uint64_t(e.file_size(e2))});
+    }
+    if (ec) throw Error("cannot list the folder: " + ec.message(), folder);
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder)
+{
+    std::vector<std::pair<std::string, std::string>> files;
+    if (isRemotePath(folder)) {
+        const remote::Url u = remote::parseUrl(withSlash(folder));
+        for (const auto& o : remote::Store::forUrl(u)->list(u, false, nullptr).objects)
+            if (o.key.size() > u.key.size() && o.key.back() != '/')
+                files.push_back({withSlash(folder) + o.key.substr(u.key.size()), o.key.substr(u.key.size())});
+    } else {
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_regular_file(ec))
+                files.push_back({it->path().string(), fs::relative(it->path(), folder, ec).string()});
+        if (ec) throw Error("cannot list the folder: " + ec.message(), folder);
+    }
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    return files;
+}
+
+std::string childPath(const std::string& folder, const std::string& name)
+{
+    if (isRemotePath(folder)) return withSlash(folder) + name;
+    return (fs::path(folder) / name).string();
+}
+
+std::string parentPath(const std::string& path)
+{
+    if (!isRemotePath(path)) return fs::path(path).parent_path().string();
+    // As std::filesystem writes it, without the trailing '/'; never above the bucket (or host).
+    const std::string p = withoutSlash(path);
+    const auto firstSlash = p.find('/', p.find("://") + 3);
+    if (firstSlash == std::string::npos) return p;
+    return p.substr(0, p.rfind('/'));
+}
+
+std::string fileName(const std::string& path)
+{
+    if (!isRemotePath(path)) return fs::path(path).filename().string();
+    const std::string p = withoutSlash(path);
+    return p.substr(p.rfind('/') + 1);
+}
+
+uint64_t fileSize(const std::string& path)
+{
+    if (isRemotePath(path)) {
+        if (remote::parseUrl(path).scheme == remote::Scheme::S3)
+            for (const auto& o : listOnce(withSlash(parentPath(path))).objects)
+                if (o.key == remote::parseUrl(path).key) return o.size;
+        return MappedFile::open(path)->size();
+    }
+    std::error_code ec;
+    const auto n = fs::file_size(path, ec);
+    // A size of "error" would show as 16 EiB (or 0) and hide that the folder changed under us.
+    if (ec) throw Error("cannot read the file's size: " + ec.message(), path);
+    return uint64_t(n);
+}
+
+} // namespace ckpt::io

@@ -1,0 +1,39 @@
+// The few questions the recognizers ask of what a user named — file or folder, what a folder
+// holds, a file's size — answered by the file system for a path and by the object store for a
+// URL (s3:// lists; http(s):// cannot, so a folder there is one whose names the format gives).
+// model/layout asks these, not std::filesystem, so a family never knows where bytes are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ckpt::io {
+
+enum class PathKind { Missing, File, Folder, Other };
+
+struct FolderEntry
+{
+    std::string name; // the last component
+    bool folder = false;
+    uint64_t size = 0; // files only
+};
+
+bool isRemotePath(const std::string& path);
+// Never throws for a local path (an unreadable one is Missing); a URL whose server cannot be
+// asked throws Error naming it.
+PathKind pathKind(const std::string& path);
+// Files and folders directly in `folder` (not sorted). Throws Error naming the folder when it
+// cannot be listed (a plain HTTP server).
+std::vector<FolderEntry> listFolder(const std::string& folder);
+// Every file under `folder`, at any depth, as {path, path relative to folder}, sorted by the
+// relative path (links not followed). Throws Error naming the folder when it cannot be listed.
+std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder);
+std::string childPath(const std::string& folder, const std::string& name);
+std::string parentPath(const std::string& path);
+std::string fileName(const std::string& path);
+// Throws Error naming the path when it has no size to tell.
+uint64_t fileSize(const std::string& path);
+
+} // namespace ckpt::io
