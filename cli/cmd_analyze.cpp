@@ -29,14 +29,6 @@ std::shared_ptr<gpu::ComputeBackend> backendFor(const std::string& device, bool 
 
 namespace {
 
-// JSON has no NaN/Inf: write them as strings, as Python's json would not (it writes NaN);
-// a string keeps the document valid for every parser.
-ordered_json num(double v)
-{
-    if (std::isfinite(v)) return v;
-    return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
-}
-
 std::string fmt(const ordered_json& v)
 {
     if (v.is_null()) return "-";
@@ -49,45 +41,6 @@ std::string fmt(const ordered_json& v)
 std::string shortName(std::string name)
 {
     return name.size() > 44 ? "..." + name.substr(name.size() - 41) : name;
-}
-
-ordered_json histogramJson(const gpu::Histogram& h)
-{
-    return {{"lo", h.lo},     {"hi", h.hi},       {"log10", h.log10},
-            {"bins", h.bins}, {"zeros", h.zeros}, {"non_finite", h.nonFinite}};
-}
-
-ordered_json statsJson(const ops::StatsResult& r)
-{
-    ordered_json doc;
-    doc["source"] = r.source;
-    doc["device"] = r.device;
-    ordered_json tensors = ordered_json::array();
-    for (const auto& t : r.tensors) {
-        if (!t.aliasOf.empty()) {
-            tensors.push_back({{"name", t.name}, {"alias_of", t.aliasOf}});
-            continue;
-        }
-        const gpu::Stats& s = t.stats;
-        ordered_json j{
-            {"name", t.name}, {"dtype", torch::name(t.dtype)}, {"shape", t.shape}, {"count", s.count}};
-        const bool any = s.valid() > 0;
-        j["min"] = any ? num(s.min) : nullptr;
-        j["max"] = any ? num(s.max) : nullptr;
-        j["mean"] = any ? num(s.mean) : nullptr;
-        j["std"] = s.valid() > 1 ? num(s.std()) : nullptr;
-        j["absmax"] = any ? num(s.absmax) : nullptr;
-        j["l2"] = num(s.l2());
-        j["zeros"] = s.zeros;
-        j["nans"] = s.nans;
-        j["infs"] = s.infs;
-        if (t.histogram) j["histogram"] = histogramJson(*t.histogram);
-        tensors.push_back(std::move(j));
-    }
-    doc["tensors"] = std::move(tensors);
-    doc["skipped"] = r.skipped;
-    doc["warnings"] = r.warnings;
-    return doc;
 }
 
 void printStats(const ordered_json& doc, std::ostream& out)
@@ -113,70 +66,6 @@ void printStats(const ordered_json& doc, std::ostream& out)
     }
     for (const auto& s : doc["skipped"])
         out << "skipped " << s.get<std::string>() << "\n";
-}
-
-// The document `ckpt diff --json` has always written (tensors compared, the names only one
-// side has, shape or dtype changes, totals), plus each side's tag and each tensor's status.
-ordered_json diffJson(const ops::DiffResult& r)
-{
-    ordered_json doc;
-    doc["a"] = r.a.label;
-    doc["b"] = r.b.label;
-    doc["a_tag"] = r.a.tag;
-    doc["b_tag"] = r.b.tag;
-    doc["device"] = r.device;
-    ordered_json tensors = ordered_json::array(), onlyA = ordered_json::array(),
-                 onlyB = ordered_json::array(), changed = ordered_json::array();
-    uint64_t identical = 0, different = 0;
-    double worst = 0;
-    auto shapeJson = [](torch::DType dtype, const std::vector<int64_t>& shape) {
-        return ordered_json{{"dtype", torch::name(dtype)}, {"shape", shape}};
-    };
-    for (const auto& t : r.tensors) {
-        if (t.status == ops::DiffStatus::OnlyInA) onlyA.push_back(t.name);
-        if (t.status == ops::DiffStatus::OnlyInB) onlyB.push_back(t.name);
-        if (t.status == ops::DiffStatus::ShapeOrDTypeChanged || t.status == ops::DiffStatus::DTypeChanged)
-            changed.push_back({{"name", t.name},
-                               {"a", shapeJson(t.dtypeA, t.shapeA)},
-                               {"b", shapeJson(t.dtypeB, t.shapeB)}});
-        if (!t.compared) continue;
-        const gpu::DiffStats& d = t.diff;
-        // Values equal across a dtype change count as identical here, as they always have.
-        const bool same =
-            d.nanMismatch == 0 && d.maxAbsDiff == 0 && (!t.bitwiseKnown || d.bitwiseEqual == d.count);
-        same ? ++identical : ++different;
-        worst = std::max(worst, d.maxAbsDiff);
-        ordered_json j{
-            {"name", t.name},
-            {"status", ops::statusName(t.status)},
-            {"count", d.count},
-            {"identical", same},
-            {"max_abs_diff", num(d.maxAbsDiff)},
-            {"l2_diff", num(d.l2Diff())},
-            {"rel_l2", num(d.relL2())},
-            {"cosine", num(d.cosine())},
-            {"bitwise_equal", t.bitwiseKnown ? ordered_json(d.bitwiseEqual) : ordered_json(nullptr)},
-            {"nan_mismatch", d.nanMismatch}};
-        if (t.sideStats) {
-            j["mean_a"] = num(t.statsA.mean), j["std_a"] = num(t.statsA.std());
-            j["mean_b"] = num(t.statsB.mean), j["std_b"] = num(t.statsB.std());
-        }
-        tensors.push_back(std::move(j));
-    }
-    doc["tensors"] = std::move(tensors);
-    const ordered_json totals{{"compared", identical + different},
-                              {"identical", identical},
-                              {"different", different},
-                              {"only_a", onlyA.size()},
-                              {"only_b", onlyB.size()},
-                              {"changed", changed.size()},
-                              {"max_abs_diff", num(worst)}};
-    doc["only_a"] = std::move(onlyA);
-    doc["only_b"] = std::move(onlyB);
-    doc["changed"] = std::move(changed);
-    doc["totals"] = totals;
-    doc["warnings"] = r.warnings;
-    return doc;
 }
 
 void printDiff(const ordered_json& doc, std::ostream& out)
@@ -248,7 +137,7 @@ int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel)
             o.histogramLog10 = a.log10;
             return ops::computeStats(a.a, o, *b, p, cancel);
         },
-        statsJson, printStats);
+        [](const ops::StatsResult& r) { return ops::toJson(r); }, printStats);
 }
 
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel)
@@ -263,7 +152,7 @@ int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel)
             o.moments = a.moments;
             return ops::computeDiff(a.a, a.b, o, *b, p, cancel);
         },
-        diffJson, printDiff);
+        [](const ops::DiffResult& r) { return ops::toJson(r); }, printDiff);
 }
 
 } // namespace ckpt::cli

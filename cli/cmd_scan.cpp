@@ -14,16 +14,7 @@ int runScan(const ScanArgs& a)
     for (const auto& f : r.findings)
         dangerous += f.safety == pickle::Safety::Dangerous;
     if (a.json) {
-        nlohmann::ordered_json doc{
-            {"file", r.file}, {"format", r.format}, {"pickles", r.pickles}, {"dangerous", dangerous > 0}};
-        auto& g = doc["globals"] = nlohmann::ordered_json::array();
-        for (const auto& f : r.findings)
-            g.push_back({{"module", f.module},
-                         {"name", f.name},
-                         {"safety", pickle::safetyName(f.safety)},
-                         {"count", f.count},
-                         {"first_seen", f.where}});
-        doc["errors"] = r.errors;
+        const nlohmann::ordered_json doc = ops::toJson(r);
         std::cout << doc.dump(2) << "\n";
     } else {
         std::cout << r.file << "  (" << r.format << ", " << r.pickles << " pickle(s), " << r.findings.size()

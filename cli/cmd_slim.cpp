@@ -21,24 +21,10 @@ int runSlim(const SlimArgs& a, const ops::CancelToken& cancel)
     }
     const uint64_t before = r.bytesBefore(), after = r.bytesAfter();
     if (a.json) {
-        nlohmann::ordered_json doc;
+        nlohmann::ordered_json doc = ops::toJson(r);
         doc["input"] = a.input;
         doc["output"] = a.output;
         doc["dry_run"] = a.dryRun;
-        doc["files"] = nlohmann::ordered_json::array();
-        for (const auto& f : r.files)
-            doc["files"].push_back({{"path", f.path},
-                                    {"action", f.action},
-                                    {"bytes_before", f.bytesBefore},
-                                    {"bytes_after", f.bytesAfter},
-                                    {"storage_bytes_before", f.storageBefore},
-                                    {"storage_bytes_after", f.storageAfter},
-                                    {"used_bytes", f.usedBytes},
-                                    {"storages_before", f.storagesBefore},
-                                    {"storages_after", f.storagesAfter}});
-        doc["bytes_before"] = before;
-        doc["bytes_after"] = after;
-        doc["warnings"] = r.warnings;
         std::cout << doc.dump(2) << "\n";
         return 0;
     }

@@ -25,22 +25,9 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t moved = r.tensorBytes + r.copiedBytes;
     if (a.json) {
-        nlohmann::ordered_json doc;
+        nlohmann::ordered_json doc = ops::toJson(r);
         doc["input"] = a.input;
-        doc["tag"] = r.tag;
-        doc["output"] = r.output;
-        doc["latest_universal"] = r.latestFile;
-        doc["zero_stage"] = r.zeroStage;
-        doc["world_size"] = r.worldSize;
-        doc["tensor_parallel"] = r.tensorParallel;
-        doc["optimizer"] = r.optimizer;
-        doc["parameters"] = r.parameters;
-        doc["files"] = r.files;
-        doc["tensor_bytes"] = r.tensorBytes;
-        doc["copied_bytes"] = r.copiedBytes;
-        doc["bytes_written"] = r.bytesWritten;
         doc["seconds"] = seconds;
-        doc["warnings"] = r.warnings;
         std::cout << doc.dump(2) << "\n";
         return 0;
     }

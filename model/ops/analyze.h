@@ -1,6 +1,6 @@
 // `ckpt stats` and `ckpt diff` (and the window's comparison): per-tensor statistics, and the
 // per-tensor comparison of two files, checkpoints or tags, streamed through the compute backend
-// with progress and cancel. Results are plain values; cli/ renders them as text or JSON.
+// with progress and cancel. Results are plain values with their JSON beside them; cli/ renders them as text.
 #pragma once
 
 #include "compute_backend.h"
@@ -8,6 +8,7 @@
 #include "ops/tensor_source.h"
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ struct StatsResult
     std::vector<TensorStats> tensors;
     std::vector<std::string> skipped, warnings;
 };
+// `ckpt stats --json`: per tensor its statistics (NaN and infinities as strings) and histogram.
+nlohmann::ordered_json toJson(const StatsResult& r);
 
 // The statistics of every model tensor of a tag (options.source.tag is not read: the tag is given).
 StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
@@ -87,6 +90,9 @@ struct DiffResult
     std::vector<TensorDiff> tensors; // A's order, then what only B has
     std::vector<std::string> warnings;
 };
+// `ckpt diff --json`: the tensors compared, the names only one side has, shape or dtype changes
+// and totals, each side's tag and each tensor's status.
+nlohmann::ordered_json toJson(const DiffResult& r);
 
 struct DiffTotals
 {

@@ -5,6 +5,7 @@
 #include "pickle/machine.h"
 #include "pickle/safety.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct ScanReport
     std::vector<std::string> errors;   // pickles that could not be parsed to the end
     bool dangerous() const;
 };
+// `ckpt scan --json`: the globals referenced, with their safety, and the pickles left unread.
+nlohmann::ordered_json toJson(const ScanReport& r);
 
 ScanReport scanFile(const std::string& path);
 

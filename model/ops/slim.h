@@ -10,6 +10,7 @@
 #include "layout/file_set.h"
 #include "ops/job.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct SlimResult
     uint64_t bytesBefore() const;
     uint64_t bytesAfter() const;
 };
+// `ckpt slim --json`: each file's action and sizes (the command adds its input and output).
+nlohmann::ordered_json toJson(const SlimResult& r);
 
 // PATH a torch.save file (zip or legacy) and OUT a file, or PATH a folder and OUT a new folder
 // with the same tree. Throws Error naming the file on anything it cannot do.

@@ -10,6 +10,7 @@
 #include "layout/family.h"
 #include "ops/job.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct UniversalResult
     uint64_t tensorBytes = 0, copiedBytes = 0, bytesWritten = 0;
     std::vector<std::string> warnings;
 };
+// `ckpt universal --json` (the command adds its input and the seconds it took).
+nlohmann::ordered_json toJson(const UniversalResult& r);
 
 // One DeepSpeed ZeRO tag of an opened checkpoint (options.tag is not read) into `output`, the
 // Universal folder, as ds_to_universal's --output_folder. Reads the rank files through the
