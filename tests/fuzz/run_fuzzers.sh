@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 cmake --preset fuzz >/dev/null
-cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed >/dev/null
+cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
+  fuzz_remote_headers fuzz_s3_xml fuzz_aws_config >/dev/null
 work=build/fuzz/corpus
 mkdir -p "$work" build/fuzz/crashes
-for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed}; do
+for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config}; do
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -24,6 +25,18 @@ for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed}; do
                tests/data/deepspeed/zero3_fp32_w1/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt; do
         { printf "\\$(printf %03o $b)"; cat "$f"; } > "$work/$t/seed-$b"; b=$((b + 1))
       done ;;
+    # What servers and AWS files look like (tests/tst_remote.cpp holds more of each).
+    remote_headers)
+      printf 'HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99/1000\r\nETag: "6b06-30"\r\nRetry-After: 2\r\n' \
+        > "$work/$t/seed-1"
+      printf 'bytes 999-999/1000\nW/"x"\nbytes 5-5/*\n' > "$work/$t/seed-2" ;;
+    s3_xml)
+      printf '%s' '<?xml version="1.0"?><ListBucketResult><Contents><Key>t/a.pt</Key><Size>12</Size><ETag>"e"</ETag></Contents><CommonPrefixes><Prefix>t/</Prefix></CommonPrefixes><IsTruncated>true</IsTruncated><NextContinuationToken>x</NextContinuationToken></ListBucketResult>' \
+        > "$work/$t/seed-1"
+      printf '%s' '<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>' > "$work/$t/seed-2" ;;
+    aws_config)
+      printf '[default]\naws_access_key_id = A\naws_secret_access_key = S\nregion=eu-west-1\n[profile p]\nendpoint_url = http://h:1/\ns3 =\n  endpoint_url = x\n' \
+        > "$work/$t/seed-1" ;;
     pickle)
       # the data.pkl members of the fixtures are the natural pickle seeds
       for f in tests/data/torch/torch-2.x/*.pt; do
