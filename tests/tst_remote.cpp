@@ -379,6 +379,9 @@ void TestRemote::initTestCase()
     qputenv("CKPT_REMOTE_STALL_SECONDS", "2");
     qputenv("CKPT_REMOTE_ATTEMPTS", "4");
     qputenv("AWS_REGION", "us-east-1");
+    // Servers here are on 127.0.0.1: a proxy the machine may name must not stand between.
+    qputenv("NO_PROXY", "127.0.0.1,localhost");
+    qputenv("no_proxy", "127.0.0.1,localhost");
     // Nothing of the developer's own AWS setup may leak in.
     for (const char* v : {"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION"})
         qunsetenv(v);
