@@ -119,6 +119,17 @@ class TestOverview : public QObject
 {
     Q_OBJECT
 
+private:
+    // The window shown at a size where every pane lays out, with a fixture opened in it.
+    static bool openShown(app::MainWindow& w, const std::string& fixture)
+    {
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        w.open(QString::fromStdString(testutil::dataDir() + fixture));
+        return loaded.wait(60000) && loaded.last().first().toBool();
+    }
+
 private slots:
     void mapGeometryOfEveryStage_data()
     {
@@ -277,11 +288,7 @@ private slots:
     void overviewAndBloatViewShareOneAnalysis()
     {
         app::MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy loaded(&w, &app::MainWindow::loaded);
-        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero2_bf16_w2"));
-        QVERIFY(loaded.wait(60000));
+        QVERIFY(openShown(w, "/deepspeed/zero2_bf16_w2"));
         app::Workspace& ws = w.workspace();
         QVERIFY(ws.snapshot() && ws.snapshot().get() == w.model()->snapshot());
         QSignalSpy roles(w.details()->overview(), &app::TagOverview::rolesReady);
@@ -307,8 +314,7 @@ private slots:
         QVERIFY(w.details()->computing());
         QTRY_VERIFY_WITH_TIMEOUT(ws.jobs().idle(), 60000);
         // Another checkpoint: what was computed for the last one is forgotten.
-        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero3_bf16_w2"));
-        QVERIFY(loaded.wait(60000));
+        QVERIFY(openShown(w, "/deepspeed/zero3_bf16_w2"));
         QVERIFY(!ws.analysis(dir));
     }
 
@@ -316,11 +322,7 @@ private slots:
     void clickSelectsInTree()
     {
         app::MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy loaded(&w, &app::MainWindow::loaded);
-        w.open(QString::fromStdString(testutil::dataDir() + "/deepspeed/zero3_bf16_w2"));
-        QVERIFY(loaded.wait(60000));
+        QVERIFY(openShown(w, "/deepspeed/zero3_bf16_w2"));
         QVERIFY(w.select(QStringLiteral("global_step4")));
         app::TagOverview* o = w.details()->overview();
         QVERIFY(o->isVisible());

@@ -11,6 +11,7 @@
 #include "torch/dtype.h"
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct ConsolidateResult
     uint64_t bytes = 0;
     std::vector<std::string> warnings;
 };
+// The export's result as a document (Python's export() returns it).
+nlohmann::ordered_json toJson(const ConsolidateResult& r);
 
 // The tag's model (options.tag is not read: the tag is given) into `outDir`.
 ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& outDir,

@@ -2,6 +2,7 @@
 // the ckpt contract). Declared beside each result type; defined here, in the one translation unit
 // of ops that builds documents, so the result headers need only nlohmann's forward declarations.
 #include "ops/analyze.h"
+#include "ops/consolidate.h"
 #include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
@@ -128,10 +129,20 @@ ordered_json toJson(const DiffResult& r)
     return doc;
 }
 
+ordered_json toJson(const ConsolidateResult& r)
+{
+    return {{"tag", r.tag},
+            {"files", r.files},
+            {"tensors", r.tensors},
+            {"bytes", r.bytes},
+            {"warnings", r.warnings}};
+}
+
 ordered_json toJson(const UniversalResult& r)
 {
     ordered_json doc;
     doc["tag"] = r.tag;
+    doc["tag_dir"] = r.tagDir;
     doc["output"] = r.output;
     doc["latest_universal"] = r.latestFile;
     doc["zero_stage"] = r.zeroStage;

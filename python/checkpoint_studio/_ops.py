@@ -107,7 +107,7 @@ class UniversalResult:
     tag: str
     tag_dir: str
     output: str
-    latest_file: str
+    latest_universal: str  # the file beside the folder that DeepSpeed's load_universal reads
     zero_stage: int
     world_size: int
     tensor_parallel: int
@@ -115,6 +115,7 @@ class UniversalResult:
     parameters: int
     files: int
     tensor_bytes: int
+    copied_bytes: int
     bytes_written: int
     warnings: List[str]
 
@@ -125,8 +126,8 @@ class SlimFile:
     action: str
     bytes_before: int
     bytes_after: int
-    storage_before: int
-    storage_after: int
+    storage_bytes_before: int
+    storage_bytes_after: int
     used_bytes: int
     storages_before: int
     storages_after: int

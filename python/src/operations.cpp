@@ -1,5 +1,6 @@
 // The operations of `ckpt` (export, universal, slim, stats, diff) for Python: the CLI's options
-// as arguments, results as plain dicts the package turns into dataclasses, each run by runJob
+// as arguments, results as plain dicts the package turns into dataclasses (Universal and slim: the
+// `--json` documents themselves, ops::toJson), each run by runJob
 // (progress, Ctrl+C and cancel; partial output removed by the operation itself).
 #include "bindings.h"
 #include "job.h"
@@ -15,6 +16,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <nlohmann/json.hpp>
 
 namespace ckpt::python {
 
@@ -32,6 +34,12 @@ Input inputOf(nb::handle src)
 {
     if (nb::isinstance<Opened>(src)) return {nb::cast<std::shared_ptr<Opened>>(src), {}};
     return {nullptr, nb::cast<std::string>(nb::str(src))};
+}
+
+// A result's `ckpt --json` document as a dict: Python reads the same keys as scripts of the CLI.
+nb::dict dictOf(const nlohmann::ordered_json& doc)
+{
+    return nb::cast<nb::dict>(nb::module_::import_("json").attr("loads")(doc.dump()));
 }
 
 std::shared_ptr<gpu::ComputeBackend> backendOf(const std::string& device)
@@ -70,13 +78,7 @@ nb::dict exportOp(nb::handle src, const std::string& out, const std::string& tag
             return in.opened ? ops::consolidate(in.opened->tag(tag), out, o, sink, cancel)
                              : ops::consolidate(in.path, out, o, sink, cancel);
         });
-    nb::dict d;
-    d["tag"] = r.tag;
-    d["files"] = r.files;
-    d["tensors"] = r.tensors;
-    d["bytes"] = r.bytes;
-    d["warnings"] = r.warnings;
-    return d;
+    return dictOf(ops::toJson(r));
 }
 
 nb::dict universalOp(nb::handle src, const std::string& out, const std::string& tag, bool injectMissingState,
@@ -92,21 +94,7 @@ nb::dict universalOp(nb::handle src, const std::string& out, const std::string& 
             return in.opened ? ops::universal(in.opened->tag(tag), out, o, sink, cancel)
                              : ops::universal(in.path, out, o, sink, cancel);
         });
-    nb::dict d;
-    d["tag"] = r.tag;
-    d["tag_dir"] = r.tagDir;
-    d["output"] = r.output;
-    d["latest_file"] = r.latestFile;
-    d["zero_stage"] = r.zeroStage;
-    d["world_size"] = r.worldSize;
-    d["tensor_parallel"] = r.tensorParallel;
-    d["optimizer"] = r.optimizer;
-    d["parameters"] = r.parameters;
-    d["files"] = r.files;
-    d["tensor_bytes"] = r.tensorBytes;
-    d["bytes_written"] = r.bytesWritten;
-    d["warnings"] = r.warnings;
-    return d;
+    return dictOf(ops::toJson(r));
 }
 
 nb::dict slimOp(const std::string& path, const std::string& out, bool dryRun, bool overwrite, nb::object poll)
@@ -118,26 +106,7 @@ nb::dict slimOp(const std::string& path, const std::string& out, bool dryRun, bo
                                            [&](const io::ProgressSink& sink, const io::CancelToken& cancel) {
                                                return ops::slim(path, out, o, sink, cancel);
                                            });
-    nb::list files;
-    for (const auto& f : r.files) {
-        nb::dict e;
-        e["path"] = f.path;
-        e["action"] = f.action;
-        e["bytes_before"] = f.bytesBefore;
-        e["bytes_after"] = f.bytesAfter;
-        e["storage_before"] = f.storageBefore;
-        e["storage_after"] = f.storageAfter;
-        e["used_bytes"] = f.usedBytes;
-        e["storages_before"] = f.storagesBefore;
-        e["storages_after"] = f.storagesAfter;
-        files.append(e);
-    }
-    nb::dict d;
-    d["files"] = files;
-    d["warnings"] = r.warnings;
-    d["bytes_before"] = r.bytesBefore();
-    d["bytes_after"] = r.bytesAfter();
-    return d;
+    return dictOf(ops::toJson(r));
 }
 
 nb::dict statsDict(const gpu::Stats& s)

@@ -2,6 +2,7 @@
 reference tools' recorded outputs (ds_to_universal's files, Composer's model tensors) and real
 PyTorch's own numbers; progress, cancel and Ctrl+C leaving nothing behind; memory bounded."""
 import json
+import pathlib
 import os
 import signal
 import subprocess
@@ -48,6 +49,10 @@ def test_export_refuses_a_folder_holding_files(tmp_path):
     assert os.listdir(tmp_path / "o") == ["x"]
 
 
+def written_files(folder):
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
 def test_to_universal_writes_ds_to_universal_s_files(tmp_path):
     exp = json.loads((DATA / "universal" / "zero2_bf16_w2.expect.json").read_text())
     out = tmp_path / "ckpt" / exp["latest_universal"]
@@ -55,6 +60,11 @@ def test_to_universal_writes_ds_to_universal_s_files(tmp_path):
     r = cs.to_universal(ck.tag(exp["tag"]), out, inject_missing_state=True)
     assert isinstance(r, cs.UniversalResult)
     assert (r.zero_stage, r.world_size, r.tag) == (2, 2, exp["tag"])
+    # The result is `ckpt universal --json`'s document: the same keys for scripts of either.
+    assert pathlib.Path(r.latest_universal) == out.parent / "latest_universal"
+    assert (out.parent / "latest_universal").read_text().strip() == out.name
+    assert r.output == str(out) and r.files == len(written_files(out)) + 1
+    assert r.bytes_written == sum(p.stat().st_size for p in written_files(out)) + len(out.name)
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert written == sorted(f["path"] for f in exp["files"])
     for f in exp["files"]:
@@ -73,6 +83,8 @@ def test_slim(tmp_path):
     r = cs.slim(src, tmp_path / "slim.pt")
     assert r.bytes_after < r.bytes_before and r.files[0].action == "slimmed"
     assert os.path.getsize(tmp_path / "slim.pt") == r.bytes_after
+    f = r.files[0]
+    assert f.used_bytes <= f.storage_bytes_after < f.storage_bytes_before and f.storages_after <= f.storages_before
     before = torch.load(src, weights_only=True)
     after = torch.load(tmp_path / "slim.pt", weights_only=True)
     assert before.keys() == after.keys()
