@@ -16,6 +16,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -279,6 +280,7 @@ private slots:
     void inspectUrlMatchesLocal_data();
     void inspectUrlMatchesLocal();
     void inspectOfALargeFileFetchesItsHeaderOnly();
+    void inspectHttpRunOpensLatest();
 };
 
 void TestRemote::prepareFixtures()
@@ -978,6 +980,9 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                     << "model.safetensors";
     QTest::newRow("s3 torch") << "s3"
                               << "torch/module.pt";
+    // Over HTTP nothing lists a folder: its URL ends in '/', and the names are DeepSpeed's.
+    QTest::newRow("http DeepSpeed tag") << "http"
+                                        << "ds/global_step2/";
     QTest::newRow("s3 DeepSpeed tag") << "s3"
                                       << "ds/global_step2";
     QTest::newRow("s3 DeepSpeed run") << "s3"
@@ -994,7 +999,7 @@ std::map<QString, uint64_t> TestRemote::fetchedPerObject(const QString& scheme, 
         for (const QJsonObject& o : proxyLog("s3proxy.log")) {
             ++*requests;
             const QString path = o["path"].toString();
-            if (!path.contains('?'))
+            if (!path.contains('?') && o["status"].toInt() / 100 == 2)
                 fetched[path.mid(QString("/%1/").arg(kBucket).size())] += uint64_t(o["bytes"].toInt());
         }
         return fetched;
@@ -1004,9 +1009,28 @@ std::map<QString, uint64_t> TestRemote::fetchedPerObject(const QString& scheme, 
         const QList<QByteArray> parts = line.split(' ');
         if (parts.size() < 5) continue;
         ++*requests;
-        fetched[QString::fromUtf8(parts.last()).mid(1)] += parts[1].toULongLong();
+        // An error page (a 404 for a name DeepSpeed might have used) is no byte of the object.
+        if (parts[0].startsWith('2'))
+            fetched[QString::fromUtf8(parts.last()).mid(1)] += parts[1].toULongLong();
     }
     return fetched;
+}
+
+// A run over HTTP: no listing shows its tags, so the one `latest` names is the one opened.
+void TestRemote::inspectHttpRunOpensLatest()
+{
+    requireNginx();
+    const Run run = runCkpt({"inspect", "--json", QString::fromStdString(http("ds/"))});
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    const QJsonObject doc = QJsonDocument::fromJson(run.out).object();
+    QCOMPARE(doc["family"].toString(), QString("deepspeed"));
+    const QJsonArray tags = doc["tags"].toArray();
+    QCOMPARE(tags.size(), 1);
+    QCOMPARE(tags[0].toObject()["name"].toString(), QString("global_step4"));
+    QVERIFY(tags[0].toObject()["latest"].toBool());
+    // Not a DeepSpeed folder at all: said so, not mistaken for one.
+    const Run other = runCkpt({"inspect", QString::fromStdString(http("torch/"))});
+    QVERIFY(other.exitCode != 0);
 }
 
 // The same JSON, byte for byte, once the URL is written as the local path it mirrors; and no
@@ -1024,7 +1048,9 @@ void TestRemote::inspectUrlMatchesLocal()
     const Run remote = runCkpt({"inspect", "--json", url});
     if (remote.exitCode != 0) qWarning().noquote() << remote.err; // whole: QVERIFY2 cuts it
     QVERIFY2(remote.exitCode == 0, remote.err.constData());
-    const Run local = runCkpt({"inspect", "--json", m_www + "/" + rel});
+    QString localPath = m_www + "/" + rel;
+    if (localPath.endsWith('/')) localPath.chop(1);
+    const Run local = runCkpt({"inspect", "--json", localPath});
     QVERIFY2(local.exitCode == 0, local.err.constData());
     QByteArray mirrored = remote.out;
     mirrored.replace(prefix.toUtf8(), (m_www + "/").toUtf8());

@@ -88,6 +88,45 @@ PathKind pathKind(const std::string& path)
     return S_ISREG(st.st_mode) ? PathKind::File : PathKind::Other;
 }
 
+bool canList(const std::string& folder)
+{
+    return !isRemotePath(folder) || remote::parseUrl(folder).scheme == remote::Scheme::S3;
+}
+
+std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& paths)
+{
+    // A name found missing stays missing for the job (30 s): recognising, listing and opening a
+    // tag ask for the same names, and a missing one would otherwise be asked for each time.
+    using Clock = std::chrono::steady_clock;
+    static std::mutex m;
+    static std::map<std::string, Clock::time_point> missing;
+    const auto knownMissing = [&](const std::string& p) {
+        std::lock_guard lock(m);
+        const auto it = missing.find(p);
+        return it != missing.end() && Clock::now() - it->second < std::chrono::seconds(30);
+    };
+    std::vector<std::pair<std::string, uint64_t>> remote;
+    for (const auto& p : paths)
+        if (isRemotePath(p) && !knownMissing(p)) remote.push_back({p, 0});
+    MappedFile::prefetch(remote);
+    std::vector<std::optional<uint64_t>> out;
+    for (const auto& p : paths) {
+        if (isRemotePath(p)) {
+            out.push_back(MappedFile::openedRemoteSize(p));
+            std::lock_guard lock(m);
+            if (missing.size() > 100000) missing.clear();
+            if (!out.back()) missing[p] = Clock::now();
+            continue;
+        }
+        struct stat st
+        {
+        };
+        out.push_back(::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? std::optional<uint64_t>(st.st_size)
+                                                                         : std::nullopt);
+    }
+    return out;
+}
+
 std::vector<FolderEntry> listFolder(const std::string& folder)
 {
     std::vector<FolderEntry> out;
@@ -115,7 +154,12 @@ std::vector<FolderEntry> listFolder(const std::string& folder)
 std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder)
 {
     std::vector<std::pair<std::string, std::string>> files;
-    if (isRemotePath(folder)) {
+    if (!canList(folder)) {
+        // Nothing lists it: the files opened in it so far are those the family found by name.
+        const std::string prefix = withSlash(folder);
+        for (const auto& [url, size] : MappedFile::openedRemoteUnder(prefix))
+            files.push_back({url, url.substr(prefix.size())});
+    } else if (isRemotePath(folder)) {
         const remote::Url u = remote::parseUrl(withSlash(folder));
         for (const auto& o : remote::Store::forUrl(u)->list(u, false, nullptr).objects)
             if (o.key.size() > u.key.size() && o.key.back() != '/')

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,11 +25,19 @@ bool isRemotePath(const std::string& path);
 // Never throws for a local path (an unreadable one is Missing); a URL whose server cannot be
 // asked throws Error naming it.
 PathKind pathKind(const std::string& path);
+// False for a plain HTTP(S) folder: its server has no listing, so a family must know the
+// names it looks for and ask for them (probeFiles).
+bool canList(const std::string& folder);
+// Which of these files exist, and their sizes (nullopt: missing or unreadable), asked all at once
+// (one wave of requests for remote files, whose heads then stay open for the parse).
+std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& paths);
 // Files and folders directly in `folder` (not sorted). Throws Error naming the folder when it
 // cannot be listed (a plain HTTP server).
 std::vector<FolderEntry> listFolder(const std::string& folder);
 // Every file under `folder`, at any depth, as {path, path relative to folder}, sorted by the
-// relative path (links not followed). Throws Error naming the folder when it cannot be listed.
+// relative path (links not followed). A folder that cannot be listed (canList) gives the files
+// opened in it so far: those its family found by name. Throws Error naming a folder whose
+// listing fails.
 std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder);
 std::string childPath(const std::string& folder, const std::string& name);
 std::string parentPath(const std::string& path);

@@ -90,6 +90,24 @@ void MappedFile::prefetch(const std::vector<std::pair<std::string, uint64_t>>& f
         if (opened[i]) c.add(plans[i].url, std::shared_ptr<remote::RemoteMapping>(std::move(opened[i])));
 }
 
+std::optional<uint64_t> MappedFile::openedRemoteSize(const std::string& url)
+{
+    MappingCache& c = cache();
+    std::lock_guard lock(c.m);
+    if (const auto p = c.find(url)) return p->size();
+    return std::nullopt;
+}
+
+std::vector<std::pair<std::string, uint64_t>> MappedFile::openedRemoteUnder(const std::string& prefix)
+{
+    MappingCache& c = cache();
+    std::lock_guard lock(c.m);
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (auto it = c.live.lower_bound(prefix); it != c.live.end() && it->first.rfind(prefix, 0) == 0; ++it)
+        if (const auto p = c.find(it->first)) out.push_back({it->first, p->size()});
+    return out;
+}
+
 void MappedFile::dropRemoteCache()
 {
     sharedMapping({});

@@ -7,6 +7,7 @@
 #include "io/bytes.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -76,6 +77,11 @@ public:
     // ones not open yet are opened together, heads and zip tails in one wave of requests, so a
     // tag of many rank files costs one round trip, not one per file. Local files: nothing.
     static void prefetch(const std::vector<std::pair<std::string, uint64_t>>& files);
+    // The size of a remote file open (or prefetched) in this process, without asking its server.
+    static std::optional<uint64_t> openedRemoteSize(const std::string& url);
+    // The remote files open (or prefetched) in this process whose URL starts with `prefix`,
+    // with their sizes.
+    static std::vector<std::pair<std::string, uint64_t>> openedRemoteUnder(const std::string& prefix);
     // Zero for a local file.
     RemoteStats remoteStats() const;
 

@@ -99,9 +99,44 @@ std::vector<io::FolderEntry> entriesOf(const std::string& dir)
     }
 }
 
+// A folder whose server cannot list it (plain HTTP): its files by the names DeepSpeed gives
+// them, asked for in waves — the first model and optimizer files of rank 0, then the ranks
+// after, doubling, until one is missing. Model parallelism (mp_rank_01…) is not looked for.
+std::vector<io::FolderEntry> entriesByName(const std::string& dir)
+{
+    const std::vector<std::string> rank0 = {
+        "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt",
+        "zero_pp_rank_0_mp_rank_00_optim_states.pt", "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"};
+    std::vector<io::FolderEntry> out;
+    std::vector<std::string> patterns; // per-rank names whose rank 0 exists, "{}" for the rank
+    const auto add = [&](const std::vector<std::string>& names) {
+        std::vector<std::string> paths;
+        for (const auto& n : names)
+            paths.push_back(io::childPath(dir, n));
+        const auto sizes = io::probeFiles(paths);
+        for (size_t i = 0; i < names.size(); ++i)
+            if (sizes[i]) out.push_back({names[i], false, *sizes[i]});
+        return sizes;
+    };
+    const auto first = add(rank0);
+    for (size_t i = 1; i < rank0.size(); ++i)
+        if (first[i])
+            patterns.push_back(rank0[i].substr(0, rank0[i].find("rank_0_") + 5) + "{}" +
+                               rank0[i].substr(rank0[i].find("rank_0_") + 6));
+    for (int from = 1, count = 8; !patterns.empty() && from < 65536; from += count, count *= 2) {
+        std::vector<std::string> names;
+        for (int r = from; r < from + count; ++r)
+            for (const auto& p : patterns)
+                names.push_back(p.substr(0, p.find("{}")) + std::to_string(r) + p.substr(p.find("{}") + 2));
+        const auto sizes = add(names);
+        if (std::any_of(sizes.begin(), sizes.end(), [](const auto& s) { return !s; })) break;
+    }
+    return out;
+}
+
 bool hasRankFiles(const std::string& dir)
 {
-    for (const auto& e : entriesOf(dir)) {
+    for (const auto& e : io::canList(dir) ? entriesOf(dir) : entriesByName(dir)) {
         const std::string& n = e.name;
         if (!e.folder && n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
             (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos)) {
@@ -117,7 +152,8 @@ std::string readLatest(const std::string& root)
 {
     const std::string path = io::childPath(root, "latest");
     // Anything there is read, so that a FIFO or device named `latest` is refused, not skipped.
-    if (io::pathKind(path) == io::PathKind::Missing) return {};
+    if (io::canList(root) ? io::pathKind(path) == io::PathKind::Missing : !io::probeFiles({path})[0])
+        return {};
     // DeepSpeed writes the tag name and nothing else; anything longer is not a `latest` file.
     std::string s = io::readSmallFile(path, 4096);
     while (!s.empty() && std::isspace(uint8_t(s.back())))
@@ -212,7 +248,10 @@ bool looksLikeDeepSpeed(const std::string& path)
     }
     if (hasRankFiles(path)) return true;
     try {
-        if (io::pathKind(io::childPath(path, "latest")) != io::PathKind::Missing) return true;
+        const std::string latest = io::childPath(path, "latest");
+        if (io::canList(path) ? io::pathKind(latest) != io::PathKind::Missing
+                              : bool(io::probeFiles({latest})[0]))
+            return true;
     } catch (const Error&) {
     }
     for (const auto& e : entriesOf(path))
@@ -254,7 +293,7 @@ using FilesByRank = std::vector<const OpenFile*>;
 std::vector<RankFile> listTagFolder(const std::string& tagDir)
 {
     std::vector<RankFile> files;
-    for (const auto& e : io::listFolder(tagDir))
+    for (const auto& e : io::canList(tagDir) ? io::listFolder(tagDir) : entriesByName(tagDir))
         if (!e.folder) files.push_back(classify(tagDir, e));
     std::sort(files.begin(), files.end(),
               [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
@@ -781,6 +820,13 @@ TagFolders findDeepSpeedTags(const std::string& path)
     if (tagFolder) { // a tag folder itself
         f.root = io::parentPath(path);
         f.tags.push_back({io::fileName(path), path});
+    } else if (!io::canList(path)) { // the one tag `latest` names is all that can be found
+        f.root = path;
+        const std::string latest = readLatest(path);
+        // Written with its '/': over HTTP that is what says "folder".
+        const std::string dir = io::childPath(path, latest) + "/";
+        if (!latest.empty() && latest.find('/') == std::string::npos && hasRankFiles(dir))
+            f.tags.push_back({latest, dir});
     } else {
         f.root = path;
         for (const auto& e : io::listFolder(path))
