@@ -140,22 +140,20 @@ ordered_json toJson(const ConsolidateResult& r)
 
 ordered_json toJson(const UniversalResult& r)
 {
-    ordered_json doc;
-    doc["tag"] = r.tag;
-    doc["tag_dir"] = r.tagDir;
-    doc["output"] = r.output;
-    doc["latest_universal"] = r.latestFile;
-    doc["zero_stage"] = r.zeroStage;
-    doc["world_size"] = r.worldSize;
-    doc["tensor_parallel"] = r.tensorParallel;
-    doc["optimizer"] = r.optimizer;
-    doc["parameters"] = r.parameters;
-    doc["files"] = r.files;
-    doc["tensor_bytes"] = r.tensorBytes;
-    doc["copied_bytes"] = r.copiedBytes;
-    doc["bytes_written"] = r.bytesWritten;
-    doc["warnings"] = r.warnings;
-    return doc;
+    return {{"tag", r.tag},
+            {"tag_dir", r.tagDir},
+            {"output", r.output},
+            {"latest_universal", r.latestFile},
+            {"zero_stage", r.zeroStage},
+            {"world_size", r.worldSize},
+            {"tensor_parallel", r.tensorParallel},
+            {"optimizer", r.optimizer},
+            {"parameters", r.parameters},
+            {"files", r.files},
+            {"tensor_bytes", r.tensorBytes},
+            {"copied_bytes", r.copiedBytes},
+            {"bytes_written", r.bytesWritten},
+            {"warnings", r.warnings}};
 }
 
 ordered_json toJson(const SlimResult& r)
