@@ -281,6 +281,9 @@ private slots:
     void inspectUrlMatchesLocal();
     void inspectOfALargeFileFetchesItsHeaderOnly();
     void inspectHttpRunOpensLatest();
+    void exportFromAUrlEqualsTheLocalExport_data();
+    void exportFromAUrlEqualsTheLocalExport();
+    void anOutputUrlIsRefused();
 };
 
 void TestRemote::prepareFixtures()
@@ -1089,6 +1092,50 @@ void TestRemote::inspectOfALargeFileFetchesItsHeaderOnly()
               static_cast<unsigned long long>(bytes), 100.0 * double(bytes) / double(size));
         QVERIFY(bytes > 0 && bytes * 100 < size); // well under 1%
     }
+}
+
+void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
+{
+    QTest::addColumn<QString>("scheme");
+    QTest::addColumn<QString>("rel");
+    QTest::newRow("http torch") << "http"
+                                << "torch/nested.pt";
+    QTest::newRow("s3 torch") << "s3"
+                              << "torch/module.pt";
+    QTest::newRow("s3 DeepSpeed tag") << "s3"
+                                      << "ds/global_step2";
+}
+
+// Tensor bytes too: the export of a URL is the export of the local file, byte for byte.
+void TestRemote::exportFromAUrlEqualsTheLocalExport()
+{
+    QFETCH(QString, scheme);
+    QFETCH(QString, rel);
+    if (scheme == "http") requireNginx();
+    if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+    const QString url = QString::fromStdString(scheme == "http" ? http(rel) : s3(rel));
+    QTemporaryDir out;
+    const Run remote = runCkpt({"export", "-q", url, out.filePath("remote.safetensors")});
+    QVERIFY2(remote.exitCode == 0, remote.err.constData());
+    const Run local = runCkpt({"export", "-q", m_www + "/" + rel, out.filePath("local.safetensors")});
+    QVERIFY2(local.exitCode == 0, local.err.constData());
+    const QByteArray a = readAll(out.filePath("remote.safetensors"));
+    QVERIFY(!a.isEmpty());
+    QVERIFY(a == readAll(out.filePath("local.safetensors")));
+}
+
+void TestRemote::anOutputUrlIsRefused()
+{
+    requireNginx();
+    QTemporaryDir cwd;
+    QProcess p;
+    p.setWorkingDirectory(cwd.path());
+    p.start(CKPT_BINARY, {"export", "-q", QString::fromStdString(http("torch/nested.pt")),
+                          "s3://ckpt-test/out.safetensors"});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(p.readAllStandardError().contains("writing to a URL is not supported"), "no clear refusal");
+    QVERIFY(QDir(cwd.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden).isEmpty());
 }
 
 QTEST_GUILESS_MAIN(TestRemote)

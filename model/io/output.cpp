@@ -1,6 +1,7 @@
 #include "io/output.h"
 
 #include "io/error.h"
+#include "io/remote/url.h"
 
 #include <algorithm>
 #include <atomic>
@@ -224,6 +225,10 @@ std::string partialName(const std::string& finalName)
 
 void checkOutputOutsideInputs(const std::vector<std::string>& inputs, const std::string& output)
 {
+    // Outputs are local files: a URL taken as a path would become folders named "s3:" or
+    // "http:" in the working folder.
+    if (remote::isRemote(output))
+        throw Error("an output is written to a local path; writing to a URL is not supported", output);
     std::error_code ec;
     const fs::path out = fs::weakly_canonical(fs::absolute(output), ec);
     if (ec) throw Error("cannot resolve the output path: " + ec.message(), output);
