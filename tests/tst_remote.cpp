@@ -284,6 +284,8 @@ private slots:
     void exportFromAUrlEqualsTheLocalExport_data();
     void exportFromAUrlEqualsTheLocalExport();
     void anOutputUrlIsRefused();
+    void statsScanAndDiffOnUrls_data();
+    void statsScanAndDiffOnUrls();
 };
 
 void TestRemote::prepareFixtures()
@@ -1136,6 +1138,55 @@ void TestRemote::anOutputUrlIsRefused()
     QCOMPARE(p.exitCode(), 1);
     QVERIFY2(p.readAllStandardError().contains("writing to a URL is not supported"), "no clear refusal");
     QVERIFY(QDir(cwd.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden).isEmpty());
+}
+
+void TestRemote::statsScanAndDiffOnUrls_data()
+{
+    QTest::addColumn<QString>("scheme");
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("rel");
+    QTest::newRow("stats http torch") << "http"
+                                      << "stats"
+                                      << "torch/dtypes.pt";
+    QTest::newRow("scan http torch") << "http"
+                                     << "scan"
+                                     << "torch/module.pt";
+    QTest::newRow("stats s3 DeepSpeed tag") << "s3"
+                                            << "stats"
+                                            << "ds/global_step2";
+    QTest::newRow("diff s3 against local") << "s3"
+                                           << "diff"
+                                           << "torch/nested.pt";
+}
+
+// The other reading commands print what they print for the local file (the URL written as the
+// path it mirrors); diff compares a remote file with its local copy and finds them identical.
+void TestRemote::statsScanAndDiffOnUrls()
+{
+    QFETCH(QString, scheme);
+    QFETCH(QString, command);
+    QFETCH(QString, rel);
+    if (scheme == "http") requireNginx();
+    if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+    const QString url = QString::fromStdString(scheme == "http" ? http(rel) : s3(rel));
+    const QString localPath = m_www + "/" + rel;
+    if (command == "diff") {
+        const Run d = runCkpt({"diff", "--json", "-q", url, localPath});
+        QVERIFY2(d.exitCode == 0, d.err.constData());
+        const QJsonArray tensors = QJsonDocument::fromJson(d.out).object()["tensors"].toArray();
+        QVERIFY(!tensors.isEmpty());
+        for (const auto& t : tensors)
+            QCOMPARE(t.toObject()["status"].toString(), QString("identical"));
+        return;
+    }
+    const QStringList json = command == "scan" ? QStringList() : QStringList{"--json", "-q"};
+    const Run remote = runCkpt(QStringList{command} + json + QStringList{url});
+    QVERIFY2(remote.exitCode == 0, remote.err.constData());
+    const Run local = runCkpt(QStringList{command} + json + QStringList{localPath});
+    QVERIFY2(local.exitCode == 0, local.err.constData());
+    QByteArray mirrored = remote.out;
+    mirrored.replace(url.left(url.size() - rel.size()).toUtf8(), (m_www + "/").toUtf8());
+    QCOMPARE(QString::fromUtf8(mirrored), QString::fromUtf8(local.out));
 }
 
 QTEST_GUILESS_MAIN(TestRemote)
