@@ -161,7 +161,11 @@ std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::strin
             files.push_back({url, url.substr(prefix.size())});
     } else if (isRemotePath(folder)) {
         const remote::Url u = remote::parseUrl(withSlash(folder));
-        for (const auto& o : remote::Store::forUrl(u)->list(u, false, nullptr).objects)
+        // A folder with no folders in it (a tag) is all in the one-level listing the family
+        // already asked for: no second request.
+        remote::ListPage page = listOnce(withSlash(folder));
+        if (!page.prefixes.empty()) page = remote::Store::forUrl(u)->list(u, false, nullptr);
+        for (const auto& o : page.objects)
             if (o.key.size() > u.key.size() && o.key.back() != '/')
                 files.push_back({withSlash(folder) + o.key.substr(u.key.size()), o.key.substr(u.key.size())});
     } else {
