@@ -248,18 +248,8 @@ void BloatView::refresh()
     m_summary->setText(tr("<b>%1</b>: reading...").arg(name.toHtmlEscaped()));
     setBusy(true, tr("Reading %1").arg(name));
     m_analysing = m_target.toStdString();
-    if (const ops::FolderBloat* known = m_workspace.analysis(m_analysing)) {
-        // Read before (the tag overview asked for it): shown as a result that arrives at once.
-        QMetaObject::invokeMethod(
-            this,
-            [this, path = m_analysing, r = JobResult<ops::FolderBloat>{*known, false, {}, {}}] {
-                if (path == m_analysing) onAnalysed(r);
-            },
-            Qt::QueuedConnection);
-        return;
-    }
     // Parsing every pickle of a checkpoint takes a while: the workspace does it on a worker, once
-    // for whichever views ask.
+    // for whichever views ask (a tag the overview has read is shown at once).
     m_workspace.analyse(
         m_analysing, this,
         [this, path = m_analysing](const JobResult<ops::FolderBloat>& r) {

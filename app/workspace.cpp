@@ -1,5 +1,7 @@
 #include "workspace.h"
 
+#include "io/location.h"
+
 #include <filesystem>
 
 namespace ckpt::app {
@@ -33,9 +35,11 @@ QString Workspace::channelOf(const std::string& key)
     return QStringLiteral("analysis:") + QString::fromStdString(key);
 }
 
-std::string Workspace::keyOf(const std::string& path) const
+std::string Workspace::keyOf(const std::string& path)
 {
-    std::string key = std::filesystem::absolute(path).lexically_normal().string();
+    // A URL names its object as it is; a path is made absolute, as the Bloat view names files.
+    std::string key =
+        io::isRemotePath(path) ? path : std::filesystem::absolute(path).lexically_normal().string();
     while (key.size() > 1 && key.back() == '/')
         key.pop_back();
     return key;
@@ -63,6 +67,17 @@ void Workspace::analyse(const std::string& path, QObject* receiver, AnalysisDone
                         JobManager::ProgressHandler progress)
 {
     const std::string key = keyOf(path);
+    if (const auto known = m_analyses.find(key); known != m_analyses.end()) {
+        // Read before: delivered as a result that arrives at once, never within the call.
+        QMetaObject::invokeMethod(
+            this,
+            [receiver = QPointer<QObject>(receiver), done = std::move(done),
+             r = JobResult<ops::FolderBloat>{known->second, false, {}, {}}] {
+                if (receiver) done(r);
+            },
+            Qt::QueuedConnection);
+        return;
+    }
     m_waiting[key].push_back({receiver, std::move(done), std::move(progress)});
     if (m_jobs.running(channelOf(key))) return; // the one computing serves this receiver too
     // Reading every pickle of the files (or their parsed forms): never on the GUI thread.

@@ -44,9 +44,10 @@ public:
     // The analysis of `path` (a file, a tag folder, the checkpoint, any folder) if it is known:
     // computed once for a path inside the open checkpoint. Null otherwise.
     const ops::FolderBloat* analysis(const std::string& path) const;
-    // Computes the analysis of `path` on a worker, unless it is known or already computing (then
-    // `receiver` waits for that one). `done` and `progress` run on the GUI thread while
-    // `receiver` lives; a path outside the open checkpoint is analysed afresh each time.
+    // Computes the analysis of `path` on a worker, unless it is already computing (then `receiver`
+    // waits for that one) or known (then `done` gets it at once, queued). `done` and `progress`
+    // run on the GUI thread while `receiver` lives; a path outside the open checkpoint is
+    // analysed afresh each time.
     void analyse(const std::string& path, QObject* receiver, AnalysisDone done,
                  JobManager::ProgressHandler progress = {});
     // `receiver` waits no longer for `path`; an analysis nobody waits for any more is dropped.
@@ -66,7 +67,7 @@ private:
         JobManager::ProgressHandler progress;
     };
     static QString channelOf(const std::string& key);
-    std::string keyOf(const std::string& path) const; // absolute, as the Bloat view names paths
+    static std::string keyOf(const std::string& path); // absolute, as the Bloat view names paths
     bool insideOpened(const std::string& key) const;
     void analysed(const std::string& key, const JobResult<ops::FolderBloat>& r);
 
