@@ -327,6 +327,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
             out.direct = reader->pieces[0].file->mappedContiguous(reader->pieces[0].tensorPath);
         out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
         if (!reader->chunked && reader->from == to) {
+            out.oneRun = reader->pieces.size() == 1;
             out.inPlace = [reader](uint64_t first, uint64_t* run) { return reader->inPlace(first, run); };
             out.releaseInPlace = [reader](uint64_t first, uint64_t n) { reader->releaseInPlace(first, n); };
         }

@@ -23,6 +23,10 @@ struct SourceTensor
     std::string aliasOf; // same data as that tensor (tied weights); tensor.fill is empty
     // When the bytes already lie contiguous in a mapped file with no cast: read them in place.
     const uint8_t* direct = nullptr;
+    // All its bytes are one uncast run of one stored tensor (a whole tensor, or one parameter
+    // inside a rank's flat ZeRO partition): inPlace(0) gives them, if that tensor is mapped and
+    // contiguous. Known without reading a byte.
+    bool oneRun = false;
     // In-place reading of a tensor made of several mapped pieces (a ZeRO partition per rank):
     // the address of logical element `first` and, in *run, how many elements follow it
     // contiguously there; nullptr when those bytes must go through fill (a cast, N-d chunks, a

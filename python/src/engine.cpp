@@ -106,7 +106,7 @@ nb::object tensorInfo(const Tensors& ts, size_t i)
     const ops::SourceTensor& raw = ts.set().tensors.at(i);
     const ops::SourceTensor& t = ts.at(i);
     return nb::make_tuple(raw.tensor.name, std::string(torch::name(t.tensor.dtype)), t.tensor.shape,
-                          t.tensor.nbytes, raw.aliasOf, t.direct != nullptr);
+                          t.tensor.nbytes, raw.aliasOf, ts.maybeContiguous(i));
 }
 
 // Tensor i's bytes as a writable uint8 numpy array over a private map of its file (the Python

@@ -46,6 +46,11 @@ public:
     // Copies bytes [offset, offset + count) of tensor i to dst, on all cores for large ranges.
     // Call without the GIL.
     void fill(size_t i, uint64_t offset, uint64_t count, uint8_t* dst) const;
+    // Tensor i's bytes where they lie contiguous and uncast in one mapped file (a whole stored
+    // tensor, or a parameter inside one rank's flat ZeRO partition); else nullptr.
+    const uint8_t* contiguous(size_t i) const;
+    // Whether contiguous(i) may give them, known without reading (in_place in Python's info).
+    bool maybeContiguous(size_t i) const;
     // Tensor i's bytes inside a private map of its file, when they lie there contiguous and
     // uncast; else nullptr. `owner` receives what keeps the map alive.
     uint8_t* mapped(size_t i, std::shared_ptr<io::PrivateMap>& owner);

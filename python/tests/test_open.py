@@ -167,6 +167,31 @@ def test_zero_copy_views_map_the_file_privately(file_mappings, tmp_path):
     assert torch.equal(cs.open(path).tag().get_tensor(name), original)
 
 
+@pytest.mark.parametrize("name", ["zero2_fp32_w4", "zero1_fp32_w2", "zero2_bf16_w5"])
+def test_zero2_masters_inside_one_partition_are_views_of_its_rank_file(name, file_mappings):
+    """A ZeRO-1/2 fp32 master lying wholly in one rank's flat partition is handed out as a view
+    of that rank's optimizer file (no copy); one straddling two ranks is gathered into memory of
+    its own. Either way the values are zero_to_fp32's (test_deepspeed checks the hashes)."""
+    from checkpoint_studio import deepspeed
+    folder = DATA / "deepspeed" / name
+    optim = {str(p) for p in folder.rglob("*optim_states.pt")}
+    lazy = deepspeed.get_lazy_state_dict(folder)
+    sd = deepspeed.get_fp32_state_dict_from_zero_checkpoint(folder)
+    maps = file_mappings()
+    owners = {k: owning_file(v.data_ptr(), maps) for k, v in sd.items()}
+    # What the engine says lies in place is exactly what was handed out as a view (of the
+    # optimizer files for masters, of the model file for buffers); the rest owns its memory.
+    assert {k for k, f in owners.items() if f} == {k for k in sd if lazy.lazy(k).zero_copy}
+    views = {k for k, f in owners.items() if f in optim}
+    assert views, "no master lies inside one partition"
+    # A view is private: writing into it changes neither the file nor a second reading.
+    first = sorted(views)[0]
+    before = sd[first].clone()
+    sd[first].add_(1.0)
+    again = deepspeed.get_fp32_state_dict_from_zero_checkpoint(folder)
+    assert torch.equal(again[first], before)
+
+
 def test_gathered_tensors_are_not_in_any_file_map(file_mappings):
     tag = cs.open(DATA / "deepspeed" / "zero3_fp32_w4").tag()
     lazy = tag.state_dict().lazy("embed.weight")
