@@ -9,6 +9,7 @@
         sd = tag.state_dict()                       # lazy Mapping
         tag.optimizer_state("lm_head.weight")       # {"fp32", "exp_avg", "exp_avg_sq", "step"}
     cs.export("run/checkpoints", "hf_out", progress=True)
+    with cs.safe_open("run/checkpoints", "pt") as f: ...  # safetensors' API, any family
 
 Nothing here unpickles: the engine reads pickles with its own virtual machine and never imports
 or calls what they name. Errors in checkpoints raise CheckpointError (a ValueError) with the
@@ -23,6 +24,7 @@ from . import _engine
 from ._engine import Cancelled, CheckpointError
 from ._ops import (DiffResult, ExportResult, Progress, SlimFile, SlimResult, StatsResult, TensorDiff,
                    TensorStats, UniversalResult, diff, export, run, slim, stats, to_universal)
+from ._safe_open import load_file, safe_open
 from ._tensors import LazyStateDict, LazyTensor, TensorSlice, _check_framework, _engine_name, entries, materialize
 
 __version__ = "0.1.0"
@@ -30,6 +32,7 @@ __all__ = [
     "open", "Checkpoint", "Tag", "TagInfo", "LazyStateDict", "LazyTensor", "TensorSlice", "CheckpointError",
     "Cancelled", "Progress", "export", "to_universal", "slim", "diff", "stats", "ExportResult",
     "UniversalResult", "SlimResult", "SlimFile", "StatsResult", "TensorStats", "DiffResult", "TensorDiff",
+    "safe_open", "load_file",
 ]
 
 

@@ -8,8 +8,11 @@
 
 #include "io/error.h"
 #include "layout/family.h"
+#include "layout/file_set.h"
+#include "safetensors/safetensors_file.h"
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -160,6 +163,18 @@ std::shared_ptr<Tensors> makeTensors(const Opened& o, const std::string& tag, co
     return std::make_shared<Tensors>(in, r);
 }
 
+// A checkpoint given as one safetensors file: its header's "__metadata__" (safe_open's
+// metadata()); None for any other checkpoint or a file without one.
+std::optional<std::map<std::string, std::string>> safetensorsMetadata(const Opened& o)
+{
+    const layout::Checkpoint& model = o.checkpoint->model;
+    if (!model.singleFile || model.tags.empty() || model.tags.front().files.empty()) return std::nullopt;
+    const auto file = o.checkpoint->files->get(model.tags.front().files.front().path);
+    const safetensors::SafetensorsFile* st = file ? file->safetensors() : nullptr;
+    if (!st || st->metadata().empty()) return std::nullopt;
+    return st->metadata();
+}
+
 void bindCheckpoint(nb::module_& m)
 {
     nb::class_<Opened>(m, "Checkpoint")
@@ -190,6 +205,7 @@ void bindCheckpoint(nb::module_& m)
             "optimizer_parameters",
             [](const Opened& o, const std::string& name) { return optimizerParameters(*o.tag(name)); },
             "name"_a)
+        .def("safetensors_metadata", &safetensorsMetadata)
         .def("tensors", &makeTensors, "tag"_a, "mode"_a = "model", "dtype"_a = nb::none(),
              "exclude_frozen"_a = false, "all"_a = false, "ignore"_a = std::vector<std::string>{},
              "param"_a = "");
