@@ -192,6 +192,20 @@ def test_zero2_masters_inside_one_partition_are_views_of_its_rank_file(name, fil
     assert torch.equal(again[first], before)
 
 
+def test_tensors_leave_through_dlpack_without_a_copy(file_mappings):
+    """Every tensor handed out (torch or numpy) speaks DLPack, so other frameworks (JAX, CuPy,
+    TensorFlow) take it zero-copy: the consumer's array is the file's private map itself."""
+    path = DATA / "hf" / "safetensors" / "model.safetensors"
+    tag = cs.open(path).tag()
+    name = tag.keys()[0]
+    t = tag.get_tensor(name)
+    a = tag.get_tensor(name, framework="np")
+    for consumer in (np.from_dlpack(t), torch.from_dlpack(a)):
+        address = consumer.ctypes.data if isinstance(consumer, np.ndarray) else consumer.data_ptr()
+        assert owning_file(address, file_mappings()) == str(path)
+    assert np.array_equal(np.from_dlpack(t), a)
+
+
 def test_gathered_tensors_are_not_in_any_file_map(file_mappings):
     tag = cs.open(DATA / "deepspeed" / "zero3_fp32_w4").tag()
     lazy = tag.state_dict().lazy("embed.weight")
