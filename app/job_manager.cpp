@@ -36,43 +36,87 @@ JobManager::~JobManager()
         f.waitForFinished();
 }
 
+namespace {
+
+// A job's reports on their way to the GUI thread: what passes the throttle, and what the job
+// said last, which a remote transfer's report repeats with its own stage and bytes.
+struct Throttle
+{
+    std::mutex lock; // writers and transfers may report from several threads at once
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+    int permille = -1;
+    ops::Progress said; // the job's last report (its permille, stage and bytes)
+    bool pass(const ops::Progress& p, std::chrono::steady_clock::time_point now)
+    {
+        if (p.note.empty() && p.permille == permille && now - last < kReportInterval) return false;
+        if (p.note.empty()) permille = p.permille;
+        last = now;
+        return true;
+    }
+};
+
+JobProgress toReport(const ops::Progress& p, const Throttle& t, std::chrono::steady_clock::time_point now)
+{
+    JobProgress r;
+    r.permille = p.permille;
+    r.stage = QString::fromStdString(p.stage);
+    r.doneBytes = p.doneBytes;
+    r.totalBytes = p.totalBytes;
+    r.note = QString::fromStdString(p.note);
+    const double secs = std::chrono::duration<double>(now - t.start).count();
+    if (secs > 0 && p.doneBytes) r.bytesPerSecond = double(p.doneBytes) / secs;
+    if (r.bytesPerSecond > 0 && p.totalBytes >= p.doneBytes)
+        r.secondsLeft = double(p.totalBytes - p.doneBytes) / r.bytesPerSecond;
+    return r;
+}
+
+// "fetching model_states.pt, 1.2 MiB of 4.0 MiB": what a job waiting on the network is doing.
+QString fetchStage(const io::FetchProgress& f)
+{
+    const QString name = QString::fromStdString(f.url).section(QLatin1Char('/'), -1);
+    const QString what = f.objects > 1 ? JobManager::tr("%n file(s)", nullptr, int(f.objects)) : name;
+    if (f.waveTotal == 0) return JobManager::tr("fetching %1").arg(what);
+    return JobManager::tr("fetching %1, %2 of %3")
+        .arg(what, humanBytes(std::min(f.waveDone, f.waveTotal)), humanBytes(f.waveTotal));
+}
+
+} // namespace
+
 JobManager::Started JobManager::begin(const QString& channel, ProgressHandler onProgress,
                                       std::function<void()> takePartials)
 {
     drop(channel); // the latest request wins
     Job job{
         ++m_next, std::make_shared<ops::CancelToken>(), std::move(onProgress), std::move(takePartials), {}};
-    struct Throttle
-    {
-        std::mutex lock; // writers may report from several threads at once
-        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
-        int permille = -1;
-    };
     auto throttle = std::make_shared<Throttle>();
     const quint64 id = job.id;
-    ops::ProgressSink sink = [this, channel, id, throttle](const ops::Progress& p) {
-        const auto now = std::chrono::steady_clock::now();
-        {
-            const std::lock_guard<std::mutex> hold(throttle->lock);
-            if (p.note.empty() && p.permille == throttle->permille && now - throttle->last < kReportInterval)
-                return;
-            if (p.note.empty()) throttle->permille = p.permille;
-            throttle->last = now;
-        }
-        JobProgress r;
-        r.permille = p.permille;
-        r.stage = QString::fromStdString(p.stage);
-        r.doneBytes = p.doneBytes;
-        r.totalBytes = p.totalBytes;
-        r.note = QString::fromStdString(p.note);
-        const double secs = std::chrono::duration<double>(now - throttle->start).count();
-        if (secs > 0 && p.doneBytes) r.bytesPerSecond = double(p.doneBytes) / secs;
-        if (r.bytesPerSecond > 0 && p.totalBytes >= p.doneBytes)
-            r.secondsLeft = double(p.totalBytes - p.doneBytes) / r.bytesPerSecond;
+    auto post = [this, channel, id](const JobProgress& r) {
         QMetaObject::invokeMethod(
             this, [this, channel, id, r] { deliver(channel, id, r); }, Qt::QueuedConnection);
     };
-    Started s{job.id, job.token, std::move(sink)};
+    ops::ProgressSink sink = [throttle, post](const ops::Progress& p) {
+        const auto now = std::chrono::steady_clock::now();
+        {
+            const std::lock_guard<std::mutex> hold(throttle->lock);
+            if (p.note.empty()) throttle->said = p;
+            if (!throttle->pass(p, now)) return;
+        }
+        post(toReport(p, *throttle, now));
+    };
+    // A transfer's report: the job's own figures (the bar does not jump), the transfer's stage.
+    io::FetchWatch::Listener fetched = [throttle, post](const io::FetchProgress& f) {
+        const auto now = std::chrono::steady_clock::now();
+        ops::Progress p;
+        {
+            const std::lock_guard<std::mutex> hold(throttle->lock);
+            p = throttle->said;
+            if (!throttle->pass(p, now)) return;
+        }
+        JobProgress r = toReport(p, *throttle, now);
+        r.stage = fetchStage(f);
+        post(r);
+    };
+    Started s{job.id, job.token, std::move(sink), std::move(fetched)};
     m_jobs.insert(channel, std::move(job));
     return s;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "io/error.h"
+#include "io/fetch_watch.h"
 #include "ops/job.h"
 
 #include <QFuture>
@@ -173,6 +174,7 @@ private:
         quint64 id;
         std::shared_ptr<ops::CancelToken> token;
         ops::ProgressSink sink;
+        io::FetchWatch::Listener fetched; // the job's remote transfers, as reports through `sink`'s throttle
     };
     Started begin(const QString& channel, ProgressHandler onProgress, std::function<void()> takePartials);
     // Runs work(cancel) on a worker and delivers its result to onResult, unless superseded.
@@ -182,17 +184,20 @@ private:
         using T = std::invoke_result_t<Work&, const ops::CancelToken&>;
         // `this` outlives the worker: the destructor waits for it.
         remember(channel, QtConcurrent::run([this, id = s.id, channel, work = std::move(work),
-                                             onResult = std::move(onResult), token = s.token]() mutable {
+                                             onResult = std::move(onResult), token = s.token,
+                                             fetched = s.fetched]() mutable {
                      auto result = std::make_shared<JobResult<T>>();
+                     // Remote transfers the work makes stop with the job and report through it.
+                     const io::FetchWatch watch(token.get(), fetched);
+                     const io::FetchWatch::Scope scope(&watch);
                      try {
                          result->value.emplace(work(*token));
                      } catch (const Cancelled&) {
                          result->cancelled = true;
                      } catch (const Error& e) {
-                         result->error = QString::fromUtf8(e.what());
-                         result->errorFile = QString::fromStdString(e.file());
+                         fail(*result, *token, QString::fromUtf8(e.what()), QString::fromStdString(e.file()));
                      } catch (const std::exception& e) {
-                         result->error = QString::fromUtf8(e.what());
+                         fail(*result, *token, QString::fromUtf8(e.what()), {});
                      }
                      // Queued to the manager, so dropped with it should it be destroyed first.
                      QMetaObject::invokeMethod(
@@ -205,6 +210,16 @@ private:
                          },
                          Qt::QueuedConnection);
                  }));
+    }
+    // An error raised while a cancelled job unwinds (a fetch cut short, read as a short file) is
+    // the cancellation, not a failure to show.
+    template <typename T>
+    static void fail(JobResult<T>& r, const ops::CancelToken& token, QString error, QString file)
+    {
+        r.cancelled = token.cancelled();
+        if (r.cancelled) return;
+        r.error = std::move(error);
+        r.errorFile = std::move(file);
     }
     void remember(const QString& channel, QFuture<void> future);
     bool finish(const QString& channel, quint64 id); // true when `id` is still the channel's job

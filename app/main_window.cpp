@@ -5,7 +5,9 @@
 #include "compute_backend.h"
 #include "details_pane.h"
 #include "export_dialog.h"
+#include "io/location.h"
 #include "layout/deepspeed.h"
+#include "open_url_dialog.h"
 #include "ops/export.h"
 #include "slim_dialog.h"
 #include "tree_model.h"
@@ -54,6 +56,12 @@ QLabel* errorLabel(QWidget* parent)
     l->setStyleSheet(QStringLiteral("QLabel { background: #f8d7da; color: #58151c; padding: 6px; }"));
     l->hide();
     return l;
+}
+
+// A path as the user reads it: local ones with the platform's separators, URLs untouched.
+QString shown(const QString& path)
+{
+    return io::isRemotePath(path.toStdString()) ? path : QDir::toNativeSeparators(path);
 }
 
 } // namespace
@@ -259,6 +267,9 @@ void MainWindow::buildFileMenu()
         if (!d.isEmpty()) open(d);
     });
     openFolder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    auto* openUrl = fileMenu->addAction(tr("Open &URL..."), this, &MainWindow::openUrlDialog);
+    openUrl->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L)); // "open location", as browsers say
+    openUrl->setToolTip(tr("Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown"));
     m_recentMenu = fileMenu->addMenu(tr("Open &Recent"));
     connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     fillRecentMenu();
@@ -416,9 +427,18 @@ void MainWindow::showStartPage()
     m_stack->setCurrentIndex(0);
 }
 
+OpenUrlDialog* MainWindow::openUrlDialog()
+{
+    auto* d = new OpenUrlDialog(OpenUrlDialog::recentUrls(), this);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    connect(d, &QDialog::accepted, this, [this, d] { open(d->url()); });
+    d->open();
+    return d;
+}
+
 void MainWindow::open(const QString& path)
 {
-    m_pending = QFileInfo(path).absoluteFilePath();
+    m_pending = absoluteLocation(path);
     m_openCancelled = false;
     m_busy->setValue(0);
     m_busy->setFormat(tr("Reading the layout"));
@@ -475,12 +495,10 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         if (why.startsWith(m_pending + QStringLiteral(": "))) why = why.mid(m_pending.size() + 2);
         if (const Snapshot* s = m_model->snapshot(); s && m_stack->currentIndex() == 1) {
             m_error->setText(tr("Could not open %1: %2\nStill showing %3.")
-                                 .arg(QDir::toNativeSeparators(m_pending), why,
-                                      QDir::toNativeSeparators(QString::fromStdString(s->path))));
+                                 .arg(shown(m_pending), why, shown(QString::fromStdString(s->path))));
             m_error->show();
         } else {
-            m_startError->setText(
-                tr("Could not open %1: %2").arg(QDir::toNativeSeparators(m_pending), r.error));
+            m_startError->setText(tr("Could not open %1: %2").arg(shown(m_pending), r.error));
             m_startError->show();
             showStartPage();
         }
@@ -530,6 +548,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     setWindowTitle(tr("%1 - Checkpoint Studio").arg(QString::fromStdString(snapshot->path)));
     statusBar()->showMessage(tr("Opened %1").arg(QString::fromStdString(snapshot->path)), 5000);
     addRecent(QString::fromStdString(snapshot->path));
+    if (io::isRemotePath(snapshot->path)) OpenUrlDialog::addRecentUrl(QString::fromStdString(snapshot->path));
     m_stack->setCurrentIndex(1);
     if (wasStartPage && m_bloatDock->isVisible()) fitBloatDock();
     emit loaded(true);
@@ -548,13 +567,7 @@ bool MainWindow::select(const QString& treePath)
 
 void MainWindow::addRecent(const QString& path)
 {
-    QSettings s;
-    QStringList r = s.value(QStringLiteral("recent")).toStringList();
-    r.removeAll(path);
-    r.prepend(path);
-    while (r.size() > 10)
-        r.removeLast();
-    s.setValue(QStringLiteral("recent"), r);
+    rememberRecent(QStringLiteral("recent"), path, 10); // URLs too: the list reopens them as URLs
 }
 
 void MainWindow::refreshRecent()
@@ -610,9 +623,9 @@ QString MainWindow::diskPathOf(const Node* n) const
     if (!s) return {};
     for (; n; n = n->parent) {
         if (n->kind == NodeKind::RankFile && !n->file.empty())
-            return QFileInfo(QString::fromStdString(n->file)).absoluteFilePath();
+            return absoluteLocation(QString::fromStdString(n->file));
         if (n->kind == NodeKind::Tag && n->tag >= 0 && size_t(n->tag) < s->tags().size())
-            return QFileInfo(QString::fromStdString(s->tags()[size_t(n->tag)].dir)).absoluteFilePath();
+            return absoluteLocation(QString::fromStdString(s->tags()[size_t(n->tag)].dir));
         if (!n->parent) return QString::fromStdString(s->path);
     }
     return {};
@@ -686,9 +699,13 @@ bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
 {
     const Snapshot* s = m_model->snapshot();
     if (!s) return false;
-    const QString want = QFileInfo(file).canonicalFilePath();
+    // A URL is the same file only as the same URL; a local path through links as well.
+    const auto canonical = [](const QString& p) {
+        return io::isRemotePath(p.toStdString()) ? p : QFileInfo(p).canonicalFilePath();
+    };
+    const QString want = canonical(file);
     auto same = [&](const std::string& p) {
-        return QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
+        return !want.isEmpty() && canonical(QString::fromStdString(p)) == want;
     };
     QString treePath;
     if (s->singleFile()) {
@@ -725,7 +742,12 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e)
 void MainWindow::dropEvent(QDropEvent* e)
 {
     const auto urls = e->mimeData()->urls();
-    if (!urls.isEmpty() && urls.first().isLocalFile()) open(urls.first().toLocalFile());
+    if (urls.isEmpty()) return;
+    const QUrl& u = urls.first();
+    if (u.isLocalFile())
+        open(u.toLocalFile());
+    else if (io::isRemotePath(u.toString().toStdString())) // a link dragged from a browser
+        open(u.toString());
 }
 
 QStringList MainWindow::selectedTagPaths() const

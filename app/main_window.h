@@ -29,6 +29,7 @@ class BloatView;
 class CompareWindow;
 class DetailsPane;
 class ExportDialog;
+class OpenUrlDialog;
 class SlimDialog;
 class FilterProxy;
 class TreeModel;
@@ -39,7 +40,11 @@ class MainWindow : public QMainWindow
 public:
     explicit MainWindow(QWidget* parent = nullptr);
 
+    // A local path (made absolute) or a URL (s3://, http(s)://, kept as typed).
     void open(const QString& path);
+    // File > Open URL...: the dialog, shown; what it accepts is opened. For tests and
+    // screenshots it is returned (it deletes itself when closed).
+    OpenUrlDialog* openUrlDialog();
     // Stops the opening: loaded(false) follows, the tree keeps what it showed.
     void cancelOpen();
     bool loading() const;

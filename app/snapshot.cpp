@@ -3,10 +3,12 @@
 #include "sharding_map.h"
 
 #include "io/error.h"
+#include "io/location.h"
 #include "layout/family.h"
 #include "ops/analyze.h"
 #include "ops/file_listing.h"
 
+#include <QFileInfo>
 #include <QThread>
 #include <atomic>
 #include <filesystem>
@@ -162,6 +164,11 @@ std::atomic<const void*> g_guiThread{nullptr};
 std::atomic<int> g_guiLoads{0};
 } // namespace
 
+QString absoluteLocation(const QString& path)
+{
+    return io::isRemotePath(path.toStdString()) ? path : QFileInfo(path).absoluteFilePath();
+}
+
 void setGuiThread(const void* thread)
 {
     g_guiThread = thread;
@@ -273,7 +280,8 @@ std::shared_ptr<const Snapshot> loadSnapshot(const std::string& path, const ops:
     s->path = path;
     s->root = std::make_unique<Node>();
     s->root->kind = NodeKind::Checkpoint;
-    s->root->name = std::filesystem::path(path).filename().string();
+    // A URL is named whole: which server or bucket it is on matters as much as its last part.
+    s->root->name = io::isRemotePath(path) ? path : std::filesystem::path(path).filename().string();
     s->opened = openObserved(path, progress, cancel);
     const layout::Checkpoint& ck = s->opened->model;
     s->family = ck.family;

@@ -9,6 +9,7 @@
 #include "ops/file_listing.h"
 #include "ops/job.h"
 
+#include <QString>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -75,6 +76,9 @@ const layout::Parameter* heldParameter(const Snapshot& s, const Node& n);
 // The node's tag with that one parameter alone: what a job reads to show or export it (moments
 // and other tensors as stored, parameters as the tag exports them).
 layout::Tag oneParameterTag(const Snapshot& s, const Node& n);
+
+// Where the window keeps a path: a local one made absolute, a URL (s3://, http(s)://) as it is.
+QString absoluteLocation(const QString& path);
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
 // Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.

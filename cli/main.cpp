@@ -4,6 +4,7 @@
 // options every command spells alike (--json, -q, --device) come from one helper each.
 #include "commands.h"
 
+#include "io/fetch_watch.h"
 #include "io/interrupt.h"
 #include "io/output.h"
 #include "ops/export.h"
@@ -197,6 +198,9 @@ std::string versionText()
 // Runs the command given, its errors turned into the one line main() prints (empty: none).
 int runGiven(const std::vector<Command>& commands, std::string& error)
 {
+    // A signal's cancel reaches remote transfers in flight too (io/fetch_watch.h).
+    const ckpt::io::FetchWatch watch(&g_cancel);
+    const ckpt::io::FetchWatch::Scope scope(&watch);
     try {
         for (const Command& c : commands)
             if (*c.sub) return c.run(g_cancel);
@@ -211,7 +215,10 @@ int runGiven(const std::vector<Command>& commands, std::string& error)
     } catch (const std::bad_alloc&) {
         error = "error: out of memory";
     } catch (const std::exception& e) {
-        error = std::string("error: ") + e.what();
+        // Stopped by a signal, a job may unwind through an error (a transfer cut short): it was
+        // cancelled all the same.
+        error =
+            g_cancel.cancelled() ? "cancelled; partial output removed" : std::string("error: ") + e.what();
     }
     return 1;
 }

@@ -3,6 +3,7 @@
 // checks, and tools/servers/fault_proxy.py in front of them for the failures real networks
 // have. Every read is compared with the local file's bytes; every failure must be one Error
 // that names the URL and what the server answered.
+#include "io/fetch_watch.h"
 #include "io/mapped_file.h"
 #include "io/remote/aws_config.h"
 #include "io/remote/http_headers.h"
@@ -10,7 +11,10 @@
 #include "io/remote/s3_xml.h"
 #include "io/remote/sigv4.h"
 #include "io/remote/url.h"
+#include "layout/family.h"
+#include "ops/consolidate.h"
 #include "safetensors/safetensors_file.h"
+#include "test_servers.h"
 #include "torch/torch_file.h"
 
 #include <QDir>
@@ -25,47 +29,19 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
-#include <arpa/inet.h>
-#include <csignal>
+#include <future>
 #include <map>
-#include <netinet/in.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <mutex>
+#include <thread>
 
 using namespace ckpt;
 using namespace ckpt::io::remote;
+using namespace testservers;
 
 namespace {
 
 const QString kSource = QStringLiteral(CKPT_SOURCE_DIR);
 const char* kBucket = "ckpt-test";
-
-// A port nothing listens on right now (the kernel's pick); the server binds it a moment later.
-int freePort()
-{
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(s);
-    return ntohs(a.sin_port);
-}
-
-bool listening(int port)
-{
-    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(s);
-    return ok;
-}
 
 QByteArray readAll(const QString& path)
 {
@@ -114,40 +90,47 @@ template <typename F> QString errorOf(F&& f)
     return {};
 }
 
-// A server process that dies with this test (PR_SET_PDEATHSIG), so a crashed run leaves none.
-std::unique_ptr<QProcess>
-startServer(const QString& program, const QStringList& args,
-            const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
+// How a job cancelled while its first fetch waited on the server ended.
+struct CancelRun
 {
-    auto p = std::make_unique<QProcess>();
-    p->setProgram(program);
-    p->setArguments(args);
-    p->setProcessEnvironment(env);
-    p->setProcessChannelMode(QProcess::MergedChannels);
-    p->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGTERM); });
-    p->start();
-    return p;
-}
+    bool cancelled = false;  // it threw Cancelled
+    bool returned = false;   // it finished as if nothing happened
+    QString error;           // it failed otherwise
+    io::FetchProgress first; // the wave it was cancelled in, as its watch was told
+};
 
-bool waitForPort(int port, QProcess& p, int ms)
+// Runs `work` on a thread of its own as a job does (its FetchWatch installed there) and cancels
+// it from this thread once its first wave of requests has gone out and `inFlight` says the
+// server has them: the transfers are then in flight, their answers held back by the fault proxy.
+template <typename F>
+CancelRun cancelMidFetch(F&& work, const std::function<void(const io::FetchProgress&)>& inFlight)
 {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < ms) {
-        if (listening(port)) return true;
-        if (p.state() == QProcess::NotRunning) return false;
-        QTest::qWait(50);
+    io::CancelToken token;
+    std::promise<io::FetchProgress> started;
+    std::once_flag once;
+    const io::FetchWatch watch(
+        &token, [&](const io::FetchProgress& p) { std::call_once(once, [&] { started.set_value(p); }); });
+    CancelRun run;
+    std::thread job([&] {
+        const io::FetchWatch::Scope scope(&watch);
+        try {
+            work(token);
+            run.returned = true;
+        } catch (const Cancelled&) {
+            run.cancelled = true;
+        } catch (const std::exception& e) {
+            run.error = QString::fromUtf8(e.what());
+        }
+    });
+    auto wave = started.get_future();
+    // Only a guard against a hang: the first wave starts at once.
+    if (wave.wait_for(std::chrono::minutes(1)) == std::future_status::ready) {
+        run.first = wave.get();
+        inFlight(run.first);
     }
-    return false;
-}
-
-void stop(std::unique_ptr<QProcess>& p)
-{
-    if (!p) return;
-    p->terminate();
-    if (!p->waitForFinished(5000)) p->kill();
-    p->waitForFinished(2000);
-    p.reset();
+    token.cancel();
+    job.join();
+    return run;
 }
 
 } // namespace
@@ -184,14 +167,7 @@ class TestRemote : public QObject
     std::string proxied(const QString& rel) const { return http(rel, m_proxyPort); }
     std::string s3(const QString& rel) const { return QString("s3://%1/%2").arg(kBucket, rel).toStdString(); }
 
-    void fault(const QString& query)
-    {
-        const std::string url = proxied("__fault__?" + query);
-        std::vector<HttpRequest> q(1);
-        q[0].url = url;
-        const auto r = Transport::shared().perform(q);
-        QCOMPARE(r[0].status, 200L);
-    }
+    void fault(const QString& query) { QVERIFY(setFaults(m_proxyPort, query)); }
 
     // nginx logs a request after its last byte went out, so a client can have its answer
     // before the line is written: wait until the log has stopped growing (at most 2 s).
@@ -220,13 +196,41 @@ class TestRemote : public QObject
         return sum;
     }
     void clearNginxLog() { QFile::resize(m_tmp.filePath("nginx/access.log"), 0); }
+    // What the proxy in front of nginx answered (or, `held`, holds back), its own control
+    // requests left out.
+    QList<QJsonObject> answered(bool held = false) const
+    {
+        QList<QJsonObject> log = proxyLog();
+        log.removeIf([held](const QJsonObject& o) {
+            return o["path"].toString().startsWith("/__fault__") || o["held"].toBool() != held;
+        });
+        return log;
+    }
+    // Cancels `work` once the proxy holds its first wave's requests.
+    template <typename F> CancelRun cancelWhileHeld(F&& work)
+    {
+        return cancelMidFetch(work, [this](const io::FetchProgress& wave) {
+            QTRY_VERIFY_WITH_TIMEOUT(size_t(answered(true).size()) >= wave.objects, 60000);
+        });
+    }
+    // The proxy holds every answer back: a cancelled job must return while they are still held.
+    void holdAnswers()
+    {
+        QFile::resize(m_tmp.filePath("proxy.log"), 0);
+        fault(QString("delay_ms=%1").arg(kHeldMs));
+    }
+    // Every answer held back has gone out (to nobody: the job is gone); faults off. So no late
+    // answer lands in the log of the test after.
+    void releaseAnswers(size_t held)
+    {
+        fault(""); // answers already held stay held their time; none after them
+        QTRY_VERIFY_WITH_TIMEOUT(size_t(answered().size()) >= held, 4 * kHeldMs);
+    }
+    static constexpr int kHeldMs = 6000;
     // What the fault proxy logged: one object per request it answered.
     QList<QJsonObject> proxyLog(const QString& name = "proxy.log") const
     {
-        QList<QJsonObject> out;
-        for (const QByteArray& line : readAll(m_tmp.filePath(name)).split('\n'))
-            if (!line.isEmpty()) out.push_back(QJsonDocument::fromJson(line).object());
-        return out;
+        return testservers::proxyLog(m_tmp.filePath(name));
     }
 
     std::map<QString, uint64_t> fetchedPerObject(const QString& scheme, int* requests) const;
@@ -286,6 +290,11 @@ private slots:
     void anOutputUrlIsRefused();
     void statsScanAndDiffOnUrls_data();
     void statsScanAndDiffOnUrls();
+
+    // --- a job's cancel reaches the transfers in flight (io/fetch_watch.h) ---
+    void cancelAbortsAFetchInFlight();
+    void aCancelledOpenIsCancelledAndLeavesNothing();
+    void aCancelledExportWritesNothing();
 };
 
 void TestRemote::prepareFixtures()
@@ -316,25 +325,19 @@ void TestRemote::prepareFixtures()
 
 void TestRemote::startNginx()
 {
-    const QString nginx =
-        QFile::exists("/usr/sbin/nginx") ? "/usr/sbin/nginx" : QStandardPaths::findExecutable("nginx");
-    if (nginx.isEmpty()) {
+    QString why;
+    m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_nginxPort, why);
+    if (!m_nginx) {
         // CI installs nginx-light (tools/install-deps.sh); a machine without it cannot run these.
         if (qEnvironmentVariable("CI") == "true")
             QFAIL("nginx is not installed (tools/install-deps.sh installs it)");
-        m_nginxSkip = "nginx is not installed: run tools/install-deps.sh";
+        m_nginxSkip = why;
         return;
     }
-    m_nginxPort = freePort();
-    m_nginx = startServer("bash", {kSource + "/tools/servers/nginx.sh", m_tmp.filePath("nginx"),
-                                   QString::number(m_nginxPort), m_www});
-    QVERIFY2(waitForPort(m_nginxPort, *m_nginx, 10000), m_nginx->readAll().constData());
-    m_proxyPort = freePort();
-    m_proxy = startServer("python3",
-                          {kSource + "/tools/servers/fault_proxy.py", "--port", QString::number(m_proxyPort),
-                           "--upstream", QString("http://127.0.0.1:%1").arg(m_nginxPort), "--log",
-                           m_tmp.filePath("proxy.log")});
-    QVERIFY2(waitForPort(m_proxyPort, *m_proxy, 10000), m_proxy->readAll().constData());
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    m_proxy = startFaultProxy(kSource, QString("http://127.0.0.1:%1").arg(m_nginxPort),
+                              m_tmp.filePath("proxy.log"), m_proxyPort);
+    QVERIFY2(m_proxy, "the fault proxy did not start");
 }
 
 void TestRemote::startMoto()
@@ -370,12 +373,9 @@ void TestRemote::startMoto()
     qputenv("AWS_ACCESS_KEY_ID", keys[0].toUtf8());
     qputenv("AWS_SECRET_ACCESS_KEY", keys[1].toUtf8());
     // The S3 proxy logs what the client fetched; it is the endpoint the client sees.
-    m_s3ProxyPort = freePort();
-    m_s3Proxy = startServer("python3", {kSource + "/tools/servers/fault_proxy.py", "--port",
-                                        QString::number(m_s3ProxyPort), "--upstream",
-                                        QString("http://127.0.0.1:%1").arg(m_motoPort), "--log",
-                                        m_tmp.filePath("s3proxy.log")});
-    QVERIFY2(waitForPort(m_s3ProxyPort, *m_s3Proxy, 10000), m_s3Proxy->readAll().constData());
+    m_s3Proxy = startFaultProxy(kSource, QString("http://127.0.0.1:%1").arg(m_motoPort),
+                                m_tmp.filePath("s3proxy.log"), m_s3ProxyPort);
+    QVERIFY2(m_s3Proxy, "the S3 fault proxy did not start");
     qputenv("AWS_ENDPOINT_URL", QString("http://127.0.0.1:%1").arg(m_s3ProxyPort).toUtf8());
 }
 
@@ -1187,6 +1187,72 @@ void TestRemote::statsScanAndDiffOnUrls()
     QByteArray mirrored = remote.out;
     mirrored.replace(url.left(url.size() - rel.size()).toUtf8(), (m_www + "/").toUtf8());
     QCOMPARE(QString::fromUtf8(mirrored), QString::fromUtf8(local.out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel (io/fetch_watch.h): a job's token reaches the transport, so a fetch waiting on a slow
+// server stops when the job is cancelled, instead of blocking it until the answer comes. The
+// proof is in the proxy's log, which has a line for a request once it was answered: a job that
+// returned before any line appeared did not wait for its transfer.
+
+void TestRemote::cancelAbortsAFetchInFlight()
+{
+    requireNginx();
+    const QByteArray local = readAll(m_www + "/random.bin");
+    const auto f = io::MappedFile::open(proxied("random.bin"));
+    holdAnswers();
+    const CancelRun run = cancelWhileHeld([&](const io::CancelToken&) { f->ensure(1 << 20, 1000); });
+    QVERIFY2(run.cancelled, qPrintable(run.returned ? "the fetch ran to its end" : run.error));
+    QVERIFY2(answered().isEmpty(), "the job waited for its answer");
+    // The job's watch was told what went out: this object, the pages asked for.
+    QCOMPARE(QString::fromStdString(run.first.url), QString::fromStdString(proxied("random.bin")));
+    QVERIFY(run.first.waveTotal >= 1000);
+    releaseAnswers(run.first.objects);
+    // Nothing of the cut transfer counts as fetched: the same range is asked again, and the
+    // bytes are the file's.
+    f->ensure(1 << 20, 1000);
+    const QList<QJsonObject> log = answered();
+    QCOMPARE(log.size(), 2);
+    QCOMPARE(log[1]["range"].toString(), log[0]["range"].toString());
+    QCOMPARE(std::memcmp(f->bytes().data() + (1 << 20), local.constData() + (1 << 20), 1000), 0);
+}
+
+// Opening a DeepSpeed tag over HTTP, cancelled in its first wave: Cancelled, never an Error
+// about a file that "could not be read"; and the next open finds nothing half-open in its way.
+void TestRemote::aCancelledOpenIsCancelledAndLeavesNothing()
+{
+    requireNginx();
+    const std::string url = proxied("ds/global_step2/");
+    holdAnswers();
+    const CancelRun run = cancelWhileHeld([&](const io::CancelToken&) { layout::openCheckpoint(url); });
+    QVERIFY2(run.cancelled, qPrintable(run.returned ? "the open ran to its end" : run.error));
+    QVERIFY2(answered().isEmpty(), "the open waited for its answers");
+    QVERIFY(run.first.objects >= 1);
+    releaseAnswers(run.first.objects);
+    const auto opened = layout::openCheckpoint(url);
+    QCOMPARE(opened->model.tags.size(), size_t(1));
+    QVERIFY(!opened->model.tags.front().params.empty());
+}
+
+// An export of a remote file, cancelled while it fetches tensor bytes (on the thread that
+// streams them, which takes the job's watch along): Cancelled, and nothing written (no output,
+// no temporary beside it).
+void TestRemote::aCancelledExportWritesNothing()
+{
+    requireNginx();
+    const layout::OpenedTag file = layout::openTag(proxied("big.safetensors"), ""); // its header
+    QTemporaryDir parent;
+    const std::string out = parent.filePath("export").toStdString();
+    holdAnswers();
+    const CancelRun run = cancelWhileHeld([&](const io::CancelToken& cancel) {
+        ops::consolidate(file, out, ops::ConsolidateOptions{}, {}, cancel);
+    });
+    QVERIFY2(run.cancelled, qPrintable(run.returned ? "the export ran to its end" : run.error));
+    QVERIFY2(answered().isEmpty(), "the export waited for its answers");
+    QVERIFY(run.first.waveTotal > 0); // tensor bytes, not a listing
+    QVERIFY2(QDir(parent.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden).isEmpty(),
+             qPrintable(QDir(parent.path()).entryList(QDir::AllEntries | QDir::Hidden).join(' ')));
+    releaseAnswers(run.first.objects);
 }
 
 QTEST_GUILESS_MAIN(TestRemote)

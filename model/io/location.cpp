@@ -77,6 +77,11 @@ bool isRemotePath(const std::string& path)
     return remote::isRemote(path);
 }
 
+void checkRemoteUrl(const std::string& url)
+{
+    remote::requireServed(remote::parseUrl(url));
+}
+
 PathKind pathKind(const std::string& path)
 {
     if (isRemotePath(path)) return remoteKind(path);

@@ -79,6 +79,8 @@ std::string scalarText(const torch::TorchFile& f, const torch::Tensor& t)
         std::string text = buf;
         if (std::isfinite(v) && text.find_first_of(".e") == std::string::npos) text += ".0";
         return text;
+    } catch (const Cancelled&) {
+        throw; // a remote fetch stopped by the job: no listing with values left out
     } catch (const std::exception&) {
         return {};
     }

@@ -1,5 +1,7 @@
 #include "torch/chunk_stream.h"
 
+#include "io/fetch_watch.h"
+
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -151,7 +153,11 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
 
     PooledRing ring(ringSize, chunkSize);
     Shared sh{ring.slots, {}, {}, false, nullptr};
-    std::thread producer([&] { produce(sh, tensors, chunkSize, cancel); });
+    // The producer reads for this job: its fetches of remote bytes answer to the job's watch.
+    std::thread producer([&, watch = io::FetchWatch::current()] {
+        const io::FetchWatch::Scope scope(watch);
+        produce(sh, tensors, chunkSize, cancel);
+    });
 
     std::exception_ptr consumerError;
     try {

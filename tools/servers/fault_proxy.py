@@ -4,7 +4,7 @@
 
 Usage: fault_proxy.py --port P --upstream http://127.0.0.1:Q --log FILE
 Faults are set (and every counter reset) with GET /__fault__?name=value&...:
-  delay_ms=N        wait N ms before answering each request
+  delay_ms=N        wait N ms before answering each request (logging it when it arrives, "held": true)
   fail_first=K      answer the next K requests with `status` (default 503, S3 SlowDown body)
   status=S          ... and, with retry_after=SECONDS, a Retry-After header
   drop_after=N      send the head and N body bytes of the next response, then close the socket
@@ -15,7 +15,8 @@ Faults are set (and every counter reset) with GET /__fault__?name=value&...:
   shift_range=1     answer a Content-Range that starts one byte later than the one asked for
   gzip=1            label every body Content-Encoding: gzip
 Every request is logged as one JSON line: method, path, range, if_match, status, bytes (body
-bytes sent). Only the standard library is used, so the test needs nothing installed for it.
+bytes sent), once answered; a client gone before its answer went out (it cancelled while a
+delay held the answer back) is logged then too, with "gone": true. Only the standard library is used, so the test needs nothing installed for it.
 """
 import argparse
 import http.client
@@ -55,9 +56,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def record(self, status, nbytes):
+    def record(self, status, nbytes, gone=False, held=False):
+        self.recorded = True
         line = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
                 "if_match": self.headers.get("If-Match"), "status": status, "bytes": nbytes}
+        if gone:
+            line["gone"] = True
+        if held:
+            line["held"] = True
         with LOCK, open(self.server.log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -95,7 +101,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path.startswith("/__fault__"):
             return self.control()
+        self.recorded = False
+        try:
+            self.answer()
+        except (BrokenPipeError, ConnectionResetError):
+            if not self.recorded:
+                self.record(0, 0, gone=True)
+            self.close_connection = True
+
+    def answer(self):
         if int(STATE.get("delay_ms", 0)):
+            # A test cancelling a transfer in flight knows from this line that it reached us.
+            self.record(None, 0, held=True)
+            self.recorded = False
             time.sleep(int(STATE["delay_ms"]) / 1000)
         if take("fail_first"):
             return self.fail(int(STATE.get("status", 503)))

@@ -186,7 +186,8 @@ std::shared_ptr<const Store> Store::forUrl(const Url& url)
     case Scheme::HuggingFace:
         break;
     }
-    throw Error("gs:// and hf:// are not supported yet (issue 26); use s3:// or http(s)://", url.text);
+    requireServed(url);
+    throw Error("unknown URL scheme", url.text);
 }
 
 std::string describeAnswer(const HttpResponse& r)

@@ -1,5 +1,6 @@
 #include "io/remote/transport.h"
 
+#include "io/fetch_watch.h"
 #include "io/remote/http_headers.h"
 
 #include <algorithm>
@@ -27,6 +28,7 @@ struct Exchange
     Clock::time_point due{};
     bool statusKnown = false;
     bool errorBody = false;
+    uint64_t* waveReceived = nullptr; // the batch's count of body bytes, for the job's progress
 };
 
 long envLong(const char* name, long fallback)
@@ -78,6 +80,7 @@ size_t onBody(char* data, size_t size, size_t count, void* user)
         r.body.append(data, n);
     }
     r.received += n;
+    if (x->waveReceived) *x->waveReceived += n;
     return n;
 }
 
@@ -278,6 +281,34 @@ TransportStats Transport::stats() const
 
 namespace {
 
+// The job's view of one batch (io/fetch_watch.h): whether it was cancelled, and the batch's
+// bytes as they arrive, told to the job's listener when they moved.
+struct WaveMeter
+{
+    const CancelToken* cancel;
+    const FetchWatch* watch = FetchWatch::current();
+    const std::vector<HttpRequest>& requests;
+    uint64_t total = 0, received = 0, reported = 0;
+    bool started = false;
+
+    WaveMeter(const CancelToken* c, const std::vector<HttpRequest>& q) : cancel(c), requests(q)
+    {
+        for (const HttpRequest& r : q)
+            total += r.sink ? r.sinkSize : 0;
+    }
+    // The caller's token, and the job's: either stops the batch.
+    bool cancelled() const { return (cancel && cancel->cancelled()) || (watch && watch->cancelled()); }
+    // After each turn of the transfers: the first says the wave is out (requests sent, answers
+    // awaited), the others what arrived since.
+    void update()
+    {
+        if (!watch || requests.empty() || (started && received == reported)) return;
+        started = true;
+        watch->report(requests.front().url, requests.size(), received - reported, received, total);
+        reported = received;
+    }
+};
+
 // One batch's multi handle, and every easy handle back to the pool however the batch ends.
 struct Batch
 {
@@ -301,17 +332,21 @@ struct Batch
 std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests, const CancelToken* cancel)
 {
     Impl& m = *m_impl;
+    WaveMeter meter(cancel, requests);
     std::vector<Exchange> xs(requests.size());
     std::deque<size_t> waiting;
     for (size_t i = 0; i < xs.size(); ++i) {
         xs[i].request = &requests[i];
+        xs[i].waveReceived = &meter.received;
         waiting.push_back(i);
     }
     Batch batch{curl_multi_init(), xs, [&m](CURL* e) { m.give(e); }};
     curl_multi_setopt(batch.multi, CURLMOPT_MAX_HOST_CONNECTIONS, long(m_options.maxConnections));
     size_t active = 0, done = 0;
     while (done < xs.size()) {
-        if (cancel && cancel->cancelled()) throw Cancelled();
+        // Leaving aborts every transfer in flight (Batch's destructor); the pages they were
+        // filling are dropped by the caller (RemoteMapping::fill), so nothing half-fetched stays.
+        if (meter.cancelled()) throw Cancelled();
         const auto now = Clock::now();
         auto soonest = now + std::chrono::milliseconds(200);
         for (size_t k = waiting.size(); k-- > 0 && active < size_t(m_options.maxConnections) * 2;) {
@@ -329,6 +364,7 @@ std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests,
         }
         int running = 0;
         curl_multi_perform(batch.multi, &running);
+        meter.update();
         int left = 0;
         while (CURLMsg* msg = curl_multi_info_read(batch.multi, &left)) {
             if (msg->msg != CURLMSG_DONE) continue;
@@ -350,6 +386,7 @@ std::vector<HttpResponse> Transport::perform(std::vector<HttpRequest>& requests,
         else
             std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<long>(wait, 1, 200)));
     }
+    if (meter.cancelled()) throw Cancelled(); // what ended as the token fired is no answer
     std::vector<HttpResponse> out;
     out.reserve(xs.size());
     for (auto& x : xs)

@@ -74,9 +74,10 @@ public:
     Transport(const Transport&) = delete;
     Transport& operator=(const Transport&) = delete;
 
-    // One response per request, in order. Throws Cancelled when `cancel` fires (transfers are
-    // aborted first); never throws for what a server answered. Thread-safe: batches from
-    // several threads run at once, sharing connections.
+    // One response per request, in order. Throws Cancelled when `cancel` or the token of the
+    // calling thread's job (io/fetch_watch.h) fires, transfers in flight aborted first; tells
+    // that job's watch the bytes as they arrive. Never throws for what a server answered.
+    // Thread-safe: batches from several threads run at once, sharing connections.
     std::vector<HttpResponse> perform(std::vector<HttpRequest>& requests,
                                       const CancelToken* cancel = nullptr);
     TransportStats stats() const;

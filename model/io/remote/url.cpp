@@ -74,6 +74,12 @@ Url parseUrl(const std::string& text)
     return u;
 }
 
+void requireServed(const Url& url)
+{
+    if (url.scheme == Scheme::Gcs || url.scheme == Scheme::HuggingFace)
+        throw Error("gs:// and hf:// are not supported yet (issue 26); use s3:// or http(s)://", url.text);
+}
+
 Url Url::sibling(const std::string& name) const
 {
     Url u = *this;

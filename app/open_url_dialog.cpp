@@ -1,0 +1,114 @@
+#include "open_url_dialog.h"
+
+#include "io/error.h"
+#include "io/location.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QVBoxLayout>
+
+namespace ckpt::app {
+
+namespace {
+const QString kRecentKey = QStringLiteral("recentUrls");
+} // namespace
+
+OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDialog(parent)
+{
+    setWindowTitle(tr("Open URL"));
+    auto* layout = new QVBoxLayout(this);
+    auto* intro = new QLabel(tr("A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes "
+                                "the window needs are read; credentials and the S3 endpoint come from "
+                                "the AWS environment variables and files."),
+                             this);
+    intro->setWordWrap(true);
+    // Editable, the recent URLs below it: typing one is as quick as picking one.
+    m_url = new QComboBox(this);
+    m_url->setEditable(true);
+    m_url->setInsertPolicy(QComboBox::NoInsert);
+    m_url->addItems(recent);
+    m_url->setCurrentIndex(-1);
+    m_url->lineEdit()->setPlaceholderText(
+        tr("s3://bucket/run/global_step100 or https://host/model.safetensors"));
+    m_url->setMinimumContentsLength(48);
+    m_problem = new QLabel(this);
+    m_problem->setWordWrap(true);
+    m_problem->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_problem->setStyleSheet(QStringLiteral("QLabel { color: #c62828; }"));
+    m_problem->hide();
+    m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
+    layout->addWidget(intro);
+    layout->addWidget(m_url);
+    layout->addWidget(m_problem);
+    layout->addStretch(1);
+    layout->addWidget(m_buttons);
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &OpenUrlDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(m_url, &QComboBox::currentTextChanged, this, &OpenUrlDialog::check);
+    check();
+}
+
+QString OpenUrlDialog::url() const
+{
+    return m_url->currentText().trimmed();
+}
+
+void OpenUrlDialog::setUrl(const QString& url)
+{
+    m_url->setCurrentText(url);
+}
+
+QString OpenUrlDialog::problemOf(const QString& url)
+{
+    if (url.isEmpty()) return {};
+    if (!io::isRemotePath(url.toStdString()))
+        return tr("%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH").arg(url);
+    try {
+        io::checkRemoteUrl(url.toStdString());
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what()); // the engine's words, naming the URL
+    }
+    return {};
+}
+
+void OpenUrlDialog::check()
+{
+    const QString why = problem();
+    m_problem->setText(why);
+    m_problem->setVisible(!why.isEmpty());
+    m_buttons->button(QDialogButtonBox::Open)->setEnabled(!url().isEmpty() && why.isEmpty());
+}
+
+void OpenUrlDialog::accept()
+{
+    check();
+    if (url().isEmpty() || !problem().isEmpty()) return;
+    QDialog::accept();
+}
+
+QStringList OpenUrlDialog::recentUrls()
+{
+    return QSettings().value(kRecentKey).toStringList();
+}
+
+void OpenUrlDialog::addRecentUrl(const QString& url)
+{
+    rememberRecent(kRecentKey, url, kRecent);
+}
+
+void rememberRecent(const QString& key, const QString& item, int bound)
+{
+    QSettings s;
+    QStringList r = s.value(key).toStringList();
+    r.removeAll(item);
+    r.prepend(item);
+    while (r.size() > bound)
+        r.removeLast();
+    s.setValue(key, r);
+}
+
+} // namespace ckpt::app

@@ -1,0 +1,252 @@
+// The window on remote checkpoints (issue 26), offscreen, against nginx started here on 127.0.0.1
+// (tools/servers/nginx.sh): File > Open URL... opens a URL through the dialog and shows the same
+// tree as the local copy it serves, the URL kept whole (title, tree root, recent lists); the
+// dialog refuses what the engine cannot open in the engine's words; a recent URL reopens as a URL;
+// the opening says what it fetches, and Cancel stops it while its answers are still on their way
+// (tools/servers/fault_proxy.py holds them back, and its log says when they went out).
+#include "main_window.h"
+#include "open_url_dialog.h"
+#include "test_servers.h"
+#include "tree_model.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
+#include <QJsonObject>
+#include <QMenu>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace ckpt;
+
+namespace {
+
+const QString kSource = QStringLiteral(CKPT_SOURCE_DIR);
+const QString kData = QStringLiteral(CKPT_TEST_DATA);
+
+bool copyTree(const QString& from, const QString& to)
+{
+    QDir().mkpath(to);
+    for (const QString& e : QDir(from).entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
+        const QString s = from + '/' + e, d = to + '/' + e;
+        if (QFileInfo(s).isDir() ? !copyTree(s, d) : !QFile::copy(s, d)) return false;
+    }
+    return true;
+}
+
+// Every row under `parent`, depth first, as its columns' texts: what the user reads.
+void rows(const QAbstractItemModel& m, const QModelIndex& parent, QStringList& out, int depth = 0)
+{
+    for (int r = 0; r < m.rowCount(parent); ++r) {
+        QStringList cells;
+        for (int c = 0; c < m.columnCount(parent); ++c)
+            cells << m.index(r, c, parent).data().toString();
+        out << QString(depth, ' ') + cells.join(" | ");
+        rows(m, m.index(r, 0, parent), out, depth + 1);
+    }
+}
+
+QStringList treeBelowRoot(const app::MainWindow& w)
+{
+    QStringList out;
+    rows(*w.model(), w.model()->index(0, 0), out);
+    return out;
+}
+
+} // namespace
+
+class TestGuiRemote : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_tmp;
+    QString m_www;
+    int m_port = 0, m_proxyPort = 0;
+    std::unique_ptr<QProcess> m_nginx, m_proxy;
+    QString m_skip;
+
+    QString url(const QString& rel, int port = 0) const
+    {
+        return QString("http://127.0.0.1:%1/%2").arg(port ? port : m_port).arg(rel);
+    }
+    QList<QJsonObject> proxied(bool held) const
+    {
+        QList<QJsonObject> log = testservers::proxyLog(m_tmp.filePath("proxy.log"));
+        log.removeIf([held](const QJsonObject& o) {
+            return o["path"].toString().startsWith("/__fault__") || o["held"].toBool() != held;
+        });
+        return log;
+    }
+    void requireNginx()
+    {
+        if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    }
+    // Through the dialog, as a user does: typed, then Open.
+    bool openThroughDialog(app::MainWindow& w, const QString& u)
+    {
+        app::OpenUrlDialog* d = w.openUrlDialog();
+        d->setUrl(u);
+        QPushButton* open = d->buttons()->button(QDialogButtonBox::Open);
+        if (!open->isEnabled()) return false;
+        QSignalSpy loaded(&w, &app::MainWindow::loaded);
+        QTest::mouseClick(open, Qt::LeftButton);
+        return loaded.wait(60000) && loaded.first().first().toBool();
+    }
+
+private slots:
+    void initTestCase();
+    void cleanupTestCase()
+    {
+        testservers::stop(m_proxy);
+        testservers::stop(m_nginx);
+    }
+    void openUrlShowsTheLocalTree_data();
+    void openUrlShowsTheLocalTree();
+    void theDialogRefusesWhatCannotBeOpened();
+    void recentUrlsReopenAsUrls();
+    void cancelStopsAUrlOpeningInFlight();
+};
+
+void TestGuiRemote::initTestCase()
+{
+    QStandardPaths::setTestModeEnabled(true); // the user's recent lists stay alone
+    QVERIFY(m_tmp.isValid());
+    qputenv("NO_PROXY", "127.0.0.1,localhost");
+    qputenv("no_proxy", "127.0.0.1,localhost");
+    m_www = m_tmp.filePath("www");
+    QVERIFY(copyTree(kData + "/deepspeed/zero2_fp32_w1", m_www + "/ds"));
+    QDir().mkpath(m_www + "/torch");
+    QVERIFY(QFile::copy(kData + "/torch/torch-2.x/nested.pt", m_www + "/torch/nested.pt"));
+    m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_port, m_skip);
+    if (!m_nginx && qEnvironmentVariable("CI") == "true")
+        QFAIL("nginx is not installed (tools/install-deps.sh)");
+    if (!m_nginx) return;
+    QVERIFY2(m_skip.isEmpty(), qPrintable(m_skip));
+    m_proxy =
+        testservers::startFaultProxy(kSource, url({}).chopped(1), m_tmp.filePath("proxy.log"), m_proxyPort);
+    QVERIFY2(m_proxy, "the fault proxy did not start");
+}
+
+void TestGuiRemote::openUrlShowsTheLocalTree_data()
+{
+    QTest::addColumn<QString>("rel");
+    QTest::newRow("DeepSpeed tag folder") << "ds/global_step2/";
+    QTest::newRow("torch.save file") << "torch/nested.pt";
+}
+
+// Every row below the root, every column, as the local open shows it; the root and the title
+// name the URL.
+void TestGuiRemote::openUrlShowsTheLocalTree()
+{
+    requireNginx();
+    QFETCH(QString, rel);
+    app::MainWindow remote;
+    remote.show();
+    QVERIFY(openThroughDialog(remote, url(rel)));
+    QCOMPARE(remote.model()->index(0, 0).data().toString(), url(rel));
+    QVERIFY2(remote.windowTitle().contains(url(rel)), qPrintable(remote.windowTitle()));
+
+    app::MainWindow local;
+    QSignalSpy loaded(&local, &app::MainWindow::loaded);
+    local.open(m_www + '/' + (rel.endsWith('/') ? rel.chopped(1) : rel));
+    QVERIFY(loaded.wait(60000) && loaded.first().first().toBool());
+    const QStringList want = treeBelowRoot(local);
+    QVERIFY(want.size() > 3);
+    QCOMPARE(treeBelowRoot(remote), want);
+}
+
+void TestGuiRemote::theDialogRefusesWhatCannotBeOpened()
+{
+    app::OpenUrlDialog d({});
+    QPushButton* open = d.buttons()->button(QDialogButtonBox::Open);
+    QVERIFY(!open->isEnabled()); // nothing typed
+    d.setUrl("gs://bucket/run");
+    QVERIFY(!open->isEnabled());
+    // The engine's own message, naming the URL.
+    QVERIFY2(d.problem().contains("gs:// and hf:// are not supported yet") &&
+                 d.problem().contains("gs://bucket/run"),
+             qPrintable(d.problem()));
+    d.setUrl("hf://org/repo/model.safetensors");
+    QVERIFY2(d.problem().contains("not supported yet"), qPrintable(d.problem()));
+    d.setUrl("/data/run");
+    QVERIFY2(d.problem().contains("/data/run is not a URL"), qPrintable(d.problem()));
+    d.setUrl("http://");
+    QVERIFY2(d.problem().contains("names no host"), qPrintable(d.problem()));
+    QVERIFY(!open->isEnabled());
+    d.accept(); // refused, not closed
+    QCOMPARE(d.result(), int(QDialog::Rejected));
+    d.setUrl("  s3://bucket/run/global_step2 ");
+    QVERIFY(open->isEnabled());
+    QCOMPARE(d.url(), QString("s3://bucket/run/global_step2"));
+}
+
+// A URL opened is first in the dialog's list and in File > Open Recent, from where it opens as
+// the URL, not as a local path made of it.
+void TestGuiRemote::recentUrlsReopenAsUrls()
+{
+    requireNginx();
+    const QString u = url("torch/nested.pt");
+    app::MainWindow w;
+    QVERIFY(openThroughDialog(w, url("ds/global_step2/")));
+    QVERIFY(openThroughDialog(w, u));
+    QCOMPARE(app::OpenUrlDialog::recentUrls().mid(0, 2), QStringList({u, url("ds/global_step2/")}));
+    app::OpenUrlDialog* d = w.openUrlDialog();
+    QCOMPARE(d->field()->itemText(0), u);
+    d->reject();
+
+    w.closeCheckpoint();
+    QMenu* recent = nullptr;
+    for (QMenu* m : w.menuBar()->findChildren<QMenu*>())
+        if (m->title() == app::MainWindow::tr("Open &Recent")) recent = m;
+    QVERIFY(recent);
+    emit recent->aboutToShow(); // the list is made when the menu opens
+    QAction* item = nullptr;
+    for (QAction* a : recent->actions())
+        if (a->text().endsWith(' ' + u)) item = a;
+    QVERIFY(item);
+    QSignalSpy loaded(&w, &app::MainWindow::loaded);
+    item->trigger();
+    QVERIFY(loaded.wait(60000) && loaded.first().first().toBool());
+    QCOMPARE(w.model()->index(0, 0).data().toString(), u);
+}
+
+// The opening's first requests are held by the proxy: the status bar says what is fetched, and
+// Cancel ends the opening before any answer went out; what the window showed stays, and the
+// same URL opens once the server answers again.
+void TestGuiRemote::cancelStopsAUrlOpeningInFlight()
+{
+    requireNginx();
+    app::MainWindow w;
+    QVERIFY(openThroughDialog(w, url("torch/nested.pt")));
+    const QString u = url("ds/global_step2/", m_proxyPort);
+    QFile::resize(m_tmp.filePath("proxy.log"), 0);
+    QVERIFY(testservers::setFaults(m_proxyPort, "delay_ms=6000"));
+    QSignalSpy progressed(&w, &app::MainWindow::openProgressed);
+    QSignalSpy loaded(&w, &app::MainWindow::loaded);
+    w.open(u);
+    QTRY_VERIFY_WITH_TIMEOUT(!proxied(true).isEmpty(), 60000); // the server has the request
+    QTRY_VERIFY_WITH_TIMEOUT(!progressed.isEmpty(), 60000);
+    QVERIFY2(progressed.last().at(1).toString().startsWith("fetching"),
+             qPrintable(progressed.last().at(1).toString()));
+    w.cancelOpen();
+    QVERIFY(loaded.wait(60000));
+    QCOMPARE(loaded.first().first().toBool(), false);
+    QCOMPARE(w.lastError(), app::MainWindow::tr("Opening cancelled"));
+    QVERIFY2(proxied(false).isEmpty(), "the opening waited for its answers");
+    QCOMPARE(w.model()->index(0, 0).data().toString(), url("torch/nested.pt")); // still shown
+    QVERIFY(testservers::setFaults(m_proxyPort, ""));
+    QTRY_VERIFY_WITH_TIMEOUT(proxied(false).size() >= proxied(true).size(), 30000); // held ones went out
+    loaded.clear();
+    w.open(u);
+    QVERIFY(loaded.wait(60000) && loaded.first().first().toBool());
+    QCOMPARE(w.model()->index(0, 0).data().toString(), u);
+}
+
+QTEST_MAIN(TestGuiRemote)
+#include "tst_gui_remote.moc"
