@@ -332,6 +332,7 @@ void MainWindow::buildFileMenu()
     m_toolbar = addToolBar(tr("Main"));
     m_toolbar->addAction(openFolder);
     m_toolbar->addAction(openFile);
+    m_toolbar->addAction(openUrl);
     m_toolbar->addAction(m_exportAction);
 }
 

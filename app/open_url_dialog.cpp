@@ -39,8 +39,14 @@ OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDial
     m_problem->setWordWrap(true);
     m_problem->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_problem->setStyleSheet(QStringLiteral("QLabel { color: #c62828; }"));
-    m_problem->hide();
+    // Room for the message kept whether or not there is one: the dialog does not jump (or squeeze
+    // the text above) as the user types.
+    m_problem->setMinimumHeight(2 * m_problem->fontMetrics().lineSpacing());
+    m_problem->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
+    // Our words, translated with the rest (Qt's own translations are not loaded).
+    m_buttons->button(QDialogButtonBox::Open)->setText(tr("Open"));
+    m_buttons->button(QDialogButtonBox::Cancel)->setText(tr("Cancel"));
     layout->addWidget(intro);
     layout->addWidget(m_url);
     layout->addWidget(m_problem);
@@ -79,7 +85,6 @@ void OpenUrlDialog::check()
 {
     const QString why = problem();
     m_problem->setText(why);
-    m_problem->setVisible(!why.isEmpty());
     m_buttons->button(QDialogButtonBox::Open)->setEnabled(!url().isEmpty() && why.isEmpty());
 }
 

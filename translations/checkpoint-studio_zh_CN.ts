@@ -20,139 +20,139 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::BloatView</name>
     <message>
-        <location filename="../app/bloat_view.cpp" line="83" />
+        <location filename="../app/bloat_view.cpp" line="92" />
         <source>model weights</source>
         <translation>模型权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="85" />
+        <location filename="../app/bloat_view.cpp" line="94" />
         <source>fp32 masters</source>
         <translation>fp32 主权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="87" />
+        <location filename="../app/bloat_view.cpp" line="96" />
         <source>exp_avg</source>
         <translation>exp_avg</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="89" />
+        <location filename="../app/bloat_view.cpp" line="98" />
         <source>exp_avg_sq</source>
         <translation>exp_avg_sq</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="91" />
+        <location filename="../app/bloat_view.cpp" line="100" />
         <source>other optimizer state</source>
         <translation>其他优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="93" />
-        <location filename="../app/bloat_view.cpp" line="95" />
+        <location filename="../app/bloat_view.cpp" line="102" />
+        <location filename="../app/bloat_view.cpp" line="104" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="111" />
+        <location filename="../app/bloat_view.cpp" line="121" />
         <source>Slim...</source>
         <translation>精简...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="112" />
+        <location filename="../app/bloat_view.cpp" line="122" />
         <source>Write a copy in which every storage keeps only the bytes its views reach</source>
         <translation>写出一份副本，其中每个存储只保留其视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="120" />
+        <location filename="../app/bloat_view.cpp" line="130" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="123" />
+        <location filename="../app/bloat_view.cpp" line="133" />
         <source>Files, most wasted first</source>
         <translation>文件（浪费最多的在前）</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="130" />
+        <location filename="../app/bloat_view.cpp" line="140" />
         <source>Bytes by role</source>
         <translation>按用途划分的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="217" />
+        <location filename="../app/bloat_view.cpp" line="230" />
         <source>Storages</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="227" />
+        <location filename="../app/bloat_view.cpp" line="240" />
         <source>Select a file, a tag or a checkpoint to see where its bytes go.</source>
         <translation>选择一个文件、标签或检查点，查看其字节的去向。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="235" />
+        <location filename="../app/bloat_view.cpp" line="248" />
         <source>&lt;b&gt;%1&lt;/b&gt;: reading...</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="236" />
-        <location filename="../app/bloat_view.cpp" line="376" />
+        <location filename="../app/bloat_view.cpp" line="249" />
+        <location filename="../app/bloat_view.cpp" line="391" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="281" />
+        <location filename="../app/bloat_view.cpp" line="296" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="282" />
+        <location filename="../app/bloat_view.cpp" line="297" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="321" />
+        <location filename="../app/bloat_view.cpp" line="336" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="324" />
+        <location filename="../app/bloat_view.cpp" line="339" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="327" />
+        <location filename="../app/bloat_view.cpp" line="342" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="333" />
+        <location filename="../app/bloat_view.cpp" line="348" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="348" />
+        <location filename="../app/bloat_view.cpp" line="363" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="363" />
+        <location filename="../app/bloat_view.cpp" line="378" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="375" />
+        <location filename="../app/bloat_view.cpp" line="390" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="388" />
+        <location filename="../app/bloat_view.cpp" line="405" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="389" />
+        <location filename="../app/bloat_view.cpp" line="406" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="397" />
+        <location filename="../app/bloat_view.cpp" line="414" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
     </message>
@@ -160,53 +160,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="512" />
-        <location filename="../app/compare_window.cpp" line="523" />
+        <location filename="../app/compare_window.cpp" line="520" />
+        <location filename="../app/compare_window.cpp" line="531" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="536" />
+        <location filename="../app/compare_window.cpp" line="544" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="537" />
+        <location filename="../app/compare_window.cpp" line="545" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="538" />
+        <location filename="../app/compare_window.cpp" line="546" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="540" />
+        <location filename="../app/compare_window.cpp" line="548" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="544" />
+        <location filename="../app/compare_window.cpp" line="552" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="548" />
+        <location filename="../app/compare_window.cpp" line="556" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="516" />
+        <location filename="../app/compare_window.cpp" line="524" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="516" />
+        <location filename="../app/compare_window.cpp" line="524" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="519" />
+        <location filename="../app/compare_window.cpp" line="527" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -462,155 +462,155 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="97" />
+        <location filename="../app/compare_window.cpp" line="98" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="131" />
+        <location filename="../app/compare_window.cpp" line="132" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="145" />
+        <location filename="../app/compare_window.cpp" line="146" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="148" />
+        <location filename="../app/compare_window.cpp" line="149" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="149" />
+        <location filename="../app/compare_window.cpp" line="150" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="154" />
+        <location filename="../app/compare_window.cpp" line="155" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="155" />
+        <location filename="../app/compare_window.cpp" line="156" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="157" />
+        <location filename="../app/compare_window.cpp" line="158" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="158" />
+        <location filename="../app/compare_window.cpp" line="159" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="209" />
+        <location filename="../app/compare_window.cpp" line="210" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="210" />
+        <location filename="../app/compare_window.cpp" line="211" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="211" />
+        <location filename="../app/compare_window.cpp" line="212" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="213" />
+        <location filename="../app/compare_window.cpp" line="214" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="279" />
+        <location filename="../app/compare_window.cpp" line="281" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="282" />
-        <location filename="../app/compare_window.cpp" line="365" />
+        <location filename="../app/compare_window.cpp" line="284" />
+        <location filename="../app/compare_window.cpp" line="367" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="283" />
+        <location filename="../app/compare_window.cpp" line="285" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="284" />
+        <location filename="../app/compare_window.cpp" line="286" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="286" />
-        <location filename="../app/compare_window.cpp" line="316" />
+        <location filename="../app/compare_window.cpp" line="288" />
+        <location filename="../app/compare_window.cpp" line="318" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="306" />
+        <location filename="../app/compare_window.cpp" line="308" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="344" />
+        <location filename="../app/compare_window.cpp" line="346" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="350" />
+        <location filename="../app/compare_window.cpp" line="352" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="371" />
+        <location filename="../app/compare_window.cpp" line="373" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="373" />
+        <location filename="../app/compare_window.cpp" line="375" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="397" />
+        <location filename="../app/compare_window.cpp" line="399" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="398" />
+        <location filename="../app/compare_window.cpp" line="400" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="459" />
+        <location filename="../app/compare_window.cpp" line="461" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="406" />
+        <location filename="../app/compare_window.cpp" line="408" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="447" />
-        <location filename="../app/compare_window.cpp" line="454" />
+        <location filename="../app/compare_window.cpp" line="449" />
+        <location filename="../app/compare_window.cpp" line="456" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="448" />
+        <location filename="../app/compare_window.cpp" line="450" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="455" />
+        <location filename="../app/compare_window.cpp" line="457" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -678,32 +678,32 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="204" />
+        <location filename="../app/details_pane.cpp" line="203" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="208" />
+        <location filename="../app/details_pane.cpp" line="207" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="209" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="209" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="211" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="212" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
@@ -733,32 +733,32 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="255" />
+        <location filename="../app/details_pane.cpp" line="254" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="256" />
+        <location filename="../app/details_pane.cpp" line="255" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="278" />
+        <location filename="../app/details_pane.cpp" line="277" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="222" />
+        <location filename="../app/details_pane.cpp" line="221" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="223" />
+        <location filename="../app/details_pane.cpp" line="222" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="299" />
+        <location filename="../app/details_pane.cpp" line="298" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
@@ -841,119 +841,119 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="48" />
+        <location filename="../app/export_dialog.cpp" line="50" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="50" />
+        <location filename="../app/export_dialog.cpp" line="52" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="52" />
+        <location filename="../app/export_dialog.cpp" line="54" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="56" />
+        <location filename="../app/export_dialog.cpp" line="58" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="56" />
+        <location filename="../app/export_dialog.cpp" line="58" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="66" />
-        <location filename="../app/export_dialog.cpp" line="87" />
+        <location filename="../app/export_dialog.cpp" line="68" />
+        <location filename="../app/export_dialog.cpp" line="93" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="69" />
+        <location filename="../app/export_dialog.cpp" line="71" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="70" />
+        <location filename="../app/export_dialog.cpp" line="72" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="71" />
+        <location filename="../app/export_dialog.cpp" line="73" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="72" />
+        <location filename="../app/export_dialog.cpp" line="74" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="74" />
-        <location filename="../app/export_dialog.cpp" line="89" />
+        <location filename="../app/export_dialog.cpp" line="76" />
+        <location filename="../app/export_dialog.cpp" line="95" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="83" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="83" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="88" />
+        <location filename="../app/export_dialog.cpp" line="94" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="110" />
+        <location filename="../app/export_dialog.cpp" line="116" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="111" />
+        <location filename="../app/export_dialog.cpp" line="117" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="120" />
+        <location filename="../app/export_dialog.cpp" line="126" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="141" />
+        <location filename="../app/export_dialog.cpp" line="147" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="145" />
+        <location filename="../app/export_dialog.cpp" line="151" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="83" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="186" />
+        <location filename="../app/export_dialog.cpp" line="192" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="216" />
+        <location filename="../app/export_dialog.cpp" line="217" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="251" />
+        <location filename="../app/export_dialog.cpp" line="252" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1139,373 +1139,431 @@ zeros %6  NaN %7  Inf %8</source>
         <source>%1: %2 of %3, %4/s, %5 s left</source>
         <translation>%1：%2 / %3，%4/秒，剩余 %5 秒</translation>
     </message>
+    <message numerus="yes">
+        <location filename="../app/job_manager.cpp" line="77" />
+        <source>%n file(s)</source>
+        <translation><numerusform>%n 个文件</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="78" />
+        <source>fetching %1</source>
+        <translation>正在获取 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="79" />
+        <source>fetching %1, %2 of %3</source>
+        <translation>正在获取 %1，%2 / %3</translation>
+    </message>
 </context>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="71" />
-        <location filename="../app/main_window.cpp" line="391" />
+        <location filename="../app/main_window.cpp" line="79" />
+        <location filename="../app/main_window.cpp" line="404" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="249" />
+        <location filename="../app/main_window.cpp" line="257" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="257" />
+        <location filename="../app/main_window.cpp" line="265" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="258" />
+        <location filename="../app/main_window.cpp" line="266" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="250" />
+        <location filename="../app/main_window.cpp" line="258" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="252" />
+        <location filename="../app/main_window.cpp" line="260" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="253" />
+        <location filename="../app/main_window.cpp" line="261" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="262" />
+        <location filename="../app/main_window.cpp" line="270" />
+        <source>Open &amp;URL...</source>
+        <translation>打开 URL(&amp;U)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="272" />
+        <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
+        <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="273" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="265" />
+        <location filename="../app/main_window.cpp" line="276" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="269" />
+        <location filename="../app/main_window.cpp" line="280" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="272" />
+        <location filename="../app/main_window.cpp" line="283" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="275" />
+        <location filename="../app/main_window.cpp" line="286" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="282" />
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="285" />
+        <location filename="../app/main_window.cpp" line="296" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="286" />
+        <location filename="../app/main_window.cpp" line="297" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="289" />
+        <location filename="../app/main_window.cpp" line="300" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="292" />
+        <location filename="../app/main_window.cpp" line="303" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="295" />
+        <location filename="../app/main_window.cpp" line="306" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="296" />
+        <location filename="../app/main_window.cpp" line="307" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="301" />
+        <location filename="../app/main_window.cpp" line="312" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="304" />
+        <location filename="../app/main_window.cpp" line="315" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="310" />
+        <location filename="../app/main_window.cpp" line="321" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="311" />
+        <location filename="../app/main_window.cpp" line="322" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="318" />
+        <location filename="../app/main_window.cpp" line="329" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="319" />
+        <location filename="../app/main_window.cpp" line="330" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="321" />
+        <location filename="../app/main_window.cpp" line="332" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="97" />
+        <location filename="../app/main_window.cpp" line="105" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="103" />
+        <location filename="../app/main_window.cpp" line="111" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="106" />
+        <location filename="../app/main_window.cpp" line="114" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="107" />
+        <location filename="../app/main_window.cpp" line="115" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="121" />
+        <location filename="../app/main_window.cpp" line="129" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="130" />
+        <location filename="../app/main_window.cpp" line="138" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="134" />
+        <location filename="../app/main_window.cpp" line="142" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="156" />
+        <location filename="../app/main_window.cpp" line="164" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="157" />
+        <location filename="../app/main_window.cpp" line="165" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="226" />
+        <location filename="../app/main_window.cpp" line="234" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="336" />
+        <location filename="../app/main_window.cpp" line="348" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="339" />
+        <location filename="../app/main_window.cpp" line="351" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="349" />
+        <location filename="../app/main_window.cpp" line="361" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="350" />
+        <location filename="../app/main_window.cpp" line="362" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="351" />
+        <location filename="../app/main_window.cpp" line="363" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="354" />
+        <location filename="../app/main_window.cpp" line="366" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="355" />
+        <location filename="../app/main_window.cpp" line="367" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="356" />
+        <location filename="../app/main_window.cpp" line="368" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="374" />
+        <location filename="../app/main_window.cpp" line="386" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="448" />
+        <location filename="../app/main_window.cpp" line="470" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="461" />
+        <location filename="../app/main_window.cpp" line="483" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="240" />
+        <location filename="../app/main_window.cpp" line="248" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="423" />
+        <location filename="../app/main_window.cpp" line="445" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="426" />
+        <location filename="../app/main_window.cpp" line="448" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="471" />
+        <location filename="../app/main_window.cpp" line="493" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="476" />
+        <location filename="../app/main_window.cpp" line="498" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="482" />
+        <location filename="../app/main_window.cpp" line="502" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="509" />
+        <location filename="../app/main_window.cpp" line="530" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="529" />
+        <location filename="../app/main_window.cpp" line="549" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="530" />
+        <location filename="../app/main_window.cpp" line="550" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="783" />
+        <location filename="../app/main_window.cpp" line="804" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="789" />
+        <location filename="../app/main_window.cpp" line="810" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="793" />
+        <location filename="../app/main_window.cpp" line="814" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="803" />
+        <location filename="../app/main_window.cpp" line="824" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="804" />
+        <location filename="../app/main_window.cpp" line="825" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="816" />
+        <location filename="../app/main_window.cpp" line="837" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="817" />
+        <location filename="../app/main_window.cpp" line="838" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="819" />
+        <location filename="../app/main_window.cpp" line="840" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="824" />
+        <location filename="../app/main_window.cpp" line="845" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="826" />
+        <location filename="../app/main_window.cpp" line="847" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
 </context>
 <context>
-    <name>ckpt::app::OperationPanel</name>
+    <name>ckpt::app::OpenUrlDialog</name>
     <message>
-        <location filename="../app/operation_panel.cpp" line="27" />
-        <location filename="../app/operation_panel.cpp" line="89" />
+        <location filename="../app/open_url_dialog.cpp" line="22" />
+        <source>Open URL</source>
+        <translation>打开 URL</translation>
+    </message>
+    <message>
+        <location filename="../app/open_url_dialog.cpp" line="24" />
+        <source>A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes the window needs are read; credentials and the S3 endpoint come from the AWS environment variables and files.</source>
+        <translation>S3 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据和 S3 端点来自 AWS 环境变量和配置文件。</translation>
+    </message>
+    <message>
+        <location filename="../app/open_url_dialog.cpp" line="36" />
+        <source>s3://bucket/run/global_step100 or https://host/model.safetensors</source>
+        <translation>s3://bucket/run/global_step100 或 https://host/model.safetensors</translation>
+    </message>
+    <message>
+        <location filename="../app/open_url_dialog.cpp" line="45" />
+        <source>Open</source>
+        <translation>打开</translation>
+    </message>
+    <message>
+        <location filename="../app/open_url_dialog.cpp" line="46" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/operation_panel.cpp" line="57" />
+        <location filename="../app/open_url_dialog.cpp" line="74" />
+        <source>%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH</source>
+        <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、http://HOST/PATH 或 https://HOST/PATH</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::OperationPanel</name>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="29" />
+        <location filename="../app/operation_panel.cpp" line="105" />
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../app/operation_panel.cpp" line="59" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/operation_panel.cpp" line="91" />
+        <location filename="../app/operation_panel.cpp" line="107" />
         <source>Starting...</source>
         <translation>正在开始...</translation>
     </message>
     <message>
-        <location filename="../app/operation_panel.cpp" line="109" />
+        <location filename="../app/operation_panel.cpp" line="125" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../app/operation_panel.cpp" line="112" />
+        <location filename="../app/operation_panel.cpp" line="128" />
         <source>Cancelled; nothing was left behind.</source>
         <translation>已取消，没有留下任何输出。</translation>
     </message>
     <message>
-        <location filename="../app/operation_panel.cpp" line="119" />
+        <location filename="../app/operation_panel.cpp" line="135" />
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
@@ -1585,155 +1643,155 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="67" />
+        <location filename="../app/slim_dialog.cpp" line="69" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="78" />
+        <location filename="../app/slim_dialog.cpp" line="80" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="81" />
+        <location filename="../app/slim_dialog.cpp" line="83" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="84" />
+        <location filename="../app/slim_dialog.cpp" line="86" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="93" />
+        <location filename="../app/slim_dialog.cpp" line="95" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="99" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="98" />
-        <location filename="../app/slim_dialog.cpp" line="124" />
+        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="127" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="98" />
-        <location filename="../app/slim_dialog.cpp" line="124" />
+        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="127" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="106" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="106" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="106" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="106" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="106" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="112" />
+        <location filename="../app/slim_dialog.cpp" line="114" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="112" />
+        <location filename="../app/slim_dialog.cpp" line="114" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="143" />
+        <location filename="../app/slim_dialog.cpp" line="146" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="149" />
+        <location filename="../app/slim_dialog.cpp" line="152" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="150" />
+        <location filename="../app/slim_dialog.cpp" line="153" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="164" />
+        <location filename="../app/slim_dialog.cpp" line="167" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="164" />
+        <location filename="../app/slim_dialog.cpp" line="167" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="166" />
+        <location filename="../app/slim_dialog.cpp" line="169" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="112" />
+        <location filename="../app/slim_dialog.cpp" line="114" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="200" />
+        <location filename="../app/slim_dialog.cpp" line="203" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="201" />
+        <location filename="../app/slim_dialog.cpp" line="204" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="203" />
+        <location filename="../app/slim_dialog.cpp" line="206" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="220" />
-        <location filename="../app/slim_dialog.cpp" line="221" />
+        <location filename="../app/slim_dialog.cpp" line="223" />
+        <location filename="../app/slim_dialog.cpp" line="224" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="227" />
+        <location filename="../app/slim_dialog.cpp" line="230" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="255" />
+        <location filename="../app/slim_dialog.cpp" line="258" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="255" />
+        <location filename="../app/slim_dialog.cpp" line="258" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="270" />
+        <location filename="../app/slim_dialog.cpp" line="267" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>
@@ -1813,105 +1871,105 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="160" />
+        <location filename="../app/tag_overview.cpp" line="149" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="167" />
+        <location filename="../app/tag_overview.cpp" line="156" />
         <source>cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="168" />
+        <location filename="../app/tag_overview.cpp" line="157" />
         <source>step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="169" />
+        <location filename="../app/tag_overview.cpp" line="158" />
         <source>step unknown</source>
         <translation>步数未知</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="170" />
+        <location filename="../app/tag_overview.cpp" line="159" />
         <source>, %1 in %n file(s)</source>
         <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="171" />
-        <location filename="../app/tag_overview.cpp" line="175" />
+        <location filename="../app/tag_overview.cpp" line="160" />
+        <location filename="../app/tag_overview.cpp" line="164" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="166" />
         <source>Cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="185" />
+        <location filename="../app/tag_overview.cpp" line="174" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="186" />
-        <location filename="../app/tag_overview.cpp" line="187" />
-        <location filename="../app/tag_overview.cpp" line="188" />
+        <location filename="../app/tag_overview.cpp" line="175" />
+        <location filename="../app/tag_overview.cpp" line="176" />
+        <location filename="../app/tag_overview.cpp" line="177" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="187" />
+        <location filename="../app/tag_overview.cpp" line="176" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="188" />
+        <location filename="../app/tag_overview.cpp" line="177" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="189" />
+        <location filename="../app/tag_overview.cpp" line="178" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="189" />
+        <location filename="../app/tag_overview.cpp" line="178" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="190" />
+        <location filename="../app/tag_overview.cpp" line="179" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="192" />
+        <location filename="../app/tag_overview.cpp" line="181" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="194" />
+        <location filename="../app/tag_overview.cpp" line="183" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="199" />
+        <location filename="../app/tag_overview.cpp" line="188" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="201" />
+        <location filename="../app/tag_overview.cpp" line="190" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="220" />
+        <location filename="../app/tag_overview.cpp" line="209" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="224" />
+        <location filename="../app/tag_overview.cpp" line="213" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -2122,68 +2180,68 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="42" />
+        <location filename="../app/universal_dialog.cpp" line="45" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="50" />
+        <location filename="../app/universal_dialog.cpp" line="53" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="54" />
+        <location filename="../app/universal_dialog.cpp" line="57" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="58" />
+        <location filename="../app/universal_dialog.cpp" line="61" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="61" />
+        <location filename="../app/universal_dialog.cpp" line="64" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="62" />
-        <location filename="../app/universal_dialog.cpp" line="78" />
+        <location filename="../app/universal_dialog.cpp" line="65" />
+        <location filename="../app/universal_dialog.cpp" line="82" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="64" />
+        <location filename="../app/universal_dialog.cpp" line="67" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="68" />
+        <location filename="../app/universal_dialog.cpp" line="71" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="68" />
+        <location filename="../app/universal_dialog.cpp" line="71" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="135" />
+        <location filename="../app/universal_dialog.cpp" line="139" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="150" />
+        <location filename="../app/universal_dialog.cpp" line="148" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="191" />
+        <location filename="../app/universal_dialog.cpp" line="189" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="68" />
+        <location filename="../app/universal_dialog.cpp" line="71" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>

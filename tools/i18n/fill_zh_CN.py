@@ -435,6 +435,17 @@ ZH = {
     "tensor-parallel rank": "张量并行 rank",
     "model-parallel ranks": "模型并行 rank 数",
     "step / samples": "步数 / 样本数",
+    "Open &URL...": "打开 URL(&U)...",
+    "Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown": "打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容",
+    "Open URL": "打开 URL",
+    "Open": "打开",
+    "A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes the window needs are read; credentials and the S3 endpoint come from the AWS environment variables and files.":
+        "S3 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据和 S3 端点来自 AWS 环境变量和配置文件。",
+    "s3://bucket/run/global_step100 or https://host/model.safetensors": "s3://bucket/run/global_step100 或 https://host/model.safetensors",
+    "%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH": "%1 不是 URL：请使用 s3://BUCKET/KEY、http://HOST/PATH 或 https://HOST/PATH",
+    "%n file(s)": "%n 个文件",
+    "fetching %1": "正在获取 %1",
+    "fetching %1, %2 of %3": "正在获取 %1，%2 / %3",
 }
 
 

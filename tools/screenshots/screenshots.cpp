@@ -6,6 +6,7 @@
 #include "details_pane.h"
 #include "export_dialog.h"
 #include "main_window.h"
+#include "open_url_dialog.h"
 #include "ops/universal.h"
 #include "theme.h"
 
@@ -22,6 +23,7 @@
 #include <QTranslator>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 using namespace ckpt;
@@ -245,6 +247,26 @@ void compareDtype(Shooter& s, const QString& tmp)
     s.save(&w, "compare-dtype");
 }
 
+// A DeepSpeed run in an S3 bucket (moto, started by take.sh, which names it in
+// CKPT_SCREENSHOT_S3): the Open URL dialog as typed, then the window open on it (issue 26).
+void openUrlS3(Shooter& s)
+{
+    const QString url = qEnvironmentVariable("CKPT_SCREENSHOT_S3");
+    if (url.isEmpty()) return;
+    std::unique_ptr<app::MainWindow> w(window());
+    app::OpenUrlDialog* d = w->openUrlDialog();
+    d->resize(620, d->sizeHint().height());
+    d->setUrl(QStringLiteral("gs://ckpts/zero2-bf16")); // refused, in the engine's words
+    s.save(d, "open-url-refused");
+    d->setUrl(url);
+    s.save(d, "open-url-dialog");
+    d->accept();
+    if (!waitFor(w.get(), &app::MainWindow::loaded))
+        std::fprintf(stderr, "screenshots: %s did not open\n", qPrintable(url));
+    w->select(QStringLiteral("global_step4/parameters/embed.weight"));
+    s.save(w.get(), "open-url-s3");
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -263,13 +285,19 @@ int main(int argc, char** argv)
         QApplication::installTranslator(&translator);
     QTemporaryDir tmp;
     Shooter s(QString::fromLocal8Bit(argv[1]), QString::fromLocal8Bit(argv[3]));
-    exportSelectedTag(s);
-    exportFile(s);
-    openFailed(s);
-    optimizerState(s);
-    overviews(s, tmp.path());
-    universal(s, tmp.path());
-    longNames(s, tmp.path());
-    compareDtype(s, tmp.path());
+    // CKPT_SCENES="a,b": only the scenes whose functions are named (all when unset).
+    const QStringList only = qEnvironmentVariable("CKPT_SCENES").split(QLatin1Char(','), Qt::SkipEmptyParts);
+    const auto run = [&](const char* name, const std::function<void()>& scene) {
+        if (only.isEmpty() || only.contains(QLatin1String(name))) scene();
+    };
+    run("exportSelectedTag", [&] { exportSelectedTag(s); });
+    run("exportFile", [&] { exportFile(s); });
+    run("openFailed", [&] { openFailed(s); });
+    run("optimizerState", [&] { optimizerState(s); });
+    run("overviews", [&] { overviews(s, tmp.path()); });
+    run("universal", [&] { universal(s, tmp.path()); });
+    run("longNames", [&] { longNames(s, tmp.path()); });
+    run("compareDtype", [&] { compareDtype(s, tmp.path()); });
+    run("openUrlS3", [&] { openUrlS3(s); });
     return s.failed() ? 1 : 0;
 }
