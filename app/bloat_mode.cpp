@@ -59,7 +59,7 @@ void slimShot(MainWindow& window, const QString& path, const QString& file)
 int runBloatMode(MainWindow& window, const QString& path, const QString& windowShot,
                  const QString& slimShotFile, const QString& treePath)
 {
-    const QString target = QFileInfo(path).absoluteFilePath();
+    const QString target = absoluteLocation(path);
     window.showBloat(target);
     // The tree shows PATH too when it can: a folder it cannot open (Hugging Face shards) is fine
     // here, the Bloat view does not need the tree.

@@ -207,7 +207,7 @@ void BloatView::setBusy(bool busy, const QString& what)
 void BloatView::setTarget(const QString& path)
 {
     if (path.isEmpty()) return clear();
-    const QString abs = QFileInfo(path).absoluteFilePath();
+    const QString abs = absoluteLocation(path); // a URL stays one
     if (abs == m_target && (m_hasResult || !m_analysing.empty())) return;
     m_target = abs;
     refresh();
@@ -436,7 +436,7 @@ void BloatView::onStorages(const QString& file, JobResult<StorageResult> job)
 
 void BloatView::showTensor(const QString& file, const QString& tensorPath)
 {
-    const QString abs = QFileInfo(file).absoluteFilePath();
+    const QString abs = absoluteLocation(file);
     m_pendingTensor = tensorPath;
     if (abs == m_currentFile && !m_jobs.running(kStorages)) return selectPendingTensor();
     for (int i = 0; i < int(m_order.size()); ++i)

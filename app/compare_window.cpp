@@ -47,9 +47,9 @@ layout::OpenedTag sideOf(const std::shared_ptr<const layout::OpenedCheckpoint>& 
                          const QString& tag, const ops::ProgressSink& progress,
                          const ops::CancelToken& cancel, const char* label)
 {
-    const QString want = QFileInfo(path).canonicalFilePath();
+    const QString want = canonicalLocation(path);
     const auto same = [&](const std::string& p) {
-        return !p.empty() && QFileInfo(QString::fromStdString(p)).canonicalFilePath() == want;
+        return !p.empty() && canonicalLocation(QString::fromStdString(p)) == want;
     };
     if (opened && !want.isEmpty()) {
         if (same(opened->model.opened) || same(opened->model.root))
@@ -244,8 +244,8 @@ void CompareWindow::start(const QString& a, const QString& b)
 void CompareWindow::start(const CompareRequest& request)
 {
     m_request = request;
-    m_request.a = m_a = QFileInfo(request.a).absoluteFilePath();
-    m_request.b = m_b = QFileInfo(request.b).absoluteFilePath();
+    m_request.a = m_a = absoluteLocation(request.a);
+    m_request.b = m_b = absoluteLocation(request.b);
     {
         const QSignalBlocker block(m_momentsBox);
         m_momentsBox->setChecked(request.moments);

@@ -700,13 +700,9 @@ bool MainWindow::selectTensor(const QString& file, const QString& tensorPath)
 {
     const Snapshot* s = m_model->snapshot();
     if (!s) return false;
-    // A URL is the same file only as the same URL; a local path through links as well.
-    const auto canonical = [](const QString& p) {
-        return io::isRemotePath(p.toStdString()) ? p : QFileInfo(p).canonicalFilePath();
-    };
-    const QString want = canonical(file);
+    const QString want = canonicalLocation(file);
     auto same = [&](const std::string& p) {
-        return !want.isEmpty() && canonical(QString::fromStdString(p)) == want;
+        return !want.isEmpty() && canonicalLocation(QString::fromStdString(p)) == want;
     };
     QString treePath;
     if (s->singleFile()) {

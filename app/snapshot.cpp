@@ -169,6 +169,11 @@ QString absoluteLocation(const QString& path)
     return io::isRemotePath(path.toStdString()) ? path : QFileInfo(path).absoluteFilePath();
 }
 
+QString canonicalLocation(const QString& path)
+{
+    return io::isRemotePath(path.toStdString()) ? path : QFileInfo(path).canonicalFilePath();
+}
+
 void setGuiThread(const void* thread)
 {
     g_guiThread = thread;

@@ -79,6 +79,9 @@ layout::Tag oneParameterTag(const Snapshot& s, const Node& n);
 
 // Where the window keeps a path: a local one made absolute, a URL (s3://, http(s)://) as it is.
 QString absoluteLocation(const QString& path);
+// The same file however it was named: a local path with its links resolved (empty when it does not
+// exist), a URL as it is.
+QString canonicalLocation(const QString& path);
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
 // Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.

@@ -4,6 +4,8 @@
 // dialog refuses what the engine cannot open in the engine's words; a recent URL reopens as a URL;
 // the opening says what it fetches, and Cancel stops it while its answers are still on their way
 // (tools/servers/fault_proxy.py holds them back, and its log says when they went out).
+#include "bloat_view.h"
+#include "compare_window.h"
 #include "main_window.h"
 #include "open_url_dialog.h"
 #include "test_servers.h"
@@ -111,6 +113,7 @@ private slots:
     void theDialogRefusesWhatCannotBeOpened();
     void recentUrlsReopenAsUrls();
     void cancelStopsAUrlOpeningInFlight();
+    void bloatAndCompareTakeUrls();
 };
 
 void TestGuiRemote::initTestCase()
@@ -246,6 +249,43 @@ void TestGuiRemote::cancelStopsAUrlOpeningInFlight()
     w.open(u);
     QVERIFY(loaded.wait(60000) && loaded.first().first().toBool());
     QCOMPARE(w.model()->index(0, 0).data().toString(), u);
+}
+
+// What the window does with what it shows works on a URL as on the local copy: the Bloat view of
+// a remote file (the URL kept, not made a local path) and a comparison of two remote tags.
+void TestGuiRemote::bloatAndCompareTakeUrls()
+{
+    requireNginx();
+    app::MainWindow w;
+    const auto bloatOf = [&](const QString& path) {
+        QSignalSpy analysed(w.bloatView(), &app::BloatView::analysed);
+        w.showBloat(path);
+        const bool ok = analysed.wait(60000) && analysed.last().first().toBool();
+        return std::make_pair(ok, w.bloatView()->result());
+    };
+    const auto [remoteOk, remote] = bloatOf(url("torch/nested.pt"));
+    QVERIFY(remoteOk);
+    QCOMPARE(w.bloatView()->target(), url("torch/nested.pt"));
+    const auto [localOk, local] = bloatOf(m_www + "/torch/nested.pt");
+    QVERIFY(localOk);
+    QVERIFY(local.storageBytes > 0);
+    QCOMPARE(remote.storageBytes, local.storageBytes);
+    QCOMPARE(remote.usedBytes, local.usedBytes);
+    QCOMPARE(remote.roleBytes, local.roleBytes);
+
+    const auto compare = [&](const QString& a, const QString& b) {
+        app::CompareWindow* c = w.openCompare(a, b);
+        if (!c->done()) QSignalSpy(c, &app::CompareWindow::finished).wait(60000);
+        const QByteArray table = c->shownTable(true);
+        c->close();
+        return std::make_pair(c->outcome().ok(), table);
+    };
+    const auto [urlsOk, urlsTable] = compare(url("ds/global_step2/"), url("ds/global_step4/"));
+    QVERIFY(urlsOk);
+    const auto [pathsOk, pathsTable] = compare(m_www + "/ds/global_step2", m_www + "/ds/global_step4");
+    QVERIFY(pathsOk);
+    QVERIFY(pathsTable.size() > 100);
+    QCOMPARE(urlsTable, pathsTable);
 }
 
 QTEST_MAIN(TestGuiRemote)

@@ -1451,52 +1451,52 @@ Still showing %3.</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="804" />
+        <location filename="../app/main_window.cpp" line="800" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="810" />
+        <location filename="../app/main_window.cpp" line="806" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="814" />
+        <location filename="../app/main_window.cpp" line="810" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="824" />
+        <location filename="../app/main_window.cpp" line="820" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="825" />
+        <location filename="../app/main_window.cpp" line="821" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="837" />
+        <location filename="../app/main_window.cpp" line="833" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="838" />
+        <location filename="../app/main_window.cpp" line="834" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="840" />
+        <location filename="../app/main_window.cpp" line="836" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="845" />
+        <location filename="../app/main_window.cpp" line="841" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="847" />
+        <location filename="../app/main_window.cpp" line="843" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1519,17 +1519,17 @@ Still showing %3.</source>
         <translation>s3://bucket/run/global_step100 或 https://host/model.safetensors</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="45" />
+        <location filename="../app/open_url_dialog.cpp" line="48" />
         <source>Open</source>
         <translation>打开</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="46" />
+        <location filename="../app/open_url_dialog.cpp" line="49" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="74" />
+        <location filename="../app/open_url_dialog.cpp" line="75" />
         <source>%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH</source>
         <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、http://HOST/PATH 或 https://HOST/PATH</translation>
     </message>
