@@ -227,9 +227,10 @@ uint64_t ZipReader::inflations()
     return g_inflations;
 }
 
-Blob ZipReader::read(const ZipEntry& e, uint64_t limit) const
+Blob ZipReader::read(const ZipEntry& e, uint64_t limit, bool fetch) const
 {
-    m_file->ensure(e.dataOffset, e.method == 0 ? std::min(limit, e.compressedSize) : e.compressedSize);
+    if (fetch || e.method != 0)
+        m_file->ensure(e.dataOffset, e.method == 0 ? std::min(limit, e.compressedSize) : e.compressedSize);
     const ByteSpan raw = m_file->bytes().subspan(e.dataOffset, e.compressedSize);
     if (e.method == 0) return {raw.subspan(0, std::min(limit, raw.size())), m_file};
 

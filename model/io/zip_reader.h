@@ -41,7 +41,9 @@ public:
     // The entry's first `limit` bytes (all of them by default): a span of the map for STORED, a
     // fresh buffer for deflate. Inflating stops once `limit` bytes are out, and the buffer grows
     // with what the stream really produces, so a size the directory lies about costs no memory.
-    Blob read(const ZipEntry& entry, uint64_t limit = UINT64_MAX) const;
+    // `fetch` false leaves a STORED entry's bytes of a remote file unfetched: the caller ensures
+    // the ranges it reads (a streaming reader, so a large record is not fetched whole).
+    Blob read(const ZipEntry& entry, uint64_t limit = UINT64_MAX, bool fetch = true) const;
     // How many times any ZipReader has run inflate on an entry (tests check that chunked reads
     // inflate an entry once, not once per chunk).
     static uint64_t inflations();

@@ -55,14 +55,14 @@ torch::DType TensorFile::dtypeOf(const std::string& tensorPath) const
     throw Error("no tensor at '" + tensorPath + "'", path());
 }
 
-TensorBytes TensorFile::bytes(const std::string& tensorPath) const
+TensorBytes TensorFile::bytes(const std::string& tensorPath, bool fetch) const
 {
     TensorBytes b;
     if (m_torch) {
         const torch::Tensor* t = m_torch->tensor(tensorPath);
         if (!t) throw Error("no tensor at '" + tensorPath + "'", path());
         if (t->storage < 0) throw Error("tensor '" + tensorPath + "' has no data (" + t->note + ")", path());
-        b.storage = m_torch->storageBytes(t->storage);
+        b.storage = m_torch->storageBytes(t->storage, fetch);
         b.dtype = t->dtype;
         b.shape = t->shape;
         b.stride = t->stride;
@@ -72,7 +72,7 @@ TensorBytes TensorFile::bytes(const std::string& tensorPath) const
     }
     const auto* t = stFind(tensorPath);
     if (!t) throw Error("no tensor '" + tensorPath + "'", path());
-    b.storage = {m_st->bytes(*t), m_st->file()};
+    b.storage = {m_st->bytes(*t, fetch), m_st->file()};
     b.dtype = t->dtype;
     b.shape = t->shape;
     b.stride = contiguousStride(t->shape);
@@ -89,6 +89,18 @@ const uint8_t* TensorFile::mappedContiguous(const std::string& tensorPath) const
     }
     const auto* t = stFind(tensorPath);
     return t ? m_st->bytes(*t).data() : nullptr;
+}
+
+bool TensorFile::isRemote() const
+{
+    return m_torch ? m_torch->mapped().isRemote() : m_st->file()->isRemote();
+}
+
+void TensorFile::fetch(const uint8_t* begin, uint64_t size) const
+{
+    if (m_torch) return m_torch->fetch(begin, size);
+    const io::MappedFile& f = *m_st->file();
+    f.ensure(uint64_t(begin - f.bytes().data()), size);
 }
 
 void TensorFile::release(const uint8_t* begin, uint64_t size) const

@@ -51,7 +51,13 @@ public:
     bool has(const std::string& tensorPath) const;
     torch::DType dtypeOf(const std::string& tensorPath) const; // throws Error naming the file
     // Its bytes; throws Error naming the file when there is no such tensor or it has no data.
-    TensorBytes bytes(const std::string& tensorPath) const;
+    // `fetch` false: a remote file's bytes are left for fetch() (a streaming reader asks for
+    // the range it reads, not the whole storage).
+    TensorBytes bytes(const std::string& tensorPath, bool fetch = true) const;
+    // Makes bytes of bytes(…, false) readable: a no-op for a local file.
+    void fetch(const uint8_t* begin, uint64_t size) const;
+    // Whether its bytes come from a server (fetched when read) rather than a local map.
+    bool isRemote() const;
     // The tensor's contiguous bytes when they lie uncompressed in the mapped file (zero-copy,
     // nothing read yet), else nullptr.
     const uint8_t* mappedContiguous(const std::string& tensorPath) const;

@@ -91,6 +91,12 @@ struct Reader
     {
         const uint32_t fs = torch::elementSize(from);
         gpu::StridedView v{b.storage.bytes.data(), fs, b.shape, b.stride, b.storageOffset};
+        // A remote file's bytes come when read: only this range of a contiguous tensor (a chunk of
+        // a rank's flat partition), not its whole storage (bytes(…, false) fetched nothing).
+        if (b.contiguous)
+            p.file->fetch(b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs, n * fs);
+        else
+            p.file->fetch(b.storage.bytes.data(), b.storage.bytes.size());
         // The job's backend does every step it supports; the rest runs on the CPU.
         const gpu::Scalar sf = *scalarOf(from);
         gpu::ComputeBackend& gatherer = backend->supports(gpu::Op::Gather, sf) ? *backend : gpu::cpuBackend();
@@ -131,7 +137,7 @@ struct Reader
                 continue;
             }
             const uint64_t n = std::min(count, p.count - first);
-            copy(p, p.file->bytes(p.tensorPath), p.offset + first, n, dst, staging);
+            copy(p, p.file->bytes(p.tensorPath, false), p.offset + first, n, dst, staging);
             dst += n * ts;
             count -= n;
             first = 0;
@@ -321,13 +327,15 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
                             std::to_string(p.numel()) + " elements in the " +
                             (opened->model.singleFile ? "file" : "checkpoint's files"),
                         tag.dir);
-        // One whole contiguous source, not cast: its bytes can be read in place.
-        if (!reader->chunked && reader->pieces.size() == 1 && reader->from == to &&
-            reader->pieces[0].offset == 0)
+        // One whole contiguous source, not cast: its bytes can be read in place. Not a remote
+        // one: its address is known only by fetching the whole storage; reads fetch their range.
+        const bool onePiece = !reader->chunked && reader->pieces.size() == 1 && reader->from == to &&
+                              !reader->pieces[0].file->isRemote();
+        if (onePiece && reader->pieces[0].offset == 0)
             out.direct = reader->pieces[0].file->mappedContiguous(reader->pieces[0].tensorPath);
         out.tensor.fill = [reader](uint64_t off, uint64_t n, uint8_t* dst) { reader->fill(off, n, dst); };
         if (!reader->chunked && reader->from == to) {
-            out.oneRun = reader->pieces.size() == 1;
+            out.oneRun = onePiece;
             out.inPlace = [reader](uint64_t first, uint64_t* run) { return reader->inPlace(first, run); };
             out.releaseInPlace = [reader](uint64_t first, uint64_t n) { reader->releaseInPlace(first, n); };
         }

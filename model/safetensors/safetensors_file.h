@@ -41,9 +41,10 @@ public:
     const std::vector<TensorInfo>& tensors() const { return m_tensors; } // in header order
     const std::map<std::string, std::string>& metadata() const { return m_metadata; }
     uint64_t dataOffset() const { return m_dataOffset; }
-    io::ByteSpan bytes(const TensorInfo& t) const
+    // `fetch` false leaves a remote file's bytes for the caller to ensure (see ZipReader::read).
+    io::ByteSpan bytes(const TensorInfo& t, bool fetch = true) const
     {
-        m_file->ensure(m_dataOffset + t.begin, t.end - t.begin);
+        if (fetch) m_file->ensure(m_dataOffset + t.begin, t.end - t.begin);
         return m_file->bytes().subspan(m_dataOffset + t.begin, t.end - t.begin);
     }
     std::shared_ptr<const io::MappedFile> file() const { return m_file; }

@@ -301,16 +301,16 @@ void TorchFile::checkStorageRecords()
     }
 }
 
-io::Blob TorchFile::storageBytes(int index) const
+io::Blob TorchFile::storageBytes(int index, bool fetch) const
 {
     const Storage& s = m_storages.at(size_t(index));
     if (s.viewOf >= 0) {
-        io::Blob root = storageBytes(s.viewOf);
+        io::Blob root = storageBytes(s.viewOf, fetch);
         return {root.bytes.subspan(s.viewOffset, s.nbytes), root.owner};
     }
     if (m_format == Format::Legacy) return {m_file->bytes().subspan(s.fileOffset, s.nbytes), m_file};
     const io::ZipEntry& e = *m_zip->find(s.record);
-    if (e.method == 0) return m_zip->read(e, s.nbytes);
+    if (e.method == 0) return m_zip->read(e, s.nbytes, fetch);
 
     std::lock_guard<std::mutex> lock(m_inflatedMutex);
     auto hit =

@@ -100,12 +100,18 @@ public:
     // The whole storage, zero-copy where the file allows it. A deflated record is inflated once
     // and kept while it is among the most recently read (within a byte budget, at least the last
     // one), so reading a storage chunk by chunk does not inflate it per chunk. Thread-safe.
-    io::Blob storageBytes(int storage) const;
+    // `fetch` false: see io::ZipReader::read (a remote stored record is left for fetch()).
+    io::Blob storageBytes(int storage, bool fetch = true) const;
     // The storage's bytes when they lie uncompressed in the file (no inflating, no copy), else
     // an empty optional.
     std::optional<io::ByteSpan> mappedStorageBytes(int storage) const;
     // Drops pages of these bytes (from storageBytes) from the resident set; see MappedFile::release.
     void release(const uint8_t* begin, uint64_t size) const { m_file->release(begin, size); }
+    // Makes these bytes (from storageBytes(…, false)) readable; see MappedFile::ensure.
+    void fetch(const uint8_t* begin, uint64_t size) const
+    {
+        m_file->ensure(uint64_t(begin - m_file->bytes().data()), size);
+    }
 
 private:
     TorchFile() = default;

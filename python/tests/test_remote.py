@@ -1,6 +1,7 @@
 """checkpoint_studio.open on http:// URLs, served by nginx (tools/servers/nginx.sh, as the C++ tests
 start it) from the committed fixtures: the same keys and bytes as the local files, through the
 engine's remote reader (issue 26) and the package's tensors alike."""
+import contextlib
 import os
 import pathlib
 import re
@@ -25,26 +26,40 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    if NGINX is None:
-        pytest.fail("nginx is not installed (tools/install-deps.sh installs nginx-light)")
-    work = tmp_path_factory.mktemp("nginx")
-    port = free_port()
-    server = subprocess.Popen(["bash", str(ROOT / "tools" / "servers" / "nginx.sh"), str(work), str(port),
-                               str(DATA)], start_new_session=True)
-    deadline = time.monotonic() + 20
+def wait_for_port(port, server, what, detail=lambda: ""):
+    """Until the server listens; a server that exits or never listens fails the test."""
+    deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return
         except OSError:
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"nginx did not start: {(work / 'error.log').read_text() if (work / 'error.log').exists() else ''}")
+                pytest.fail(f"{what} did not start {detail()}")
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}", work / "access.log"
-    os.killpg(server.pid, signal.SIGQUIT)
-    server.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def nginx(root, work):
+    """nginx serving `root` on a free port: (base URL, its access log)."""
+    if NGINX is None:
+        pytest.fail("nginx is not installed (tools/install-deps.sh installs nginx-light)")
+    port = free_port()
+    server = subprocess.Popen(["bash", str(ROOT / "tools" / "servers" / "nginx.sh"), str(work), str(port),
+                               str(root)], start_new_session=True)
+    error_log = work / "error.log"
+    wait_for_port(port, server, "nginx", lambda: error_log.read_text() if error_log.exists() else "")
+    try:
+        yield f"http://127.0.0.1:{port}", work / "access.log"
+    finally:
+        os.killpg(server.pid, signal.SIGQUIT)
+        server.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    with nginx(DATA, tmp_path_factory.mktemp("nginx")) as s:
+        yield s
 
 
 def same_state_dicts(remote, local):
@@ -75,6 +90,35 @@ def test_a_missing_url_is_one_clear_error(served):
         cs.open(f"{base}/nothing-here.safetensors")
 
 
+def bytes_sent(log, path):
+    """(requests, body bytes) nginx's access log shows for one path."""
+    lines = [l.split() for l in log.read_text().splitlines() if l.endswith(f" {path}")]
+    return len(lines), sum(int(l[1]) for l in lines)
+
+
+def test_a_large_storage_is_fetched_by_the_ranges_read_not_whole(tmp_path):
+    """A 16 MiB tensor in a torch.save file: reading ten rows fetches about those rows, not the
+    storage, and an export then fetches the rest of the file once (no range twice)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    big = torch.arange(4 * 2**20, dtype=torch.float32).reshape(4096, 1024)
+    torch.save({"big": big, "small": torch.ones(3)}, root / "model.pt")
+    size = (root / "model.pt").stat().st_size
+    work = tmp_path / "nginx"
+    work.mkdir()
+    with nginx(root, work) as (base, log):
+        rows = cs.open(f"{base}/model.pt").tag().get_slice("big")[100:110]
+        assert torch.equal(rows, big[100:110])
+        _, fetched = bytes_sent(log, "/model.pt")
+        assert fetched < 2**20, f"{fetched} bytes fetched for 40 KiB of rows"
+        # The export reads every byte; those the rows brought are not asked for again.
+        cs.export(f"{base}/model.pt", tmp_path / "out.safetensors")
+        _, fetched = bytes_sent(log, "/model.pt")
+        assert size - 2**16 <= fetched < size + 2**16, (fetched, size)
+    got = cs.open(tmp_path / "out.safetensors").tag().get_tensor("big")
+    assert torch.equal(got, big)
+
+
 # S3: moto's server with signature checks on (tools/servers/, as tst_remote starts it), holding
 # a DeepSpeed tag and a safetensors file; credentials and endpoint from the environment.
 S3_FILES = [p.relative_to(DATA).as_posix() for p in sorted((DATA / "deepspeed" / "zero3_bf16_w4").rglob("*"))
@@ -82,18 +126,6 @@ S3_FILES = [p.relative_to(DATA).as_posix() for p in sorted((DATA / "deepspeed" /
 S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_PROFILE",
           "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION", "AWS_SHARED_CREDENTIALS_FILE",
           "AWS_CONFIG_FILE")
-
-
-def wait_for_port(port, server, what):
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{what} did not start")
-            time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
