@@ -3,6 +3,7 @@
 #include "workspace.h"
 
 #include "compute_backend.h"
+#include "io/location.h"
 #include "io/output.h"
 #include "ops/consolidate.h"
 #include "ops/export.h"
@@ -63,8 +64,10 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
              {static_cast<QWidget*>(m_tag), static_cast<QWidget*>(m_format), static_cast<QWidget*>(m_dtype),
               static_cast<QWidget*>(m_shard), static_cast<QWidget*>(m_excludeFrozen)})
             w->hide();
+        // Beside the file; outputs stay local, so a URL's goes to the home folder.
         const QFileInfo fi(source);
-        m_output->setText(fi.dir().filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
+        const QDir dir = io::isRemotePath(source.toStdString()) ? QDir::home() : fi.dir();
+        m_output->setText(dir.filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
         form->addRow(tr("Output file"), outRow);
         form->addRow(QString(), m_skipUnsupported);
     } else {

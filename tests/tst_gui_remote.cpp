@@ -6,9 +6,12 @@
 // (tools/servers/fault_proxy.py holds them back, and its log says when they went out).
 #include "bloat_view.h"
 #include "compare_window.h"
+#include "export_dialog.h"
+#include "io/output.h"
 #include "main_window.h"
 #include "open_url_dialog.h"
 #include "test_servers.h"
+#include "torch/torch_writer.h"
 #include "tree_model.h"
 
 #include <QAction>
@@ -19,6 +22,7 @@
 #include <QJsonObject>
 #include <QMenu>
 #include <QMenuBar>
+#include <QPointer>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -52,6 +56,23 @@ void rows(const QAbstractItemModel& m, const QModelIndex& parent, QStringList& o
         out << QString(depth, ' ') + cells.join(" | ");
         rows(m, m.index(r, 0, parent), out, depth + 1);
     }
+}
+
+// A torch.save file whose tensor bytes lie beyond what opening it fetches (its head and tail
+// windows): two float32 tensors of 1 MiB, written by our own verified writer.
+void writeBigTorchFile(const QString& path)
+{
+    std::vector<torch::OutTensor> tensors;
+    for (const char* name : {"a.weight", "b.weight"})
+        tensors.push_back(
+            {name, torch::DType::Float32, {512, 512}, 1u << 20, [](uint64_t at, uint64_t n, uint8_t* d) {
+                 for (uint64_t i = 0; i < n; ++i)
+                     d[i] = uint8_t((at + i) * 7);
+             }});
+    io::OutputTransaction tx({}, path.toStdString(), io::OutputTransaction::Shape::File);
+    io::CancelToken cancel;
+    torch::writeTorchZip(tx.create(), tensors, {}, "archive", {}, cancel);
+    tx.commit();
 }
 
 QStringList treeBelowRoot(const app::MainWindow& w)
@@ -114,6 +135,7 @@ private slots:
     void recentUrlsReopenAsUrls();
     void cancelStopsAUrlOpeningInFlight();
     void bloatAndCompareTakeUrls();
+    void cancelStopsAnExportInFlight();
 };
 
 void TestGuiRemote::initTestCase()
@@ -126,6 +148,7 @@ void TestGuiRemote::initTestCase()
     QVERIFY(copyTree(kData + "/deepspeed/zero2_fp32_w1", m_www + "/ds"));
     QDir().mkpath(m_www + "/torch");
     QVERIFY(QFile::copy(kData + "/torch/torch-2.x/nested.pt", m_www + "/torch/nested.pt"));
+    writeBigTorchFile(m_www + "/torch/big.pt");
     m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_port, m_skip);
     if (!m_nginx && qEnvironmentVariable("CI") == "true")
         QFAIL("nginx is not installed (tools/install-deps.sh)");
@@ -286,6 +309,34 @@ void TestGuiRemote::bloatAndCompareTakeUrls()
     QVERIFY(pathsOk);
     QVERIFY(pathsTable.size() > 100);
     QCOMPARE(urlsTable, pathsTable);
+}
+
+// The export of a remote file, cancelled while the proxy holds its tensor bytes: the dialog says
+// cancelled, no answer had gone out when it did, and nothing is written. Its suggested output
+// is local (outputs never go to a URL).
+void TestGuiRemote::cancelStopsAnExportInFlight()
+{
+    requireNginx();
+    app::MainWindow w;
+    QVERIFY(openThroughDialog(w, url("torch/big.pt", m_proxyPort)));
+    QPointer<app::ExportDialog> d = w.openExportDialog();
+    QVERIFY(d && d->singleFile());
+    QCOMPARE(d->outputFolder(), QDir::home().filePath("big.safetensors"));
+    QTemporaryDir out;
+    d->setOutputFolder(out.filePath("big.safetensors"));
+    QFile::resize(m_tmp.filePath("proxy.log"), 0);
+    QVERIFY(testservers::setFaults(m_proxyPort, "delay_ms=6000"));
+    QSignalSpy done(d.data(), &app::ExportDialog::finished);
+    d->start();
+    QTRY_VERIFY_WITH_TIMEOUT(!proxied(true).isEmpty(), 60000); // tensor bytes asked for, held
+    d->cancel();
+    QVERIFY(done.wait(60000));
+    QVERIFY2(d->outcome().cancelled, qPrintable(d->outcome().message));
+    QVERIFY2(proxied(false).isEmpty(), "the export waited for its answers");
+    QCOMPARE(QDir(out.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList());
+    QVERIFY(testservers::setFaults(m_proxyPort, ""));
+    QTRY_VERIFY_WITH_TIMEOUT(proxied(false).size() >= proxied(true).size(), 30000); // held ones went out
 }
 
 QTEST_MAIN(TestGuiRemote)
