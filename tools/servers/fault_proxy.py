@@ -52,6 +52,9 @@ def take(name):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Head and body go out in separate writes: with Nagle on, the body waits for the client's
+    # delayed ACK of the head (~40 ms a response), which would swamp the delays we inject.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -157,6 +160,9 @@ def main():
     ap.add_argument("--upstream", required=True)
     ap.add_argument("--log", required=True)
     a = ap.parse_args()
+    # A client opens many connections at once: with socketserver's backlog of 5 the rest of the
+    # SYNs are dropped and retried a second later, a stall no real server adds.
+    http.server.ThreadingHTTPServer.request_queue_size = 128
     server = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     server.upstream = a.upstream
