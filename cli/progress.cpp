@@ -2,13 +2,18 @@
 
 #include "ops/inspect.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <unistd.h>
 
 namespace ckpt::cli {
 
 ProgressPrinter::ProgressPrinter(bool quiet)
-    : m_quiet(quiet), m_tty(::isatty(2)), m_start(std::chrono::steady_clock::now()), m_last(m_start)
+    : m_quiet(quiet), m_tty(::isatty(2)), m_start(std::chrono::steady_clock::now()), m_last(m_start),
+      m_watch(io::FetchWatch::current() ? io::FetchWatch::current()->cancel() : nullptr,
+              [this](const io::FetchProgress& f) { fetched(f); }),
+      m_scope(&m_watch)
 {
 }
 
@@ -19,12 +24,31 @@ ProgressPrinter::~ProgressPrinter()
 
 void ProgressPrinter::operator()(const ops::Progress& p)
 {
+    const std::lock_guard hold(m_lock);
     if (!p.note.empty()) { // not progress: a message the user must see, quiet or not
         if (m_drawn && m_tty) std::fputc('\n', stderr);
         m_drawn = false;
         std::fprintf(stderr, "ckpt: %s\n", p.note.c_str());
         return;
     }
+    m_said = p;
+    draw(p);
+}
+
+void ProgressPrinter::fetched(const io::FetchProgress& f)
+{
+    const std::lock_guard hold(m_lock);
+    ops::Progress p = m_said;
+    const std::string name = f.url.substr(f.url.rfind('/') + 1);
+    p.stage = "fetching " + (f.objects > 1 ? std::to_string(f.objects) + " files" : name);
+    if (f.waveTotal)
+        p.stage +=
+            ", " + ops::humanBytes(std::min(f.waveDone, f.waveTotal)) + " of " + ops::humanBytes(f.waveTotal);
+    draw(p);
+}
+
+void ProgressPrinter::draw(const ops::Progress& p)
+{
     if (m_quiet) return;
     const auto now = std::chrono::steady_clock::now();
     // A job's phases each count their own bytes (reading the tag's files, then writing): bytes

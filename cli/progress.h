@@ -1,9 +1,13 @@
 // Progress on stderr: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+// While it lives, the job's remote transfers report to it too (io/fetch_watch.h): a job waiting
+// on the network shows "fetching FILE, X of Y" as its stage, its figures unchanged.
 #pragma once
 
+#include "io/fetch_watch.h"
 #include "ops/job.h"
 
 #include <chrono>
+#include <mutex>
 
 namespace ckpt::cli {
 
@@ -19,11 +23,19 @@ public:
     }
 
 private:
+    void fetched(const io::FetchProgress& f);
+    void draw(const ops::Progress& p); // with m_lock held
+
     bool m_quiet;
     bool m_tty;
     bool m_drawn = false;
     std::chrono::steady_clock::time_point m_start, m_last;
     uint64_t m_lastDone = 0;
+    std::mutex m_lock;    // writers and transfers report from several threads
+    ops::Progress m_said; // the job's last report, which a transfer's repeats
+    // Last: the watch takes the job's cancel token from the one around it (cli/main.cpp).
+    io::FetchWatch m_watch;
+    io::FetchWatch::Scope m_scope;
 };
 
 } // namespace ckpt::cli

@@ -295,6 +295,7 @@ private slots:
     void cancelAbortsAFetchInFlight();
     void aCancelledOpenIsCancelledAndLeavesNothing();
     void aCancelledExportWritesNothing();
+    void ckptSaysWhatItFetches();
 };
 
 void TestRemote::prepareFixtures()
@@ -1253,6 +1254,24 @@ void TestRemote::aCancelledExportWritesNothing()
     QVERIFY2(QDir(parent.path()).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden).isEmpty(),
              qPrintable(QDir(parent.path()).entryList(QDir::AllEntries | QDir::Hidden).join(' ')));
     releaseAnswers(run.first.objects);
+}
+
+// ckpt's progress on stderr (not a terminal: a line every 2 s at most) says what a job waiting on
+// the network fetches, each answer held a little longer than that by the proxy.
+void TestRemote::ckptSaysWhatItFetches()
+{
+    requireNginx();
+    fault("delay_ms=2200");
+    qputenv("CKPT_REMOTE_STALL_SECONDS", "30"); // ckpt's own: a held answer is no stall
+    const Run run = runCkpt({"stats", "--json", QString::fromStdString(proxied("big.safetensors"))});
+    qputenv("CKPT_REMOTE_STALL_SECONDS", "2");
+    fault("");
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    QVERIFY2(run.err.contains("fetching big.safetensors, "), run.err.constData());
+    qInfo("%s", run.err.mid(run.err.lastIndexOf('\n', run.err.indexOf("fetching")) + 1)
+                    .split('\n')
+                    .first()
+                    .constData());
 }
 
 QTEST_GUILESS_MAIN(TestRemote)
