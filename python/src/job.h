@@ -97,6 +97,9 @@ R runJob(nb::object poll, const std::function<R(const io::ProgressSink&, const i
                 else
                     poll(nb::none());
             }
+            // A Ctrl+C that came while the callback ran (or that it sent) is taken now, while
+            // the job still waits for this report: it stops before writing on, not after it ends.
+            if (PyErr_CheckSignals() != 0) throw nb::python_error();
         } catch (...) {
             stop();
             throw;
