@@ -341,8 +341,10 @@ void MainWindow::fillRecentMenu()
     m_recentMenu->clear();
     const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
     for (int i = 0; i < recent.size(); ++i) {
-        // &1..&9 as in every recent list; the path as it was opened.
-        const QString label = i < 9 ? QStringLiteral("&%1 %2").arg(i + 1).arg(recent[i]) : recent[i];
+        // &1..&9 as in every recent list; the path as it was opened, its own '&' (a URL's query)
+        // shown, not taken for a mnemonic.
+        const QString text = QString(recent[i]).replace(QLatin1Char('&'), QStringLiteral("&&"));
+        const QString label = i < 9 ? QStringLiteral("&%1 %2").arg(i + 1).arg(text) : text;
         m_recentMenu->addAction(label, this, [this, p = recent[i]] { open(p); });
     }
     if (recent.isEmpty()) m_recentMenu->addAction(tr("No recent checkpoints"))->setEnabled(false);
