@@ -16,7 +16,8 @@ Faults are set (and every counter reset) with GET /__fault__?name=value&...:
   gzip=1            label every body Content-Encoding: gzip
 Every request is logged as one JSON line: method, path, range, if_match, status, bytes (body
 bytes sent), once answered; a client gone before its answer went out (it cancelled while a
-delay held the answer back) is logged then too, with "gone": true. Only the standard library is used, so the test needs nothing installed for it.
+delay held the answer back) is logged then too, with "gone": true. Only the standard library
+is used, so the test needs nothing installed for it.
 """
 import argparse
 import http.client
