@@ -6,6 +6,7 @@
 // removes its partial output) and is raised in its place.
 #pragma once
 
+#include "io/fetch_watch.h"
 #include "ops/job.h"
 
 #include <nanobind/nanobind.h>
@@ -60,6 +61,10 @@ R runJob(nb::object poll, const std::function<R(const io::ProgressSink&, const i
     {
         nb::gil_scoped_release unlocked;
         worker = std::thread([&] {
+            // Its cancel (Ctrl+C, a cancel event, a failing callback) reaches remote transfers
+            // in flight too, not only the job's next check.
+            const io::FetchWatch watch(&ch.cancel);
+            const io::FetchWatch::Scope scope(&watch);
             try {
                 result.emplace(work([&](const io::Progress& p) { ch.report(p); }, ch.cancel));
             } catch (...) {

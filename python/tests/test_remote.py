@@ -119,6 +119,40 @@ def test_a_large_storage_is_fetched_by_the_ranges_read_not_whole(tmp_path):
     assert torch.equal(got, big)
 
 
+def proxy_lines(log):
+    """The fault proxy's log so far (a line being written is left for the next look)."""
+    import json
+    text = log.read_text() if log.exists() else ""
+    return [json.loads(l) for l in text.splitlines(keepends=True) if l.endswith("\n")]
+
+
+def test_cancel_aborts_a_transfer_in_flight(served, tmp_path):
+    """A cancel set while the engine waits on the network aborts the transfer: our fault proxy
+    (tools/servers/fault_proxy.py) holds every answer back 5 s and logs each request as it
+    arrives ("held"), and again as its answer goes out."""
+    import threading
+    import urllib.request
+    base, _ = served
+    log = tmp_path / "requests.log"  # server_process keeps the proxy's own output in proxy.log
+    args = ["python3", str(ROOT / "tools" / "servers" / "fault_proxy.py"), "--port", "PORT", "--upstream", base,
+            "--log", str(log)]
+    with server_process(args, tmp_path, "proxy") as (proxy, _):
+        urllib.request.urlopen(f"{proxy}/__fault__?delay_ms=5000").read()
+        cancel = threading.Event()
+
+        def cancel_once_held():
+            while not any(l.get("held") for l in proxy_lines(log)):
+                time.sleep(0.01)
+            cancel.set()
+
+        threading.Thread(target=cancel_once_held, daemon=True).start()
+        with pytest.raises(cs.Cancelled):
+            cs.open(f"{proxy}/hf/safetensors/model.safetensors", cancel=cancel)
+        # It stopped while the proxy still held the answer back: the transfer was abandoned, not
+        # waited for (the proxy logs an answer as it sends it).
+        assert not any(l.get("status") for l in proxy_lines(log)), proxy_lines(log)
+
+
 # S3: moto's server with signature checks on (tools/servers/, as tst_remote starts it), holding
 # a DeepSpeed tag and a safetensors file; credentials and endpoint from the environment.
 S3_FILES = [p.relative_to(DATA).as_posix() for p in sorted((DATA / "deepspeed" / "zero3_bf16_w4").rglob("*"))
