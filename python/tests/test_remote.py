@@ -39,21 +39,14 @@ def wait_for_port(port, server, what, detail=lambda: ""):
             time.sleep(0.1)
 
 
-@contextlib.contextmanager
 def nginx(root, work):
-    """nginx serving `root` on a free port: (base URL, its access log)."""
+    """nginx serving `root` on a free port (a server_process): (base URL, its access log)."""
     if NGINX is None:
         pytest.fail("nginx is not installed (tools/install-deps.sh installs nginx-light)")
-    port = free_port()
-    server = subprocess.Popen(["bash", str(ROOT / "tools" / "servers" / "nginx.sh"), str(work), str(port),
-                               str(root)], start_new_session=True)
     error_log = work / "error.log"
-    wait_for_port(port, server, "nginx", lambda: error_log.read_text() if error_log.exists() else "")
-    try:
-        yield f"http://127.0.0.1:{port}", work / "access.log"
-    finally:
-        os.killpg(server.pid, signal.SIGQUIT)
-        server.wait(timeout=20)
+    return server_process(["bash", str(ROOT / "tools" / "servers" / "nginx.sh"), str(work), "PORT", str(root)],
+                          work, "nginx", detail=lambda: error_log.read_text() if error_log.exists() else "",
+                          log_name="access.log")
 
 
 @pytest.fixture(scope="module")
@@ -186,15 +179,16 @@ def use(monkeypatch, env):
 
 
 @contextlib.contextmanager
-def server_process(args, work, name, env=None):
-    """A server started in its own session and stopped after; its output in work/NAME.log."""
+def server_process(args, work, name, env=None, detail=lambda: "", log_name=None):
+    """A server started in its own session ("PORT" in args: a free port) and stopped after; its
+    output in work/NAME.log. Yields (base URL, work/log_name or that output)."""
     port = free_port()
     log = open(work / f"{name}.log", "w")
     server = subprocess.Popen([a.replace("PORT", str(port)) for a in args], env=env, stdout=log,
                               stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_for_port(port, server, name)
-        yield f"http://127.0.0.1:{port}", work / f"{name}.log"
+        wait_for_port(port, server, name, detail)
+        yield f"http://127.0.0.1:{port}", work / (log_name or f"{name}.log")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
