@@ -77,7 +77,7 @@ Url parseUrl(const std::string& text)
 void requireServed(const Url& url)
 {
     if (url.scheme == Scheme::Gcs || url.scheme == Scheme::HuggingFace)
-        throw Error("gs:// and hf:// are not supported yet (issue 26); use s3:// or http(s)://", url.text);
+        throw Error("gs:// and hf:// are not supported yet; use s3:// or http(s)://", url.text);
 }
 
 Url Url::sibling(const std::string& name) const
