@@ -40,19 +40,36 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.dtype = parseDtype(a.dtype);
         opt.overwrite = a.overwrite;
         opt.backend = backendFor(a.device, a.quiet || a.device == "auto");
+        opt.shard = shardSpec(a.shard);
         ops::ConsolidateResult r;
         {
             ProgressPrinter printer(a.quiet);
             r = ops::consolidate(a.input, a.output, opt, printer.sink(), cancel);
         }
         for (const auto& w : r.warnings)
-            std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
-        std::cout << "tag " << r.tag << ": wrote " << r.tensors << " tensors, " << ops::humanBytes(r.bytes)
-                  << " in " << r.files.size() << " file(s) to " << a.output << "\n";
+            std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";
+        if (opt.shard.sharded() && !opt.shard.finalize && !opt.shard.finalizeWhenAllDone)
+            std::cout << "tag " << r.tag << ", " << opt.shard.label() << " (" << opt.shard.source
+                      << "): wrote " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << " in "
+                      << r.files.size() << " file(s) to " << a.output
+                      << "; --finalize once every shard is done\n";
+        else if (opt.shard.finalizeWhenAllDone)
+            std::cout << "tag " << r.tag << ", " << opt.shard.label() << " (" << opt.shard.source
+                      << "): every shard done, finalized: " << r.tensors << " tensors, "
+                      << ops::humanBytes(r.bytes) << " in " << r.files.size() << " file(s) in " << a.output
+                      << "\n";
+        else
+            std::cout << "tag " << r.tag << ": wrote " << r.tensors << " tensors, "
+                      << ops::humanBytes(r.bytes) << " in " << r.files.size() << " file(s) to " << a.output
+                      << "\n";
         for (const auto& f : r.files)
             std::cout << "  " << f << "\n";
         return 0;
     }
+    if (!a.shard.shard.empty() || a.shard.finalize)
+        throw Error(
+            "--shard and --finalize split a checkpoint's export; a single file is exported by one process",
+            a.input);
     if (!a.tag.empty() || !a.dtype.empty() || a.format != "safetensors" || a.excludeFrozen || a.all ||
         !a.ignore.empty())
         throw Error("--tag, --dtype, --format, --exclude-frozen, --all and --ignore apply to checkpoints; a "
@@ -67,7 +84,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         r = ops::exportFileToSafetensors(a.input, a.output, opt, printer.sink(), cancel);
     }
     for (const auto& w : r.warnings)
-        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+        std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";
     std::cout << "wrote " << r.path << ": " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << "\n";
     return 0;
 }

@@ -16,6 +16,7 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
     o.tag = a.tag;
     o.injectMissingState = a.injectMissingState;
     o.overwrite = a.overwrite;
+    o.shard = shardSpec(a.shard);
     const auto start = std::chrono::steady_clock::now();
     ops::UniversalResult r;
     {
@@ -31,6 +32,12 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
         std::cout << doc.dump(2) << "\n";
         return 0;
     }
+    if (o.shard.sharded() && !o.shard.finalize && !o.shard.finalizeWhenAllDone) {
+        std::cout << "tag " << r.tag << ", " << o.shard.label() << " (" << o.shard.source << "): wrote "
+                  << r.files << " files, " << ops::humanBytes(r.bytesWritten) << " into " << r.output
+                  << "; --finalize once every shard is done\n";
+        return 0;
+    }
     std::cout << "wrote " << r.output << ": Universal checkpoint of tag " << r.tag << " (ZeRO stage "
               << r.zeroStage << ", " << r.worldSize << " ranks"
               << (r.tensorParallel > 1 ? " x " + std::to_string(r.tensorParallel) + " tensor-parallel" : "")
@@ -42,7 +49,7 @@ int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel)
     if (seconds > 0) std::cout << " (" << double(moved) / seconds / 1e9 << " GB/s)";
     std::cout << "\nwrote " << r.latestFile << " (load it with \"checkpoint\": {\"load_universal\": true})\n";
     for (const auto& w : r.warnings)
-        std::cerr << "ckpt: warning: " << a.input << ": " << w << "\n";
+        std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";
     return 0;
 }
 

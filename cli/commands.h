@@ -4,6 +4,7 @@
 
 #include "compute_backend.h"
 #include "ops/job.h"
+#include "ops/sharded.h"
 
 #include <memory>
 
@@ -17,6 +18,15 @@ struct InspectArgs
     std::string tag;
     bool json = false;
     bool entries = false;
+};
+// A job split across processes (ops/sharded.h): `--shard I/N|auto`, `--shards N`, `--finalize`,
+// `--wait SECONDS`.
+struct ShardArgs
+{
+    std::string shard;
+    int shards = 0;
+    bool finalize = false;
+    double wait = 3600;
 };
 struct ExportArgs
 {
@@ -33,6 +43,7 @@ struct ExportArgs
     bool skipUnsupported = false;
     bool overwrite = false;
     bool quiet = false;
+    ShardArgs shard;
 };
 struct AnalyzeArgs
 {
@@ -64,6 +75,7 @@ struct UniversalArgs
     bool overwrite = false;
     bool json = false;
     bool quiet = false;
+    ShardArgs shard;
 };
 struct ScanArgs
 {
@@ -78,6 +90,9 @@ int runSlim(const SlimArgs& a, const ops::CancelToken& cancel);
 int runUniversal(const UniversalArgs& a, const ops::CancelToken& cancel);
 int runStats(const AnalyzeArgs& a, const ops::CancelToken& cancel);
 int runDiff(const AnalyzeArgs& a, const ops::CancelToken& cancel);
+// The split the shard options ask for (none: ShardSpec{}); names the shard in every line this
+// process prints from then on (cli/progress.h).
+ops::ShardSpec shardSpec(const ShardArgs& a);
 // The backend for --device auto|cpu|cuda; the choice and its reason go to stderr unless quiet.
 std::shared_ptr<gpu::ComputeBackend> backendFor(const std::string& device, bool quiet);
 

@@ -3,6 +3,7 @@
 // Each subcommand registers its own options (add*) and says what runs when it was given; the
 // options every command spells alike (--json, -q, --device) come from one helper each.
 #include "commands.h"
+#include "progress.h"
 
 #include "io/fetch_watch.h"
 #include "io/interrupt.h"
@@ -42,6 +43,29 @@ void addQuiet(CLI::App* sub, bool& quiet)
 void addDevice(CLI::App* sub, std::string& device, const std::string& what = "auto, cpu or cuda")
 {
     sub->add_option("--device", device, what)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
+void addShard(CLI::App* sub, ckpt::cli::ShardArgs& a, const std::string& units)
+{
+    auto* shard = sub->add_option(
+        "--shard", a.shard,
+        "Do part I of N of the job (0 <= I < N; " + units +
+            ", balanced by bytes), or `auto` to take I and N from mpirun, srun, a Slurm array or torchrun. "
+            "Every part writes into the same output folder; then run --finalize once (under a launcher, "
+            "rank 0 does)");
+    sub->add_option("--shards", a.shards,
+                    "N for --shard auto in a Slurm job array (else SLURM_ARRAY_TASK_COUNT)")
+        ->check(CLI::Range(1, 100000))
+        ->needs(shard);
+    auto* fin =
+        sub->add_flag("--finalize", a.finalize,
+                      "After every --shard I/N has finished: check their files and write what binds them "
+                      "(index, latest_universal, ...); refuses, naming them, while shards are missing");
+    fin->excludes(shard);
+    sub->add_option("--wait", a.wait,
+                    "Under a launcher, how long rank 0 waits for the other ranks before finalizing (seconds, "
+                    "default 3600)")
+        ->check(CLI::PositiveNumber);
 }
 
 Command addInspect(CLI::App& app)
@@ -96,6 +120,7 @@ Command addExport(CLI::App& app)
     sub->add_flag("--overwrite", a->overwrite,
                   "The output folder holds files: replace the export in it (earlier shards and index "
                   "removed, other files kept; the new set swapped in atomically)");
+    addShard(sub, a->shard, "the parts are the output's shard files");
     addQuiet(sub, a->quiet);
     return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runExport(*a, cancel); }};
 }
@@ -169,6 +194,7 @@ Command addUniversal(CLI::App& app)
     sub->add_flag("--overwrite", a->overwrite,
                   "The output folder holds files: replace the earlier conversion in it (its zero/ "
                   "folder and model files; the new set swapped in atomically)");
+    addShard(sub, a->shard, "the parts are the parameters' folders");
     addJson(sub, a->json);
     addQuiet(sub, a->quiet);
     return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runUniversal(*a, cancel); }};
@@ -252,7 +278,7 @@ int main(int argc, char** argv)
         return ckpt::io::InterruptHandler::exitCode(sig);
     }
     if (!error.empty()) {
-        std::cerr << "ckpt: " << error << "\n";
+        std::cerr << ckpt::cli::logPrefix() << error << "\n";
         return 1;
     }
     return rc;

@@ -9,6 +9,24 @@
 
 namespace ckpt::cli {
 
+namespace {
+std::string& logLabel()
+{
+    static std::string label;
+    return label;
+}
+} // namespace
+
+std::string logPrefix()
+{
+    return logLabel().empty() ? "ckpt: " : "ckpt [" + logLabel() + "]: ";
+}
+
+void setLogLabel(const std::string& label)
+{
+    logLabel() = label;
+}
+
 ProgressPrinter::ProgressPrinter(bool quiet)
     : m_quiet(quiet), m_tty(::isatty(2)), m_start(std::chrono::steady_clock::now()), m_last(m_start),
       m_watch(io::FetchWatch::current() ? io::FetchWatch::current()->cancel() : nullptr,
@@ -28,7 +46,7 @@ void ProgressPrinter::operator()(const ops::Progress& p)
     if (!p.note.empty()) { // not progress: a message the user must see, quiet or not
         if (m_drawn && m_tty) std::fputc('\n', stderr);
         m_drawn = false;
-        std::fprintf(stderr, "ckpt: %s\n", p.note.c_str());
+        std::fprintf(stderr, "%s%s\n", logPrefix().c_str(), p.note.c_str());
         return;
     }
     m_said = p;
@@ -66,10 +84,11 @@ void ProgressPrinter::draw(const ops::Progress& p)
     std::snprintf(line, sizeof line, "%5.1f%%  %s / %s  %.2f GB/s  ETA %.0fs  %s", p.permille / 10.0,
                   ops::humanBytes(p.doneBytes).c_str(), ops::humanBytes(p.totalBytes).c_str(), rate / 1e9,
                   eta, p.stage.substr(0, 60).c_str());
+    const std::string label = logLabel().empty() ? "" : "[" + logLabel() + "] ";
     if (m_tty)
-        std::fprintf(stderr, "\r\033[K%s", line);
+        std::fprintf(stderr, "\r\033[K%s%s", label.c_str(), line);
     else
-        std::fprintf(stderr, "%s\n", line);
+        std::fprintf(stderr, "%s%s\n", label.c_str(), line);
     m_drawn = true;
 }
 

@@ -11,6 +11,11 @@
 
 namespace ckpt::cli {
 
+// What every line this process writes to stderr starts with: "ckpt: ", or, for one shard of a
+// job split across processes, "ckpt [shard 2/4]: " (many processes share one log under srun).
+std::string logPrefix();
+void setLogLabel(const std::string& label);
+
 class ProgressPrinter
 {
 public:

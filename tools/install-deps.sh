@@ -7,6 +7,7 @@ need=(cmake ninja-build g++ clang clang-format pkg-config
       nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
       libcurl4-openssl-dev libssl-dev libexpat1-dev  # remote checkpoints (model/io/remote)
       nginx-light  # the HTTP range server of tst_remote (tools/servers)
+      openmpi-bin  # mpirun for tst_shards (a job split across processes; the file protocol needs no MPI)
       python3-torch python3-numpy
       python3-dev python3-venv python3-pytest python3-tqdm  # the Python package (python/check.sh)
       help2man)  # man pages, generated from --help at build time (installer/)

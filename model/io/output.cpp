@@ -313,7 +313,7 @@ void OutputTransaction::precheck(const std::vector<std::string>& inputs, const s
 
 OutputTransaction::OutputTransaction(const std::vector<std::string>& inputs, const std::string& path,
                                      Shape shape, Existing existing, OldOutput oldOutput)
-    : m_shape(shape), m_path(path), m_oldOutput(std::move(oldOutput))
+    : m_shape(shape), m_existing(existing), m_path(path), m_oldOutput(std::move(oldOutput))
 {
     checkOutputOutsideInputs(inputs, path);
     checkShape(path, shape);
@@ -324,7 +324,7 @@ OutputTransaction::OutputTransaction(const std::vector<std::string>& inputs, con
         m_folder = parent.empty() ? "." : parent.string();
     }
     try {
-        if (shape == Shape::Folder) removeStaleStaging();
+        if (shape == Shape::Folder && existing != Existing::Shared) removeStaleStaging();
         createFolders(m_folder);
         lockFolder();
         removeStalePartials();
@@ -387,7 +387,8 @@ void OutputTransaction::lockFolder()
         m_lockFd = ::open(m_folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (m_lockFd < 0)
             throw Error(std::string("cannot open the output folder: ") + std::strerror(errno), m_folder);
-        if (::flock(m_lockFd, (m_shape == Shape::Folder ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+        const bool alone = m_shape == Shape::Folder && m_existing != Existing::Shared;
+        if (::flock(m_lockFd, (alone ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
             if (errno == EWOULDBLOCK) {
                 m_lockBusy = true;
                 throw Error("another ckpt job is writing into this folder; run again when it has finished",
@@ -491,6 +492,7 @@ std::vector<std::string> filesHeld(const std::string& folder, size_t limit)
 
 void OutputTransaction::prepareFolder(Existing existing)
 {
+    if (existing == Existing::Shared) return; // the other writers' files stay; ours go in one by one
     const std::vector<std::string> held = filesHeld(m_folder);
     if (existing == Existing::Refuse) refuseHeld(held, m_path);
     m_replacing = !held.empty();
@@ -619,11 +621,28 @@ std::vector<std::string> OutputTransaction::files() const
     return out;
 }
 
+const AtomicFile* OutputTransaction::file(const std::string& name) const
+{
+    for (size_t i = m_names.size(); i-- > 0;)
+        if (m_names[i] == name) return m_files[i].get();
+    return nullptr;
+}
+
+void OutputTransaction::commitPart()
+{
+    if (m_existing != Existing::Shared)
+        throw Error("a part of an output is committed only in a shared folder", m_path);
+    for (; m_partCommitted < m_files.size(); ++m_partCommitted) {
+        m_files[m_partCommitted]->sync();
+        m_files[m_partCommitted]->commit();
+    }
+}
+
 void OutputTransaction::commit()
 {
     // Every file made durable before the first rename, several fsyncs at once (a job of many
     // files waits for the disk once, not once per file).
-    std::atomic<size_t> next{0};
+    std::atomic<size_t> next{m_partCommitted};
     std::exception_ptr failed;
     std::mutex failedLock;
     auto syncSome = [&] {
@@ -644,12 +663,12 @@ void OutputTransaction::commit()
         t.join();
     if (failed) std::rethrow_exception(failed);
     if (m_staging.empty() && m_replacing) removeOldInPlace();
-    size_t done = 0;
+    size_t done = m_partCommitted;
     try {
         for (; done < m_files.size(); ++done)
             m_files[done]->commit();
     } catch (...) {
-        for (size_t i = 0; i < done; ++i)
+        for (size_t i = m_partCommitted; i < done; ++i)
             ::unlink(m_files[i]->finalPath().c_str());
         throw;
     }

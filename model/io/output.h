@@ -46,8 +46,13 @@ public:
     // What a folder output does when the folder already holds files (a file output always
     // replaces its one file: the rename is atomic).
     enum class Existing {
-        Refuse, // OutputNotEmpty, before anything is read or written
-        Replace // the new output replaces the old one, atomically for the whole set (see commit())
+        Refuse,  // OutputNotEmpty, before anything is read or written
+        Replace, // the new output replaces the old one, atomically for the whole set (see commit())
+        // Many writers fill one folder, each its own files (one process of a job split across
+        // processes, ops/sharded.h): what the folder holds stays, nothing is staged, and each
+        // transaction's files are renamed in one by one at commit. The folder is locked shared,
+        // so a Refuse/Replace writer is kept out while shards write, and the other way round.
+        Shared
     };
     // Replace: which top-level entries of the folder belong to the output being replaced, beside
     // those the new output writes (an export's earlier shards, named by its index). Every other
@@ -78,10 +83,14 @@ public:
     // two folders are exchanged in one rename (renameat2 RENAME_EXCHANGE): a reader, a crash or a
     // kill -9 sees the old set or the new set, never a mix. The old set is then removed.
     void commit();
+    // Existing::Shared only: renames the files created since the last call in, in creation
+    // order, and goes on (a process of a split job commits each unit as it is done).
+    void commitPart();
 
     // Where files are created: the output folder, or the staging folder beside it.
     const std::string& folder() const { return m_folder; }
-    std::vector<std::string> files() const; // final paths, in creation order
+    std::vector<std::string> files() const;                // final paths, in creation order
+    const AtomicFile* file(const std::string& name) const; // created under `name`, or nullptr
     const std::vector<std::string>& notes() const { return m_notes; }
     bool replacing() const { return m_replacing; } // the folder held files: they are replaced
 
@@ -96,6 +105,7 @@ private:
     void swapInStaging();
 
     Shape m_shape;
+    Existing m_existing = Existing::Refuse;
     std::string m_path;
     std::string m_folder;  // where files are created: the output folder, or the staging folder
     std::string m_staging; // replacing: the staging folder beside the output folder
@@ -107,7 +117,8 @@ private:
     std::vector<std::unique_ptr<AtomicFile>> m_files;
     std::vector<std::string> m_notes;
     int m_lockFd = -1;
-    bool m_lockBusy = false; // another writer holds the folder
+    bool m_lockBusy = false;    // another writer holds the folder
+    size_t m_partCommitted = 0; // files renamed in by commitPart()
     bool m_committed = false;
 };
 

@@ -3,6 +3,7 @@
 #include "cast.h"
 #include "compute_backend.h"
 #include "io/output.h"
+#include "ops/sharded.h"
 #include "ops/tensor_source.h"
 #include "ops/writers.h"
 #include "torch/torch_file.h"
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 
 namespace ckpt::ops {
 
@@ -94,6 +96,7 @@ bool oneFileOutput(const std::string& outDir, const ConsolidateOptions& options)
 
 io::OutputTransaction::Existing existingRule(const ConsolidateOptions& options)
 {
+    if (options.shard.sharded()) return io::OutputTransaction::Existing::Shared; // the other shards' files
     return options.overwrite ? io::OutputTransaction::Existing::Replace
                              : io::OutputTransaction::Existing::Refuse;
 }
@@ -142,57 +145,61 @@ std::vector<std::vector<size_t>> planShards(const std::vector<SourceTensor>& pla
     return shards;
 }
 
-// Writes the planned shards into the transaction, each verified as it is finished; fills the
-// index's weight map and the result's counts.
+// Writes planned shards into a transaction, each verified as it is finished. The index's weight
+// map and total size are the whole plan's, whichever shards this process writes.
 class ShardWriter
 {
 public:
-    ShardWriter(io::OutputTransaction& tx, const ConsolidateOptions& options, bool oneFile,
-                const ProgressSink& progress, const CancelToken& cancel)
-        : m_tx(tx), m_st(options.format == ConsolidateOptions::Format::Safetensors), m_oneFile(oneFile),
-          m_progress(progress), m_cancel(cancel)
+    ShardWriter(const std::vector<SourceTensor>& plan, const std::vector<std::vector<size_t>>& shards,
+                const ConsolidateOptions& options, bool oneFile, const ProgressSink& progress,
+                const CancelToken& cancel)
+        : m_plan(plan), m_shards(shards), m_st(options.format == ConsolidateOptions::Format::Safetensors),
+          m_oneFile(oneFile), m_progress(progress), m_cancel(cancel)
     {
-    }
-
-    void write(const std::vector<SourceTensor>& plan, const std::vector<std::vector<size_t>>& shards,
-               ConsolidateResult& result)
-    {
-        for (const auto& shard : shards)
-            for (size_t i : shard)
-                m_total += plan[i].tensor.nbytes;
         for (size_t s = 0; s < shards.size(); ++s)
-            for (size_t i : shards[s])
+            for (size_t i : shards[s]) {
                 m_shardOf[plan[i].tensor.name] = s;
-        for (size_t s = 0; s < shards.size(); ++s)
-            writeShard(plan, shards[s], s, shards.size(), result);
+                m_weightMap[plan[i].tensor.name] = fileName(s);
+                m_planTotal += plan[i].tensor.nbytes;
+            }
+        // torch.save's format keeps an alias under its own name (safetensors records it in the
+        // metadata): the index names the file of its target.
+        if (!m_st)
+            for (const SourceTensor& p : plan)
+                if (const auto t = m_shardOf.find(p.aliasOf); !p.aliasOf.empty() && t != m_shardOf.end())
+                    m_weightMap[p.tensor.name] = fileName(t->second);
     }
 
-    uint64_t total() const { return m_total; }
-    uint64_t done() const { return m_done; }
-    const nlohmann::json& weightMap() const { return m_weightMap; }
-
-private:
-    void writeShard(const std::vector<SourceTensor>& plan, const std::vector<size_t>& shard, size_t s,
-                    size_t count, ConsolidateResult& result)
+    std::string fileName(size_t s) const
     {
-        const std::string name = m_oneFile ? std::string() : shardName(m_st, s, count);
-        io::AtomicFile& file = m_tx.create(name);
+        return m_oneFile ? std::string() : shardName(m_st, s, m_shards.size());
+    }
+    uint64_t bytesOf(size_t s) const
+    {
+        uint64_t b = 0;
+        for (size_t i : m_shards[s])
+            b += m_plan[i].tensor.nbytes;
+        return b;
+    }
+    // The bytes progress counts to: the shards this process writes.
+    void expect(uint64_t bytes) { m_total += bytes; }
+
+    void writeShard(io::OutputTransaction& tx, size_t s, ConsolidateResult& result)
+    {
+        const std::string name = fileName(s);
+        io::AtomicFile& file = tx.create(name);
         std::vector<torch::OutTensor> tensors;
-        for (size_t i : shard) {
-            tensors.push_back(plan[i].tensor);
-            m_weightMap[plan[i].tensor.name] = name;
-        }
+        for (size_t i : m_shards[s])
+            tensors.push_back(m_plan[i].tensor);
         std::vector<torch::Alias> aliases;
         std::map<std::string, std::string> metadata{{"format", "pt"}};
-        for (const SourceTensor& p : plan) {
+        for (const SourceTensor& p : m_plan) {
             const auto target = m_shardOf.find(p.aliasOf);
             if (p.aliasOf.empty() || target == m_shardOf.end() || target->second != s) continue;
             if (m_st)
                 metadata[p.tensor.name] = p.aliasOf; // one copy; the alias recorded as save_model does
-            else {
+            else
                 aliases.push_back({p.tensor.name, p.aliasOf});
-                m_weightMap[p.tensor.name] = name;
-            }
         }
         const auto onBytes = [this](uint64_t n) {
             m_done += n;
@@ -211,17 +218,29 @@ private:
         result.bytes += file.written();
     }
 
-    io::OutputTransaction& m_tx;
+    uint64_t planTotal() const { return m_planTotal; }
+    uint64_t total() const { return m_total; }
+    uint64_t done() const { return m_done; }
+    const nlohmann::json& weightMap() const { return m_weightMap; }
+
+private:
+    const std::vector<SourceTensor>& m_plan;
+    const std::vector<std::vector<size_t>>& m_shards;
     const bool m_st, m_oneFile;
     const ProgressSink& m_progress;
     const CancelToken& m_cancel;
     std::map<std::string, size_t> m_shardOf;
     nlohmann::json m_weightMap = nlohmann::json::object();
-    uint64_t m_total = 0, m_done = 0;
+    uint64_t m_planTotal = 0, m_total = 0, m_done = 0;
 };
 
+std::string indexName(bool safetensors)
+{
+    return safetensors ? "model.safetensors.index.json" : "pytorch_model.bin.index.json";
+}
+
 // What the family says belongs beside the weights (config.json, tokenizer files), and the index
-// of a sharded export.
+// of a sharded export, last.
 void writeBesideWeights(io::OutputTransaction& tx, const TensorSet& set, const ShardWriter& shards,
                         size_t shardCount, bool safetensors, const std::string& checkpoint)
 {
@@ -236,13 +255,126 @@ void writeBesideWeights(io::OutputTransaction& tx, const TensorSet& set, const S
     if (shardCount < 2) return;
     // transformers' format: indent 2, sorted keys, trailing newline; ASCII as Python's json.dumps.
     nlohmann::json idx;
-    idx["metadata"]["total_size"] = shards.total();
+    idx["metadata"]["total_size"] = shards.planTotal();
     idx["weight_map"] = shards.weightMap();
     const std::string text = idx.dump(2, ' ', true) + "\n";
-    io::AtomicFile& file =
-        tx.create(safetensors ? "model.safetensors.index.json" : "pytorch_model.bin.index.json");
+    io::AtomicFile& file = tx.create(indexName(safetensors));
     file.write(text.data(), text.size());
     file.finish();
+}
+
+// Everything a split export's plan depends on: the options that shape the output, every
+// tensor's name, type and place, and the input files (a shard of another plan is no part).
+uint64_t planFingerprint(const layout::OpenedTag& in, const ConsolidateOptions& options, const TensorSet& set,
+                         const std::vector<std::vector<size_t>>& shards)
+{
+    std::ostringstream text;
+    text << "ckpt export 1 " << set.tag << '\n'
+         << int(options.format) << ' ' << options.maxShardSize << ' '
+         << (options.dtype ? int(*options.dtype) : -1) << ' ' << options.excludeFrozen << ' ' << options.all
+         << '\n';
+    for (const auto& g : options.ignore)
+        text << "ignore " << g << '\n';
+    for (size_t s = 0; s < shards.size(); ++s)
+        for (size_t i : shards[s]) {
+            const torch::OutTensor& t = set.tensors[i].tensor;
+            text << s << ' ' << t.name << ' ' << int(t.dtype) << ' ' << t.nbytes;
+            for (int64_t d : t.shape)
+                text << ',' << d;
+            text << '\n';
+        }
+    for (const SourceTensor& t : set.tensors)
+        if (!t.aliasOf.empty()) text << "alias " << t.tensor.name << ' ' << t.aliasOf << '\n';
+    for (const auto& [name, content] : set.exportFiles)
+        text << "file " << name << ' ' << content.size() << '\n';
+    std::vector<std::string> files;
+    for (const auto& f : in->files)
+        files.push_back(f.path);
+    text << describeInputs(files);
+    return fingerprintOf(text.str());
+}
+
+// One process's part of an export split across processes (ops/sharded.h), or its finalize.
+ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::string& outDir,
+                                     const ConsolidateOptions& options, const ProgressSink& progress,
+                                     const CancelToken& cancel)
+{
+    const ShardSpec& spec = options.shard;
+    if (oneFileOutput(outDir, options))
+        throw Error(
+            "a split export writes a folder (its shards and index): give the output a folder name, not a "
+            ".safetensors file",
+            outDir);
+    if (options.overwrite)
+        throw Error(
+            "--overwrite does not combine with --shard or --finalize: the shards of one job share the "
+            "folder; remove an earlier output first",
+            outDir);
+    const TensorSet set = tagTensors(in.checkpoint, *in, sourceOptions(options));
+    const bool st = options.format == ConsolidateOptions::Format::Safetensors;
+    const auto shards = planShards(set.tensors, options.maxShardSize, false);
+    ShardWriter writer(set.tensors, shards, options, false, progress, cancel);
+    std::vector<WorkUnit> units;
+    for (size_t s = 0; s < shards.size(); ++s)
+        units.push_back({{writer.fileName(s)}, writer.bytesOf(s)});
+    std::vector<std::string> binding;
+    for (const auto& [name, content] : set.exportFiles)
+        binding.push_back(name);
+    binding.push_back(indexName(st));
+    const ShardedOutput out(in.inputs(), outDir, spec, planFingerprint(in, options, set, shards), units,
+                            binding);
+
+    ConsolidateResult result;
+    result.tag = set.tag;
+    result.warnings = set.warnings;
+    if (!spec.finalize) {
+        const std::vector<size_t>& mine = out.mine();
+        writer.expect(out.bytesOf(mine));
+        if (mine.empty())
+            result.warnings.push_back("this split leaves " + spec.label() +
+                                      " nothing to write: the export has " + std::to_string(units.size()) +
+                                      " shard file(s); a smaller --max-shard-size makes more");
+        try {
+            auto tx = out.transaction();
+            reportNotes(progress, tx->notes());
+            for (size_t s : mine) {
+                if (out.done(s)) {
+                    result.warnings.push_back(units[s].files.front() +
+                                              " was written by an earlier run: kept");
+                    continue;
+                }
+                writer.writeShard(*tx, s, result);
+                out.commitUnit(s, *tx);
+                result.files.push_back((fs::path(outDir) / units[s].files.front()).string());
+            }
+            out.markShard();
+        } catch (const std::exception& e) {
+            out.markShard(e.what());
+            throw;
+        }
+        if (!spec.finalizeWhenAllDone) {
+            if (progress) progress({1000, "done", writer.done(), writer.total()});
+            return result;
+        }
+        out.waitForOtherShards(progress, cancel);
+    }
+    // The result describes the whole output now: every shard's files, then the binding ones.
+    const ShardedOutput::Written shardFiles = out.checkComplete(progress, cancel);
+    auto tx = out.transaction();
+    writeBesideWeights(*tx, set, writer, shards.size(), st, in.root());
+    cancel.throwIfCancelled();
+    tx->commit();
+    out.removeMarkers();
+    result.files = shardFiles.files;
+    result.bytes = shardFiles.bytes;
+    result.tensors = set.tensors.size();
+    for (const auto& f : tx->files()) {
+        result.files.push_back(f);
+        std::error_code ec;
+        result.bytes += fs::file_size(f, ec);
+    }
+    if (progress) progress({1000, "done", writer.done(), writer.total()});
+    return result;
 }
 
 } // namespace
@@ -251,6 +383,7 @@ ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& ou
                               const ConsolidateOptions& options, const ProgressSink& progress,
                               const CancelToken& cancel)
 {
+    if (options.shard.sharded()) return consolidateSharded(in, outDir, options, progress, cancel);
     const bool oneFile = oneFileOutput(outDir, options);
     // Before any work: the output may not be, contain, or lie inside the checkpoint.
     // Read only when it may be replaced: an earlier export's index names its shards.
@@ -266,8 +399,10 @@ ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& ou
     result.warnings = set.warnings;
 
     const auto shards = planShards(set.tensors, options.maxShardSize, oneFile);
-    ShardWriter writer(tx, options, oneFile, progress, cancel);
-    writer.write(set.tensors, shards, result);
+    ShardWriter writer(set.tensors, shards, options, oneFile, progress, cancel);
+    writer.expect(writer.planTotal());
+    for (size_t s = 0; s < shards.size(); ++s)
+        writer.writeShard(tx, s, result);
     if (oneFile && !set.exportFiles.empty())
         result.warnings.push_back(
             "a single .safetensors output holds the weights only; export to a folder to "

@@ -8,6 +8,7 @@
 #include "compute_backend.h"
 #include "layout/family.h"
 #include "ops/job.h"
+#include "ops/sharded.h"
 #include "torch/dtype.h"
 
 #include <memory>
@@ -35,6 +36,9 @@ struct ConsolidateOptions
     // export wrote goes (the weights named by its index, the usual weight and index names, the
     // files this export writes); other files are kept. The set is swapped in atomically.
     bool overwrite = false;
+    // One process's part of a job split across processes, or the job's finalize (ops/sharded.h):
+    // the units are the output's shard files; finalize writes the configuration files and index.
+    ShardSpec shard;
 };
 
 struct ConsolidateResult

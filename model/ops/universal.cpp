@@ -7,6 +7,7 @@
 #include "io/verified_writer.h"
 #include "layout/deepspeed.h"
 #include "layout/file_set.h"
+#include "ops/sharded.h"
 #include "ops/tensor_source.h"
 #include "pickle/writer.h"
 #include "torch/torch_file.h"
@@ -19,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -1088,6 +1090,7 @@ Destination destinationOf(const std::string& output)
 
 io::OutputTransaction::Existing existingRule(const UniversalOptions& options)
 {
+    if (options.shard.sharded()) return io::OutputTransaction::Existing::Shared; // the other shards' files
     return options.overwrite ? io::OutputTransaction::Existing::Replace
                              : io::OutputTransaction::Existing::Refuse;
 }
@@ -1523,6 +1526,125 @@ Writer::Totals writeConversion(std::vector<Conversion::Item>& items, io::OutputT
     return {writer.files() + 1, writer.written() + folderName.size(), total};
 }
 
+// The units of a split conversion (ops/sharded.h): one per parameter folder, zero/<name>/ with
+// its state files; the optimizer state and the copied model files bind them (finalize's).
+struct SplitPlan
+{
+    std::vector<WorkUnit> units;
+    std::vector<std::vector<size_t>> itemsOf; // per unit, its items
+    std::vector<size_t> binding;              // items finalize writes
+};
+
+SplitPlan splitConversion(const std::vector<Conversion::Item>& items)
+{
+    SplitPlan split;
+    std::map<std::string, size_t> unitOf;
+    for (size_t i = 0; i < items.size(); ++i) {
+        const fs::path rel(items[i].rel);
+        const auto parts = std::distance(rel.begin(), rel.end());
+        if (parts != 3 || *rel.begin() != "zero") {
+            split.binding.push_back(i);
+            continue;
+        }
+        const std::string dir = rel.parent_path().string();
+        auto [it, added] = unitOf.emplace(dir, split.units.size());
+        if (added) {
+            split.units.emplace_back();
+            split.itemsOf.emplace_back();
+        }
+        split.units[it->second].files.push_back(items[i].rel);
+        split.units[it->second].bytes += items[i].bytes;
+        split.itemsOf[it->second].push_back(i);
+    }
+    return split;
+}
+
+std::vector<size_t> allUnits(const SplitPlan& split)
+{
+    std::vector<size_t> all(split.units.size());
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+}
+
+uint64_t conversionFingerprint(const layout::OpenedTag& in, const UniversalOptions& options,
+                               const std::vector<Conversion::Item>& items)
+{
+    std::string text =
+        "ckpt universal 1 " + in->name + " " + std::to_string(options.injectMissingState) + "\n";
+    for (const auto& it : items)
+        text += it.rel + " " + std::to_string(it.bytes) + "\n";
+    std::vector<std::string> files;
+    for (const auto& f : in->files)
+        files.push_back(f.path);
+    return fingerprintOf(text + describeInputs(files));
+}
+
+// One process's part of a conversion split across processes, or its finalize: the parameter
+// folders it owns (each renamed in with its marker), then, for finalize, the binding files and
+// latest_universal last.
+Writer::Totals writeConversionPart(const layout::OpenedTag& in, const UniversalOptions& options,
+                                   std::vector<Conversion::Item>& items, io::OutputTransaction& tx,
+                                   io::OutputTransaction& latestTx, const std::string& folderName,
+                                   const ProgressSink& progress, const CancelToken& cancel)
+{
+    const ShardSpec& spec = options.shard;
+    if (options.overwrite)
+        throw Error(
+            "--overwrite does not combine with --shard or --finalize: the shards of one job share the "
+            "folder; remove an earlier output first",
+            tx.folder());
+    const SplitPlan split = splitConversion(items);
+    std::vector<std::string> binding;
+    for (size_t i : split.binding)
+        binding.push_back(items[i].rel);
+    const ShardedOutput out(in.inputs(), tx.folder(), spec, conversionFingerprint(in, options, items),
+                            split.units, binding);
+    Writer::Totals totals;
+    if (!spec.finalize) {
+        Writer writer(tx, progress, cancel, out.bytesOf(out.mine()));
+        try {
+            for (size_t u : out.mine()) {
+                if (out.done(u)) continue;
+                for (size_t i : split.itemsOf[u]) {
+                    items[i].write(writer);
+                    items[i].write = nullptr;
+                }
+                writer.verified();
+                out.commitUnit(u, tx);
+            }
+            out.markShard();
+        } catch (const std::exception& e) {
+            out.markShard(e.what());
+            throw;
+        }
+        totals = {writer.files(), writer.written(), out.bytesOf(out.mine())};
+        if (!spec.finalizeWhenAllDone) {
+            if (progress) progress({1000, "done", totals.planned, totals.planned});
+            return totals;
+        }
+        out.waitForOtherShards(progress, cancel);
+    }
+    const ShardedOutput::Written shardFiles = out.checkComplete(progress, cancel);
+    uint64_t bytes = 0;
+    for (size_t i : split.binding)
+        bytes += items[i].bytes;
+    Writer writer(tx, progress, cancel, bytes);
+    for (size_t i : split.binding)
+        items[i].write(writer);
+    writer.verified();
+    cancel.throwIfCancelled();
+    io::AtomicFile& latest = latestTx.create();
+    latest.write(folderName.data(), folderName.size());
+    latest.finish();
+    tx.commit();
+    latestTx.commit();
+    out.removeMarkers();
+    if (progress) progress({1000, "done", bytes, bytes});
+    // The whole output: every shard's files, the binding ones and latest_universal.
+    return {shardFiles.files.size() + writer.files() + 1,
+            shardFiles.bytes + writer.written() + folderName.size(), out.bytesOf(allUnits(split)) + bytes};
+}
+
 } // namespace
 
 UniversalResult universal(const layout::OpenedTag& in, const std::string& output,
@@ -1565,8 +1687,11 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     UniversalResult result;
     result.copiedBytes = conversion.addCopies();
     checkPatternsUsed(rules, plan.model0);
-    const Writer::Totals written =
-        writeConversion(conversion.items(), tx, latestTx, dest.out.filename().string(), progress, cancel);
+    const Writer::Totals written = options.shard.sharded()
+                                       ? writeConversionPart(in, options, conversion.items(), tx, latestTx,
+                                                             dest.out.filename().string(), progress, cancel)
+                                       : writeConversion(conversion.items(), tx, latestTx,
+                                                         dest.out.filename().string(), progress, cancel);
 
     result.tag = tag.name;
     result.tagDir = tag.dir;
@@ -1579,7 +1704,10 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     result.parameters = conversion.parameters();
     result.files = written.files;
     result.bytesWritten = written.bytes;
-    result.tensorBytes = written.planned - result.copiedBytes;
+    // A shard that does not finalize copies no model file: all it moved is tensors.
+    const ShardSpec& shard = options.shard;
+    if (shard.sharded() && !shard.finalize && !shard.finalizeWhenAllDone) result.copiedBytes = 0;
+    result.tensorBytes = written.planned - std::min(written.planned, result.copiedBytes);
     // The layout's warnings speak of consolidation (what zero_to_fp32 leaves out); what would
     // make this conversion inexact is an error above instead.
     return result;

@@ -9,6 +9,7 @@
 
 #include "layout/family.h"
 #include "ops/job.h"
+#include "ops/sharded.h"
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -24,6 +25,10 @@ struct UniversalOptions
     bool injectMissingState = false;
     // The output folder holds files: replace the conversion in it (else refused).
     bool overwrite = false;
+    // One process's part of a conversion split across processes, or its finalize
+    // (ops/sharded.h): the units are the parameters' folders, balanced by bytes; finalize writes
+    // zero/optimizer_state.pt, the model-states files and latest_universal.
+    ShardSpec shard;
 };
 
 struct UniversalResult
