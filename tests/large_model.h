@@ -4,6 +4,7 @@
 #pragma once
 
 #include "io/output.h"
+#include "ops/job.h"
 #include "torch/torch_writer.h"
 
 #include <QEventLoop>

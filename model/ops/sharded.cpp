@@ -395,7 +395,8 @@ ShardedOutput::Written ShardedOutput::checkComplete(const ProgressSink& progress
         std::set<int> shards;
         for (size_t u : missing)
             shards.insert(owner[u]);
-        throw Error("cannot finalize: " + listShards(shards, count) + " have not finished (" +
+        throw Error("cannot finalize: " + listShards(shards, count) +
+                        (shards.size() == 1 ? " has" : " have") + " not finished (" +
                         std::to_string(missing.size()) + " of " + std::to_string(m_units.size()) +
                         " units missing); run them again with the same input and options, then --finalize",
                     m_folder);

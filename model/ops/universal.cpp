@@ -1177,19 +1177,28 @@ Plan planFiles(const layout::Tag& tag, bool stage3)
 }
 
 // universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts); stage 3 reads
-// it (when present) only to merge tensor-parallel slices.
+// it (when present) only to merge tensor-parallel slices. Without it, a checkpoint of one
+// tensor-parallel rank has no slices to merge: it converts as ds_to_universal's
+// --inject_missing_state converts it, saying so in `notes`; with several, how they merge is
+// unknown and the conversion is refused.
 Rules universalRules(const torch::TorchFile& m0, const std::string& model0, bool stage3, bool tpMerge,
-                     const UniversalOptions& options)
+                     int tpDegree, const UniversalOptions& options, std::vector<std::string>& notes)
 {
     const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
     if (info && info->kind == Kind::None) info = nullptr;
-    if (!stage3 && !info && !options.injectMissingState)
-        throw Error("no universal_checkpoint_info: DeepSpeed's ds_to_universal refuses it (\"Required "
-                    "universal_checkpoint_info state is missing in checkpoint. Verify that client creates "
-                    "this state.\"); the training script did not describe how tensor-parallel slices merge. "
-                    "For a model trained with data parallelism only (Hugging Face, plain DeepSpeed) run "
-                    "again with --inject-missing-state, as ds_to_universal's --inject_missing_state",
-                    model0);
+    if (!stage3 && !info && !options.injectMissingState) {
+        if (tpDegree > 1)
+            throw Error(
+                "no universal_checkpoint_info, and the checkpoint is tensor-parallel (" +
+                    std::to_string(tpDegree) +
+                    " mp ranks): how its slices merge is what that information says, and the training "
+                    "script did not save it (ds_to_universal refuses it too: \"Required "
+                    "universal_checkpoint_info state is missing in checkpoint\")",
+                model0);
+        notes.push_back(
+            "no universal_checkpoint_info in the checkpoint: converted as data parallelism only, as "
+            "ds_to_universal's --inject_missing_state does (one tensor-parallel rank: nothing to merge)");
+    }
     return tpMerge ? readRules(info, model0) : Rules{};
 }
 
@@ -1566,11 +1575,9 @@ std::vector<size_t> allUnits(const SplitPlan& split)
     return all;
 }
 
-uint64_t conversionFingerprint(const layout::OpenedTag& in, const UniversalOptions& options,
-                               const std::vector<Conversion::Item>& items)
+uint64_t conversionFingerprint(const layout::OpenedTag& in, const std::vector<Conversion::Item>& items)
 {
-    std::string text =
-        "ckpt universal 1 " + in->name + " " + std::to_string(options.injectMissingState) + "\n";
+    std::string text = "ckpt universal 1 " + in->name + "\n";
     for (const auto& it : items)
         text += it.rel + " " + std::to_string(it.bytes) + "\n";
     std::vector<std::string> files;
@@ -1597,8 +1604,8 @@ Writer::Totals writeConversionPart(const layout::OpenedTag& in, const UniversalO
     std::vector<std::string> binding;
     for (size_t i : split.binding)
         binding.push_back(items[i].rel);
-    const ShardedOutput out(in.inputs(), tx.folder(), spec, conversionFingerprint(in, options, items),
-                            split.units, binding);
+    const ShardedOutput out(in.inputs(), tx.folder(), spec, conversionFingerprint(in, items), split.units,
+                            binding);
     Writer::Totals totals;
     if (!spec.finalize) {
         Writer writer(tx, progress, cancel, out.bytesOf(out.mine()));
@@ -1678,7 +1685,9 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     const bool stage3 = tag.zeroStage == 3;
     const Plan plan = planFiles(*in, stage3);     // the opened tag: every mp rank's files
     const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
-    Rules rules = universalRules(files.get(plan.model0), plan.model0, stage3, tpMerge, options);
+    std::vector<std::string> notes;
+    Rules rules =
+        universalRules(files.get(plan.model0), plan.model0, stage3, tpMerge, tpDegree, options, notes);
 
     Conversion conversion(ranks, files, plan, rules, tpMerge);
     conversion.addParameters();
@@ -1693,6 +1702,7 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
                                        : writeConversion(conversion.items(), tx, latestTx,
                                                          dest.out.filename().string(), progress, cancel);
 
+    result.warnings = notes;
     result.tag = tag.name;
     result.tagDir = tag.dir;
     result.output = dest.out.string();
