@@ -20,12 +20,13 @@ struct InspectArgs
     bool entries = false;
 };
 // A job split across processes (ops/sharded.h): `--shard I/N|auto`, `--shards N`, `--finalize`,
-// `--wait SECONDS`.
+// `--rehash`, `--wait SECONDS`.
 struct ShardArgs
 {
     std::string shard;
     int shards = 0;
     bool finalize = false;
+    bool rehash = false;
     double wait = 3600;
 };
 struct ExportArgs

@@ -62,6 +62,10 @@ void addShard(CLI::App* sub, ckpt::cli::ShardArgs& a, const std::string& units)
                       "After every --shard I/N has finished: check their files and write what binds them "
                       "(index, latest_universal, ...); refuses, naming them, while shards are missing");
     fin->excludes(shard);
+    sub->add_flag(
+        "--rehash", a.rehash,
+        "Finalize reads every part's files back and compares their hashes with what the parts recorded "
+        "(else sizes and modification times are compared)");
     sub->add_option("--wait", a.wait,
                     "Under a launcher, how long rank 0 waits for the other ranks before finalizing (seconds, "
                     "default 3600)")

@@ -18,6 +18,7 @@ ops::ShardSpec shardSpec(const ShardArgs& a)
         s = ops::parseShard(a.shard);
     }
     s.waitSeconds = a.wait;
+    s.rehash = a.rehash;
     setLogLabel(s.label());
     return s;
 }

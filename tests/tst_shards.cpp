@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <csignal>
+#include <fcntl.h>
 #include <map>
 #include <set>
 #include <sys/stat.h>
@@ -292,38 +293,63 @@ private slots:
         compareTrees(tmp.filePath("one"), tmp.filePath("split")); // no partial file left either
     }
 
-    void finalizeRehashesTheShardsFiles()
+    // A file changed after its shard finished: finalize refuses, naming it, and its shard's next
+    // run writes it again. Sizes and modification times catch a write; --rehash also catches
+    // one that put the time back.
+    void finalizeChecksTheShardsFiles()
     {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("out"), in = data("deepspeed/zero2_fp32_w2");
-        for (int i : {0, 1})
-            QCOMPARE(ckptRun(job("export", in, out) << "--shard" << QString("%1/2").arg(i)).code, 0);
-        // One byte of one file changed after its shard finished (same size).
+        const auto runShards = [&] {
+            for (int i : {0, 1})
+                QCOMPARE(ckptRun(job("export", in, out) << "--shard" << QString("%1/2").arg(i)).code, 0);
+        };
+        runShards();
         const QStringList files = QDir(out).entryList({"model-*.safetensors"}, QDir::Files, QDir::Name);
         QVERIFY(files.size() >= 2);
-        QFile f(out + "/" + files.last());
-        QVERIFY(f.open(QIODevice::ReadWrite));
-        f.seek(f.size() - 1);
-        char c = 0;
-        f.getChar(&c);
-        f.seek(f.size() - 1);
-        f.putChar(char(c ^ 1));
-        f.close();
-        const Run fin = ckptRun(job("export", in, out) << "--finalize");
-        QCOMPARE(fin.code, 1);
-        QVERIFY2(fin.err.contains(qPrintable(files.last())) && fin.err.contains("hash"), fin.err.constData());
-        QVERIFY(!QFile::exists(out + "/model.safetensors.index.json"));
-        // Its shard's next run writes it again; then finalize binds.
-        const int owner = [&] {
-            for (int i : {0, 1})
-                if (ckptRun(job("export", in, out) << "--shard" << QString("%1/2").arg(i))
-                        .out.contains(qPrintable(files.last())))
-                    return i;
-            return -1;
-        }();
-        QVERIFY(owner >= 0);
-        QCOMPARE(ckptRun(job("export", in, out) << "--finalize").code, 0);
+        const std::string victim = (out + "/" + files.last()).toStdString();
+        // Flips the last byte; keepTime: then puts the modification time back.
+        const auto flip = [&](bool keepTime) {
+            struct stat before
+            {
+            };
+            QCOMPARE(::stat(victim.c_str(), &before), 0);
+            QFile f(QString::fromStdString(victim));
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            f.seek(f.size() - 1);
+            char c = 0;
+            f.getChar(&c);
+            f.seek(f.size() - 1);
+            f.putChar(char(c ^ 1));
+            f.close();
+            if (keepTime) {
+                const struct timespec times[2] = {before.st_atim, before.st_mtim};
+                QCOMPARE(::utimensat(AT_FDCWD, victim.c_str(), times, 0), 0);
+            }
+        };
+        const auto refused = [&](const QStringList& extra, const char* why) {
+            const Run fin = ckptRun(job("export", in, out) << "--finalize" << extra);
+            QCOMPARE(fin.code, 1);
+            QVERIFY2(fin.err.contains(qPrintable(files.last())) &&
+                         fin.err.contains("changed since its shard wrote it") && fin.err.contains(why),
+                     fin.err.constData());
+            QVERIFY(!QFile::exists(out + "/model.safetensors.index.json"));
+        };
+        flip(false);
+        refused({}, "modification time");
+        runShards(); // the owner writes it again; the other keeps its files
+        flip(true);
+        QCOMPARE(ckptRun(job("export", in, out) << "--shard"
+                                                << "0/2")
+                     .code,
+                 0);
+        refused({"--rehash"}, "its hash");
+        runShards();
+        const Run fin = ckptRun(job("export", in, out) << "--finalize"
+                                                       << "--rehash");
+        QVERIFY2(fin.code == 0, fin.err.constData());
         QVERIFY(QFile::exists(out + "/model.safetensors.index.json"));
+        QVERIFY(!QFile::exists(out + "/.ckpt-shards"));
     }
 
     void launcherGroupFinalizesOnRankZero_data()

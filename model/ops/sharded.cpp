@@ -162,6 +162,16 @@ std::vector<int> dealUnits(const std::vector<uint64_t>& bytes, int count)
     return owner;
 }
 
+// A file's modification time to the nanosecond, as text ("" when it cannot be read).
+std::string modified(const std::string& path)
+{
+    struct stat st
+    {
+    };
+    if (::stat(path.c_str(), &st) != 0) return {};
+    return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 uint64_t fingerprintOf(const std::string& planText)
 {
     return XXH3_64bits(planText.data(), planText.size());
@@ -299,7 +309,10 @@ void ShardedOutput::commitUnit(size_t unit, io::OutputTransaction& tx) const
     for (const std::string& name : m_units[unit].files) {
         const io::AtomicFile* f = tx.file(name);
         if (!f) throw Error("the unit's file '" + name + "' was not written", m_folder);
-        files.push_back({{"name", name}, {"size", f->written()}, {"xxh3", hex(hashFile(f->tempPath(), {}))}});
+        files.push_back({{"name", name},
+                         {"size", f->written()},
+                         {"mtime", modified(f->tempPath())}, // a rename keeps it
+                         {"xxh3", hex(hashFile(f->tempPath(), {}))}});
     }
     nlohmann::json marker{{"plan", hex(m_fingerprint)},
                           {"unit", unit},
@@ -401,14 +414,15 @@ ShardedOutput::Written ShardedOutput::checkComplete(const ProgressSink& progress
                         " units missing); run them again with the same input and options, then --finalize",
                     m_folder);
     }
-    // Every file read back whole and hashed, several at once: what the shards recorded is what
-    // the folder holds now.
+    // What the shards recorded is what the folder holds now: each file's size and modification
+    // time (a write changes it), and with rehash, every file read back whole and hashed, several
+    // at once (finalize then reads the whole output: one node's I/O, where the shards had many).
     struct File
     {
         size_t unit;
         std::string path;
         uint64_t size;
-        std::string hash;
+        std::string hash, mtime;
     };
     std::vector<File> files;
     uint64_t total = 0;
@@ -416,8 +430,8 @@ ShardedOutput::Written ShardedOutput::checkComplete(const ProgressSink& progress
         const nlohmann::json m = readMarker((fs::path(m_folder) / unitMarker(u)).string());
         for (const auto& f : m["files"]) {
             files.push_back({u, (fs::path(m_folder) / f.value("name", "")).string(),
-                             f.value("size", uint64_t(0)), f.value("xxh3", "")});
-            total += files.back().size;
+                             f.value("size", uint64_t(0)), f.value("xxh3", ""), f.value("mtime", "")});
+            if (m_spec.rehash) total += files.back().size;
         }
     }
     std::atomic<size_t> next{0};
@@ -427,16 +441,25 @@ ShardedOutput::Written ShardedOutput::checkComplete(const ProgressSink& progress
     auto work = [&] {
         for (size_t i; (i = next++) < files.size();) {
             try {
-                if (hex(hashFile(files[i].path, cancel)) != files[i].hash) {
+                const File& f = files[i];
+                std::error_code ec;
+                const char* differs = nullptr;
+                if (fs::file_size(f.path, ec) != f.size || ec)
+                    differs = "its size";
+                else if (modified(f.path) != f.mtime)
+                    differs = "its modification time";
+                else if (m_spec.rehash && hex(hashFile(f.path, cancel)) != f.hash)
+                    differs = "its hash";
+                if (differs) {
                     // The unit is redone by its shard's next run.
-                    std::error_code ec;
-                    fs::remove(fs::path(m_folder) / unitMarker(files[i].unit), ec);
-                    throw Error(
-                        "does not hold what its shard wrote (its hash differs from the marker's): the "
-                        "shard that wrote it will write it again when run again",
-                        files[i].path);
+                    fs::remove(fs::path(m_folder) / unitMarker(f.unit), ec);
+                    throw Error("changed since its shard wrote it (" + std::string(differs) +
+                                    " differs from the marker's): the shard that wrote it writes it again "
+                                    "when run again",
+                                f.path);
                 }
-                const uint64_t d = done += files[i].size;
+                if (!m_spec.rehash) continue;
+                const uint64_t d = done += f.size;
                 const std::lock_guard<std::mutex> g(lock);
                 if (progress)
                     progress({int(total ? d * 900 / total : 900), "checking the shards' files", d, total});

@@ -3,12 +3,12 @@
 // work as units (an export's output shards, a conversion's parameter folders) with their sizes,
 // dealt out to N shards balanced by bytes. No data passes between processes: they meet only in
 // the shared output folder, where each unit's files are renamed in whole and a marker per unit
-// records them (name, size, xxh3) and the plan's fingerprint. A shard run again after a crash or
-// a kill does only its units without a valid marker. `--finalize` checks every unit's marker and
-// rehashes its files, then writes the files that bind the units into one output (an index,
-// latest_universal, ...) and removes the markers: the folder then equals a one-process run's,
-// byte for byte. Processes started together by a launcher (srun, mpirun, torchrun) need no
-// second command: rank 0 waits for the others' markers and finalizes.
+// records them (name, size, modification time, xxh3) and the plan's fingerprint. A shard run
+// again after a crash or a kill does only its units without a valid marker. `--finalize` checks
+// every unit's marker and its files (sizes and times; `--rehash` reads them back), then writes the files that
+// bind the units into one output (an index, latest_universal, ...) and removes the markers: the folder then
+// equals a one-process run's, byte for byte. Processes started together by a launcher (srun, mpirun,
+// torchrun) need no second command: rank 0 waits for the others' markers and finalizes.
 #pragma once
 
 #include "io/output.h"
@@ -29,6 +29,9 @@ struct ShardSpec
     // others' shard markers (at most waitSeconds) and finalizes.
     bool finalizeWhenAllDone = false;
     double waitSeconds = 3600;
+    // Finalize reads every file back and compares its hash with the marker's (else sizes and
+    // modification times are compared: a stat per file).
+    bool rehash = false;
     std::string source; // where index/count came from: "--shard", "Slurm (SLURM_PROCID)", ...
 
     bool sharded() const { return count > 0 || finalize; }
@@ -84,9 +87,9 @@ public:
     // one failed, on timeout, or when cancelled.
     void waitForOtherShards(const ProgressSink& progress, const CancelToken& cancel) const;
     // Finalize's check: every unit's marker is this plan's, and its files have the sizes and
-    // hashes recorded. Throws Error naming the shards not done (counted as `count` when given,
-    // else as the markers' own count), and nothing is written.
-    // Returns the units' files (paths in the folder, in unit order) and their bytes.
+    // modification times recorded (and hashes, with ShardSpec::rehash). Throws Error naming the shards not
+    // done (counted as `count` when given, else as the markers' own count), and nothing is written. Returns
+    // the units' files (paths in the folder, in unit order) and their bytes.
     struct Written
     {
         std::vector<std::string> files;
