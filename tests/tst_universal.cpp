@@ -283,6 +283,34 @@ private slots:
         QVERIFY(files >= 4);
     }
 
+    // A tensor-parallel checkpoint whose model files lack universal_checkpoint_info (made by
+    // make_tp_fixture.py --no-info): how its slices merge is unknown, so it is refused as
+    // ds_to_universal refuses it, and nothing is written.
+    void tensorParallelWithoutInfoIsRefused()
+    {
+        const json refusal = testutil::readJson(testutil::dataDir() + "/universal-tp/no-info/refusal.json");
+        QVERIFY(refusal["ds_to_universal"].get<std::string>().find("Required universal_checkpoint_info") !=
+                std::string::npos);
+        QTemporaryDir tmp;
+        const std::string tag = copyTag(tmp, "universal-tp/tp2_zero1_fp32_w2/global_step3");
+        for (const auto& f : refusal["files"])
+            fs::copy_file(testutil::dataDir() + "/universal-tp/no-info/" + f.get<std::string>(),
+                          tag + "/" + f.get<std::string>(), fs::copy_options::overwrite_existing);
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        try {
+            ops::universal(tag, out, {}, {}, cancel);
+            QFAIL("converted a tensor-parallel checkpoint without universal_checkpoint_info");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("no universal_checkpoint_info") != std::string::npos, e.what());
+            QVERIFY2(m.find("tensor-parallel (2 mp ranks)") != std::string::npos, e.what());
+            QVERIFY2(e.file().ends_with("mp_rank_00_model_states.pt"), e.what());
+        }
+        QVERIFY(!fs::exists(out));
+        QVERIFY(!fs::exists(tmp.filePath("latest_universal").toStdString()));
+    }
+
     void missingRankFileIsNamed_data()
     {
         QTest::addColumn<QString>("fixture");
@@ -492,6 +520,31 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Cancelled, ops::universal(testutil::dataDir() + "/deepspeed/zero3_bf16_w4",
                                                            out, injected(), progress, cancel));
         QVERIFY(!fs::exists(tmp.filePath("a").toStdString()));
+    }
+
+    // A model file whose param_shapes list one group of 1,000 names 10,000 times
+    // (tests/fuzz/regressions/universal: 42 KB naming ten million parameters) is refused at once.
+    void repeatedNamesAreRefused()
+    {
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        ops::universal(testutil::dataDir() + "/deepspeed/zero2_fp32_w1/global_step2", out, injected(), {},
+                       cancel);
+        std::ifstream in(testutil::dataDir() + "/../fuzz/regressions/universal/param-shapes-shared-memo",
+                         std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        QVERIFY(bytes.size() > 1);
+        const std::string victim = out + "/mp_rank_00_model_states.pt";
+        QVERIFY(fs::exists(victim));
+        std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes.substr(1); // after the selector
+        try {
+            layout::openCheckpointTag(out, "");
+            QFAIL("opened");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).starts_with(victim + ": "), e.what());
+            QVERIFY2(std::string(e.what()).find("over and over") != std::string::npos, e.what());
+        }
     }
 
     // The output opens as a checkpoint of its own (the Universal family, before DeepSpeed's, whose
