@@ -7,10 +7,12 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 cmake --preset fuzz >/dev/null
 cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
-  fuzz_remote_headers fuzz_s3_xml fuzz_aws_config >/dev/null
+  fuzz_remote_headers fuzz_s3_xml fuzz_aws_config fuzz_dcp_metadata fuzz_hf_index fuzz_composer_archive \
+  fuzz_universal >/dev/null
 work=build/fuzz/corpus
 mkdir -p "$work" build/fuzz/crashes
-for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config}; do
+for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
+  dcp_metadata hf_index composer_archive universal}; do
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -46,6 +48,10 @@ try:
   open(sys.argv[2],"wb").write(z.read(n))
 except Exception: pass' "$f" "$work/pickle/$(basename "$f").pkl"
       done ;;
+    # The checkpoint-folder readers: each target writes its seeds itself, from the fixtures it
+    # copies, with the first byte that selects fixture and file (tests/fuzz/fuzz_folder.h).
+    dcp_metadata|hf_index|composer_archive|universal)
+      CKPT_FUZZ_SEEDS="$work/$t" ./build/fuzz/tests/fuzz/fuzz_$t >/dev/null 2>&1 ;;
   esac
   # Inputs that once crashed a target are kept in tests/fuzz/regressions/TARGET/ and replayed first.
   if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then

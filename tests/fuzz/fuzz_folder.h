@@ -1,0 +1,110 @@
+// What the fuzz targets of checkpoint folders share: a private temporary folder per process
+// (removed at exit) holding copies of committed fixtures, one file of which a target replaces with
+// the fuzzed bytes before opening the checkpoint the way the window and `ckpt` do, and reading
+// every tensor it gives.
+#pragma once
+
+#include "io/error.h"
+#include "ops/tensor_source.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace fuzz {
+
+namespace fs = std::filesystem;
+
+// <tmp>/<name>-<pid>, created on the first call and removed when the process exits.
+inline const fs::path& privateDir(const std::string& name)
+{
+    static fs::path dir;
+    if (dir.empty()) {
+        dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        std::atexit([] {
+            std::error_code ec;
+            fs::remove_all(dir, ec);
+        });
+    }
+    return dir;
+}
+
+// Copies a fixture folder (recursively) to `dst`; gives its regular files, relative and sorted.
+inline std::vector<std::string> copyFixture(const fs::path& src, const fs::path& dst)
+{
+    std::vector<std::string> files;
+    fs::create_directories(dst);
+    for (const auto& e : fs::recursive_directory_iterator(src)) {
+        const fs::path rel = e.path().lexically_relative(src);
+        if (e.is_directory()) {
+            fs::create_directories(dst / rel);
+        } else if (e.is_regular_file()) {
+            fs::copy_file(e.path(), dst / rel, fs::copy_options::overwrite_existing);
+            files.push_back(rel.generic_string());
+        }
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+inline void writeFile(const fs::path& p, const uint8_t* data, size_t size)
+{
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+}
+
+inline std::string readFile(const fs::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Opens `path` through the family registry and reads every tensor of up to 16 MiB (all of the
+// tag's tensors, optimizer state included); an Error is a fine outcome. CKPT_FUZZ_VERBOSE=1 says
+// what came of it (to see what an input reaches).
+inline void openAndRead(const std::string& path)
+{
+    static const bool verbose = std::getenv("CKPT_FUZZ_VERBOSE");
+    try {
+        ckpt::ops::SourceOptions o;
+        o.all = true;
+        const auto set = ckpt::ops::anyTensors(path, o);
+        std::vector<uint8_t> buf;
+        for (const auto& t : set.tensors) {
+            if (!t.tensor.fill || t.tensor.nbytes > (16u << 20)) continue;
+            buf.resize(t.tensor.nbytes);
+            t.tensor.fill(0, t.tensor.nbytes, buf.data());
+        }
+        if (verbose)
+            std::fprintf(stderr, "%s: %zu tensors, %zu skipped, %zu warnings\n", set.label.c_str(),
+                         set.tensors.size(), set.skipped.size(), set.warnings.size());
+    } catch (const ckpt::Error& e) {
+        if (verbose) std::fprintf(stderr, "%s: %s\n", path.c_str(), e.what());
+    }
+}
+
+// With CKPT_FUZZ_SEEDS=DIR set, a target writes its seed inputs there (`selector`, the first
+// input byte that picks the fixture and file, then the file's bytes) and exits: run_fuzzers.sh
+// seeds the folder targets from the fixtures they copy, with the selectors they use.
+inline const char* seedDir()
+{
+    return std::getenv("CKPT_FUZZ_SEEDS");
+}
+
+inline void writeSeed(const std::string& name, uint8_t selector, const fs::path& file)
+{
+    const std::string bytes = readFile(file);
+    std::ofstream out(fs::path(seedDir()) / name, std::ios::binary | std::ios::trunc);
+    out.put(char(selector));
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+} // namespace fuzz
