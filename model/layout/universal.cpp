@@ -160,29 +160,54 @@ struct ModelNames
     std::map<std::string, std::string> tied; // alias -> target
 };
 
-ModelNames readModelNames(const Value* mroot)
+// What reading the names may copy, in bytes, for each byte of the model file (and 1 MiB more): a
+// memo reference costs the pickle two bytes but copies all it refers to, so param_shapes listing
+// one group of 1,000 names 10,000 times would be ten million names. A real model file names each
+// parameter a few times (param_shapes, module, shared_params).
+constexpr uint64_t kCopiesPerByte = 16;
+constexpr uint64_t kCopiesBase = 1u << 20;
+
+ModelNames readModelNames(const torch::TorchFile& mf)
 {
+    const Value* mroot = mf.root();
     ModelNames m;
+    uint64_t left = kCopiesBase + kCopiesPerByte * mf.fileSize();
+    auto charge = [&](uint64_t bytes) {
+        if (bytes > left)
+            throw Error("names the same parameters over and over (more than " +
+                            std::to_string(kCopiesPerByte) +
+                            " times the file's size once expanded): not a DeepSpeed model file",
+                        mf.path());
+        left -= bytes;
+    };
+    auto name = [&](const Value* k) {
+        auto n = asString(k);
+        if (n) charge(sizeof(std::string) + n->size());
+        return n;
+    };
     // Order: param_shapes (the optimizer's order), then the other module tensors (buffers,
     // frozen and tied parameters, which ds_to_universal copies from `module` at stage <= 2).
     if (const Value* ps = dictGet(mroot, "param_shapes"); ps && ps->kind == Kind::List)
         for (const Value* g : ps->items)
             for (const auto& [k, v] : g->entries)
-                if (auto n = asString(k)) {
+                if (auto n = name(k)) {
                     m.order.push_back(*n);
-                    if (auto s = torch::asInts(v)) m.shapes[*n] = *s;
+                    if (auto s = torch::asInts(v)) {
+                        charge(s->size() * sizeof(int64_t));
+                        m.shapes[*n] = *s;
+                    }
                 }
     if (const Value* b = dictGet(mroot, "buffer_names"); b && b->kind == Kind::List)
         for (const Value* x : b->items)
-            if (auto n = asString(x)) m.buffers.insert(*n);
+            if (auto n = name(x)) m.buffers.insert(*n);
     if (const Value* module = dictGet(mroot, "module"))
         for (const auto& [k, v] : module->entries)
-            if (auto n = asString(k)) m.order.push_back(*n);
+            if (auto n = name(k)) m.order.push_back(*n);
     // Tied weights, as the ZeRO tag's model file recorded them: ds_to_universal copies the
     // alias from `module` into a folder of its own, but it is still the same tensor.
     if (const Value* shared = dictGet(mroot, "shared_params"))
         for (const auto& [k, v] : shared->entries)
-            if (auto alias = asString(k), target = asString(v); alias && target) m.tied[*alias] = *target;
+            if (auto alias = name(k), target = name(v); alias && target) m.tied[*alias] = *target;
     return m;
 }
 
@@ -302,7 +327,7 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
     const auto osd = files.get(osdPath.string()); // held, as m0 is, while the tag opens
     readOptimizerState(*osd, tag);
 
-    ModelNames names = readModelNames(mroot);
+    ModelNames names = readModelNames(*mf);
     const std::set<std::string> present = parameterFolders(root, names);
     for (const auto& n : present) // folders no model file names, last, by name
         names.order.push_back(n);
