@@ -41,6 +41,14 @@ const Value* field(const Value* obj, std::string_view name)
     return s && s->kind == Kind::Dict ? torch::dictGet(s, name) : nullptr;
 }
 
+// A name as an error message shows it: a NUL as \0 (the message is C text).
+std::string shownName(std::string s)
+{
+    for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
+        s.replace(at, 1, "\\0");
+    return s;
+}
+
 std::string describe(const Value* v)
 {
     return torch::pyRepr(v, 60);
@@ -65,17 +73,38 @@ std::string shapeText(const std::vector<int64_t>& v)
     return s + "]";
 }
 
+// What the parsed form may hold, in bytes of names and sizes copied out of the pickle, for each
+// byte of it (and 1 MiB more): a memo reference costs the pickle two bytes but copies all it
+// refers to, so 400 entries whose key paths share one list of 3,000 references to one 8 KB string
+// would be 10 GB. Real metadata copies about as much as it holds: each fqn, size and chunk offset
+// is written once.
+constexpr uint64_t kCopiesPerByte = 16;
+constexpr uint64_t kCopiesBase = 1u << 20;
+
 class Reader
 {
 public:
-    explicit Reader(std::string file) : m_file(std::move(file)) {}
+    Reader(std::string file, uint64_t pickleBytes)
+        : m_file(std::move(file)), m_left(kCopiesBase + kCopiesPerByte * pickleBytes)
+    {
+    }
 
     [[noreturn]] void fail(const std::string& why) const { throw Error(why, m_file); }
+
+    // Counts `bytes` copied out of the pickle against what its size allows.
+    void charge(uint64_t bytes) const
+    {
+        if (bytes > m_left)
+            fail("refers to the same values over and over (more than " + std::to_string(kCopiesPerByte) +
+                 " times the file's size once expanded): not metadata DCP writes");
+        m_left -= bytes;
+    }
 
     std::vector<int64_t> ints(const Value* v, const std::string& what) const
     {
         auto r = torch::asInts(v);
         if (!r) fail(what + " is not a size (" + describe(v) + ")");
+        charge(r->size() * sizeof(int64_t) + sizeof(*r));
         return *r;
     }
 
@@ -176,6 +205,7 @@ public:
             fail("planner data of '" + fqn + "' is not a key path (" + describe(t) + ")");
         std::vector<std::string> out;
         for (const Value* k : t->items) {
+            charge(sizeof(std::string) + (k ? k->text.size() : 0));
             if (k && k->kind == Kind::Str)
                 out.push_back(k->text);
             else if (k && k->kind == Kind::Int)
@@ -192,10 +222,12 @@ public:
         Item it;
         const auto path = torch::asString(field(info, "relative_path"));
         if (!path) fail("a storage entry has no relative path");
+        charge(path->size());
         it.file = *path;
-        // A data file of this folder, never a path out of it.
-        if (it.file.empty() || it.file.find('/') != std::string::npos || it.file == "." || it.file == "..")
-            fail("a storage entry names '" + it.file + "', not a file of this folder");
+        // A data file of this folder, never a path out of it (nor, through a NUL, another file).
+        if (it.file.empty() || it.file.find_first_of(std::string_view("/\0", 2)) != std::string::npos ||
+            it.file == "." || it.file == "..")
+            fail("a storage entry names '" + shownName(it.file) + "', not a file of this folder");
         it.offset = count(field(info, "offset"), "the offset of an item in " + it.file);
         it.length = count(field(info, "length"), "the length of an item in " + it.file);
         if (const Value* t = field(info, "transform_descriptors");
@@ -207,6 +239,7 @@ public:
 
 private:
     std::string m_file;
+    mutable uint64_t m_left; // bytes the parsed form may still copy
 };
 
 } // namespace
@@ -219,7 +252,7 @@ bool looksLikeMetadata(std::string_view head)
 
 Metadata parseMetadata(io::ByteSpan bytes, const std::string& file)
 {
-    const Reader r(file);
+    const Reader r(file, bytes.size());
     pickle::Arena arena;
     pickle::Result parsed;
     try {
@@ -244,6 +277,7 @@ Metadata parseMetadata(io::ByteSpan bytes, const std::string& file)
         if (!isDcp(k, "MetadataIndex")) r.fail("a storage_data key is " + describe(k));
         const auto fqn = torch::asString(field(k, "fqn"));
         if (!fqn) r.fail("a storage_data key has no fqn");
+        r.charge(2 * fqn->size()); // the key and the value index
         std::optional<std::vector<int64_t>> offsets;
         if (const Value* o = field(k, "offset"); o && o->kind != Kind::None)
             offsets = r.ints(o, "the chunk offset of '" + *fqn + "' in storage_data");
@@ -260,6 +294,7 @@ Metadata parseMetadata(io::ByteSpan bytes, const std::string& file)
     for (const auto& [k, v] : sdm->entries) {
         const auto fqn = torch::asString(k);
         if (!fqn) r.fail("a state_dict_metadata key is " + describe(k));
+        r.charge(fqn->size());
         Entry e;
         if (isDcp(v, "TensorStorageMetadata")) {
             e = r.tensorEntry(*fqn, v);
