@@ -145,6 +145,10 @@ std::string timedeltaText(const Value* v)
     int64_t part[3] = {0, 0, 0};
     for (size_t i = 0; i < 3 && i < v->args->items.size(); ++i)
         part[i] = torch::asInt(v->args->items[i]).value_or(0);
+    // The ranges Python's timedelta keeps them in; anything else is no timedelta it pickled.
+    if (part[0] < -999999999 || part[0] > 999999999 || part[1] < 0 || part[1] >= 86400 || part[2] < 0 ||
+        part[2] >= 1000000)
+        return torch::pyRepr(v, 80);
     const int64_t secs = part[0] * 86400 + part[1];
     char buf[64];
     std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld.%06lld", (long long)(secs / 3600),
@@ -184,13 +188,62 @@ void readBadges(Tag& tag, const torch::TorchFile& f)
     if (dictGet(dictGet(state, "integrations"), "huggingface")) b["huggingface"] = true;
 }
 
+// What the embedded files may expand to, in bytes, for each byte of the checkpoint file (and 1 MiB
+// more). A memo reference costs the pickle two bytes but stands for all it refers to: a list of
+// two references to a list of two references ... 60 deep is 2^60 values once written out as JSON,
+// and 20,000 references to one 20 KB line are a 400 MB vocabulary. Real embedded files (a
+// tokenizer.json of a few MB as a dict) expand to about the bytes they take in the pickle.
+constexpr uint64_t kExpandPerByte = 16;
+constexpr uint64_t kExpandBase = 1u << 20;
+
+// Charges what pickleToJson(v) would produce (a value, a key or a string's bytes) to `left`, as
+// pickleToJson walks it; false as soon as that is more than `left`.
+bool chargeJson(const Value* v, uint64_t& left, int depth = 0)
+{
+    if (!v || depth > 100) return true; // pickleToJson stops there too
+    auto take = [&](uint64_t n) {
+        if (n > left) return false;
+        left -= n;
+        return true;
+    };
+    auto object = [&](const Value* dict) {
+        for (const auto& [k, x] : dict->entries)
+            if (!take(16 + (k ? k->text.size() : 0)) || !chargeJson(x, left, depth + 1)) return false;
+        return true;
+    };
+    if (!take(16 + v->text.size())) return false;
+    switch (v->kind) {
+    case Kind::List:
+    case Kind::Tuple:
+        for (const Value* x : v->items)
+            if (!chargeJson(x, left, depth + 1)) return false;
+        return true;
+    case Kind::Dict:
+        return object(v);
+    case Kind::Call:
+        if (!v->entries.empty() || v->calls("collections", "OrderedDict")) return object(v);
+        return v->state && v->state->kind == Kind::Dict ? object(v->state) : true;
+    default:
+        return true;
+    }
+}
+
 // What Composer's write_huggingface_pretrained_from_composer_checkpoint writes beside the
 // weights: config.json (transformers' layout: sorted keys, indent 2) and the tokenizer files.
 void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
 {
     const Value* hf = f.value("state/integrations/huggingface");
     if (!hf) return;
-    if (const Value* cfg = dictGet(dictGet(dictGet(hf, "model"), "config"), "content")) {
+    uint64_t left = kExpandBase + kExpandPerByte * f.fileSize();
+    auto tooBig = [&](const std::string& name) {
+        tag.warnings.push_back("embedded " + name + " refers to the same values over and over (more than " +
+                               std::to_string(kExpandPerByte) +
+                               " times the checkpoint's size once written out); left out");
+    };
+    if (const Value* cfg = dictGet(dictGet(dictGet(hf, "model"), "config"), "content");
+        cfg && !chargeJson(cfg, left)) {
+        tooBig("config.json");
+    } else if (cfg) {
         const auto config = torch::pickleToJson(cfg);
         if (config.is_object()) {
             tag.config = config;
@@ -205,23 +258,26 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
     if (!tok) return;
     for (const auto& [k, entry] : tok->entries) {
         const std::string name = torch::keyText(k);
-        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
-            name == "config.json") {
+        if (name.empty() || name.find_first_of(std::string_view("/\0", 2)) != std::string::npos ||
+            name == "." || name == ".." || name == "config.json") {
             tag.warnings.push_back("embedded tokenizer file '" + name +
                                    "' is not a plain file name; left out");
             continue;
         }
         const Value* content = dictGet(entry, "content");
+        if (!content) continue;
+        if (!chargeJson(content, left)) {
+            tooBig("tokenizer file '" + name + "'");
+            continue;
+        }
         std::string text;
-        if (content && (content->kind == Kind::Str || content->kind == Kind::Bytes))
+        if (content->kind == Kind::Str || content->kind == Kind::Bytes)
             text = content->text; // text files as saved; a sentencepiece .model as its proto bytes
-        else if (content && content->kind == Kind::List) // readlines() of a vocab file
+        else if (content->kind == Kind::List) // readlines() of a vocab file
             for (const Value* line : content->items)
                 text += torch::asString(line).value_or("");
-        else if (content)
-            text = torch::pickleToJson(content).dump(2, ' ', false) + "\n";
         else
-            continue;
+            text = torch::pickleToJson(content).dump(2, ' ', false) + "\n";
         tag.exportFiles.push_back({name, std::move(text)});
     }
 }
