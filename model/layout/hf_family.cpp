@@ -54,6 +54,14 @@ std::vector<fs::path> singleWeightFiles(const fs::path& dir)
     return out;
 }
 
+// A name as an error message shows it: a NUL as \0 (the message is C text).
+std::string shownName(std::string s)
+{
+    for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
+        s.replace(at, 1, "\\0");
+    return s;
+}
+
 bool hasWeightMap(const fs::path& index)
 {
     return io::readHead(index.string(), 1 << 16).find("\"weight_map\"") != std::string::npos;
@@ -168,9 +176,12 @@ private:
         for (const auto& [name, shard] : idx["weight_map"].items()) {
             if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i.string());
             const std::string s = shard.get<std::string>();
-            // A shard is a file in this folder: never a path that leaves it.
-            if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
-                throw Error("weight_map['" + name + "'] names '" + s + "', not a file of this folder",
+            // A shard is a file in this folder: never a path that leaves it, nor one whose NUL
+            // would make the system open another file than the name says.
+            if (s.empty() || s.find_first_of(std::string_view("/\0", 2)) != std::string::npos || s == "." ||
+                s == "..")
+                throw Error("weight_map['" + name + "'] names '" + shownName(s) +
+                                "', not a file of this folder",
                             i.string());
             m.wanted.push_back({name, s});
             if (std::find(m.shardNames.begin(), m.shardNames.end(), s) == m.shardNames.end())
