@@ -425,6 +425,21 @@ private slots:
                          QString(e.what()).contains("No space left"),
                      e.what());
         }
+        // The failure was an earlier launch's (another Slurm job): this launch's rank 0 waits for
+        // this launch's shard 1 instead, and gives up after --wait, naming it.
+        ShardSpec relaunched = zero;
+        relaunched.job = "slurm 2.0 ";
+        relaunched.waitSeconds = 0.3;
+        one.job = "slurm 1.0 ";
+        ShardedOutput(std::vector<std::string>{}, out, one, 42, units, {})
+            .markShard("No space left on device");
+        try {
+            ShardedOutput({}, out, relaunched, 42, units, {}).waitForOtherShards({}, cancel);
+            QFAIL("a marker of another launch was taken");
+        } catch (const ckpt::Error& e) {
+            QVERIFY2(QString(e.what()).contains("waited") && QString(e.what()).contains("shard 1 of 2"),
+                     e.what());
+        }
         // A shard that never reports: rank 0 gives up after --wait, naming it.
         const std::string out2 = tmp.filePath("out2").toStdString();
         ShardSpec three = parseShard("0/3");

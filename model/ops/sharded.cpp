@@ -89,6 +89,21 @@ ShardSpec parseShard(const std::string& text)
     return s;
 }
 
+namespace {
+
+// Which launch of a job this is, as the launcher names it (every rank of one launch sees the
+// same): a marker of an earlier launch, a part that failed then, does not stop this one.
+std::string launcherJob(const std::function<std::string(const char*)>& get)
+{
+    if (!get("SLURM_JOB_ID").empty())
+        return "slurm " + get("SLURM_JOB_ID") + "." + get("SLURM_STEP_ID") + " " + get("SLURM_ARRAY_JOB_ID");
+    for (const char* v : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID"})
+        if (!get(v).empty()) return std::string(v) + " " + get(v);
+    return {};
+}
+
+} // namespace
+
 ShardSpec shardFromEnvironment(int shards, const std::function<const char*(const char*)>& env)
 {
     const auto get = [&](const char* name) -> std::string {
@@ -114,6 +129,7 @@ ShardSpec shardFromEnvironment(int shards, const std::function<const char*(const
         s.count = int(size);
         s.source = source;
         s.finalizeWhenAllDone = startedTogether && rank == 0;
+        s.job = launcherJob(get);
         return s;
     };
     for (const Launcher& l : together)
@@ -332,6 +348,7 @@ void ShardedOutput::markShard(const std::string& error) const
     nlohmann::json marker{
         {"plan", hex(m_fingerprint)}, {"shard", {m_spec.index, m_spec.count}}, {"units", units}};
     if (!error.empty()) marker["error"] = error;
+    if (!m_spec.job.empty()) marker["job"] = m_spec.job;
     const std::string text = marker.dump(1) + "\n";
     auto tx = transaction();
     io::AtomicFile& m = tx->create(shardMarker(m_spec.index, m_spec.count));
@@ -349,6 +366,11 @@ void ShardedOutput::waitForOtherShards(const ProgressSink& progress, const Cance
             if (i == m_spec.index) continue;
             const nlohmann::json m = readMarker((fs::path(m_folder) / shardMarker(i, m_spec.count)).string());
             if (m.is_null() || m.value("plan", "") != hex(m_fingerprint)) {
+                waiting.insert(i);
+                continue;
+            }
+            // A part that failed in another launch (an earlier srun of this job) is no news.
+            if (m.contains("error") && m["error"].is_string() && m.value("job", "") != m_spec.job) {
                 waiting.insert(i);
                 continue;
             }

@@ -33,6 +33,7 @@ struct ShardSpec
     // modification times are compared: a stat per file).
     bool rehash = false;
     std::string source; // where index/count came from: "--shard", "Slurm (SLURM_PROCID)", ...
+    std::string job;    // the launcher's job/step id ("" without one): markers say which launch wrote them
 
     bool sharded() const { return count > 0 || finalize; }
     std::string label() const; // "shard 2/4", "finalize"
