@@ -5,6 +5,7 @@
 #include "io/input_file.h"
 #include "io/location.h"
 #include "io/mapped_file.h"
+#include "layout/sharding.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
@@ -16,6 +17,7 @@
 #include <regex>
 #include <set>
 #include <unordered_map>
+#include <variant>
 
 namespace ckpt::layout {
 
@@ -281,9 +283,13 @@ struct ModelDigest
 // model file digested (the first one included), the optimizer files whole.
 struct OpenTag
 {
-    std::vector<OpenFile> models; // the first model file only: it speaks for the tag
+    // The first model file (it speaks for the tag), then the other mp_rank_MM files (one per
+    // pipeline stage or tensor-parallel rank, small): ZeRO-3's per-rank files are only digested.
+    std::vector<OpenFile> models;
     std::vector<ModelDigest> digests;
     std::vector<OpenFile> optims;
+    std::vector<RankFile> layers;  // pipeline layer_LL files, parsed when consolidated
+    std::vector<OpenFile> experts; // MoE layer_L_expert_E files (one expert's tensors each, small)
 };
 
 // Optimizer files of data-parallel ranks 0..W-1 (mp rank 0), by rank.
@@ -331,12 +337,17 @@ OpenTag openRankFiles(Tag& tag, FileSet& files)
         if (f.role == FileRole::ModelStates) {
             OpenFile m = openRankFile(f, files);
             open.digests.push_back(digestModelFile(m));
-            if (open.models.empty()) open.models.push_back(std::move(m));
+            if (open.models.empty() || f.dpRank < 0) open.models.push_back(std::move(m));
         } else if (f.role == FileRole::OptimStates)
             open.optims.push_back(openRankFile(f, files));
-        else if (f.role == FileRole::Layer || f.role == FileRole::Expert || f.role == FileRole::ExpertOptim)
-            tag.warnings.push_back(f.name + ": " + roleName(f.role) +
-                                   " file (pipeline/MoE layouts are shown but not consolidated yet)");
+        else if (f.role == FileRole::Layer)
+            open.layers.push_back(f);
+        else if (f.role == FileRole::Expert)
+            open.experts.push_back(openRankFile(f, files));
+        else if (f.role == FileRole::ExpertOptim)
+            tag.warnings.push_back(
+                f.name + ": " + roleName(f.role) +
+                " file (written by DeepSpeed without ZeRO: its optimizer state is not read)");
         else if (f.name.size() < 3 || f.name.substr(f.name.size() - 3) != ".pt")
             continue;
         else
@@ -386,9 +397,6 @@ void readModelFacts(Tag& tag, const OpenFile& m0)
     tag.skippedSteps = asInt(dictGet(root, "skipped_steps")).value_or(-1);
     tag.mpWorldSize = int(asInt(dictGet(root, "mp_world_size")).value_or(1));
     tag.dtype = dtypeOfConfig(tag.config);
-    if (tag.mpWorldSize > 1)
-        tag.warnings.push_back("model-parallel world size " + std::to_string(tag.mpWorldSize) +
-                               ": only mp rank 0 is consolidated");
 }
 
 // Step 4: every model file was written by the same save (same global step). A save without
@@ -429,12 +437,12 @@ void readOptimizerKind(Tag& tag, const OpenFile& o0)
         fail("implausible partition_count " + std::to_string(tag.worldSize), o0.info.path);
 }
 
-// Step 6: exactly one optimizer file per rank 0..W-1 (mp rank 0).
-FilesByRank optimizerFilesByRank(const Tag& tag, const OpenTag& open)
+// Step 6: exactly one optimizer file per rank 0..W-1 (of mp rank `mp`: a pipeline's stage).
+FilesByRank optimizerFilesByRank(const Tag& tag, const OpenTag& open, int mp = 0)
 {
     FilesByRank byRank(size_t(tag.worldSize), nullptr);
     for (const auto& o : open.optims) {
-        if (o.info.mpRank != 0) continue;
+        if (o.info.mpRank != mp) continue;
         if (o.info.dpRank < 0 || o.info.dpRank >= tag.worldSize)
             fail("optimizer file for rank " + std::to_string(o.info.dpRank) + " but partition_count is " +
                      std::to_string(tag.worldSize) + " (a stale file from an older save?)",
@@ -488,73 +496,76 @@ void checkOptimizerFilesAgree(const Tag& tag, const FilesByRank& byRank)
                  byRank[size_t(r)]->info.path);
 }
 
-// Step 8a, ZeRO-1/2 and BF16_Optimizer: each flat group is cut into one partition per rank;
-// rank r holds [r * P, r * P + L_r) of it.
+// Step 8a, ZeRO-1/2 and BF16_Optimizer: each flat group is cut into one partition per rank of
+// the group's partition (`byRank`: every rank, or an MoE expert group's expert-data-parallel
+// ranks); rank r holds [r * P, r * P + L_r) of it. Slices are labelled with the files' ranks.
+void flatGroup(const Tag& tag, size_t g, const Value* shapes, const OpenFile& m0, const FilesByRank& byRank,
+               std::vector<Parameter>& trainable)
+{
+    const uint64_t W = byRank.size();
+    // Per-rank partition: saved length L_r (padding dropped, except BF16_Optimizer),
+    // stride P = the moments' length (always the full partition).
+    std::vector<uint64_t> saved(W), start(W);
+    uint64_t P = 0;
+    for (uint64_t r = 0; r < W; ++r) {
+        const OpenFile& o = *byRank[r];
+        saved[r] =
+            tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + std::to_string(g)).numel();
+        if (const torch::Tensor* m = o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
+                                                    std::to_string(g) + "/exp_avg"))
+            P = std::max<uint64_t>(P, m->numel());
+        P = std::max(P, saved[r]);
+    }
+    for (uint64_t r = 0; r < W; ++r)
+        start[r] = r * P;
+    uint64_t offset = 0;
+    for (const auto& [k, v] : shapes->entries) {
+        Parameter p = shapedParameter(k, v, int(g), offset, m0);
+        const uint64_t n = p.numel();
+        for (uint64_t r = 0; r < W; ++r) {
+            const uint64_t lo = std::max(offset, start[r]), hi = std::min(offset + n, start[r] + saved[r]);
+            if (lo >= hi) continue;
+            RankSlice s;
+            s.rank = byRank[r]->info.dpRank;
+            s.paramOffset = lo - offset;
+            s.length = hi - lo;
+            const OpenFile& o = *byRank[r];
+            const std::string gs = std::to_string(g);
+            s.master.push_back(source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs,
+                                      lo - start[r], hi - lo));
+            for (const char* st : {"exp_avg", "exp_avg_sq"}) {
+                const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
+                if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
+            }
+            p.slices.push_back(std::move(s));
+        }
+        uint64_t covered = 0;
+        for (const auto& s : p.slices)
+            covered += s.length;
+        if (covered != n)
+            fail("parameter '" + p.name + "' needs " + std::to_string(n) +
+                     " elements but the rank partitions hold " + std::to_string(covered) +
+                     " (partition layout does not match param_shapes)",
+                 byRank[0]->info.path);
+        offset += n;
+        trainable.push_back(std::move(p));
+    }
+    uint64_t total = 0;
+    for (uint64_t r = 0; r < W; ++r)
+        total += saved[r];
+    const uint64_t align = 2 * W;
+    if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
+        fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
+                 " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
+             byRank[0]->info.path);
+}
+
 std::vector<Parameter> flatGroupParameters(const Tag& tag, const Value* paramShapes, const OpenFile& m0,
                                            const FilesByRank& byRank)
 {
-    const uint64_t W = uint64_t(tag.worldSize);
     std::vector<Parameter> trainable;
-    for (size_t g = 0; g < paramShapes->items.size(); ++g) {
-        const Value* shapes = paramShapes->items[g];
-        // Per-rank partition: saved length L_r (padding dropped, except BF16_Optimizer),
-        // stride P = the moments' length (always the full partition).
-        std::vector<uint64_t> saved(W), start(W);
-        uint64_t P = 0;
-        for (uint64_t r = 0; r < W; ++r) {
-            const OpenFile& o = *byRank[r];
-            saved[r] =
-                tensorAt(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + std::to_string(g))
-                    .numel();
-            if (const torch::Tensor* m = o.file->tensor("optimizer_state_dict/base_optimizer_state/state/" +
-                                                        std::to_string(g) + "/exp_avg"))
-                P = std::max<uint64_t>(P, m->numel());
-            P = std::max(P, saved[r]);
-        }
-        for (uint64_t r = 0; r < W; ++r)
-            start[r] = r * P;
-        uint64_t offset = 0;
-        for (const auto& [k, v] : shapes->entries) {
-            Parameter p = shapedParameter(k, v, int(g), offset, m0);
-            const uint64_t n = p.numel();
-            for (uint64_t r = 0; r < W; ++r) {
-                const uint64_t lo = std::max(offset, start[r]),
-                               hi = std::min(offset + n, start[r] + saved[r]);
-                if (lo >= hi) continue;
-                RankSlice s;
-                s.rank = int(r);
-                s.paramOffset = lo - offset;
-                s.length = hi - lo;
-                const OpenFile& o = *byRank[r];
-                const std::string gs = std::to_string(g);
-                s.master.push_back(source(o, "optimizer_state_dict/single_partition_of_fp32_groups/" + gs,
-                                          lo - start[r], hi - lo));
-                for (const char* st : {"exp_avg", "exp_avg_sq"}) {
-                    const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
-                    if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
-                }
-                p.slices.push_back(std::move(s));
-            }
-            uint64_t covered = 0;
-            for (const auto& s : p.slices)
-                covered += s.length;
-            if (covered != n)
-                fail("parameter '" + p.name + "' needs " + std::to_string(n) +
-                         " elements but the rank partitions hold " + std::to_string(covered) +
-                         " (partition layout does not match param_shapes)",
-                     byRank[0]->info.path);
-            offset += n;
-            trainable.push_back(std::move(p));
-        }
-        uint64_t total = 0;
-        for (uint64_t r = 0; r < W; ++r)
-            total += saved[r];
-        const uint64_t align = 2 * W;
-        if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
-            fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
-                     " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
-                 byRank[0]->info.path);
-    }
+    for (size_t g = 0; g < paramShapes->items.size(); ++g)
+        flatGroup(tag, g, paramShapes->items[g], m0, byRank, trainable);
     return trainable;
 }
 
@@ -632,15 +643,14 @@ std::vector<Parameter> subGroupParameters(const Tag& tag, const Value* paramShap
 }
 
 // Step 8: the trainable parameters from param_shapes and the partition layout of the stage.
-std::vector<Parameter> trainableParameters(const Tag& tag, const OpenTag& open, const FilesByRank& byRank)
+std::vector<Parameter> trainableParameters(const Tag& tag, const OpenFile& m0, const FilesByRank& byRank)
 {
-    const OpenFile& m0 = open.models.front();
     const Value* paramShapes = dictGet(m0.file->root(), "param_shapes");
     if (!paramShapes || paramShapes->kind != Kind::List)
         fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
     if (tag.zeroStage <= 2) return flatGroupParameters(tag, paramShapes, m0, byRank);
     if (tag.zeroStage == 3) return subGroupParameters(tag, paramShapes, m0, byRank);
-    fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), open.optims.front().info.path);
+    fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), byRank.front()->info.path);
 }
 
 // Step 9: buffers, whole in the first model file's `module`.
@@ -755,6 +765,516 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
     }
 }
 
+// ZeRO stage 0 (plain data parallelism): one model file holds the whole model in `module`, and
+// its `optimizer` the non-ZeRO optimizer's state. param_shapes, frozen_param_shapes and
+// shared_params are None, so which module tensor is trainable, frozen or tied has to be read
+// from the module and the optimizer themselves.
+
+std::string shapeText(const std::vector<int64_t>& shape)
+{
+    std::string s;
+    for (int64_t d : shape)
+        s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + s + "]";
+}
+
+// A module tensor that shares its bytes with an earlier one (a tied weight: state_dict() gives
+// each name its own tensor object over one storage).
+bool sameBytes(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return a.storage >= 0 && a.storage == b.storage && a.storageOffset == b.storageOffset &&
+           a.shape == b.shape && a.stride == b.stride && a.dtype == b.dtype;
+}
+
+// The module's entries that are parameters (buffers out), each with the earlier name it is tied
+// to ("" when none), in module order.
+struct ModuleEntry
+{
+    std::string name;
+    const torch::Tensor* tensor = nullptr;
+    std::string tiedTo;
+};
+
+std::vector<ModuleEntry> moduleParameters(const OpenFile& m0, const std::set<std::string>& buffers)
+{
+    std::vector<ModuleEntry> out;
+    const Value* module = dictGet(m0.file->root(), "module");
+    for (const auto& [k, v] : module->entries) {
+        const std::string name = asString(k).value_or("");
+        const torch::Tensor* t = m0.file->tensor("module/" + name);
+        if (!t || buffers.count(name)) continue;
+        ModuleEntry e{name, t, {}};
+        for (const auto& earlier : out)
+            if (earlier.tiedTo.empty() && sameBytes(*earlier.tensor, *t)) {
+                e.tiedTo = earlier.name;
+                break;
+            }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+// The optimizer's per-group parameter shapes: from the fp32 masters (`fp32_groups`, a list per
+// group of per-parameter tensors, FP16_UnfusedOptimizer), else from the torch state's moments
+// (`param_groups[g].params` -> `state[id].exp_avg`). Empty when neither says.
+struct MasterGroups
+{
+    std::vector<std::vector<std::vector<int64_t>>> shapes; // [group][param]
+    std::vector<std::vector<std::string>> paths;           // the master tensors, when saved
+};
+
+MasterGroups optimizerShapes(const OpenFile& m0)
+{
+    MasterGroups g;
+    const Value* groups = m0.file->value("optimizer/fp32_groups");
+    if (groups && groups->kind == Kind::List) {
+        for (size_t i = 0; i < groups->items.size(); ++i) {
+            g.shapes.emplace_back(), g.paths.emplace_back();
+            const Value* group = groups->items[i];
+            for (size_t j = 0; group && j < group->items.size(); ++j) {
+                const std::string path =
+                    "optimizer/fp32_groups/" + std::to_string(i) + "/" + std::to_string(j);
+                g.shapes.back().push_back(tensorAt(m0, path).shape);
+                g.paths.back().push_back(path);
+            }
+        }
+        return g;
+    }
+    const Value* paramGroups = m0.file->value("optimizer/param_groups");
+    if (!paramGroups || paramGroups->kind != Kind::List) return g;
+    for (const Value* pg : paramGroups->items) {
+        g.shapes.emplace_back();
+        const Value* ids = dictGet(pg, "params");
+        for (size_t j = 0; ids && j < ids->items.size(); ++j) {
+            const torch::Tensor* m = m0.file->tensor(
+                "optimizer/state/" + std::to_string(asInt(ids->items[j]).value_or(-1)) + "/exp_avg");
+            if (!m) return {}; // a stateless optimizer (SGD without momentum): nothing to match
+            g.shapes.back().push_back(m->shape);
+        }
+    }
+    return g;
+}
+
+// Matches each group's shapes, in order, to the untied module parameters in module order
+// (torch param groups list parameters as named_parameters() yields them). Returns, per group and
+// parameter, the index into `entries`, or why the match is not certain: a shape that two groups
+// share, or that a parameter the optimizer does not hold (a frozen one) shares with a trained
+// one, could be either.
+std::variant<std::vector<std::vector<size_t>>, std::string>
+matchMasters(const std::vector<ModuleEntry>& entries, const MasterGroups& groups)
+{
+    std::vector<std::vector<size_t>> match;
+    std::vector<bool> used(entries.size(), false);
+    std::map<std::vector<int64_t>, std::set<size_t>> groupsOfShape;
+    for (size_t g = 0; g < groups.shapes.size(); ++g) {
+        match.emplace_back();
+        size_t at = 0;
+        for (const auto& shape : groups.shapes[g]) {
+            while (at < entries.size() &&
+                   (used[at] || !entries[at].tiedTo.empty() || entries[at].tensor->shape != shape))
+                ++at;
+            if (at == entries.size())
+                return "optimizer group " + std::to_string(g) + " holds a parameter of shape " +
+                       shapeText(shape) + " that no module parameter after the group's previous ones has";
+            used[at] = true;
+            match.back().push_back(at++);
+            groupsOfShape[shape].insert(g);
+        }
+    }
+    for (const auto& [shape, gs] : groupsOfShape)
+        if (gs.size() > 1)
+            return "parameters of shape " + shapeText(shape) + " are in more than one optimizer group";
+    for (size_t i = 0; i < entries.size(); ++i)
+        if (!used[i] && entries[i].tiedTo.empty() && groupsOfShape.count(entries[i].tensor->shape))
+            return "'" + entries[i].name + "' is not trained but has the shape " +
+                   shapeText(entries[i].tensor->shape) + " of a trained parameter";
+    return match;
+}
+
+// A whole tensor of a file as a parameter.
+Parameter wholeTensor(const OpenFile& f, const std::string& name, const std::string& path,
+                      Parameter::Kind kind)
+{
+    const torch::Tensor& t = tensorAt(f, path);
+    Parameter p;
+    p.name = name;
+    p.kind = kind;
+    p.shape = t.shape;
+    p.dtype = t.dtype;
+    RankSlice s;
+    s.length = t.numel();
+    s.master.push_back(source(f, path, 0, t.numel()));
+    p.slices.push_back(std::move(s));
+    return p;
+}
+
+void openStageZero(Tag& tag, const OpenFile& m0)
+{
+    tag.zeroStage = 0;
+    tag.worldSize = int(asInt(dictGet(m0.file->root(), "dp_world_size")).value_or(0));
+    const Value* module = dictGet(m0.file->root(), "module");
+    if (!module || module->kind == Kind::None) {
+        tag.optimizer = "none";
+        tag.notExportable = "tag '" + tag.name +
+                            "' has neither ZeRO optimizer states nor weights in the 'module' of " +
+                            m0.info.name;
+        return;
+    }
+    const Value* optimizer = dictGet(m0.file->root(), "optimizer");
+    tag.optimizer = dictGet(optimizer, "fp32_groups")            ? "fp16_unfused"
+                    : dictGet(optimizer, "fp32_groups_flat")     ? "fp16_fused"
+                    : optimizer && optimizer->kind != Kind::None ? "torch"
+                                                                 : "none";
+    std::set<std::string> buffers;
+    if (const Value* names = dictGet(m0.file->root(), "buffer_names"))
+        for (const Value* b : names->items)
+            buffers.insert(asString(b).value_or(""));
+    const std::vector<ModuleEntry> entries = moduleParameters(m0, buffers);
+    const MasterGroups groups = optimizerShapes(m0);
+    const auto matched =
+        groups.shapes.empty()
+            ? decltype(matchMasters(entries, groups))(std::string("no optimizer state names them"))
+            : matchMasters(entries, groups);
+    const auto* match = std::get_if<0>(&matched);
+    if (tag.optimizer == "fp16_fused") {
+        // fp32_groups_flat: one flat tensor per group, not yet cut by parameter
+        tag.notExportable = m0.info.name +
+                            ": the fp32 masters are FP16_Optimizer's flat groups "
+                            "(fp32_groups_flat), which this version does not cut into parameters";
+        return;
+    }
+    if (tag.optimizer == "fp16_unfused" && !match) {
+        tag.notExportable = m0.info.name +
+                            ": which module parameter each fp32 master of FP16_UnfusedOptimizer "
+                            "belongs to is not certain: " +
+                            std::get<1>(matched);
+        return;
+    }
+    // Trained parameters by module index -> their master (fp16_unfused) or "" (the module's own).
+    std::map<size_t, std::pair<int, std::string>> trained;
+    if (match)
+        for (size_t g = 0; g < match->size(); ++g)
+            for (size_t j = 0; j < (*match)[g].size(); ++j)
+                trained[(*match)[g][j]] = {int(g), groups.paths.empty() ? "" : groups.paths[g][j]};
+    else
+        tag.warnings.push_back(m0.info.name +
+                               ": the optimizer's state does not say which parameters are "
+                               "trained (" +
+                               std::get<1>(matched) + "): all are exported as trained");
+    // zero_to_fp32's order: buffers, frozen parameters, trainable ones, tied aliases
+    for (const auto& [k, v] : module->entries)
+        if (const std::string name = asString(k).value_or(""); buffers.count(name))
+            if (m0.file->tensor("module/" + name))
+                tag.params.push_back(wholeTensor(m0, name, "module/" + name, Parameter::Kind::Buffer));
+    for (size_t i = 0; i < entries.size(); ++i)
+        if (match && entries[i].tiedTo.empty() && !trained.count(i))
+            tag.params.push_back(
+                wholeTensor(m0, entries[i].name, "module/" + entries[i].name, Parameter::Kind::Frozen));
+    // the trained ones in the optimizer's order (group by group), as its masters are
+    std::vector<size_t> order;
+    if (match)
+        for (const auto& group : *match)
+            order.insert(order.end(), group.begin(), group.end());
+    else
+        for (size_t i = 0; i < entries.size(); ++i)
+            if (entries[i].tiedTo.empty()) order.push_back(i);
+    for (size_t i : order) {
+        const auto it = trained.find(i);
+        const bool master = it != trained.end() && !it->second.second.empty();
+        Parameter p =
+            wholeTensor(m0, entries[i].name, master ? it->second.second : "module/" + entries[i].name,
+                        Parameter::Kind::Trainable);
+        if (it != trained.end()) p.group = it->second.first;
+        tag.params.push_back(std::move(p));
+    }
+    for (const auto& e : entries)
+        if (!e.tiedTo.empty()) {
+            const auto target = std::find_if(tag.params.begin(), tag.params.end(),
+                                             [&](const Parameter& p) { return p.name == e.tiedTo; });
+            Parameter p;
+            p.name = e.name;
+            p.kind = target->kind;
+            p.shape = target->shape;
+            p.dtype = target->dtype;
+            p.tiedTo = e.tiedTo;
+            tag.params.push_back(std::move(p));
+        }
+}
+
+// Pipeline (PipelineModule) and MoE tags: one consolidated model out of files that each hold a
+// part of it.
+
+// A trainable parameter's slices labelled with global ranks (a pipeline stage's dp rank r is
+// global rank stage * dp + r), so the sharding map gives every rank its own lane.
+void relabelRanks(Parameter& p, int first)
+{
+    for (auto& s : p.slices)
+        s.rank += first;
+}
+
+// The parameters of the stage's ZeRO partitions, named by its param_shapes ("4.weight").
+std::vector<Parameter> stageParameters(Tag& tag, const OpenTag& open, const OpenFile& model, int stage)
+{
+    const OpenFile* first = nullptr;
+    for (const auto& o : open.optims)
+        if (o.info.mpRank == stage && (!first || o.info.dpRank < first->info.dpRank)) first = &o;
+    if (!first) fail("no optimizer states files of pipeline stage " + std::to_string(stage), model.info.path);
+    Tag kind = tag; // each stage's optimizer files say its stage and partition count; all must agree
+    readOptimizerKind(kind, *first);
+    if (stage == 0)
+        tag.optimizer = kind.optimizer, tag.zeroStage = kind.zeroStage, tag.worldSize = kind.worldSize;
+    else if (kind.zeroStage != tag.zeroStage || kind.worldSize != tag.worldSize)
+        fail("ZeRO stage or partition count differs from pipeline stage 0's", first->info.path);
+    if (tag.zeroStage > 2) fail("a pipeline with ZeRO stage 3 is not consolidated", first->info.path);
+    const FilesByRank byRank = optimizerFilesByRank(tag, open, stage);
+    checkOptimizerFilesAgree(tag, byRank);
+    std::vector<Parameter> params = trainableParameters(tag, model, byRank);
+    for (auto& p : params)
+        relabelRanks(p, stage * tag.worldSize);
+    return params;
+}
+
+// The global layer index of a pipeline layer file (`layer_04-model_states.pt` -> 4).
+int layerIndex(const RankFile& f)
+{
+    static const std::regex layer(R"(layer_(\d+)-model_.*)");
+    std::smatch m;
+    if (!std::regex_match(f.name, m, layer)) fail("not a pipeline layer file name", f.path);
+    return std::stoi(m[1]);
+}
+
+// The prefix the module gives the keys of a layer file: "LL." for a plain layer, or
+// "tied_modules.<key>." for a TiedLayerSpec layer, whose shared module the state dict names by
+// its key (found as the one tied module whose trained names have this file's keys and shapes).
+std::string layerPrefix(const OpenFile& layer, int index,
+                        const std::map<std::string, const Parameter*>& trained)
+{
+    const std::string plain = std::to_string(index) + ".";
+    std::set<std::string> tied;
+    for (const auto& t : layer.file->tensors()) {
+        if (trained.count(plain + t.path)) return plain;
+        for (const auto& [name, p] : trained)
+            if (name.rfind("tied_modules.", 0) == 0 && name.size() > t.path.size() + 1 &&
+                name.compare(name.size() - t.path.size() - 1, std::string::npos, "." + t.path) == 0 &&
+                p->shape == t.shape)
+                tied.insert(name.substr(0, name.size() - t.path.size()));
+    }
+    if (tied.size() > 1) fail("which tied module this layer file holds is not certain", layer.info.path);
+    return tied.empty() ? plain : *tied.begin();
+}
+
+void addPipelineStages(Tag& tag, const std::vector<const OpenFile*>& stages,
+                       const std::vector<std::vector<std::string>>& stageNames)
+{
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (size_t s = 0; s < stages.size(); ++s) {
+        std::set<int> layers;
+        for (const auto& n : stageNames[s])
+            if (const LayerName l = splitLayer(n); l.isLayer && l.stem.empty()) layers.insert(int(l.number));
+        nlohmann::ordered_json st;
+        st["stage"] = s;
+        st["file"] = stages[s]->info.name;
+        st["first_rank"] = s * size_t(tag.worldSize);
+        st["ranks"] = tag.worldSize;
+        st["layers"] = layers.empty() ? nlohmann::ordered_json::array()
+                                      : nlohmann::ordered_json::array({*layers.begin(), *layers.rbegin()});
+        list.push_back(std::move(st));
+    }
+    tag.badges["pipeline_stages"] = std::move(list);
+}
+
+// Pipeline: `module` is None in every mp_rank_MM file (one per stage, MM = stage without tensor
+// parallelism); each stage's ZeRO partitions hold its trained parameters, named by the stage's
+// param_shapes with the global layer index ("4.weight"); frozen parameters and buffers are only
+// in the layer_LL files (each layer's own state dict, relative names).
+void openPipeline(Tag& tag, const OpenTag& open, FileSet& files)
+{
+    const OpenFile& m0 = open.models.front();
+    const Value* dims = dictGet(m0.file->root(), "checkpoint_parallel_dimensions");
+    const bool tp =
+        asInt(dictGet(dims, "tp_degree")).value_or(1) > 1 ||
+        std::any_of(open.layers.begin(), open.layers.end(), [](const auto& f) { return f.mpRank != 0; });
+    if (tp) {
+        tag.notExportable = m0.info.name +
+                            ": a pipeline with tensor parallelism (tp_degree > 1): its layers are "
+                            "split over tensor-parallel ranks, which this version does not join";
+        return;
+    }
+    std::vector<const OpenFile*> stages(size_t(std::max(tag.mpWorldSize, 1)), nullptr);
+    for (const auto& m : open.models) {
+        if (m.info.dpRank >= 0 || m.info.mpRank < 0 || m.info.mpRank >= int(stages.size()))
+            fail("model states file of no pipeline stage (mp_world_size is " +
+                     std::to_string(tag.mpWorldSize) + ")",
+                 m.info.path);
+        stages[size_t(m.info.mpRank)] = &m;
+    }
+    for (size_t s = 0; s < stages.size(); ++s)
+        if (!stages[s])
+            fail("the model states file of pipeline stage " + std::to_string(s) + " is missing", tag.dir);
+    std::vector<Parameter> trainable;
+    std::map<std::string, const Parameter*> trained;
+    std::vector<std::vector<std::string>> stageNames(stages.size());
+    for (size_t s = 0; s < stages.size(); ++s) {
+        for (auto& p : stageParameters(tag, open, *stages[s], int(s))) {
+            stageNames[s].push_back(p.name);
+            // A tied module (tied_modules.<key>) is trained on every stage that uses it, each
+            // holding an equal master; the first stage's is taken.
+            if (std::any_of(trainable.begin(), trainable.end(),
+                            [&](const auto& q) { return q.name == p.name; }))
+                continue;
+            trainable.push_back(std::move(p));
+        }
+    }
+    for (const auto& p : trainable)
+        trained[p.name] = &p;
+    std::set<std::string> buffers;
+    for (const OpenFile* m : stages)
+        if (const Value* names = dictGet(m->file->root(), "buffer_names"))
+            for (const Value* b : names->items)
+                buffers.insert(asString(b).value_or(""));
+    // zero_to_fp32's order: buffers, frozen parameters, trainable ones
+    std::vector<Parameter> kept[2]; // buffers, frozen
+    for (const RankFile& f : open.layers) {
+        const OpenFile layer = openRankFile(f, files);
+        const std::string prefix = layerPrefix(layer, layerIndex(f), trained);
+        for (const auto& t : layer.file->tensors()) {
+            const std::string name = prefix + t.path;
+            if (trained.count(name)) continue;
+            const bool buffer = buffers.count(name) > 0;
+            kept[buffer ? 0 : 1].push_back(
+                wholeTensor(layer, name, t.path, buffer ? Parameter::Kind::Buffer : Parameter::Kind::Frozen));
+        }
+    }
+    for (auto& group : kept)
+        for (auto& p : group)
+            tag.params.push_back(std::move(p));
+    addPipelineStages(tag, stages, stageNames);
+    for (auto& p : trainable)
+        tag.params.push_back(std::move(p));
+}
+
+// The local expert id in an MoE expert parameter's name and where it sits
+// ("moe.deepspeed_moe.experts.deepspeed_experts.1.0.weight" -> 1 at 44), or npos.
+std::pair<size_t, size_t> expertIdAt(const std::string& name)
+{
+    static const std::string kExperts = ".deepspeed_experts.";
+    const size_t at = name.find(kExperts);
+    if (at == std::string::npos) return {std::string::npos, 0};
+    const size_t from = at + kExperts.size();
+    size_t end = from;
+    while (end < name.size() && std::isdigit(uint8_t(name[end])))
+        ++end;
+    if (end == from) return {std::string::npos, 0};
+    return {from, end - from};
+}
+
+// Renames an expert group's parameters from rank 0's local ids to the global ids of ep rank
+// `ep`: global = ep * local experts + local, the local experts counted per MoE layer (the
+// name's part before the id) from the names param_shapes gives.
+void globalExpertNames(std::vector<Parameter>& params, int ep, const OpenFile& m0)
+{
+    std::map<std::string, std::set<std::string>> localIds; // layer prefix -> ids
+    for (const auto& p : params)
+        if (const auto [at, n] = expertIdAt(p.name); at != std::string::npos)
+            localIds[p.name.substr(0, at)].insert(p.name.substr(at, n));
+    for (auto& p : params) {
+        const auto [at, n] = expertIdAt(p.name);
+        if (at == std::string::npos)
+            fail("'" + p.name + "' is in an expert parameter group but names no expert", m0.info.path);
+        const uint64_t local = std::stoull(p.name.substr(at, n)),
+                       count = localIds[p.name.substr(0, at)].size();
+        p.name = p.name.substr(0, at) + std::to_string(uint64_t(ep) * count + local) + p.name.substr(at + n);
+    }
+}
+
+// The expert files' tensors by name (each file holds one global expert, names as the module's
+// state dict gives them after the rewrite to global ids).
+std::map<std::string, std::pair<const torch::Tensor*, const OpenFile*>>
+expertTensors(const std::vector<OpenFile>& experts)
+{
+    std::map<std::string, std::pair<const torch::Tensor*, const OpenFile*>> out;
+    for (const auto& f : experts)
+        for (const auto& t : f.file->tensors())
+            if (!out.emplace(t.path, std::make_pair(&t, &f)).second)
+                fail("expert tensor '" + t.path + "' is in two expert files", f.info.path);
+    return out;
+}
+
+// MoE (deepspeed.moe.layer.MoE): param_shapes names the non-expert groups and each expert group
+// (the param group flagged `moe`) with rank 0's local expert ids; every rank's optimizer file
+// holds its partition of the non-expert groups (over all W ranks) and of its own experts' groups
+// (over its expert-data-parallel ranks, partition_count W / ep_size; ep_rank = rank % ep_size).
+std::vector<Parameter> moeParameters(Tag& tag, const OpenTag& open, const FilesByRank& byRank,
+                                     const std::vector<OpenFile>& experts)
+{
+    const OpenFile& m0 = open.models.front();
+    const OpenFile& o0 = *byRank.front();
+    const Value* paramShapes = dictGet(m0.file->root(), "param_shapes");
+    if (!paramShapes || paramShapes->kind != Kind::List)
+        fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
+    if (tag.zeroStage > 2) fail("an MoE model with ZeRO stage 3 is not consolidated", o0.info.path);
+    const auto counts = asInts(o0.file->value("optimizer_state_dict/partition_count"));
+    if (!counts || counts->size() != paramShapes->items.size())
+        fail("partition_count does not list one count per param_shapes group", o0.info.path);
+    const int W = tag.worldSize;
+    std::vector<Parameter> trainable;
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::object();
+    for (size_t g = 0; g < counts->size(); ++g) {
+        const int pc = int((*counts)[g]);
+        if (pc == W) {
+            flatGroup(tag, g, paramShapes->items[g], m0, byRank, trainable);
+            continue;
+        }
+        const Value* flag = o0.file->value("optimizer_state_dict/base_optimizer_state/param_groups/" +
+                                           std::to_string(g) + "/moe");
+        const bool moe = flag && flag->kind == Kind::Bool && flag->boolean;
+        if (!moe || pc <= 0 || W % pc)
+            fail("group " + std::to_string(g) + " is partitioned over " + std::to_string(pc) + " of " +
+                     std::to_string(W) + " ranks but is not an expert group",
+                 o0.info.path);
+        const int ep = W / pc;
+        for (int e = 0; e < ep; ++e) {
+            FilesByRank edp; // the expert-data-parallel ranks of ep rank e
+            for (int r = e; r < W; r += ep)
+                edp.push_back(byRank[size_t(r)]);
+            std::vector<Parameter> params;
+            flatGroup(tag, g, paramShapes->items[g], m0, edp, params);
+            globalExpertNames(params, e, m0);
+            std::set<uint64_t> ids; // the global experts of ep rank e
+            for (auto& p : params) {
+                const auto [at, n] = expertIdAt(p.name);
+                ids.insert(std::stoull(p.name.substr(at, n)));
+                trainable.push_back(std::move(p));
+            }
+            for (int r = e; r < W; r += ep)
+                for (uint64_t id : ids)
+                    ranks[std::to_string(r)].push_back(id);
+        }
+    }
+    // Every trained expert parameter is one its expert file names, with that shape; what the
+    // expert files hold beyond them is frozen (not in the optimizer's groups).
+    const auto inFiles = expertTensors(experts);
+    std::set<std::string> trained;
+    for (const auto& p : trainable) {
+        trained.insert(p.name);
+        if (expertIdAt(p.name).first == std::string::npos) continue;
+        const auto it = inFiles.find(p.name);
+        if (it == inFiles.end() || it->second.first->shape != p.shape)
+            fail("expert parameter '" + p.name + "' (a global id from partition_count " +
+                     "and param_shapes) is not in any expert file with that shape",
+                 m0.info.path);
+    }
+    for (const auto& [name, at] : inFiles)
+        if (!trained.count(name)) {
+            Parameter p = wholeTensor(*at.second, name, name, Parameter::Kind::Frozen);
+            tag.params.push_back(std::move(p));
+        }
+    tag.badges["experts"] = {{"num_experts", torch::pickleToJson(dictGet(m0.file->root(), "num_experts"))},
+                             {"expert_files", experts.size()},
+                             {"by_rank", ranks}};
+    return trainable;
+}
+
 } // namespace
 
 Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool latest, FileSet* fileSet)
@@ -785,16 +1305,24 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     readModelFacts(tag, m0);
     checkModelFilesAgree(open);
 
-    if (open.optims.empty()) {
-        tag.optimizer = "none";
-        tag.zeroStage = 0;
-        tag.warnings.push_back(
-            "no optimizer states files: a ZeRO-0 or non-ZeRO save; weights are in 'module'");
-        tag.notExportable = "tag '" + tag.name +
-                            "' has no ZeRO optimizer states (a ZeRO-0 or non-ZeRO save): its weights are the "
-                            "'module' of " +
-                            (tag.files.empty() ? std::string("the model file") : m0.info.name) +
-                            "; export that file instead";
+    const Value* module = dictGet(m0.file->root(), "module");
+    if (!open.layers.empty() && (!module || module->kind == Kind::None)) { // a PipelineModule's save
+        if (open.optims.empty()) {
+            tag.zeroStage = 0;
+            tag.optimizer = "none";
+            tag.notExportable = m0.info.name + ": a pipeline saved without ZeRO optimizer files, which this "
+                                               "version does not consolidate";
+            return tag;
+        }
+        tag.sharding = Sharding::FlatPartitions;
+        openPipeline(tag, open, files);
+        return tag;
+    }
+    if (tag.mpWorldSize > 1)
+        tag.warnings.push_back("model-parallel world size " + std::to_string(tag.mpWorldSize) +
+                               ": only mp rank 0 is consolidated");
+    if (open.optims.empty()) { // ZeRO-0 or no ZeRO: the whole model is in the model file
+        openStageZero(tag, m0);
         return tag;
     }
     readOptimizerKind(tag, open.optims.front());
@@ -802,7 +1330,8 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     tag.sharding = tag.zeroStage == 3 ? Sharding::ParameterPartitions : Sharding::FlatPartitions;
     const FilesByRank byRank = optimizerFilesByRank(tag, open);
     checkOptimizerFilesAgree(tag, byRank);
-    std::vector<Parameter> trainable = trainableParameters(tag, open, byRank);
+    std::vector<Parameter> trainable = open.experts.empty() ? trainableParameters(tag, m0, byRank)
+                                                            : moeParameters(tag, open, byRank, open.experts);
     // zero_to_fp32's order: buffers, frozen parameters, trainable ones, tied aliases
     addBuffers(tag, m0);
     addFrozen(tag, open, trainable);

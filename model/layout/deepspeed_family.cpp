@@ -29,7 +29,10 @@ public:
         // Only here, not in openDeepSpeedTag: Composer's per-rank tarballs are DeepSpeed tags too,
         // but their files are archive members, which the conversion does not read.
         const bool zero = tag.optimizer == "zero" || tag.optimizer == "bf16_optimizer";
-        tag.convertsToUniversal = zero && tag.zeroStage >= 1 && tag.zeroStage <= 3;
+        // Pipeline stages and MoE expert groups are not what the conversion reads: it would take
+        // mp rank 0 alone, or the experts' local names.
+        const bool partsElsewhere = tag.badges.contains("pipeline_stages") || tag.badges.contains("experts");
+        tag.convertsToUniversal = zero && tag.zeroStage >= 1 && tag.zeroStage <= 3 && !partsElsewhere;
         tag.facts = deepSpeedFacts(tag);
         return tag;
     }
@@ -50,9 +53,36 @@ std::vector<Fact> deepSpeedFacts(const Tag& tag)
                                                                         : std::to_string(tag.zeroStage)});
     f.push_back({"optimizer", tag.optimizer == "bf16_optimizer" ? "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"
                               : tag.optimizer == "zero"         ? "DeepSpeed ZeRO optimizer"
-                                                                : "none saved"});
+                              : tag.optimizer == "fp16_unfused"
+                                  ? "DeepSpeed FP16_UnfusedOptimizer (fp32 masters in the model file)"
+                              : tag.optimizer == "fp16_fused"
+                                  ? "DeepSpeed FP16_Optimizer (fp32 masters in the model file)"
+                              : tag.optimizer == "torch" ? "torch optimizer (state in the model file)"
+                                                         : "none saved"});
     if (tag.worldSize > 0) f.push_back({"data-parallel ranks", std::to_string(tag.worldSize)});
     f.push_back({"model-parallel ranks", std::to_string(tag.mpWorldSize)});
+    if (tag.badges.contains("pipeline_stages")) {
+        // "2: layers 0-2 on ranks 0-1, layers 4-6 on ranks 2-3"
+        const auto& stages = tag.badges["pipeline_stages"];
+        std::string text = std::to_string(stages.size()) + ":";
+        for (const auto& s : stages) {
+            const int first = s.value("first_rank", 0), n = s.value("ranks", 1);
+            const auto& layers = s["layers"];
+            text += std::string(&s == &stages.front() ? " " : ", ") + "layers " +
+                    (layers.size() == 2
+                         ? std::to_string(layers[0].get<int>()) + "-" + std::to_string(layers[1].get<int>())
+                         : std::string("(none numbered)")) +
+                    " on rank" +
+                    (n > 1 ? "s " + std::to_string(first) + "-" + std::to_string(first + n - 1)
+                           : " " + std::to_string(first));
+        }
+        f.push_back({"pipeline stages", text});
+    }
+    if (tag.badges.contains("experts")) {
+        const auto& e = tag.badges["experts"];
+        f.push_back({"experts", e["num_experts"].dump() + " (MoE layers' expert counts), " +
+                                    std::to_string(e.value("expert_files", 0)) + " expert files"});
+    }
     if (!tag.dtype.empty()) f.push_back({"dtype", tag.dtype});
     f.push_back({"DeepSpeed version", tag.dsVersion.empty() ? "unknown" : tag.dsVersion});
     f.push_back({"step / samples", known(tag.globalSteps) + " / " + known(tag.globalSamples)});

@@ -243,9 +243,8 @@ GroupSpans groupSpans(const Tag& tag, size_t W)
 // Flat groups partitioned over ranks (ZeRO-1/2): a rank's share of a group is contiguous in the
 // group's flat buffer, so its lane position is the distance from the first element it holds.
 // Groups follow one another, each as wide as its widest share, so their boundaries line up.
-void flatLanes(const Tag& tag, ShardingLayout& l)
+void flatLanes(const Tag& tag, ShardingLayout& l, size_t W)
 {
-    const size_t W = size_t(tag.worldSize);
     l.mode = ShardingLayout::Mode::Lanes;
     const GroupSpans g = groupSpans(tag, W);
     l.groupUsed.assign(g.first.size(), std::vector<uint64_t>(W, 0));
@@ -306,7 +305,10 @@ ShardingLayout shardingLayout(const Tag& tag)
     switch (tag.sharding) {
     case Sharding::FlatPartitions:
         if (partitioned) {
-            flatLanes(tag, l);
+            // A pipeline's stages and an MoE model's expert groups partition over ranks beyond
+            // the ZeRO partition count: each rank that holds a slice gets its lane.
+            l.ranks = std::max(tag.worldSize, chunkRanks(tag));
+            flatLanes(tag, l, size_t(l.ranks));
             return l;
         }
         break;
