@@ -3,6 +3,7 @@
 // safe to copy across threads.
 #pragma once
 
+#include "layout/trainer_state.h"
 #include "torch/dtype.h"
 
 #include <cstdint>
@@ -162,6 +163,11 @@ struct Tag
     // Small files an export writes beside the weights so the folder loads offline (config.json,
     // tokenizer files embedded in a Composer checkpoint): name -> content.
     std::vector<std::pair<std::string, std::string>> exportFiles;
+    // Files an export copies beside the weights, read only then (a tokenizer.json may be tens of
+    // MB, and opening a run reads every checkpoint): name in the output -> path to copy.
+    std::vector<std::pair<std::string, std::string>> exportCopies;
+    // What a Hugging Face Trainer saved about the run at this tag (trainer_state.json).
+    std::optional<TrainerState> trainerState;
     std::vector<std::string> warnings;
 };
 

@@ -21,8 +21,11 @@ std::vector<const Family*>& registry()
     // Order matters only where two could match one path: specific folders before the generic
     // single file, which takes any regular file and lets its reader say what is wrong with it.
     // A Universal folder holds copied DeepSpeed model files too: it is tried before DeepSpeed's.
-    static std::vector<const Family*> all = {&universalFamily(),   &deepSpeedFamily(), &dcpFamily(),
-                                             &huggingFaceFamily(), &composerFamily(),  &singleFileFamily()};
+    // A Trainer checkpoint holds a DeepSpeed tag (and `latest`) or a Hugging Face model, and a run
+    // folder its final model: the Trainer's family comes first and reads those through theirs.
+    static std::vector<const Family*> all = {&trainerFamily(),   &universalFamily(),   &deepSpeedFamily(),
+                                             &dcpFamily(),       &huggingFaceFamily(), &composerFamily(),
+                                             &singleFileFamily()};
     return all;
 }
 

@@ -3,6 +3,7 @@
 #include "cast.h"
 #include "compute_backend.h"
 #include "io/output.h"
+#include "ops/export_files.h"
 #include "ops/sharded.h"
 #include "ops/tensor_source.h"
 #include "ops/writers.h"
@@ -310,7 +311,7 @@ ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::str
             "--overwrite does not combine with --shard or --finalize: the shards of one job share the "
             "folder; remove an earlier output first",
             outDir);
-    const TensorSet set = tagTensors(in.checkpoint, *in, sourceOptions(options));
+    const TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
     const bool st = options.format == ConsolidateOptions::Format::Safetensors;
     const auto shards = planShards(set.tensors, options.maxShardSize, false);
     ShardWriter writer(set.tensors, shards, options, false, progress, cancel);
@@ -393,7 +394,7 @@ ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& ou
         in.inputs(), outDir, shapeOf(oneFile), existingRule(options),
         [&earlier](const std::string& name) { return earlier.count(name) || isShardName(name); });
     reportNotes(progress, tx.notes());
-    const TensorSet set = tagTensors(in.checkpoint, *in, sourceOptions(options));
+    const TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
     ConsolidateResult result;
     result.tag = set.tag;
     result.warnings = set.warnings;

@@ -186,6 +186,64 @@ ordered_json fileListings(const layout::Tag& t, const layout::FileSet& files)
     return out;
 }
 
+// trainer_state.json as `ckpt inspect --json` gives it: the summary and every log entry, with
+// the keys the Trainer uses (a value an entry lacks is left out; NaN and infinities are null).
+ordered_json trainerStateJson(const layout::TrainerState& s)
+{
+    ordered_json j;
+    j["global_step"] = s.globalStep;
+    j["epoch"] = s.epoch ? ordered_json(*s.epoch) : ordered_json();
+    j["best_model_checkpoint"] =
+        s.bestModelCheckpoint.empty() ? ordered_json() : ordered_json(s.bestModelCheckpoint);
+    j["best_checkpoint"] =
+        s.bestCheckpointName().empty() ? ordered_json() : ordered_json(s.bestCheckpointName());
+    j["best_metric"] = s.bestMetric ? ordered_json(*s.bestMetric) : ordered_json();
+    j["best_global_step"] = s.bestGlobalStep ? ordered_json(*s.bestGlobalStep) : ordered_json();
+    ordered_json log = ordered_json::array();
+    for (const auto& e : s.logHistory) {
+        ordered_json x{{"step", e.step}};
+        for (const auto& [key, v] : {std::pair{"epoch", e.epoch}, std::pair{"loss", e.loss},
+                                     std::pair{"learning_rate", e.learningRate},
+                                     std::pair{"grad_norm", e.gradNorm}, std::pair{"eval_loss", e.evalLoss}})
+            if (v) x[key] = *v;
+        for (const auto& [key, v] : e.other)
+            x[key] = v;
+        log.push_back(std::move(x));
+    }
+    j["log_history"] = std::move(log);
+    return j;
+}
+
+// One line of what the run logged up to this tag: the first and last training loss, the last
+// evaluation loss.
+std::string trainerLogLine(const ordered_json& state)
+{
+    const ordered_json* first = nullptr;
+    const ordered_json* last = nullptr;
+    const ordered_json* eval = nullptr;
+    for (const auto& e : state["log_history"]) {
+        if (e.contains("loss") && e["loss"].is_number()) {
+            if (!first) first = &e;
+            last = &e;
+        }
+        if (e.contains("eval_loss") && e["eval_loss"].is_number()) eval = &e;
+    }
+    std::string line;
+    char buf[96];
+    if (first) {
+        std::snprintf(buf, sizeof buf, "loss %.4g (step %lld) -> %.4g (step %lld)",
+                      (*first)["loss"].get<double>(), (long long)(*first)["step"].get<int64_t>(),
+                      (*last)["loss"].get<double>(), (long long)(*last)["step"].get<int64_t>());
+        line += buf;
+    }
+    if (eval) {
+        std::snprintf(buf, sizeof buf, "%seval_loss %.4g (step %lld)", line.empty() ? "" : ", ",
+                      (*eval)["eval_loss"].get<double>(), (long long)(*eval)["step"].get<int64_t>());
+        line += buf;
+    }
+    return line;
+}
+
 } // namespace
 
 CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources,
@@ -219,6 +277,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         for (const auto& f : t.facts)
             j["facts"].push_back({{"label", f.label}, {"value", f.value}});
         if (!t.unreadable.empty()) j["unreadable"] = t.unreadable;
+        if (t.trainerState) j["trainer_state"] = trainerStateJson(*t.trainerState);
         if (!t.dir.empty() && t.unreadable.empty()) {
             static const CancelToken never;
             j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, l.opened->files.get()));
@@ -336,6 +395,9 @@ void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
             facts += (facts.empty() ? "  " : ", ") + f["label"].get<std::string>() + ": " +
                      f["value"].get<std::string>();
         if (!facts.empty()) out << facts << "\n";
+        if (t.contains("trainer_state"))
+            if (const std::string log = trainerLogLine(t["trainer_state"]); !log.empty())
+                out << "  trainer log: " << log << "\n";
         if (t.contains("unreadable")) { // said once, instead of an empty listing and a warning
             out << "  cannot be read: " << t["unreadable"].get<std::string>() << "\n";
             ++tagIndex;

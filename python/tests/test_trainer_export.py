@@ -1,0 +1,100 @@
+"""Issue 27: an export of a Hugging Face Trainer checkpoint is a folder that
+`AutoModelForCausalLM.from_pretrained` loads offline and that gives the logits the fixture generator
+recorded (tests/data/trainer/expected/<run>/<checkpoint>.logits.safetensors: the model rebuilt from
+config.json + the reference state dict, fp32, eval mode). Skipped only where transformers is not
+installed (.venv-trainer has it). The export runs through the `ckpt` command CKPT_BINARY names when
+set, else through checkpoint_studio when importable, else through `ckpt` on PATH or in a build folder
+of this repository."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import DATA, ROOT
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+from safetensors.torch import load_file  # noqa: E402  (transformers brings safetensors)
+
+TRAINER = DATA / "trainer"
+EXPECTED = TRAINER / "expected"
+
+
+def cases():
+    out = []
+    for run in sorted(p.name for p in EXPECTED.iterdir() if p.is_dir()):
+        for f in sorted((EXPECTED / run).glob("*.logits.safetensors")):
+            out.append((run, f.name[: -len(".logits.safetensors")]))
+    if not out:
+        raise AssertionError(f"no expectations in {EXPECTED}")
+    return out
+
+
+def ckpt_binary():
+    if os.environ.get("CKPT_BINARY"):
+        return os.environ["CKPT_BINARY"]
+    if shutil.which("ckpt"):
+        return shutil.which("ckpt")
+    built = sorted(ROOT.glob("build/*/cli/ckpt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not built:
+        raise AssertionError("no exporter: checkpoint_studio is not importable and no ckpt binary was found "
+                             "(set CKPT_BINARY)")
+    return str(built[0])
+
+
+def export(src, out, tag, dtype=None):
+    try:
+        if os.environ.get("CKPT_BINARY"):  # that build, not an installed module
+            raise ImportError
+        import checkpoint_studio as cs
+    except ImportError:
+        cmd = [ckpt_binary(), "export", str(src), str(out)] + (["--tag", tag] if tag else [])
+        cmd += ["--dtype", dtype] if dtype else []
+        subprocess.run(cmd, check=True, capture_output=True)
+        return
+    cs.export(src, out, tag=tag, dtype=dtype, progress=False)
+
+
+def logits_of(folder, input_ids):
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    model.eval()
+    with torch.no_grad():
+        return model(input_ids=input_ids).logits
+
+
+@pytest.mark.parametrize("run,checkpoint", cases(), ids=[f"{r}/{c}" for r, c in cases()])
+def test_export_loads_with_from_pretrained(tmp_path, run, checkpoint):
+    ref = load_file(EXPECTED / run / f"{checkpoint}.logits.safetensors")
+    src = TRAINER / run if checkpoint == "final" else TRAINER / run / checkpoint
+    export(src, tmp_path / "out", None)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["dtype"] == "float32"
+    logits = logits_of(tmp_path / "out", ref["input_ids"])
+    assert logits.dtype == torch.float32
+    assert torch.equal(logits, ref["logits"]), (logits - ref["logits"]).abs().max()
+
+
+def test_tokenizer_travels_with_the_export(tmp_path):
+    """The run saved a tokenizer: AutoTokenizer loads it from the export as from the checkpoint."""
+    src = TRAINER / "gpt2_zero2_fp32_w2" / "checkpoint-4"
+    export(src, tmp_path / "out", None)
+    text = "hello world"
+    want = transformers.AutoTokenizer.from_pretrained(src, local_files_only=True)(text)["input_ids"]
+    got = transformers.AutoTokenizer.from_pretrained(tmp_path / "out", local_files_only=True)(text)["input_ids"]
+    assert got == want
+
+
+def test_bf16_export_loads_in_bf16(tmp_path):
+    """--dtype bf16: config.json says bfloat16, so transformers loads the model in bf16."""
+    run = "llama_zero3_bf16_w3"
+    ref = load_file(EXPECTED / run / "checkpoint-4.logits.safetensors")
+    export(TRAINER / run / "checkpoint-4", tmp_path / "out", None, dtype="bf16")
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["dtype"] == "bfloat16"
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", local_files_only=True)
+    assert next(model.parameters()).dtype == torch.bfloat16
+    with torch.no_grad():
+        logits = model.eval()(input_ids=ref["input_ids"]).logits.float()
+    assert (logits - ref["logits"]).abs().max() < 0.05
