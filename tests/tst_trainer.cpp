@@ -11,6 +11,7 @@
 #include "layout/trainer_state.h"
 #include "ops/consolidate.h"
 #include "ops/export_files.h"
+#include "ops/inspect.h"
 #include "safetensors/safetensors_file.h"
 
 #include <QProcess>
@@ -414,6 +415,19 @@ private slots:
         QVERIFY2(ex.code == 0, ex.err.constData());
         for (const char* f : {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json"})
             QVERIFY2(QFile::exists(out + "/" + f), f);
+    }
+
+    // The final model at the top of the run counts its own files' bytes, not its checkpoints'.
+    void finalModelBytes()
+    {
+        const auto doc = ops::inspectCheckpoint(runDir("gpt2_plain_w1"), "final", false);
+        QCOMPARE(doc["tags"].size(), size_t(1));
+        const auto& files = doc["tags"][0]["bloat"]["files"];
+        QCOMPARE(files.size(), size_t(6)); // config, generation config, model, tokenizer x2, training args
+        for (const auto& f : files)
+            QVERIFY2(f["path"].get<std::string>().find('/') == std::string::npos, f.dump().c_str());
+        const auto whole = ops::inspectCheckpoint(runDir("gpt2_plain_w1") + "/checkpoint-2", "", false);
+        QCOMPARE(whole["tags"][0]["bloat"]["files"].size(), size_t(10)); // a checkpoint: all its files
     }
 
     // Two checkpoints of one run compared by name.

@@ -244,6 +244,34 @@ std::string trainerLogLine(const ordered_json& state)
     return line;
 }
 
+// The bytes of a tag's folder; of its own files only when other tags lie below it (a Trainer
+// run's final model at the top of the folder holding its checkpoints), else they would count twice.
+FolderBloat tagBloat(const layout::Tag& t, const layout::Checkpoint& ck, const CancelToken& cancel,
+                     const layout::FileSet* files)
+{
+    namespace fs = std::filesystem;
+    const std::string below = t.dir + "/";
+    if (std::none_of(ck.tags.begin(), ck.tags.end(),
+                     [&](const layout::Tag& o) { return &o != &t && o.dir.rfind(below, 0) == 0; }))
+        return analyzeFolderBloat(t.dir, {}, cancel, files);
+    FolderBloat out;
+    std::error_code ec;
+    for (fs::directory_iterator it(t.dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code e2;
+        if (!it->is_regular_file(e2) || it->is_symlink(e2)) continue;
+        const FolderBloat one = analyzeFolderBloat(it->path().string(), {}, cancel, files);
+        for (size_t r = 0; r < kByteRoles; ++r)
+            out.roleBytes[r] += one.roleBytes[r];
+        out.fileBytes += one.fileBytes;
+        out.storageBytes += one.storageBytes;
+        out.usedBytes += one.usedBytes;
+        out.files.insert(out.files.end(), one.files.begin(), one.files.end());
+    }
+    std::sort(out.files.begin(), out.files.end(),
+              [](const FolderFile& a, const FolderFile& b) { return a.path < b.path; });
+    return out;
+}
+
 } // namespace
 
 CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources,
@@ -280,7 +308,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         if (t.trainerState) j["trainer_state"] = trainerStateJson(*t.trainerState);
         if (!t.dir.empty() && t.unreadable.empty()) {
             static const CancelToken never;
-            j["bloat"] = folderBloatJson(analyzeFolderBloat(t.dir, {}, never, l.opened->files.get()));
+            j["bloat"] = folderBloatJson(tagBloat(t, ck, never, l.opened->files.get()));
         }
         ordered_json files = ordered_json::array();
         for (const auto& f : t.files)
