@@ -14,6 +14,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 using namespace ckpt;
@@ -154,6 +155,48 @@ private slots:
         QCOMPARE(u.members[0].name, members[1]["name"].get<std::string>());
         QCOMPARE(u.members[0].offset, members[1]["offset_data"].get<uint64_t>());
         QCOMPARE(u.members[0].data->path(), path + "!composer_states.pt");
+    }
+
+    // Pickles whose memo references stand for far more than their bytes
+    // (tests/fuzz/regressions/composer_archive, made by tests/fuzz/unfixed/craft_inputs.py):
+    // an embedded config.json of 2^60 values and a vocabulary of 3,000 references to one 20 KB
+    // line are left out with a warning instead of being written out; a timedelta of 2^62 days is
+    // shown as pickled instead of overflowing into hours.
+    void sharedValuesAreBounded_data()
+    {
+        QTest::addColumn<QString>("input");
+        QTest::addColumn<QString>("warning");
+        QTest::newRow("config.json") << "embedded-config-shared-memo"
+                                     << "embedded config.json refers to the same values over and over";
+        QTest::newRow("vocabulary") << "tokenizer-lines-shared-memo"
+                                    << "embedded tokenizer file 'vocab.txt' refers to the same values";
+        QTest::newRow("timedelta") << "timedelta-days-overflow"
+                                   << "";
+    }
+
+    void sharedValuesAreBounded()
+    {
+        QFETCH(QString, input);
+        QFETCH(QString, warning);
+        std::ifstream in(testutil::dataDir() + "/../fuzz/regressions/composer_archive/" + input.toStdString(),
+                         std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        QVERIFY(bytes.size() > 1);
+        QTemporaryDir tmp;
+        const std::string path = tmp.filePath("ep0-ba1-rank0.pt").toStdString();
+        std::ofstream(path, std::ios::binary) << bytes.substr(1); // after the fuzzer's selector byte
+        const auto opened = layout::openCheckpointTag(path, "");
+        QCOMPARE(opened->model.family, std::string("composer"));
+        const layout::Tag& tag = opened->model.tags.front();
+        if (!warning.isEmpty())
+            QVERIFY(std::any_of(tag.warnings.begin(), tag.warnings.end(), [&](const std::string& w) {
+                return w.find(warning.toStdString()) != std::string::npos;
+            }));
+        QVERIFY(std::none_of(tag.exportFiles.begin(), tag.exportFiles.end(),
+                             [](const auto& f) { return f.second.size() > (1u << 20); }));
+        if (input == "timedelta-days-overflow")
+            QVERIFY2(tag.badges["total_wct"].get<std::string>().find("timedelta") != std::string::npos,
+                     tag.badges["total_wct"].dump().c_str());
     }
 
     // lzop is read by libarchive only through the external program, which ckpt never runs.

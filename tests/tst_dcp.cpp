@@ -307,6 +307,36 @@ private slots:
         QVERIFY2(err2.starts_with(victim + ": "), err2.c_str());
     }
 
+    // A .metadata whose 400 entries share one key path of 3,000 references to one 8 KB string
+    // (tests/fuzz/regressions/dcp_metadata: 50 KB that would expand to 10 GB) is refused at
+    // once, as is an item whose data file name holds a NUL (it would open another file).
+    void amplifiedMetadata()
+    {
+        QTemporaryDir tmp;
+        const std::string dir = copyFixture(tmp, testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
+        const std::string victim = dir + "/.metadata";
+        std::ifstream in(testutil::dataDir() + "/../fuzz/regressions/dcp_metadata/keypath-shared-memo",
+                         std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        QVERIFY(bytes.size() > 1);
+        std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes.substr(1); // after the selector
+        const std::string err = exportError(dir);
+        QVERIFY2(err.starts_with(victim + ": "), err.c_str());
+        QVERIFY2(err.find("over and over") != std::string::npos, err.c_str());
+
+        // The fixture's own metadata, one data file's name given a NUL and a tail of the same length.
+        fs::copy_file(testutil::dataDir() + "/dcp/fsdp2_fp32_w2/.metadata", victim,
+                      fs::copy_options::overwrite_existing);
+        std::ifstream orig(victim, std::ios::binary);
+        const std::string md((std::istreambuf_iterator<char>(orig)), {});
+        const size_t at = md.find("__0_0.distcp");
+        QVERIFY(at != std::string::npos);
+        overwrite(victim, at + 5, std::string("\0", 1)); // "__0_0\0distcp"
+        const std::string err2 = exportError(dir);
+        QVERIFY2(err2.starts_with(victim + ": "), err2.c_str());
+        QVERIFY2(err2.find("not a file of this folder") != std::string::npos, err2.c_str());
+    }
+
     void itemOfAnotherDtype()
     {
         // A chunk whose little torch.save claims int16 where .metadata says float32.

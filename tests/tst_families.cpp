@@ -537,6 +537,19 @@ private slots:
             QVERIFY2(std::string(e.what()).find("model.safetensors.index.json") != std::string::npos,
                      e.what());
         }
+        {
+            // A NUL would make the system open the file named before it.
+            auto idx = testutil::readJson(testutil::dataDir() +
+                                          "/hf/safetensors_sharded/model.safetensors.index.json");
+            idx["weight_map"]["model.norm.weight"] = std::string("model-00001-of-00004.safetensors\0x", 34);
+            std::ofstream(dir / "model.safetensors.index.json") << idx.dump();
+        }
+        try {
+            layout::openCheckpointTag(dir.string(), {});
+            QFAIL("an index naming a shard with a NUL was followed");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("not a file of this folder") != std::string::npos, e.what());
+        }
         fs::remove(dir / "model.safetensors.index.json");
         for (const auto& e : fs::directory_iterator(dir))
             if (e.path().extension() == ".safetensors") fs::remove(e.path());
