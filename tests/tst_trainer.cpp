@@ -417,6 +417,46 @@ private slots:
             QVERIFY2(QFile::exists(out + "/" + f), f);
     }
 
+    // Runs not seen before: steps ordered as numbers (checkpoint-10 after checkpoint-9), folders
+    // only named like checkpoints left out, a checkpoint without weights or with a damaged
+    // trainer_state.json kept as an unreadable tag that says why, naming the file.
+    void unusualRun()
+    {
+        QTemporaryDir tmp;
+        const fs::path run = tmp.path().toStdString() + "/run";
+        const fs::path from = runDir("gpt2_plain_w1") + "/checkpoint-2";
+        fs::create_directories(run);
+        for (const char* name : {"checkpoint-9", "checkpoint-10", "checkpoint-11", "checkpoint-12"})
+            fs::copy(from, run / name, fs::copy_options::recursive);
+        fs::create_directories(run / "checkpoint-x");
+        fs::copy(from / "trainer_state.json", run / "checkpoint-x" / "trainer_state.json");
+        fs::remove(run / "checkpoint-11" / "model.safetensors");
+        {
+            std::ofstream damaged(run / "checkpoint-12" / "trainer_state.json", std::ios::trunc);
+            damaged << "{\"global_step\": 12, \"log_history\": [";
+        }
+        const auto opened = layout::openCheckpoint(run.string() + "/");
+        std::vector<std::string> names;
+        for (const auto& t : opened->model.tags)
+            names.push_back(t.name);
+        QCOMPARE(names, (std::vector<std::string>{"checkpoint-9", "checkpoint-10", "checkpoint-11",
+                                                  "checkpoint-12"}));
+        QVERIFY(opened->model.tags[1].unreadable.empty());
+        QVERIFY(opened->model.tags[1].trainerState);
+        QVERIFY2(opened->model.tags[2].unreadable.find("without model weights") != std::string::npos,
+                 opened->model.tags[2].unreadable.c_str());
+        QVERIFY2(opened->model.tags[3].unreadable.find("checkpoint-12/trainer_state.json") !=
+                     std::string::npos,
+                 opened->model.tags[3].unreadable.c_str());
+        QVERIFY(opened->model.tags[3].latest);
+        try {
+            layout::openTag(run.string(), "checkpoint-12");
+            QFAIL("a damaged trainer_state.json opened");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("not valid JSON") != std::string::npos, e.what());
+        }
+    }
+
     // The final model at the top of the run counts its own files' bytes, not its checkpoints'.
     void finalModelBytes()
     {
