@@ -249,6 +249,32 @@ private slots:
         QVERIFY2(moe.find("deepspeed_experts.3.") != std::string::npos, moe.c_str());
     }
 
+    // FP16_UnfusedOptimizer's masters named by shape only where that is certain (tests/data/
+    // deepspeed-layouts-edits, tools/fixtures/make_ds_layouts_edits.py): otherwise the tag is shown
+    // and its export refused, naming the model file.
+    void zeroStage0AmbiguousIsRefused()
+    {
+        const std::pair<const char*, const char*> cases[] = {
+            {"zero0_frozen_shares_shape", "'norm.bias' is not trained but has the shape [12]"},
+            {"zero0_shape_in_two_groups", "parameters of shape [12] are in more than one optimizer group"}};
+        for (const auto& [name, why] : cases) {
+            const std::string dir = testutil::dataDir() + "/deepspeed-layouts-edits/" + name;
+            const layout::Tag tag = layout::openDeepSpeedTag(dir, name, false);
+            QVERIFY2(tag.notExportable.find(why) != std::string::npos, tag.notExportable.c_str());
+            QVERIFY(tag.notExportable.find("mp_rank_00_model_states.pt") != std::string::npos);
+            QTemporaryDir out;
+            ops::CancelToken cancel;
+            std::string refused;
+            try {
+                ops::consolidate(dir, out.path().toStdString(), {}, {}, cancel);
+            } catch (const Error& e) {
+                refused = e.what();
+            }
+            QVERIFY2(refused.find(why) != std::string::npos, refused.c_str());
+            QVERIFY(safetensorsIn(out.path().toStdString()).empty());
+        }
+    }
+
 private:
     // The error opening a copy of the case's global_step2 without `file` ("" if it opened).
     static std::string withoutFile(const fs::path& root, const std::string& name, const std::string& file)

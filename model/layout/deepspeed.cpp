@@ -798,17 +798,17 @@ struct ModuleEntry
 std::vector<ModuleEntry> moduleParameters(const OpenFile& m0, const std::set<std::string>& buffers)
 {
     std::vector<ModuleEntry> out;
+    std::map<std::pair<int, int64_t>, size_t> byStorage; // (storage, offset) -> first entry there
     const Value* module = dictGet(m0.file->root(), "module");
     for (const auto& [k, v] : module->entries) {
         const std::string name = asString(k).value_or("");
         const torch::Tensor* t = m0.file->tensor("module/" + name);
         if (!t || buffers.count(name)) continue;
         ModuleEntry e{name, t, {}};
-        for (const auto& earlier : out)
-            if (earlier.tiedTo.empty() && sameBytes(*earlier.tensor, *t)) {
-                e.tiedTo = earlier.name;
-                break;
-            }
+        if (t->storage >= 0) {
+            const auto [at, first] = byStorage.try_emplace({t->storage, t->storageOffset}, out.size());
+            if (!first && sameBytes(*out[at->second].tensor, *t)) e.tiedTo = out[at->second].name;
+        }
         out.push_back(std::move(e));
     }
     return out;
@@ -1112,19 +1112,17 @@ void openPipeline(Tag& tag, const OpenTag& open, FileSet& files)
         if (!stages[s])
             fail("the model states file of pipeline stage " + std::to_string(s) + " is missing", tag.dir);
     std::vector<Parameter> trainable;
-    std::map<std::string, const Parameter*> trained;
+    std::set<std::string> seen;
     std::vector<std::vector<std::string>> stageNames(stages.size());
     for (size_t s = 0; s < stages.size(); ++s) {
         for (auto& p : stageParameters(tag, open, *stages[s], int(s))) {
             stageNames[s].push_back(p.name);
             // A tied module (tied_modules.<key>) is trained on every stage that uses it, each
             // holding an equal master; the first stage's is taken.
-            if (std::any_of(trainable.begin(), trainable.end(),
-                            [&](const auto& q) { return q.name == p.name; }))
-                continue;
-            trainable.push_back(std::move(p));
+            if (seen.insert(p.name).second) trainable.push_back(std::move(p));
         }
     }
+    std::map<std::string, const Parameter*> trained;
     for (const auto& p : trainable)
         trained[p.name] = &p;
     std::set<std::string> buffers;
