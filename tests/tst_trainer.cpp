@@ -399,6 +399,8 @@ private slots:
         QVERIFY(text.out.contains("tag checkpoint-4  [latest]"));
         QVERIFY(text.out.contains("best checkpoint: checkpoint-4"));
         QVERIFY(text.out.contains("trainer log: loss"));
+        QVERIFY(
+            text.out.contains("model_type: gpt2")); // the checkpoint's config.json, beside the DeepSpeed tag
         const Run json = ckptRun({"inspect", run, "--json"});
         QVERIFY2(json.code == 0, json.err.constData());
         const auto doc = nlohmann::json::parse(json.out.toStdString());

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
@@ -163,9 +164,28 @@ std::vector<Fact> trainerFacts(const TrainerState& s)
     return f;
 }
 
+// The model's config.json as badges (architecture, the dtype it was saved in), where the model's
+// family did not read it (a DeepSpeed tag, whose config is its ds_config).
+void addModelConfigBadges(Tag& t, const fs::path& dir)
+{
+    const fs::path config = dir / "config.json";
+    if (t.badges.contains("model_type") || !fs::is_regular_file(config)) return;
+    const auto j = nlohmann::json::parse(io::readSmallFile(config.string(), 16u << 20), nullptr, false);
+    if (!j.is_object()) {
+        t.warnings.push_back("config.json: not a valid JSON object");
+        return;
+    }
+    for (const char* k : {"model_type", "architectures", "transformers_version"})
+        if (j.contains(k)) t.badges[k] = j[k];
+    // Named apart from the DeepSpeed tag's own dtype (its training precision), which it can differ from.
+    for (const char* k : {"dtype", "torch_dtype"})
+        if (j.contains(k)) t.badges["config_dtype"] = j[k];
+}
+
 // What the Trainer adds to the model's tag: its state, its files, and the files an export copies.
 void addTrainerView(Tag& t, const fs::path& dir, const fs::path& run)
 {
+    addModelConfigBadges(t, dir);
     std::vector<Fact> facts;
     if (fs::exists(dir / "trainer_state.json")) {
         t.trainerState = readTrainerState((dir / "trainer_state.json").string());
