@@ -1,5 +1,6 @@
 #include "compare_histograms.h"
 
+#include "chart_style.h"
 #include "compare_model.h"
 
 #include <QAreaSeries>
@@ -68,27 +69,13 @@ double niceStep(double span, int steps)
     return 10 * decade;
 }
 
-void style(QChart* chart, const QPalette& pal)
-{
-    chart->setBackgroundBrush(pal.color(QPalette::Base));
-    chart->setPlotAreaBackgroundVisible(false);
-    chart->legend()->setLabelColor(pal.color(QPalette::Text));
-    chart->setTitleBrush(pal.color(QPalette::Text));
-    for (QAbstractAxis* a : chart->axes()) {
-        a->setLabelsColor(pal.color(QPalette::Text));
-        a->setLinePenColor(pal.color(QPalette::Mid));
-        a->setGridLineColor(pal.color(QPalette::Midlight));
-        a->setTitleBrush(pal.color(QPalette::Text));
-    }
-}
-
 void fill(QChart* chart, const std::vector<std::pair<QAreaSeries*, const gpu::Histogram*>>& series, bool log,
           const QString& xTitle, const QPalette& pal)
 {
     chart->removeAllSeries();
     for (QAbstractAxis* a : chart->axes())
         chart->removeAxis(a), delete a;
-    style(chart, pal);
+    styleChart(chart, pal);
     if (series.empty()) return;
     double lo = INFINITY, hi = -INFINITY;
     uint64_t top = 1;
@@ -138,7 +125,7 @@ void fill(QChart* chart, const std::vector<std::pair<QAreaSeries*, const gpu::Hi
         s->attachAxis(x);
         s->attachAxis(y);
     }
-    style(chart, pal);
+    styleChart(chart, pal);
 }
 
 QString num(double v)

@@ -195,6 +195,7 @@ void DetailsPane::show(const Snapshot* snapshot, const Node* node)
         // By reference (the tags hold every rank slice: a copy here stalled the GUI thread).
         static const std::vector<layout::Tag> none;
         const size_t index = size_t(overview - snapshot->tags().data());
+        m_overview->setRunTags(snapshot->tags());
         m_overview->setTag(*overview, node->parent ? none : snapshot->tags(),
                            index < snapshot->layouts.size() ? snapshot->layouts[index] : nullptr);
         return;

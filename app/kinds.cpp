@@ -18,6 +18,7 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Composer checkpoint"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "PyTorch DCP checkpoint"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Hugging Face model folder"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Hugging Face Trainer run"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-zip file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-legacy file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "safetensors file"),
@@ -79,6 +80,16 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "none saved"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "unknown"),
+    // A Hugging Face Trainer checkpoint (trainer_family.cpp), and DeepSpeed's pipeline and MoE.
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "global step"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "epoch"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "best checkpoint"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "best metric"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "log entries"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "Trainer files"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed tag"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "pipeline stages"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "experts"),
 };
 } // namespace
 

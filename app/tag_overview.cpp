@@ -72,11 +72,15 @@ TagOverview::TagOverview(Workspace& workspace, QWidget* parent) : QWidget(parent
     l->setContentsMargins(0, 0, 0, 0);
     auto* split = new QSplitter(Qt::Vertical, this);
     m_text = new QTextBrowser(split);
+    m_chart = new TrainingChart(split);
+    m_chart->setVisible(false);
     m_map = new ShardingMap(split);
     split->addWidget(m_text);
+    split->addWidget(m_chart);
     split->addWidget(m_map);
     split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 2);
     l->addWidget(split);
     connect(m_map, &ShardingMap::parameterClicked, this,
             [this](const QString& name) { emit parameterClicked(QString::fromStdString(m_tag.name), name); });
@@ -102,12 +106,25 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
     for (const auto& o : others)
         m_others.push_back(header(o));
     m_map->setVisible(tag.unreadable.empty()); // nothing to draw, and the text says why
+    m_chart->setVisible(m_run && !m_run->logHistory.empty());
+    if (m_chart->isVisibleTo(this)) m_chart->setRun(*m_run, m_runCheckpoints, tag.name);
     if (layout)
         m_map->setSharding(std::move(layout));
     else
         m_map->setSharding(shardingLayout(tag));
     if (!same) readRoles(tag.dir);
     render();
+}
+
+void TagOverview::setRunTags(const std::vector<layout::Tag>& tags)
+{
+    m_run.reset();
+    m_runCheckpoints.clear();
+    for (const auto& t : tags) {
+        if (!t.trainerState) continue;
+        m_runCheckpoints.push_back({t.name, t.trainerState->globalStep});
+        if (!m_run || t.trainerState->globalStep > m_run->globalStep) m_run = *t.trainerState;
+    }
 }
 
 void TagOverview::readRoles(const std::string& dir)

@@ -7,6 +7,7 @@
 #include "layout/checkpoint.h"
 #include "layout/sharding.h"
 #include "ops/bloat.h"
+#include "training_chart.h"
 #include "workspace.h"
 
 #include <QWidget>
@@ -49,7 +50,12 @@ public:
     // `layout`: the tag's map laid out beforehand (on a worker); null: laid out here.
     void setTag(const layout::Tag& tag, const std::vector<layout::Tag>& others = {},
                 std::shared_ptr<const layout::ShardingLayout> layout = {});
+    // The run the tags belong to (every tag of the checkpoint), before setTag: a Hugging Face
+    // Trainer run's training chart is drawn from its newest trainer_state.json, with each
+    // checkpoint marked; a checkpoint without one hides the chart.
+    void setRunTags(const std::vector<layout::Tag>& tags);
     ShardingMap* map() const { return m_map; }
+    TrainingChart* trainingChart() const { return m_chart; }
     QString text() const; // the summary as plain text (tests)
     bool busy() const;    // the bytes by role are being read
 
@@ -66,6 +72,9 @@ private:
     std::vector<layout::Tag> m_others;
     std::optional<RoleBytesResult> m_roles;
     QTextBrowser* m_text;
+    TrainingChart* m_chart;
+    std::optional<layout::TrainerState> m_run; // the newest trainer_state.json of the run
+    std::vector<RunCheckpoint> m_runCheckpoints;
     ShardingMap* m_map;
     Workspace& m_workspace; // reads the bytes by role, once per tag for every view
 };

@@ -13,6 +13,7 @@
 #include "storage_model.h"
 #include "tag_overview.h"
 #include "testutil.h"
+#include "training_chart.h"
 #include "tree_model.h"
 #include "workspace.h"
 
@@ -316,6 +317,43 @@ private slots:
         // Another checkpoint: what was computed for the last one is forgotten.
         QVERIFY(openShown(w, "/deepspeed/zero3_bf16_w2"));
         QVERIFY(!ws.analysis(dir));
+    }
+
+    // A Hugging Face Trainer run: its log_history drawn against step (a point per logged loss,
+    // evaluation loss, grad norm and learning rate), each checkpoint marked, the one shown picked
+    // out; a DeepSpeed folder saved without the Trainer shows no chart.
+    void trainingChartOfARun()
+    {
+        app::MainWindow w;
+        QVERIFY(openShown(w, "/trainer/gpt2_zero2_fp32_w2"));
+        QVERIFY(w.select(QStringLiteral("checkpoint-2")));
+        app::TagOverview* o = w.details()->overview();
+        app::TrainingChart* chart = o->trainingChart();
+        QTRY_VERIFY(chart->isVisible());
+        const layout::TrainerState state = layout::readTrainerState(
+            testutil::dataDir() + "/trainer/gpt2_zero2_fp32_w2/checkpoint-4/trainer_state.json");
+        int losses = 0, evals = 0, grads = 0, rates = 0;
+        for (const auto& e : state.logHistory)
+            losses += e.loss.has_value(), evals += e.evalLoss.has_value(), grads += e.gradNorm.has_value(),
+                rates += e.learningRate.has_value();
+        QVERIFY(losses >= 2 && evals >= 1); // the newest checkpoint's log: the whole run so far
+        QCOMPARE(chart->points(QStringLiteral("loss")), losses);
+        QCOMPARE(chart->points(QStringLiteral("eval loss")), evals);
+        QCOMPARE(chart->points(QStringLiteral("grad norm")), grads);
+        QCOMPARE(chart->points(QStringLiteral("learning rate")), rates);
+        // Two checkpoints: the one shown, and checkpoint-4, the best by the newest state.
+        QCOMPARE(state.bestCheckpointName(), std::string("checkpoint-4"));
+        QCOMPARE(chart->lines(QStringLiteral("shown")), 1);
+        QCOMPARE(chart->lines(QStringLiteral("best")), 1);
+        QCOMPARE(chart->lines(QStringLiteral("checkpoint")), 0);
+        QVERIFY(w.select(QStringLiteral("checkpoint-4")));
+        QCOMPARE(chart->lines(QStringLiteral("shown")), 1);
+        QCOMPARE(chart->lines(QStringLiteral("best")), 0); // shown, and best: drawn as the one shown
+        QCOMPARE(chart->lines(QStringLiteral("checkpoint")), 1);
+        QVERIFY(openShown(w, "/deepspeed/zero2_bf16_w2"));
+        QVERIFY(w.select(QStringLiteral("global_step4")));
+        QTRY_VERIFY(o->isVisible());
+        QVERIFY(!chart->isVisible());
     }
 
     // A click on a segment selects its parameter in the tree.

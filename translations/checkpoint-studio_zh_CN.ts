@@ -250,98 +250,98 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareHistograms</name>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="158" />
+        <location filename="../app/compare_histograms.cpp" line="145" />
         <source>Log counts</source>
         <translation>对数计数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="159" />
+        <location filename="../app/compare_histograms.cpp" line="146" />
         <source>Count axis on a log scale: rare values (outliers) stay visible</source>
         <translation>计数轴使用对数刻度：少见的值（离群值）仍然可见</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="221" />
+        <location filename="../app/compare_histograms.cpp" line="208" />
         <source>A</source>
         <translation>A</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="222" />
+        <location filename="../app/compare_histograms.cpp" line="209" />
         <source>B</source>
         <translation>B</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="225" />
-        <location filename="../app/compare_histograms.cpp" line="227" />
+        <location filename="../app/compare_histograms.cpp" line="212" />
+        <location filename="../app/compare_histograms.cpp" line="214" />
         <source>a - b</source>
         <translation>a - b</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="226" />
+        <location filename="../app/compare_histograms.cpp" line="213" />
         <source>value</source>
         <translation>数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="230" />
+        <location filename="../app/compare_histograms.cpp" line="217" />
         <source>Select a tensor to see its values</source>
         <translation>选择一个张量以查看其数值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="237" />
+        <location filename="../app/compare_histograms.cpp" line="224" />
         <source>Not compared: the tensor is only on one side, or its shape differs.</source>
         <translation>未比较：该张量只在一侧存在，或形状不同。</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="249" />
+        <location filename="../app/compare_histograms.cpp" line="236" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="251" />
+        <location filename="../app/compare_histograms.cpp" line="238" />
         <source>min</source>
         <translation>最小值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="251" />
+        <location filename="../app/compare_histograms.cpp" line="238" />
         <source>max</source>
         <translation>最大值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="252" />
+        <location filename="../app/compare_histograms.cpp" line="239" />
         <source>mean</source>
         <translation>均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="252" />
+        <location filename="../app/compare_histograms.cpp" line="239" />
         <source>std</source>
         <translation>标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="253" />
+        <location filename="../app/compare_histograms.cpp" line="240" />
         <source>L2 norm</source>
         <translation>L2 范数</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="254" />
+        <location filename="../app/compare_histograms.cpp" line="241" />
         <source>zeros</source>
         <translation>零值</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="255" />
+        <location filename="../app/compare_histograms.cpp" line="242" />
         <source>NaN / Inf</source>
         <translation>NaN / Inf</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="260" />
+        <location filename="../app/compare_histograms.cpp" line="247" />
         <source>&lt;p&gt;max |a-b| %1 &amp;nbsp; rel. L2 %2 &amp;nbsp; cosine %3&lt;/p&gt;</source>
         <translation>&lt;p&gt;最大 |a-b| %1 &amp;nbsp; 相对 L2 %2 &amp;nbsp; 余弦 %3&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="264" />
+        <location filename="../app/compare_histograms.cpp" line="251" />
         <source>&lt;p&gt;bitwise equal %1 of %2&lt;/p&gt;</source>
         <translation>&lt;p&gt;逐位相等 %1 / %2&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/compare_histograms.cpp" line="266" />
+        <location filename="../app/compare_histograms.cpp" line="253" />
         <source>&lt;p&gt;%1 elements compared across dtypes (%2 and %3, widened to float64)&lt;/p&gt;</source>
         <translation>&lt;p&gt;跨 dtype 比较了 %1 个元素（%2 与 %3，扩展为 float64）&lt;/p&gt;</translation>
     </message>
@@ -678,32 +678,32 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>显示数值和统计</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="203" />
+        <location filename="../app/details_pane.cpp" line="204" />
         <source>&lt;p&gt;Select an item to see its details.&lt;/p&gt;</source>
         <translation>&lt;p&gt;选择一个项目以查看详细信息。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="207" />
+        <location filename="../app/details_pane.cpp" line="208" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="209" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="209" />
+        <location filename="../app/details_pane.cpp" line="210" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="210" />
+        <location filename="../app/details_pane.cpp" line="211" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="211" />
+        <location filename="../app/details_pane.cpp" line="212" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
@@ -733,107 +733,107 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>与以下张量共享存储</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="254" />
+        <location filename="../app/details_pane.cpp" line="255" />
         <source>Tied to</source>
         <translation>绑定到</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="255" />
+        <location filename="../app/details_pane.cpp" line="256" />
         <source>Flat group</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="277" />
+        <location filename="../app/details_pane.cpp" line="278" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="221" />
+        <location filename="../app/details_pane.cpp" line="222" />
         <source>Value</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="222" />
+        <location filename="../app/details_pane.cpp" line="223" />
         <source>Error</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="298" />
+        <location filename="../app/details_pane.cpp" line="299" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="47" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>DeepSpeed checkpoint</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="50" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="50" />
+        <location filename="../app/kinds.cpp" line="51" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="51" />
+        <location filename="../app/kinds.cpp" line="52" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="52" />
+        <location filename="../app/kinds.cpp" line="53" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="53" />
+        <location filename="../app/kinds.cpp" line="54" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="54" />
+        <location filename="../app/kinds.cpp" line="55" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="55" />
+        <location filename="../app/kinds.cpp" line="56" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="56" />
+        <location filename="../app/kinds.cpp" line="57" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="57" />
+        <location filename="../app/kinds.cpp" line="58" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="58" />
+        <location filename="../app/kinds.cpp" line="59" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="59" />
+        <location filename="../app/kinds.cpp" line="60" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="60" />
+        <location filename="../app/kinds.cpp" line="61" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="61" />
+        <location filename="../app/kinds.cpp" line="62" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
@@ -961,99 +961,144 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::Fact</name>
     <message>
-        <location filename="../app/kinds.cpp" line="64" />
+        <location filename="../app/kinds.cpp" line="65" />
         <source>optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="65" />
+        <location filename="../app/kinds.cpp" line="66" />
         <source>data-parallel ranks</source>
         <translation>数据并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="67" />
+        <location filename="../app/kinds.cpp" line="68" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="63" />
+        <location filename="../app/kinds.cpp" line="64" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="66" />
+        <location filename="../app/kinds.cpp" line="67" />
         <source>model-parallel ranks</source>
         <translation>模型并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="68" />
+        <location filename="../app/kinds.cpp" line="69" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="69" />
+        <location filename="../app/kinds.cpp" line="70" />
         <source>step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="70" />
+        <location filename="../app/kinds.cpp" line="71" />
         <source>skipped steps</source>
         <translation>跳过的步数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="71" />
+        <location filename="../app/kinds.cpp" line="72" />
         <source>role</source>
         <translation>角色</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="72" />
+        <location filename="../app/kinds.cpp" line="73" />
         <source>data-parallel rank</source>
         <translation>数据并行 rank</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="73" />
+        <location filename="../app/kinds.cpp" line="74" />
         <source>tensor-parallel rank</source>
         <translation>张量并行 rank</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="74" />
+        <location filename="../app/kinds.cpp" line="75" />
         <source>0 (disabled: plain data parallelism)</source>
         <translation>0（未启用：普通数据并行）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="75" />
+        <location filename="../app/kinds.cpp" line="76" />
         <source>1 (optimizer states partitioned)</source>
         <translation>1（切分优化器状态）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="76" />
+        <location filename="../app/kinds.cpp" line="77" />
         <source>2 (optimizer states and gradients partitioned)</source>
         <translation>2（切分优化器状态和梯度）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="77" />
+        <location filename="../app/kinds.cpp" line="78" />
         <source>3 (optimizer states, gradients and parameters partitioned)</source>
         <translation>3（切分优化器状态、梯度和参数）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="78" />
+        <location filename="../app/kinds.cpp" line="79" />
         <source>DeepSpeed ZeRO optimizer</source>
         <translation>DeepSpeed ZeRO 优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="79" />
+        <location filename="../app/kinds.cpp" line="80" />
         <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
         <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="80" />
+        <location filename="../app/kinds.cpp" line="81" />
         <source>none saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="81" />
+        <location filename="../app/kinds.cpp" line="82" />
         <source>unknown</source>
         <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="84" />
+        <source>global step</source>
+        <translation>全局步数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="85" />
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="86" />
+        <source>best checkpoint</source>
+        <translation>最佳检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="87" />
+        <source>best metric</source>
+        <translation>最佳指标</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="88" />
+        <source>log entries</source>
+        <translation>日志条目</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="89" />
+        <source>Trainer files</source>
+        <translation>Trainer 文件</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="90" />
+        <source>DeepSpeed tag</source>
+        <translation>DeepSpeed 标签</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="91" />
+        <source>pipeline stages</source>
+        <translation>流水线阶段</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="92" />
+        <source>experts</source>
+        <translation>专家</translation>
     </message>
 </context>
 <context>
@@ -1871,107 +1916,166 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="149" />
+        <location filename="../app/tag_overview.cpp" line="166" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="156" />
+        <location filename="../app/tag_overview.cpp" line="173" />
         <source>cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="157" />
+        <location filename="../app/tag_overview.cpp" line="174" />
         <source>step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="158" />
+        <location filename="../app/tag_overview.cpp" line="175" />
         <source>step unknown</source>
         <translation>步数未知</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="159" />
+        <location filename="../app/tag_overview.cpp" line="176" />
         <source>, %1 in %n file(s)</source>
         <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="160" />
-        <location filename="../app/tag_overview.cpp" line="164" />
+        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="181" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="166" />
+        <location filename="../app/tag_overview.cpp" line="183" />
         <source>Cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="174" />
+        <location filename="../app/tag_overview.cpp" line="191" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="175" />
-        <location filename="../app/tag_overview.cpp" line="176" />
-        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="192" />
+        <location filename="../app/tag_overview.cpp" line="193" />
+        <location filename="../app/tag_overview.cpp" line="194" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="176" />
+        <location filename="../app/tag_overview.cpp" line="193" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="177" />
+        <location filename="../app/tag_overview.cpp" line="194" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="195" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="195" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="179" />
+        <location filename="../app/tag_overview.cpp" line="196" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="181" />
+        <location filename="../app/tag_overview.cpp" line="198" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="183" />
+        <location filename="../app/tag_overview.cpp" line="200" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="188" />
+        <location filename="../app/tag_overview.cpp" line="205" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="190" />
+        <location filename="../app/tag_overview.cpp" line="207" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="209" />
+        <location filename="../app/tag_overview.cpp" line="226" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="213" />
+        <location filename="../app/tag_overview.cpp" line="230" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::TrainingChart</name>
+    <message>
+        <location filename="../app/training_chart.cpp" line="106" />
+        <source>Step %1</source>
+        <translation>第 %1 步</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="107" />
+        <source>, epoch %1</source>
+        <translation>，第 %1 轮</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="108" />
+        <source> of %1 steps</source>
+        <translation>（共 %1 步）</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="111" />
+        <source>; best: %1</source>
+        <translation>；最佳：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="119" />
+        <source>loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="120" />
+        <source>eval loss</source>
+        <translation>评估损失</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="123" />
+        <source>grad norm</source>
+        <translation>梯度范数</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="125" />
+        <location filename="../app/training_chart.cpp" line="164" />
+        <source>learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="142" />
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="146" />
+        <source>loss, grad norm</source>
+        <translation>损失、梯度范数</translation>
+    </message>
+    <message>
+        <location filename="../app/training_chart.cpp" line="200" />
+        <source>Vertical lines: the run's checkpoints; &lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; the one shown, &lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; the best.</source>
+        <translation>竖线：本次训练的检查点；&lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; 当前显示的，&lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; 最佳的。</translation>
     </message>
 </context>
 <context>
@@ -2048,131 +2152,136 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="21" />
+        <source>Hugging Face Trainer run</source>
+        <translation>Hugging Face Trainer 训练目录</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="22" />
         <source>torch-zip file</source>
         <translation>torch-zip 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="22" />
+        <location filename="../app/kinds.cpp" line="23" />
         <source>torch-legacy file</source>
         <translation>torch-legacy 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="23" />
+        <location filename="../app/kinds.cpp" line="24" />
         <source>safetensors file</source>
         <translation>safetensors 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="24" />
+        <location filename="../app/kinds.cpp" line="25" />
         <source>configuration</source>
         <translation>配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="25" />
+        <location filename="../app/kinds.cpp" line="26" />
         <source>rank files</source>
         <translation>各 rank 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="26" />
+        <location filename="../app/kinds.cpp" line="27" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="27" />
+        <location filename="../app/kinds.cpp" line="28" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="28" />
+        <location filename="../app/kinds.cpp" line="29" />
         <source>tag (cannot be read)</source>
         <translation>标签（无法读取）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="29" />
+        <location filename="../app/kinds.cpp" line="30" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="30" />
+        <location filename="../app/kinds.cpp" line="31" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="31" />
+        <location filename="../app/kinds.cpp" line="32" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="32" />
+        <location filename="../app/kinds.cpp" line="33" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="33" />
+        <location filename="../app/kinds.cpp" line="34" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="34" />
+        <location filename="../app/kinds.cpp" line="35" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="35" />
+        <location filename="../app/kinds.cpp" line="36" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="36" />
+        <location filename="../app/kinds.cpp" line="37" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="37" />
+        <location filename="../app/kinds.cpp" line="38" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="38" />
+        <location filename="../app/kinds.cpp" line="39" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="39" />
+        <location filename="../app/kinds.cpp" line="40" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="40" />
+        <location filename="../app/kinds.cpp" line="41" />
         <source>pipeline layer</source>
         <translation>流水线层</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="41" />
+        <location filename="../app/kinds.cpp" line="42" />
         <source>MoE expert</source>
         <translation>MoE 专家</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="42" />
+        <location filename="../app/kinds.cpp" line="43" />
         <source>MoE expert optimizer</source>
         <translation>MoE 专家优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="43" />
+        <location filename="../app/kinds.cpp" line="44" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="44" />
+        <location filename="../app/kinds.cpp" line="45" />
         <source>other tensors</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="45" />
+        <location filename="../app/kinds.cpp" line="46" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="46" />
+        <location filename="../app/kinds.cpp" line="47" />
         <source>folder</source>
         <translation>文件夹</translation>
     </message>

@@ -10,6 +10,28 @@ import xml.etree.ElementTree as ET
 TS = pathlib.Path(__file__).resolve().parents[2] / "translations/checkpoint-studio_zh_CN.ts"
 
 ZH = {
+    "Hugging Face Trainer run": "Hugging Face Trainer 训练目录",
+    "global step": "全局步数",
+    "epoch": "轮次",
+    "best checkpoint": "最佳检查点",
+    "best metric": "最佳指标",
+    "log entries": "日志条目",
+    "Trainer files": "Trainer 文件",
+    "DeepSpeed tag": "DeepSpeed 标签",
+    "pipeline stages": "流水线阶段",
+    "experts": "专家",
+    "Step %1": "第 %1 步",
+    ", epoch %1": "，第 %1 轮",
+    " of %1 steps": "（共 %1 步）",
+    "; best: %1": "；最佳：%1",
+    "loss": "损失",
+    "eval loss": "评估损失",
+    "grad norm": "梯度范数",
+    "learning rate": "学习率",
+    "step": "步",
+    "loss, grad norm": "损失、梯度范数",
+    "Vertical lines: the run's checkpoints; <span style='color:%1'>&#9646;</span> the one shown, <span style='color:%2'>&#9646;</span> the best.":
+        "竖线：本次训练的检查点；<span style='color:%1'>&#9646;</span> 当前显示的，<span style='color:%2'>&#9646;</span> 最佳的。",
     "%1 - Checkpoint Studio": "%1 - Checkpoint Studio",
     "%1: %2 of %3, %4 GB/s, %5 s left": "%1：%2 / %3，%4 GB/s，剩余 %5 秒",
     "&Export Model...": "导出模型(&E)...",

@@ -195,6 +195,16 @@ void overviews(Shooter& s, const QString& tmp)
     s.save(w.get(), "broken-tag");
 }
 
+// A Hugging Face Trainer run folder: its checkpoints as tags, the training chart of its
+// trainer_state.json log with the checkpoints marked (issue 27).
+void trainingRun(Shooter& s)
+{
+    std::unique_ptr<app::MainWindow> w(window());
+    openAndWait(*w, data("trainer/gpt2_zero2_fp32_w2"));
+    w->select(QStringLiteral("checkpoint-2"));
+    s.save(w.get(), "training-run");
+}
+
 // A Universal folder: the tied weight an alias, each lane of the map named by its parameter
 // (item 13).
 void universal(Shooter& s, const QString& tmp)
@@ -299,5 +309,6 @@ int main(int argc, char** argv)
     run("longNames", [&] { longNames(s, tmp.path()); });
     run("compareDtype", [&] { compareDtype(s, tmp.path()); });
     run("openUrlS3", [&] { openUrlS3(s); });
+    run("trainingRun", [&] { trainingRun(s); });
     return s.failed() ? 1 : 0;
 }
