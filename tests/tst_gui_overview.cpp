@@ -350,6 +350,10 @@ private slots:
         QCOMPARE(chart->lines(QStringLiteral("shown")), 1);
         QCOMPARE(chart->lines(QStringLiteral("best")), 0); // shown, and best: drawn as the one shown
         QCOMPARE(chart->lines(QStringLiteral("checkpoint")), 1);
+        // The Trainer's own pickles are files of the tag, their values read (never run).
+        QVERIFY(w.select(QStringLiteral("checkpoint-2/rank files/training_args.bin/learning_rate")));
+        QVERIFY(w.select(QStringLiteral("checkpoint-2/rank files/rng_state_1.pth")));
+        QVERIFY(w.select(QStringLiteral("checkpoint-2/rank files/scheduler.pt")));
         QVERIFY(openShown(w, "/deepspeed/zero2_bf16_w2"));
         QVERIFY(w.select(QStringLiteral("global_step4")));
         QTRY_VERIFY(o->isVisible());

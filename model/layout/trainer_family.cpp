@@ -182,6 +182,39 @@ void addModelConfigBadges(Tag& t, const fs::path& dir)
         if (j.contains(k)) t.badges["config_dtype"] = j[k];
 }
 
+// The Trainer's own pickles (training_args.bin, scheduler.pt, the RNG states, optimizer.pt of a
+// run without DeepSpeed) as files of the tag, parsed by our pickle VM (never run): the tree
+// shows each one's values as it shows a rank file's. One that cannot be read is a warning.
+void addTrainerFiles(Tag& t, const fs::path& dir, FileSet& files)
+{
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string n = it->path().filename().string();
+        if ((n.rfind("rng_state", 0) == 0 && n.ends_with(".pth")) || n == "training_args.bin" ||
+            n == "scheduler.pt" || n == "optimizer.pt")
+            names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) {
+        const std::string path = (dir / n).string();
+        if (std::any_of(t.files.begin(), t.files.end(), [&](const RankFile& f) { return f.path == path; }))
+            continue;
+        try {
+            files.get(path);
+        } catch (const Error& e) {
+            t.warnings.push_back(n + ": cannot be read: " + e.what());
+            continue;
+        }
+        RankFile f;
+        f.path = path;
+        f.name = n;
+        f.role = FileRole::Other;
+        f.size = fs::file_size(dir / n, ec);
+        t.files.push_back(std::move(f));
+    }
+}
+
 // What the Trainer adds to the model's tag: its state, its files, and the files an export copies.
 void addTrainerView(Tag& t, const fs::path& dir, const fs::path& run)
 {
@@ -254,6 +287,7 @@ public:
         t.name = name;
         t.latest = name == list.latest;
         addTrainerView(t, dir, run);
+        addTrainerFiles(t, dir, files);
         return t;
     }
 
