@@ -21,6 +21,19 @@ from safetensors.torch import load_file  # noqa: E402  (transformers brings safe
 
 TRAINER = DATA / "trainer"
 EXPECTED = TRAINER / "expected"
+# The stack that recorded the logits: with the same torch and transformers they must come out
+# bit for bit; another stack (CI's: Debian's torch 1.13 with transformers 4.44, the newest that
+# runs on it) computes the same model with other kernels, equal to float32 rounding.
+RECORDED = json.loads((TRAINER / "versions.json").read_text())
+SAME_STACK = torch.__version__ == RECORDED["torch"] and transformers.__version__ == RECORDED["transformers"]
+TRANSFORMERS_5 = int(transformers.__version__.split(".")[0]) >= 5
+
+
+def assert_same_logits(got, want):
+    if SAME_STACK:
+        assert torch.equal(got, want), (got - want).abs().max()
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def cases():
@@ -74,11 +87,13 @@ def test_export_loads_with_from_pretrained(tmp_path, run, checkpoint):
     assert config["dtype"] == "float32"
     logits = logits_of(tmp_path / "out", ref["input_ids"])
     assert logits.dtype == torch.float32
-    assert torch.equal(logits, ref["logits"]), (logits - ref["logits"]).abs().max()
+    assert_same_logits(logits, ref["logits"])
 
 
 def test_tokenizer_travels_with_the_export(tmp_path):
     """The run saved a tokenizer: AutoTokenizer loads it from the export as from the checkpoint."""
+    if not TRANSFORMERS_5:
+        pytest.skip("this run's tokenizer_config.json names transformers 5's TokenizersBackend")
     src = TRAINER / "gpt2_zero2_fp32_w2" / "checkpoint-4"
     export(src, tmp_path / "out", None)
     text = "hello world"
@@ -93,6 +108,8 @@ def test_bf16_export_loads_in_bf16(tmp_path):
     ref = load_file(EXPECTED / run / "checkpoint-4.logits.safetensors")
     export(TRAINER / run / "checkpoint-4", tmp_path / "out", None, dtype="bf16")
     assert json.loads((tmp_path / "out" / "config.json").read_text())["dtype"] == "bfloat16"
+    if not TRANSFORMERS_5:
+        pytest.skip("transformers < 5 reads torch_dtype; this run's config.json (transformers 5) says dtype")
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", local_files_only=True)
     assert next(model.parameters()).dtype == torch.bfloat16
     with torch.no_grad():
