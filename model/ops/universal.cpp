@@ -1510,6 +1510,19 @@ void checkPatternsUsed(const Rules& rules, const std::string& model0)
                 model0);
 }
 
+// The conversion's files are written and checked: latest_universal names the folder, and both
+// are committed, the folder first.
+void commitWithLatest(io::OutputTransaction& tx, io::OutputTransaction& latestTx,
+                      const std::string& folderName, const CancelToken& cancel)
+{
+    cancel.throwIfCancelled();
+    io::AtomicFile& latest = latestTx.create();
+    latest.write(folderName.data(), folderName.size());
+    latest.finish();
+    tx.commit();
+    latestTx.commit();
+}
+
 // Writes every planned item, checks all of them, then names the folder in latest_universal
 // and commits both: the conversion appears whole or not at all.
 Writer::Totals writeConversion(std::vector<Conversion::Item>& items, io::OutputTransaction& tx,
@@ -1525,12 +1538,7 @@ Writer::Totals writeConversion(std::vector<Conversion::Item>& items, io::OutputT
         it.write = nullptr; // its pieces and pickle nodes are no longer needed
     }
     writer.verified();
-    cancel.throwIfCancelled();
-    io::AtomicFile& latest = latestTx.create();
-    latest.write(folderName.data(), folderName.size());
-    latest.finish();
-    tx.commit();
-    latestTx.commit();
+    commitWithLatest(tx, latestTx, folderName, cancel);
     if (progress) progress({1000, "done", total, total});
     return {writer.files() + 1, writer.written() + folderName.size(), total};
 }
@@ -1639,12 +1647,7 @@ Writer::Totals writeConversionPart(const layout::OpenedTag& in, const UniversalO
     for (size_t i : split.binding)
         items[i].write(writer);
     writer.verified();
-    cancel.throwIfCancelled();
-    io::AtomicFile& latest = latestTx.create();
-    latest.write(folderName.data(), folderName.size());
-    latest.finish();
-    tx.commit();
-    latestTx.commit();
+    commitWithLatest(tx, latestTx, folderName, cancel);
     out.removeMarkers();
     if (progress) progress({1000, "done", bytes, bytes});
     // The whole output: every shard's files, the binding ones and latest_universal.
