@@ -64,9 +64,10 @@ std::string configWithDtype(const std::string& text, torch::DType dtype, bool ad
 
 TensorSet withFilesBeside(TensorSet set, const layout::Tag& tag)
 {
-    for (const auto& [name, path] : tag.exportCopies) {
+    for (const auto& copy : tag.exportCopies) {
+        const std::string& name = copy.first; // not a structured binding: clang cannot capture one
         std::erase_if(set.exportFiles, [&name](const auto& f) { return f.first == name; });
-        set.exportFiles.push_back({name, io::readSmallFile(path, kMaxCopyBytes)});
+        set.exportFiles.push_back({name, io::readSmallFile(copy.second, kMaxCopyBytes)});
     }
     // A config.json embedded as its reference tool wrote it (Composer's) and naming no dtype stays
     // byte for byte: transformers then takes the weights' dtype, which is right as well. A copied
