@@ -8,6 +8,8 @@
 #include "ops/tensor_source.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,11 +23,22 @@ namespace fuzz {
 
 namespace fs = std::filesystem;
 
-// <tmp>/<name>-<pid>, created on the first call and removed when the process exits.
+// <tmp>/<name>-<pid>, created on the first call and removed when the process exits. A crash, a
+// timeout or running out of memory ends the process without that: such folders of processes that
+// are gone are removed here.
 inline const fs::path& privateDir(const std::string& name)
 {
     static fs::path dir;
     if (dir.empty()) {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+            const std::string n = e.path().filename().string();
+            if (!n.starts_with(name + "-") || n.size() == name.size() + 1 ||
+                n.find_first_not_of("0123456789", name.size() + 1) != std::string::npos)
+                continue;
+            const long pid = std::strtol(n.c_str() + name.size() + 1, nullptr, 10);
+            if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+        }
         dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
         fs::remove_all(dir);
         fs::create_directories(dir);
