@@ -198,7 +198,12 @@ private:
         std::vector<std::string> missingFiles;
         for (const auto& s : shardNames) {
             const fs::path p = dir / s;
-            if (!fs::exists(p)) {
+            // The name comes from the index: it may be no name the system takes (too long, say).
+            std::error_code ec;
+            const bool exists = fs::exists(p, ec);
+            if (ec)
+                throw Error("the index names a shard that cannot be looked for: " + ec.message(), p.string());
+            if (!exists) {
                 missingFiles.push_back(s);
                 continue;
             }
@@ -206,7 +211,8 @@ private:
             RankFile rf;
             rf.path = p.string();
             rf.name = s;
-            rf.size = fs::file_size(p);
+            rf.size = fs::file_size(p, ec);
+            if (ec) throw Error("cannot read the file's size: " + ec.message(), p.string());
             tag.files.push_back(rf);
             if (const auto* t = f->torch()) {
                 for (const auto& w : t->warnings())
