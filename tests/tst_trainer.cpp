@@ -459,6 +459,38 @@ private slots:
         }
     }
 
+    // An FSDP Trainer checkpoint keeps its sharded model in pytorch_model_fsdp_0/, a DCP folder.
+    // accelerate applies FSDP only on GPU backends, so no run of the real Trainer on CPU writes one
+    // (tests/data/trainer/README.md): the layout is put together from a real FSDP2 DCP save
+    // (tests/data/dcp/fsdp2_fp32_w2) and a real trainer_state.json, and must read as the DCP
+    // folder reads on its own, under the checkpoint's name.
+    void fsdpCheckpoint()
+    {
+        QTemporaryDir tmp;
+        const fs::path ck = tmp.path().toStdString() + "/run/checkpoint-5";
+        fs::create_directories(ck);
+        fs::copy(testutil::dataDir() + "/dcp/fsdp2_fp32_w2", ck / "pytorch_model_fsdp_0",
+                 fs::copy_options::recursive);
+        fs::copy(runDir("gpt2_plain_w1") + "/checkpoint-2/trainer_state.json", ck / "trainer_state.json");
+        fs::copy(runDir("gpt2_plain_w1") + "/checkpoint-2/training_args.bin", ck / "training_args.bin");
+        const auto run = layout::openCheckpoint((ck.parent_path()).string());
+        QCOMPARE(run->model.tags.size(), size_t(1));
+        const layout::Tag& t = run->model.tags.front();
+        QCOMPARE(t.name, std::string("checkpoint-5"));
+        QVERIFY2(t.unreadable.empty(), t.unreadable.c_str());
+        QVERIFY(t.trainerState);
+        const auto dcp = layout::openCheckpoint(testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
+        const layout::Tag& d = dcp->model.tags.front();
+        QVERIFY(!d.params.empty());
+        QCOMPARE(t.params.size(), d.params.size());
+        for (size_t i = 0; i < d.params.size(); ++i) {
+            QCOMPARE(t.params[i].name, d.params[i].name);
+            QCOMPARE(t.params[i].shape, d.params[i].shape);
+        }
+        QVERIFY(std::any_of(t.files.begin(), t.files.end(),
+                            [](const layout::RankFile& f) { return f.name == "training_args.bin"; }));
+    }
+
     // The final model at the top of the run counts its own files' bytes, not its checkpoints'.
     void finalModelBytes()
     {
