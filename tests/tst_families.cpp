@@ -550,6 +550,20 @@ private slots:
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("not a file of this folder") != std::string::npos, e.what());
         }
+        {
+            // A name longer than the system takes (fuzz_hf_index: std::filesystem threw past the
+            // reader and ended the process).
+            auto idx = testutil::readJson(testutil::dataDir() +
+                                          "/hf/safetensors_sharded/model.safetensors.index.json");
+            idx["weight_map"]["model.norm.weight"] = std::string(300, 'Z') + ".safetensors";
+            std::ofstream(dir / "model.safetensors.index.json") << idx.dump();
+        }
+        try {
+            layout::openCheckpointTag(dir.string(), {});
+            QFAIL("an index naming a shard too long to look for was opened");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("cannot be looked for") != std::string::npos, e.what());
+        }
         fs::remove(dir / "model.safetensors.index.json");
         for (const auto& e : fs::directory_iterator(dir))
             if (e.path().extension() == ".safetensors") fs::remove(e.path());
