@@ -8,11 +8,11 @@ secs=${1:-60}
 cmake --preset fuzz >/dev/null
 cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
   fuzz_remote_headers fuzz_s3_xml fuzz_aws_config fuzz_dcp_metadata fuzz_hf_index fuzz_composer_archive \
-  fuzz_universal >/dev/null
+  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts >/dev/null
 work=build/fuzz/corpus
 mkdir -p "$work" build/fuzz/crashes
 for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
-  dcp_metadata hf_index composer_archive universal}; do
+  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts}; do
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -50,7 +50,7 @@ except Exception: pass' "$f" "$work/pickle/$(basename "$f").pkl"
       done ;;
     # The checkpoint-folder readers: each target writes its seeds itself, from the fixtures it
     # copies, with the first byte that selects fixture and file (tests/fuzz/fuzz_folder.h).
-    dcp_metadata|hf_index|composer_archive|universal)
+    dcp_metadata|hf_index|composer_archive|universal|trainer|deepspeed_layouts)
       CKPT_FUZZ_SEEDS="$work/$t" ./build/fuzz/tests/fuzz/fuzz_$t >/dev/null 2>&1 ;;
   esac
   # Inputs that once crashed a target are kept in tests/fuzz/regressions/TARGET/ and replayed first.
