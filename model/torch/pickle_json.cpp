@@ -16,15 +16,42 @@ std::string keyText(const Value* k)
 
 namespace {
 
-nlohmann::ordered_json toJson(const Value* v, int depth)
+// What one conversion may produce. A memo reference costs the pickle two bytes but repeats all it
+// refers to: [a, a] nested 60 deep is 2^60 values from a few hundred bytes. Past the budget a value
+// is shown as a note, so a hostile client state costs bounded time and memory, never a hang.
+struct Budget
+{
+    uint64_t values = 1'000'000;
+    uint64_t textBytes = 32ull << 20;
+};
+
+constexpr const char* kNotShown = "<not shown: the value expands past 1,000,000 items or 32 MiB of text>";
+
+nlohmann::ordered_json toJson(const Value* v, int depth, Budget& b)
 {
     using J = nlohmann::ordered_json;
     // The pickle VM bounds nesting already; this only keeps a pathological tree from the stack.
     if (!v || depth > 100) return nullptr;
+    if (b.values == 0) return kNotShown;
+    --b.values;
+    auto text = [&](std::string t) -> J {
+        if (t.size() > b.textBytes) {
+            b.textBytes = 0;
+            return kNotShown;
+        }
+        b.textBytes -= t.size();
+        return t;
+    };
     auto object = [&](const Value* dict) {
         J o = J::object();
-        for (const auto& [k, x] : dict->entries)
-            o[keyText(k)] = toJson(x, depth + 1);
+        for (const auto& [k, x] : dict->entries) {
+            if (b.values == 0 || b.textBytes == 0) {
+                o["..."] = kNotShown;
+                break;
+            }
+            const J key = text(keyText(k));
+            o[key.get<std::string>()] = toJson(x, depth + 1, b);
+        }
         return o;
     };
     switch (v->kind) {
@@ -39,12 +66,17 @@ nlohmann::ordered_json toJson(const Value* v, int depth)
     case Kind::Float:
         return v->real;
     case Kind::Str:
-        return v->text;
+        return text(v->text);
     case Kind::List:
     case Kind::Tuple: {
         J a = J::array();
-        for (const Value* x : v->items)
-            a.push_back(toJson(x, depth + 1));
+        for (const Value* x : v->items) {
+            if (b.values == 0 || b.textBytes == 0) {
+                a.push_back(kNotShown);
+                break;
+            }
+            a.push_back(toJson(x, depth + 1, b));
+        }
         return a;
     }
     case Kind::Dict:
@@ -56,9 +88,9 @@ nlohmann::ordered_json toJson(const Value* v, int depth)
             o["__class__"] = v->callable ? pyRepr(v->callable, 200) : "?";
             return o;
         }
-        return pyRepr(v, 200);
+        return text(pyRepr(v, 200));
     default:
-        return pyRepr(v, 200);
+        return text(pyRepr(v, 200));
     }
 }
 
@@ -66,7 +98,8 @@ nlohmann::ordered_json toJson(const Value* v, int depth)
 
 nlohmann::ordered_json pickleToJson(const Value* v)
 {
-    return toJson(v, 0);
+    Budget b;
+    return toJson(v, 0, b);
 }
 
 } // namespace ckpt::torch

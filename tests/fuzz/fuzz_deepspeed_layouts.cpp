@@ -20,8 +20,9 @@ const std::vector<Fixture>& fixtures()
 {
     static const std::vector<Fixture> all = [] {
         std::vector<Fixture> out;
-        for (const char* name : {"pipe_zero1_fp32_w2_pp2", "pipe_tied_zero1_fp32_w2_pp2", "moe_zero2_fp32_w4_ep2",
-                                 "moe_zero1_fp32_w2_ep2", "zero0_bf16_w2", "zero0_fp32_w2"}) {
+        for (const char* name :
+             {"pipe_zero1_fp32_w2_pp2", "pipe_tied_zero1_fp32_w2_pp2", "moe_zero2_fp32_w4_ep2",
+              "moe_zero1_fp32_w2_ep2", "zero0_bf16_w2", "zero0_fp32_w2"}) {
             Fixture f;
             f.source = fuzz::fs::path(CKPT_TEST_DATA) / "deepspeed-layouts" / name / "global_step2";
             f.dir = fuzz::privateDir("fuzz_deepspeed_layouts") / name / "global_step2";
@@ -42,8 +43,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
     // Each fixture's files, a seed each (the selector's file index is the byte over the count).
     for (size_t i = 0; i < all.size(); ++i)
         for (size_t f = 0; f < all[i].files.size() && i + f * all.size() < 256; ++f)
-            fuzz::writeSeed("seed-" + std::to_string(i) + "-" + std::to_string(f), uint8_t(i + f * all.size()),
-                            all[i].source / all[i].files[f]);
+            fuzz::writeSeed("seed-" + std::to_string(i) + "-" + std::to_string(f),
+                            uint8_t(i + f * all.size()), all[i].source / all[i].files[f]);
     std::exit(0);
 }
 

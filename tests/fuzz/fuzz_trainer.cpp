@@ -86,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     fuzz::openAndRead(run.dir.string());
     fuzz::openAndRead((run.dir / "checkpoint-2").string());
     if (existed)
-        fuzz::fs::copy_file(run.source / victim, run.dir / victim, fuzz::fs::copy_options::overwrite_existing);
+        fuzz::fs::copy_file(run.source / victim, run.dir / victim,
+                            fuzz::fs::copy_options::overwrite_existing);
     else
         fuzz::fs::remove(run.dir / victim, ec);
     return 0;
