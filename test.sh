@@ -6,6 +6,7 @@
 #   3. round trip of every fixture through real PyTorch (Debian's python3-torch), ckpt stats /
 #      ckpt diff against PyTorch's own numbers, and ckpt slim's output loaded by PyTorch
 #   3b. the Python package built by pip into a scratch virtual environment, its pytest suite
+#   3c. the GPU kernels' parity suite on the host (and on a CUDA device where there is one)
 #   4. the fault harness: kill -9, signals, disk full, read-only inputs, racing writers
 #   5. the .deb: built from the ci build, desktop entry and metainfo validated, lintian, installed,
 #      run from /usr/bin, purged (installer/check-package.sh)
@@ -91,7 +92,17 @@ step "ckpt stats / ckpt diff against PyTorch" bash -c \
 counted_step "ckpt slim against PyTorch (torch.load object for object)" \
   /usr/bin/python3 -W ignore tests/slim_check.py build/ci/cli/ckpt
 counted_step "Python package: pip install ./python into a scratch venv, pytest" python/check.sh
-step "GPU parity (skips, saying why, without a CUDA device)" build/ci/tests/gpu_parity
+# The GPU path: its shared kernel source compiled for the host, held to the CPU oracle on every
+# operation x dtype x size class; then the same suite on a CUDA device, skipped (not passed)
+# where there is none.
+counted_step "GPU kernels on the host (gpu_parity_host)" build/ci/tests/gpu_parity_host
+echo "== GPU parity on a CUDA device"
+build/ci/tests/gpu_parity
+case $? in
+  0) passed=$((passed + 1)) ;;
+  77) echo "gpu_parity: skipped (counted neither passed nor failed)" ;;
+  *) failed=$((failed + 1)); failures+=("gpu_parity") ;;
+esac
 counted_step "fault harness" tests/faults/run.sh build/ci/cli/ckpt
 counted_step "package: .deb built, validated, installed, run and purged" installer/check-package.sh build/ci
 

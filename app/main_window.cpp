@@ -22,6 +22,7 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -40,6 +41,7 @@
 #include <QToolBar>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace ckpt::app {
 
@@ -236,18 +238,19 @@ void MainWindow::buildStatusBar()
     connect(m_cancelOpen, &QPushButton::clicked, this, &MainWindow::cancelOpen);
     statusBar()->addPermanentWidget(m_busy);
     statusBar()->addPermanentWidget(m_cancelOpen);
-    std::string reason;
-    try {
-        gpu::makeBackend(gpu::Device::Auto, &reason);
-    } catch (const std::exception& e) {
-        reason = e.what();
-    }
-    m_compute = QString::fromStdString(reason);
     // The device in a word or two, the reason in the tooltip: the whole reason took half the
-    // status bar and ran into the messages beside it.
-    auto* compute = new QLabel(tr("Compute: %1").arg(m_compute.section(QStringLiteral(" ("), 0, 0)), this);
-    compute->setToolTip(m_compute);
+    // status bar and ran into the messages beside it. Asking the driver may take a while (it loads
+    // and initialises), so it is asked on a worker and the label filled in when it answers.
+    auto* compute = new QLabel(tr("Compute: ..."), this);
     compute->setContentsMargins(12, 0, 4, 0);
+    auto* probe = new QFutureWatcher<QString>(this);
+    connect(probe, &QFutureWatcher<QString>::finished, this, [this, compute, probe] {
+        m_compute = probe->result();
+        compute->setText(tr("Compute: %1").arg(m_compute.section(QStringLiteral(" ("), 0, 0)));
+        compute->setToolTip(m_compute);
+        probe->deleteLater();
+    });
+    probe->setFuture(QtConcurrent::run([] { return QString::fromStdString(gpu::autoChoice()); }));
     statusBar()->addPermanentWidget(compute);
 }
 

@@ -215,13 +215,8 @@ Command addScan(CLI::App& app)
 
 std::string versionText()
 {
-    std::string reason;
-    try {
-        ckpt::gpu::makeBackend(ckpt::gpu::Device::Auto, &reason);
-    } catch (const std::exception& e) {
-        reason = e.what();
-    }
-    return std::string("ckpt 0.1.0\ncompute: ") + reason +
+    // Driver and device queries only: no context is made, nothing allocated.
+    return std::string("ckpt 0.1.0\ncompute: ") + ckpt::gpu::autoChoice() +
            (ckpt::gpu::cudaBuilt() ? " [built with CUDA]" : "");
 }
 

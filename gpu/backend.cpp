@@ -5,6 +5,7 @@
 #endif
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 
@@ -107,6 +108,34 @@ std::shared_ptr<ComputeBackend> withCpuFallback(std::shared_ptr<ComputeBackend> 
     return std::make_shared<FallbackBackend>(std::move(primary));
 }
 
+const DeviceProbe& probeDevices()
+{
+    static const DeviceProbe probe = [] {
+        DeviceProbe p;
+#ifdef CKPT_WITH_CUDA
+        p.cudaBuilt = true;
+        probeCuda(p);
+#else
+        p.reason = "built without CUDA";
+#endif
+        return p;
+    }();
+    return probe;
+}
+
+std::string autoChoice()
+{
+    // No operation is listed as faster on a GPU: bench/RESULTS.md holds no GPU measurement yet.
+    // When one shows an operation and size where the GPU wins, Auto picks it there, and this
+    // says so.
+    const DeviceProbe& p = probeDevices();
+    const std::string cpu = "cpu: " + cpuBackend().device();
+    if (p.devices == 0) return cpu + " (" + p.reason + ")";
+    return cpu + " (auto: " + p.name +
+           " is there, but no measurement has shown it faster than the CPU for checkpoint work, whose data "
+           "lies in host memory; --device cuda uses it)";
+}
+
 std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
 {
     std::shared_ptr<ComputeBackend> cpu(&cpuBackend(), [](ComputeBackend*) {});
@@ -114,26 +143,27 @@ std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason)
         if (reason) *reason = "cpu: " + cpuBackend().device() + " (requested)";
         return cpu;
     }
+    if (want == Device::Auto) {
+        if (reason) *reason = autoChoice();
+        return cpu;
+    }
 #ifdef CKPT_WITH_CUDA
-    std::string why;
-    std::shared_ptr<ComputeBackend> cuda;
-    try {
-        cuda = makeCudaBackend(&why);
-    } catch (const BackendError& e) {
-        why = e.what();
+    const DeviceProbe& p = probeDevices();
+    if (p.devices == 0) throw BackendError("--device cuda: " + p.reason);
+    int device = 0;
+    if (const char* env = std::getenv("CKPT_CUDA_DEVICE"); env && *env) {
+        char* end = nullptr;
+        const long d = std::strtol(env, &end, 10);
+        if (*end || d < 0 || d >= p.devices)
+            throw BackendError("--device cuda: CKPT_CUDA_DEVICE=" + std::string(env) +
+                               " is not a device number (" + std::to_string(p.devices) + " found)");
+        device = int(d);
     }
-    if (cuda) {
-        if (reason) *reason = why;
-        return withCpuFallback(cuda);
-    }
-    if (want == Device::Cuda) throw BackendError("--device cuda: " + why);
-    if (reason) *reason = "cpu: " + cpuBackend().device() + " (" + why + ")";
-    return cpu;
+    std::shared_ptr<ComputeBackend> cuda = makeCudaBackend(device);
+    if (reason) *reason = "cuda: " + cuda->device() + " (requested)";
+    return withCpuFallback(selfChecked(std::move(cuda), selfCheckEvery()));
 #else
-    if (want == Device::Cuda)
-        throw BackendError("--device cuda: this build has no CUDA backend (CKPT_CUDA=OFF or no toolkit)");
-    if (reason) *reason = "cpu: " + cpuBackend().device() + " (built without CUDA)";
-    return cpu;
+    throw BackendError("--device cuda: this build has no CUDA backend (CKPT_CUDA=OFF or no toolkit)");
 #endif
 }
 

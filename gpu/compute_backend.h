@@ -3,6 +3,7 @@
 // when built (CKPT_CUDA) and a device answers. Results are plain values.
 #pragma once
 
+#include "kernels/elements.h"
 #include "scalar.h"
 
 #include <cstdint>
@@ -34,6 +35,15 @@ struct StridedView
 
 // Failures inside the backend (a CUDA call that failed, a device that vanished).
 class BackendError : public std::runtime_error
+{
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// A device gave a result that its CPU recomputation contradicts (see selfChecked). Not a
+// BackendError: continuing on the CPU is not enough, since earlier results of the job came from
+// the same device; the job is redone on the CPU (runOnCpuIfWrong).
+class SelfCheckFailed : public std::runtime_error
 {
 public:
     using std::runtime_error::runtime_error;
@@ -94,15 +104,7 @@ struct DiffStats
 // mix(w_j + j * 0x9E3779B97F4A7C15), xor mix(chunk length); chunks are folded in order by
 // h = mix(h ^ chunk) + 1. mix is the splitmix64 finaliser. Order-sensitive, parallel-friendly.
 constexpr uint64_t kHashChunk = 1u << 20;
-CKPT_HOST_DEVICE inline uint64_t hashMix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
+using kernels::hashMix;
 
 enum class Device { Auto, Cpu, Cuda };
 
@@ -148,14 +150,61 @@ public:
 
 ComputeBackend& cpuBackend();
 
-// The backend for a request: Auto takes CUDA when built with it and a device answers, else the
-// CPU. `reason` says what was chosen and why ("cuda: NVIDIA H100", "cpu: built without CUDA").
-// Cuda when unavailable throws BackendError. A CUDA backend that fails mid-job falls back to the
-// CPU for the rest of the job and says so through takeWarnings().
+// The backend for a request. Auto is the CPU until a measurement on a GPU has shown the GPU
+// faster for checkpoint work (autoChoice() says so; none is recorded in bench/RESULTS.md yet):
+// the data lives in host memory, and copies, casts and reductions over it are bound by memory
+// and PCIe bandwidth that the CPU already reaches. Cuda makes the CUDA backend (CKPT_CUDA_DEVICE
+// picks the device, default 0), self-checked (selfChecked) and falling back to the CPU when the
+// device fails mid-job, which takeWarnings() then says; when no device answers it throws
+// BackendError. `reason` says what was chosen and why, in plain words.
 std::shared_ptr<ComputeBackend> makeBackend(Device want, std::string* reason);
 // What makeBackend wraps a CUDA backend in: runs on `primary` until it throws BackendError, then
 // on the CPU. Public so the fallback can be tested without a device.
 std::shared_ptr<ComputeBackend> withCpuFallback(std::shared_ptr<ComputeBackend> primary);
 bool cudaBuilt();
+
+// What the machine offers, found without a context or an allocation (driver and device
+// queries only), so it is cheap enough for `ckpt --version` and a GUI status line. Computed
+// once per process; never call it on a GUI thread all the same (the driver may be slow).
+struct DeviceProbe
+{
+    bool cudaBuilt = false;
+    int devices = 0;
+    std::string name;   // the first device, "NVIDIA H100 80GB HBM3 (sm_90)"
+    std::string reason; // why there is none, in plain words
+};
+const DeviceProbe& probeDevices();
+// What --device auto runs on and why, in plain words, e.g. "cpu: 16 CPU threads (auto: ...)".
+std::string autoChoice();
+
+// The self-check of a device's results (a GPU can make a job slower, never wrong): calls to
+// `primary` whose sequence number per operation is 0 or a multiple of `every` are recomputed on
+// the CPU and compared, bit for bit where the result is exact (casts, gathers, hashes, counts,
+// minima and maxima, histogram bins) and within agree()'s tolerance for floating sums; the last
+// elements of every cast and gather are compared too. A mismatch is one warning and
+// SelfCheckFailed. `every` = 1 checks everything; 0 turns the check off.
+std::shared_ptr<ComputeBackend> selfChecked(std::shared_ptr<ComputeBackend> primary, uint64_t every);
+// CKPT_GPU_VERIFY: "sample" (default, every 16th call), "full" or "off".
+uint64_t selfCheckEvery();
+
+// The contracts the parity suite and the self-check share.
+bool agree(const Stats& device, const Stats& cpu, std::string* why = nullptr);
+bool agree(const DiffStats& device, const DiffStats& cpu, std::string* why = nullptr);
+bool agree(const Histogram& device, const Histogram& cpu, std::string* why = nullptr);
+
+// Runs job(false); when a self-check found the device wrong (SelfCheckFailed), runs the whole
+// job again as job(true), which must use the CPU alone, and puts the device's warning first in
+// its result's warnings: the output is then the CPU's alone. The first run's partial outputs are
+// its own to clean up (uncommitted output transactions, values).
+template <typename Job> auto runOnCpuIfWrong(Job job) -> decltype(job(false))
+{
+    try {
+        return job(false);
+    } catch (const SelfCheckFailed& e) {
+        auto result = job(true);
+        result.warnings.insert(result.warnings.begin(), e.what());
+        return result;
+    }
+}
 
 } // namespace ckpt::gpu

@@ -11,6 +11,9 @@ need=(cmake ninja-build g++ clang clang-format pkg-config
       python3-torch python3-numpy
       python3-dev python3-venv python3-pytest python3-tqdm  # the Python package (python/check.sh)
       help2man)  # man pages, generated from --help at build time (installer/)
+# The shared GPU kernels' host build needs CCCL's headers: the CUDA toolkit's where it is installed,
+# else Debian's (gpu/CMakeLists.txt looks in that order).
+[ -f /usr/local/cuda/include/cccl/thrust/version.h ] || need+=(libthrust-dev libcub-dev libcu++-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -77,6 +77,14 @@ void Stats::merge(const Stats& o)
     if (nb) {
         if (!na) {
             min = o.min, max = o.max, mean = o.mean, m2 = o.m2;
+        } else if (!std::isfinite(mean) || !std::isfinite(o.mean)) {
+            // An infinity on either side: the mean is the infinities' sum (NaN when both signs
+            // occur) and M2 is NaN, whichever order parts merge in. Chan's delta of two equal
+            // infinities would be NaN instead.
+            mean += o.mean;
+            m2 = std::numeric_limits<double>::quiet_NaN();
+            min = std::min(min, o.min);
+            max = std::max(max, o.max);
         } else {
             // Chan et al.: combine two (mean, M2) pairs without cancellation.
             const double n = double(na + nb), delta = o.mean - mean;
@@ -129,36 +137,20 @@ CKPT_WIDE_SIMD uint64_t hashWords(const uint8_t* p, uint64_t words)
     return acc;
 }
 
-// float8 and e8m0 decoding tables, built once from the formats' definitions.
+// float8 and e8m0 decoding tables, built once from the shared definition (kernels/elements.h).
 struct Fp8Tables
 {
     double e4m3fn[256], e5m2[256], e4m3fnuz[256], e5m2fnuz[256], e8m0[256];
-
-    static double decode(uint8_t v, int expBits, int mantBits, int bias, bool ieeeInf, bool fnuz)
-    {
-        const bool sign = v & 0x80;
-        const int e = (v >> mantBits) & ((1 << expBits) - 1);
-        const int m = v & ((1 << mantBits) - 1);
-        const int emax = (1 << expBits) - 1;
-        if (fnuz && v == 0x80) return std::numeric_limits<double>::quiet_NaN();
-        if (ieeeInf && e == emax)
-            return m ? std::numeric_limits<double>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
-        if (!ieeeInf && !fnuz && e == emax && m == (1 << mantBits) - 1)
-            return std::numeric_limits<double>::quiet_NaN();
-        double mag = e == 0 ? std::ldexp(double(m), 1 - bias - mantBits)
-                            : std::ldexp(double((1 << mantBits) | m), e - bias - mantBits);
-        return sign ? -mag : mag;
-    }
 
     Fp8Tables()
     {
         for (int i = 0; i < 256; ++i) {
             const auto v = uint8_t(i);
-            e4m3fn[i] = decode(v, 4, 3, 7, false, false);
-            e5m2[i] = decode(v, 5, 2, 15, true, false);
-            e4m3fnuz[i] = decode(v, 4, 3, 8, false, true);
-            e5m2fnuz[i] = decode(v, 5, 2, 16, false, true);
-            e8m0[i] = i == 255 ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, i - 127);
+            e4m3fn[i] = kernels::toDouble(Scalar::F8E4M3FN, &v);
+            e5m2[i] = kernels::toDouble(Scalar::F8E5M2, &v);
+            e4m3fnuz[i] = kernels::toDouble(Scalar::F8E4M3FNUZ, &v);
+            e5m2fnuz[i] = kernels::toDouble(Scalar::F8E5M2FNUZ, &v);
+            e8m0[i] = kernels::toDouble(Scalar::F8E8M0, &v);
         }
     }
 };
@@ -491,16 +483,7 @@ struct BF16Words
 struct F16Words
 {
     using Word = uint16_t;
-    // halfToFloat's branch-free conversion, here so that it inlines and vectorises.
-    static double value(Word h)
-    {
-        const uint32_t w = uint32_t(h) << 16, sign = w & 0x80000000u, two = w + w;
-        const float normalized = std::bit_cast<float>((two >> 4) + (0xE0u << 23)) * 0x1p-112f;
-        const float denormalized = std::bit_cast<float>((two >> 17) | (126u << 23)) - 0.5f;
-        const uint32_t r = sign | (two < (1u << 27) ? std::bit_cast<uint32_t>(denormalized)
-                                                    : std::bit_cast<uint32_t>(normalized));
-        return double(std::bit_cast<float>(r));
-    }
+    static double value(Word h) { return double(kernels::halfToFloat(h)); }
 };
 
 // The portable block: loops the compiler vectorises (any x86-64, other CPUs). n <= kDiffBlock.
@@ -1019,11 +1002,6 @@ CpuBackend& theCpuBackend()
 
 } // namespace
 
-double toDouble(Scalar s, const uint8_t* p)
-{
-    return withLoader(s, [p](auto load) { return load(p); });
-}
-
 ComputeBackend& cpuBackend()
 {
     return theCpuBackend();
@@ -1037,7 +1015,10 @@ void ValueRange::merge(const ValueRange& o)
 std::pair<double, double> ValueRange::bounds() const
 {
     const double l = std::isfinite(lo) ? lo : 0, h = std::isfinite(hi) ? hi : 1;
-    return {l, l < h ? h : l + 1};
+    if (l < h) return {l, h};
+    // One value: a bin of width 1 above it, or of one ulp where l + 1 rounds back to l (|l| >=
+    // 2^53), which would leave hi == lo and every bin index NaN.
+    return {l, std::max(l + 1, std::nextafter(l, INFINITY))};
 }
 
 ValueRange valueRange(const StridedView& v, Scalar type, bool log10)

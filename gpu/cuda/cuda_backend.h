@@ -1,5 +1,4 @@
-// Entry point into the CUDA backend (only compiled with CKPT_CUDA). Returns nullptr, with the
-// reason, when no device answers.
+// Entry points into the CUDA backend (only compiled with CKPT_CUDA).
 #pragma once
 
 #include "compute_backend.h"
@@ -9,6 +8,10 @@
 
 namespace ckpt::gpu {
 
-std::shared_ptr<ComputeBackend> makeCudaBackend(std::string* reason);
+// Device count and the first device's name through driver queries only: no context, nothing
+// allocated.
+void probeCuda(DeviceProbe& probe);
+// The backend on device `device` (its buffers allocated once, here); throws BackendError.
+std::shared_ptr<ComputeBackend> makeCudaBackend(int device);
 
 } // namespace ckpt::gpu

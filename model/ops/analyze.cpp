@@ -95,9 +95,11 @@ StatsResult computeStats(const std::string& path, const AnalyzeOptions& options,
     return computeStats(in, options, backend, progress, cancel);
 }
 
-StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
-                         gpu::ComputeBackend& backend, const ProgressSink& progress,
-                         const CancelToken& cancel)
+namespace {
+
+StatsResult computeStatsOnce(const layout::OpenedTag& in, const AnalyzeOptions& options,
+                             gpu::ComputeBackend& backend, const ProgressSink& progress,
+                             const CancelToken& cancel)
 {
     const TensorSet set = tagTensors(in.checkpoint, *in, options.source);
     uint64_t total = 0, done = 0;
@@ -149,6 +151,8 @@ StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& opti
     addBackendWarnings(r.warnings, backend, {&options.source});
     return r;
 }
+
+} // namespace
 
 const char* statusName(DiffStatus s)
 {
@@ -477,9 +481,11 @@ DiffResult computeDiff(const std::string& a, const std::string& b, const DiffOpt
     return r;
 }
 
-DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
-                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
-                       const DiffSink& onTensor)
+namespace {
+
+DiffResult computeDiffOnce(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
+                           gpu::ComputeBackend& backend, const ProgressSink& progress,
+                           const CancelToken& cancel, const DiffSink& onTensor)
 {
     const TensorSet sa = diffTensors(a, options.a, options.moments);
     cancel.throwIfCancelled();
@@ -527,6 +533,8 @@ DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, c
     return r;
 }
 
+} // namespace
+
 std::string diffRowsJson(const std::vector<DiffRow>& rows)
 {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -538,6 +546,31 @@ std::string diffRowsJson(const std::vector<DiffRow>& rows)
         out.push_back(std::move(o));
     }
     return out.dump(4, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+// A device whose result the self-check caught wrong: the whole job again on the CPU.
+StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
+                         gpu::ComputeBackend& backend, const ProgressSink& progress,
+                         const CancelToken& cancel)
+{
+    return gpu::runOnCpuIfWrong([&](bool cpuOnly) {
+        if (!cpuOnly) return computeStatsOnce(in, options, backend, progress, cancel);
+        AnalyzeOptions cpu = options;
+        cpu.source.backend = nullptr;
+        return computeStatsOnce(in, cpu, gpu::cpuBackend(), progress, cancel);
+    });
+}
+
+DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
+                       gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,
+                       const DiffSink& onTensor)
+{
+    return gpu::runOnCpuIfWrong([&](bool cpuOnly) {
+        if (!cpuOnly) return computeDiffOnce(a, b, options, backend, progress, cancel, onTensor);
+        DiffOptions cpu = options;
+        cpu.a.backend = cpu.b.backend = nullptr;
+        return computeDiffOnce(a, b, cpu, gpu::cpuBackend(), progress, cancel, onTensor);
+    });
 }
 
 } // namespace ckpt::ops

@@ -138,7 +138,9 @@ std::string diffRowsJson(const std::vector<DiffRow>& rows);
 // Called with each tensor's result as soon as it is known, on the computing thread.
 using DiffSink = std::function<void(const TensorDiff&)>;
 
-// Tensors are matched by name; a tied alias is compared once, as its target.
+// Tensors are matched by name; a tied alias is compared once, as its target. When a device's
+// self-check catches a wrong result the comparison is redone on the CPU, and onTensor then sees
+// every tensor a second time, with the CPU's numbers (which replace the first).
 // Throws Error on damage, Cancelled when cancelled.
 DiffResult computeDiff(const layout::OpenedTag& a, const layout::OpenedTag& b, const DiffOptions& options,
                        gpu::ComputeBackend& backend, const ProgressSink& progress, const CancelToken& cancel,

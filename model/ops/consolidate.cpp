@@ -378,11 +378,9 @@ ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::str
     return result;
 }
 
-} // namespace
-
-ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& outDir,
-                              const ConsolidateOptions& options, const ProgressSink& progress,
-                              const CancelToken& cancel)
+ConsolidateResult consolidateOnce(const layout::OpenedTag& in, const std::string& outDir,
+                                  const ConsolidateOptions& options, const ProgressSink& progress,
+                                  const CancelToken& cancel)
 {
     if (options.shard.sharded()) return consolidateSharded(in, outDir, options, progress, cancel);
     const bool oneFile = oneFileOutput(outDir, options);
@@ -422,6 +420,22 @@ ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& ou
             result.warnings.push_back(std::move(w));
     if (progress) progress({1000, "done", writer.done(), writer.total()});
     return result;
+}
+
+} // namespace
+
+ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& outDir,
+                              const ConsolidateOptions& options, const ProgressSink& progress,
+                              const CancelToken& cancel)
+{
+    // A device whose result the self-check caught wrong: the whole export again on the CPU (the
+    // first attempt's transaction removed what it had written).
+    return gpu::runOnCpuIfWrong([&](bool cpuOnly) {
+        if (!cpuOnly) return consolidateOnce(in, outDir, options, progress, cancel);
+        ConsolidateOptions cpu = options;
+        cpu.backend = nullptr;
+        return consolidateOnce(in, outDir, cpu, progress, cancel);
+    });
 }
 
 ConsolidateResult consolidate(const std::string& checkpoint, const std::string& outDir,

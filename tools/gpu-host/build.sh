@@ -2,7 +2,7 @@
 # Run THERE (the GPU machine, in the repository root, with .gpu-host carried): unpacks the .debs
 # fetched by fetch-deps.sh into /tmp/ckpt-prefix (never into /), then configures and builds the
 # Qt-free part (model/, gpu/ with CUDA, cli/, tests/gpu_parity, bench/compute) into build/gpu.
-# Usage in a device run:  bash tools/gpu-host/build.sh && build/gpu/tests/gpu_parity
+# Usage in a device run:  bash tools/gpu-host/build.sh && build/gpu/tests/gpu_parity && build/gpu/tests/gpu_parity_host
 set -euo pipefail
 prefix=/tmp/ckpt-prefix
 if [ ! -d "$prefix/usr" ]; then
@@ -17,4 +17,4 @@ cmake -S . -B build/gpu -G "$(command -v ninja >/dev/null && echo Ninja || echo 
   -DCMAKE_BUILD_TYPE=Release -DCKPT_CUDA=ON -DCKPT_BUILD_GUI=OFF -DCKPT_BUILD_TESTS=ON \
   -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,$lib:$prefix/lib/x86_64-linux-gnu" >/dev/null
-cmake --build build/gpu --target ckpt gpu_parity bench_compute -j "$(nproc)"
+cmake --build build/gpu --target ckpt gpu_parity gpu_parity_host bench_compute -j "$(nproc)"
