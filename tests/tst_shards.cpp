@@ -133,6 +133,19 @@ private slots:
         QCOMPARE(s.count, 4);
         s = shardFromEnvironment(0, envOf({{"RANK", "0"}, {"WORLD_SIZE", "2"}}));
         QVERIFY(s.finalizeWhenAllDone);
+        // torchrun inside an sbatch script: every rank also sees the batch step's SLURM_PROCID 0 of 1,
+        // and took it, so four ranks all ran as shard 0/1. torchrun's own rank wins.
+        for (const char* marker : {"TORCHELASTIC_RUN_ID", "LOCAL_RANK"}) {
+            s = shardFromEnvironment(0, envOf({{"SLURM_JOB_ID", "77"},
+                                               {"SLURM_PROCID", "0"},
+                                               {"SLURM_NTASKS", "1"},
+                                               {"RANK", "2"},
+                                               {"WORLD_SIZE", "4"},
+                                               {marker, "1"}}));
+            QCOMPARE(s.index, 2);
+            QCOMPARE(s.count, 4);
+            QVERIFY(s.source.find("torchrun") != std::string::npos);
+        }
         // A job array numbered from 1: task 1 is shard 0; its --finalize is a dependent job.
         s = shardFromEnvironment(4, envOf({{"SLURM_ARRAY_TASK_ID", "1"},
                                            {"SLURM_ARRAY_TASK_MIN", "1"},

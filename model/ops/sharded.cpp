@@ -132,6 +132,14 @@ ShardSpec shardFromEnvironment(int shards, const std::function<const char*(const
         s.job = launcherJob(get);
         return s;
     };
+    // torchrun first when it started this process (it sets TORCHELASTIC_RUN_ID, or LOCAL_RANK
+    // beside RANK): it is the innermost launcher, and under sbatch the batch step's SLURM_PROCID
+    // (0 of 1) is in every torchrun rank's environment too, which made all of them shard 0/1.
+    const bool byTorchrun = !get("RANK").empty() && !get("WORLD_SIZE").empty() &&
+                            (!get("TORCHELASTIC_RUN_ID").empty() || !get("LOCAL_RANK").empty());
+    if (byTorchrun)
+        return make(wholeNumber(get("RANK")), wholeNumber(get("WORLD_SIZE")), "torchrun (RANK, WORLD_SIZE)",
+                    true);
     for (const Launcher& l : together)
         if (!get(l.rank).empty())
             return make(wholeNumber(get(l.rank)), wholeNumber(get(l.size)),
