@@ -140,6 +140,9 @@ private:
                 nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
             for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
                 if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
+            // transformers 5 writes the dtype as "dtype" (torch_dtype before 4.56)
+            if (!tag.config.contains("torch_dtype") && tag.config.contains("dtype"))
+                tag.badges["torch_dtype"] = tag.config["dtype"];
         } catch (const nlohmann::json::exception& e) {
             tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
         }

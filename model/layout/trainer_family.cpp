@@ -209,7 +209,7 @@ void addTrainerFiles(Tag& t, const fs::path& dir, FileSet& files)
         RankFile f;
         f.path = path;
         f.name = n;
-        f.role = FileRole::Other;
+        f.role = n == "optimizer.pt" ? FileRole::OptimStates : FileRole::Other;
         f.size = fs::file_size(dir / n, ec);
         t.files.push_back(std::move(f));
     }
@@ -242,6 +242,15 @@ std::string withoutTrailingSlash(std::string path)
     return path;
 }
 
+// The folder as an absolute path without "." or ".." and no trailing separator: what names a
+// checkpoint folder given as "." (its tag was called ".") and finds the run above it.
+fs::path normalFolder(const std::string& path)
+{
+    fs::path p = fs::absolute(fs::path(path)).lexically_normal();
+    if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+    return p;
+}
+
 class TrainerFamily final : public Family
 {
 public:
@@ -266,7 +275,7 @@ public:
         if (checkpoints.empty()) { // one checkpoint folder
             if (!hasTrainerState(path))
                 throw Error("no trainer_state.json and no checkpoint-N folders", path);
-            l.tags.push_back({fs::path(path).filename().string(), path});
+            l.tags.push_back({normalFolder(path).filename().string(), path});
         } else {
             for (const auto& [step, dir] : checkpoints)
                 l.tags.push_back({dir.filename().string(), dir.string()});
@@ -282,7 +291,7 @@ public:
         const fs::path dir(location);
         // The run folder above a checkpoint (its parent), or the run itself for its final model.
         const bool final = location == list.root && list.tags.size() > 1;
-        const fs::path run = final ? dir : dir.parent_path();
+        const fs::path run = final ? dir : normalFolder(location).parent_path();
         Tag t = openModel(dir, files);
         t.name = name;
         t.latest = name == list.latest;

@@ -2,6 +2,7 @@
 
 #include "io/location.h"
 #include "ops/detect.h"
+#include "safetensors/safetensors_file.h"
 
 #include <algorithm>
 
@@ -163,6 +164,40 @@ ByteRole roleOf(const std::string& path)
     return ByteRole::Other;
 }
 
+namespace {
+
+// What a file's name says of all its tensors, before their paths: a Trainer's own pickles
+// (training_args.bin, scheduler.pt, rng_state*.pth) hold no weights, whatever their tensors are
+// called (rng_state.pth's "cpu" tensor read as a plain state dict's weight); an optimizer file's
+// tensors other than the moments and masters are optimizer state.
+ByteRole roleIn(const std::string& fileName, const std::string& tensorPath)
+{
+    if (fileName == "training_args.bin" || fileName == "scheduler.pt" || fileName.rfind("rng_state", 0) == 0)
+        return ByteRole::Other;
+    const ByteRole r = roleOf(tensorPath);
+    if (fileName.rfind("optimizer", 0) == 0 && (r == ByteRole::ModelWeights || r == ByteRole::Other))
+        return ByteRole::OtherOptimizer;
+    return r;
+}
+
+// A safetensors file is weights: its tensors' bytes, the header beside them other bytes. A file
+// that does not parse counts as other bytes (the checkpoint's family reports real damage).
+void safetensorsRoles(const std::string& path, FolderFile& f)
+{
+    try {
+        const auto st = safetensors::SafetensorsFile::open(path);
+        uint64_t weights = 0;
+        for (const auto& t : st->tensors())
+            weights += t.end - t.begin;
+        f.roleBytes[size_t(ByteRole::ModelWeights)] = weights;
+        f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes > weights ? f.fileBytes - weights : 0;
+    } catch (const Error&) {
+        f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
+    }
+}
+
+} // namespace
+
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
                                const CancelToken& cancel, const layout::FileSet* fileSet)
 {
@@ -202,7 +237,8 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             for (const auto& s : f.bloat.storages) {
                 if (tf->storages()[size_t(s.storage)].viewOf >= 0) continue;
                 const ByteRole r = s.tensors.empty() ? ByteRole::Other
-                                                     : roleOf(tf->tensors()[size_t(s.tensors.front())].path);
+                                                     : roleIn(io::fileName(files[i].first),
+                                                              tf->tensors()[size_t(s.tensors.front())].path);
                 f.roleBytes[size_t(r)] += s.nbytes;
             }
             f.roleBytes[size_t(ByteRole::Other)] += f.bloat.overheadBytes;
@@ -214,7 +250,10 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             } catch (const Error&) {
                 f.fileBytes = 0; // gone since it was listed: counted as nothing, as before
             }
-            f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
+            if (kind == FileKind::Safetensors)
+                safetensorsRoles(files[i].first, f);
+            else
+                f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
         }
         out.fileBytes += f.fileBytes;
         for (size_t r = 0; r < kByteRoles; ++r)
