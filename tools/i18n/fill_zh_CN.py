@@ -54,6 +54,7 @@ ZH = {
     "Choose an output folder first.": "请先选择输出文件夹。",
     "Close": "关闭",
     "Compute: %1": "计算设备：%1",
+    "Compute: ...": "计算设备：……",
     "Computing...": "正在计算...",
     "Could not compute: %1": "无法计算：%1",
     "DeepSpeed checkpoint": "DeepSpeed 检查点",
