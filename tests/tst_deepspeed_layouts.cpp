@@ -200,7 +200,9 @@ private slots:
         QCOMPARE(ranksOf(*find(tag, "6.weight")), (std::set<int>{3}));
         const auto& stages = tag.badges["pipeline_stages"];
         QCOMPARE(stages.size(), size_t(2));
-        QCOMPARE(stages[0]["layers"].dump(), std::string("[0,2]"));
+        // stage 0 = layers 0-3 (partition_method uniform): the lambda at 3 has no parameters, and
+        // the range used to stop at 2
+        QCOMPARE(stages[0]["layers"].dump(), std::string("[0,3]"));
         QCOMPARE(stages[1]["layers"].dump(), std::string("[4,6]"));
         QCOMPARE(stages[1]["first_rank"].get<int>(), 2);
         QVERIFY(factOf(tag, "pipeline stages").find("layers 4") != std::string::npos);
@@ -213,6 +215,11 @@ private slots:
         const auto tied = open("pipe_tied_zero1_fp32_w2_pp2");
         const auto isTied = [](const layout::Parameter& p) { return p.name == "tied_modules.embed.weight"; };
         QCOMPARE(std::count_if(tied->params.begin(), tied->params.end(), isTied), 1);
+        // stage 0 = the tied embedding (named by key, not number), a Linear and a GELU: layers 0-2,
+        // not "1-1"; stage 1 from layer 3
+        const auto& tiedStages = tied->badges["pipeline_stages"];
+        QCOMPARE(tiedStages[0]["layers"].dump(), std::string("[0,2]"));
+        QCOMPARE(tiedStages[1]["layers"][0].get<int>(), 3);
         QVERIFY(!find(*tied, "0.weight") && !find(*tied, "5.weight"));
     }
 

@@ -9,11 +9,13 @@
 #include "io/error.h"
 #include "layout/family.h"
 #include "layout/trainer_state.h"
+#include "ops/bloat.h"
 #include "ops/consolidate.h"
 #include "ops/export_files.h"
 #include "ops/inspect.h"
 #include "safetensors/safetensors_file.h"
 
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <filesystem>
@@ -189,6 +191,37 @@ private slots:
         QCOMPARE(opened->model.tags.size(), size_t(1));
         QCOMPARE(opened->model.tags[0].name, std::string("checkpoint-2"));
         QCOMPARE(opened->chooseTag("").name, std::string("checkpoint-2"));
+    }
+
+    // Opened as "." from inside it (ckpt inspect .), the tag was called "." and the run above it
+    // was looked for at "".
+    void checkpointFolderOpenedAsDot()
+    {
+        const QString before = QDir::currentPath();
+        QVERIFY(QDir::setCurrent(QString::fromStdString(runDir("gpt2_zero2_fp32_w2") + "/checkpoint-2")));
+        const auto opened = layout::openCheckpoint(".");
+        QDir::setCurrent(before);
+        QCOMPARE(opened->model.tags.size(), size_t(1));
+        QCOMPARE(opened->model.tags[0].name, std::string("checkpoint-2"));
+    }
+
+    // The byte summary of a plain Trainer checkpoint: model.safetensors is the model's weights, the
+    // RNG state and the Trainer's other pickles are not (rng_state.pth's "cpu" tensor counted as
+    // weights, and the 88 KB of weights as "other").
+    void bytesByRoleOfAPlainCheckpoint()
+    {
+        const std::string dir = runDir("gpt2_plain_w1") + "/checkpoint-2";
+        const auto st = safetensors::SafetensorsFile::open(dir + "/model.safetensors");
+        uint64_t weights = 0;
+        for (const auto& t : st->tensors())
+            weights += t.end - t.begin;
+        const ops::FolderBloat b = ops::analyzeFolderBloat(dir, {}, {});
+        QCOMPARE(b.roleBytes[size_t(ops::ByteRole::ModelWeights)], weights);
+        QVERIFY(b.roleBytes[size_t(ops::ByteRole::ExpAvg)] > 0);
+        for (const auto& f : b.files)
+            if (f.path.rfind("rng_state", 0) == 0 || f.path == "scheduler.pt" ||
+                f.path == "training_args.bin")
+                QCOMPARE(f.roleBytes[size_t(ops::ByteRole::ModelWeights)], uint64_t(0));
     }
 
     void trainerState_data() { runFolderTags_data(); }

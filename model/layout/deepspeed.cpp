@@ -1063,14 +1063,33 @@ std::string layerPrefix(const OpenFile& layer, int index,
     return tied.empty() ? plain : *tied.begin();
 }
 
+// Each stage's layers. What the save names per stage are its numbered layers' parameters; a
+// stage's layers are contiguous, so it holds from its first numbered layer (the first stage from
+// layer 0) up to the layer before the next stage's first, the last stage up to the last layer
+// file. That counts the tied modules (named by key, not number) and the layers without
+// parameters that sit between numbered ones, which the names alone left out ("layers 1-1" for
+// a stage holding the tied embedding, a Linear and a GELU).
 void addPipelineStages(Tag& tag, const std::vector<const OpenFile*>& stages,
                        const std::vector<std::vector<std::string>>& stageNames)
 {
+    std::vector<std::set<int>> numbered(stages.size());
+    for (size_t s = 0; s < stages.size(); ++s)
+        for (const auto& n : stageNames[s])
+            if (const LayerName l = splitLayer(n); l.isLayer && l.stem.empty())
+                numbered[s].insert(int(l.number));
+    int lastFile = -1;
+    for (const RankFile& f : tag.files)
+        if (f.role == FileRole::Layer) lastFile = std::max(lastFile, layerIndex(f));
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (size_t s = 0; s < stages.size(); ++s) {
-        std::set<int> layers;
-        for (const auto& n : stageNames[s])
-            if (const LayerName l = splitLayer(n); l.isLayer && l.stem.empty()) layers.insert(int(l.number));
+        std::set<int> layers = numbered[s];
+        if (!layers.empty()) {
+            if (s == 0) layers.insert(0);
+            if (s + 1 < stages.size() && !numbered[s + 1].empty())
+                layers.insert(*numbered[s + 1].begin() - 1);
+            else if (s + 1 == stages.size() && lastFile > *layers.rbegin())
+                layers.insert(lastFile);
+        }
         nlohmann::ordered_json st;
         st["stage"] = s;
         st["file"] = stages[s]->info.name;
