@@ -193,6 +193,20 @@ private slots:
         compareTrees(tmp.filePath("one"), tmp.filePath("split"));
     }
 
+    // Each process's progress and warnings name its shard, so the logs of N processes interleaved
+    // in one Slurm output file can be told apart.
+    void logLinesNameTheShard()
+    {
+        QTemporaryDir tmp;
+        const Run r = ckptRun({"export", data("deepspeed/zero3_fp32_w2"), tmp.filePath("out"),
+                               "--max-shard-size", "4000", "--shard", "1/3"});
+        QVERIFY2(r.code == 0, r.err.constData());
+        const QList<QByteArray> lines = r.err.trimmed().split('\n');
+        QVERIFY(lines.size() >= 2);
+        for (const QByteArray& line : lines)
+            QVERIFY2(line.contains("[shard 1/3]"), line.constData());
+    }
+
     void finalizeRefusesWhileAShardIsMissing()
     {
         QTemporaryDir tmp;
