@@ -203,6 +203,13 @@ private slots:
         QDir::setCurrent(before);
         QCOMPARE(opened->model.tags.size(), size_t(1));
         QCOMPARE(opened->model.tags[0].name, std::string("checkpoint-2"));
+        // config.json's architecture and sizes as badges, under GPT-2's names as the config has them
+        const auto config = testutil::readJson(runDir("gpt2_zero2_fp32_w2") + "/checkpoint-2/config.json");
+        const auto tag = opened->chooseTag("");
+        QCOMPARE(tag.badges["hidden_size"].get<int>(), config["n_embd"].get<int>());
+        QCOMPARE(tag.badges["layers"].get<int>(), config["n_layer"].get<int>());
+        QCOMPARE(tag.badges["vocab_size"].get<int>(), config["vocab_size"].get<int>());
+        QVERIFY(tag.badges.contains("config_dtype"));
     }
 
     // The byte summary of a plain Trainer checkpoint: model.safetensors is the model's weights, the

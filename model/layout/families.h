@@ -3,6 +3,8 @@
 
 #include "layout/family.h"
 
+#include <nlohmann/json.hpp>
+
 namespace ckpt::layout {
 
 const Family& composerFamily();    // composer_family.cpp
@@ -12,5 +14,11 @@ const Family& huggingFaceFamily(); // hf_family.cpp
 const Family& singleFileFamily();  // file_family.cpp
 const Family& trainerFamily();     // trainer_family.cpp
 const Family& universalFamily();   // universal.cpp
+
+// A transformers config.json as badges: model_type, architectures, transformers_version, the
+// dtype (torch_dtype, or transformers 5's dtype) under `dtypeBadge`, and the sizes (hidden size,
+// layers, attention heads, vocabulary, under GPT-2's names too). Shared by the Hugging Face and
+// Trainer families (hf_family.cpp).
+void addTransformersConfigBadges(const nlohmann::json& config, Tag& tag, const char* dtypeBadge);
 
 } // namespace ckpt::layout

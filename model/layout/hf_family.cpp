@@ -138,11 +138,7 @@ private:
         try {
             tag.config =
                 nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
-            for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
-                if (tag.config.contains(k)) tag.badges[k] = tag.config[k];
-            // transformers 5 writes the dtype as "dtype" (torch_dtype before 4.56)
-            if (!tag.config.contains("torch_dtype") && tag.config.contains("dtype"))
-                tag.badges["torch_dtype"] = tag.config["dtype"];
+            addTransformersConfigBadges(tag.config, tag, "torch_dtype");
         } catch (const nlohmann::json::exception& e) {
             tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
         }
@@ -353,6 +349,29 @@ const Family& huggingFaceFamily()
 {
     static const HuggingFaceFamily f;
     return f;
+}
+
+void addTransformersConfigBadges(const nlohmann::json& config, Tag& tag, const char* dtypeBadge)
+{
+    if (!config.is_object()) return;
+    for (const char* k : {"model_type", "architectures", "transformers_version"})
+        if (config.contains(k)) tag.badges[k] = config[k];
+    // transformers 5 writes "dtype" (torch_dtype before 4.56)
+    for (const char* k : {"dtype", "torch_dtype"})
+        if (config.contains(k) && !config[k].is_null()) tag.badges[dtypeBadge] = config[k];
+    // Sizes, by the common names first and GPT-2's after (n_embd, n_layer, n_head)
+    const std::pair<const char*, std::vector<const char*>> sizes[] = {
+        {"hidden_size", {"hidden_size", "n_embd", "d_model"}},
+        {"layers", {"num_hidden_layers", "n_layer", "num_layers"}},
+        {"attention_heads", {"num_attention_heads", "n_head"}},
+        {"vocab_size", {"vocab_size"}},
+    };
+    for (const auto& [badge, keys] : sizes)
+        for (const char* k : keys)
+            if (config.contains(k) && config[k].is_number_integer()) {
+                tag.badges[badge] = config[k];
+                break;
+            }
 }
 
 } // namespace ckpt::layout

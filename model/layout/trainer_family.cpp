@@ -175,11 +175,8 @@ void addModelConfigBadges(Tag& t, const fs::path& dir)
         t.warnings.push_back("config.json: not a valid JSON object");
         return;
     }
-    for (const char* k : {"model_type", "architectures", "transformers_version"})
-        if (j.contains(k)) t.badges[k] = j[k];
-    // Named apart from the DeepSpeed tag's own dtype (its training precision), which it can differ from.
-    for (const char* k : {"dtype", "torch_dtype"})
-        if (j.contains(k)) t.badges["config_dtype"] = j[k];
+    // The dtype named apart from the DeepSpeed tag's own (its training precision), which it can differ from.
+    addTransformersConfigBadges(j, t, "config_dtype");
 }
 
 // The Trainer's own pickles (training_args.bin, scheduler.pt, the RNG states, optimizer.pt of a
