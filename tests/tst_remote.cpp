@@ -10,6 +10,7 @@
 #include "io/remote/remote_object.h"
 #include "io/remote/s3_xml.h"
 #include "io/remote/sigv4.h"
+#include "io/remote/stores.h"
 #include "io/remote/url.h"
 #include "layout/family.h"
 #include "ops/consolidate.h"
@@ -18,6 +19,7 @@
 #include "torch/torch_file.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
@@ -29,6 +31,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
+#include <QUrl>
 #include <future>
 #include <map>
 #include <mutex>
@@ -42,6 +45,8 @@ namespace {
 
 const QString kSource = QStringLiteral(CKPT_SOURCE_DIR);
 const char* kBucket = "ckpt-test";
+const QString kHubRepo = QStringLiteral("ckpt/fixtures");
+const QString kHubToken = QStringLiteral("hf_test_token_26");
 
 QByteArray readAll(const QString& path)
 {
@@ -141,8 +146,8 @@ class TestRemote : public QObject
 
     QTemporaryDir m_tmp;
     QString m_www; // what nginx serves and moto holds: copies of the committed fixtures
-    int m_nginxPort = 0, m_proxyPort = 0, m_motoPort = 0, m_s3ProxyPort = 0;
-    std::unique_ptr<QProcess> m_nginx, m_proxy, m_moto, m_s3Proxy;
+    int m_nginxPort = 0, m_proxyPort = 0, m_motoPort = 0, m_s3ProxyPort = 0, m_hubPort = 0;
+    std::unique_ptr<QProcess> m_nginx, m_proxy, m_moto, m_s3Proxy, m_hub;
     QString m_nginxSkip, m_motoSkip;
     QString m_venv;
 
@@ -166,6 +171,20 @@ class TestRemote : public QObject
     }
     std::string proxied(const QString& rel) const { return http(rel, m_proxyPort); }
     std::string s3(const QString& rel) const { return QString("s3://%1/%2").arg(kBucket, rel).toStdString(); }
+    // The same bucket through GCS's XML API (moto speaks it: SigV4 with an HMAC key), and the
+    // served folder as a Hub model repository (tools/servers/fake_hub.py).
+    std::string gs(const QString& rel) const { return QString("gs://%1/%2").arg(kBucket, rel).toStdString(); }
+    std::string hf(const QString& rel) const { return ("hf://" + kHubRepo + "/" + rel).toStdString(); }
+    std::string urlOf(const QString& scheme, const QString& rel) const
+    {
+        return scheme == "http" ? http(rel) : scheme == "s3" ? s3(rel) : scheme == "gs" ? gs(rel) : hf(rel);
+    }
+    // Skips a row whose server could not be started (outside CI).
+    bool serverMissing(const QString& scheme)
+    {
+        if (scheme == "http" && !m_nginxSkip.isEmpty()) return true;
+        return (scheme == "s3" || scheme == "gs") && !m_motoSkip.isEmpty();
+    }
 
     void fault(const QString& query) { QVERIFY(setFaults(m_proxyPort, query)); }
 
@@ -237,6 +256,7 @@ class TestRemote : public QObject
     void prepareFixtures();
     void startNginx();
     void startMoto();
+    void startHub();
     void requireNginx()
     {
         if (!m_nginxSkip.isEmpty()) QSKIP(qPrintable(m_nginxSkip));
@@ -279,6 +299,13 @@ private slots:
     void s3ProfileCredentials();
     void s3MissingKey();
     void s3ObjectReplacedMidRead();
+
+    // --- gs:// (moto as GCS's XML API) and hf:// (tools/servers/fake_hub.py) ---
+    void gcsAndHubBytesEqualLocal();
+    void hubTreeListingPages();
+    void gcsAndHubCredentialsNameTheirSource();
+    void gcsTokenAndHubRequests();
+    void hubTreeJson();
 
     // --- ckpt inspect on URLs ---
     void inspectUrlMatchesLocal_data();
@@ -378,6 +405,22 @@ void TestRemote::startMoto()
                                 m_tmp.filePath("s3proxy.log"), m_s3ProxyPort);
     QVERIFY2(m_s3Proxy, "the S3 fault proxy did not start");
     qputenv("AWS_ENDPOINT_URL", QString("http://127.0.0.1:%1").arg(m_s3ProxyPort).toUtf8());
+    // gs:// with an HMAC key signs as S3 does: moto (through the same proxy) checks it.
+    qputenv("CKPT_GCS_ENDPOINT", QString("http://127.0.0.1:%1").arg(m_s3ProxyPort).toUtf8());
+    qputenv("GS_ACCESS_KEY_ID", keys[0].toUtf8());
+    qputenv("GS_SECRET_ACCESS_KEY", keys[1].toUtf8());
+}
+
+void TestRemote::startHub()
+{
+    // Plain Python, no packages: pages of two entries, and the token a private repository needs.
+    m_hubPort = freePort();
+    m_hub =
+        startServer("python3", {kSource + "/tools/servers/fake_hub.py", QString::number(m_hubPort), m_www,
+                                kHubRepo, m_tmp.filePath("hub.log"), "--token", kHubToken, "--page", "2"});
+    QVERIFY2(waitForPort(m_hubPort, *m_hub, 10000), m_hub->readAll().constData());
+    qputenv("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(m_hubPort).toUtf8());
+    qputenv("HF_TOKEN", kHubToken.toUtf8());
 }
 
 void TestRemote::initTestCase()
@@ -391,17 +434,22 @@ void TestRemote::initTestCase()
     qputenv("NO_PROXY", "127.0.0.1,localhost");
     qputenv("no_proxy", "127.0.0.1,localhost");
     // Nothing of the developer's own AWS setup may leak in.
-    for (const char* v : {"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION"})
+    for (const char* v : {"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION",
+                          "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "GOOGLE_OAUTH_ACCESS_TOKEN",
+                          "GOOGLE_APPLICATION_CREDENTIALS"})
         qunsetenv(v);
+    qputenv("HF_HOME", m_tmp.filePath("no-hf-home").toUtf8());
     qputenv("AWS_SHARED_CREDENTIALS_FILE", m_tmp.filePath("no-credentials").toUtf8());
     qputenv("AWS_CONFIG_FILE", m_tmp.filePath("no-config").toUtf8());
     prepareFixtures();
     startNginx();
     startMoto();
+    startHub();
 }
 
 void TestRemote::cleanupTestCase()
 {
+    stop(m_hub);
     stop(m_s3Proxy);
     stop(m_moto);
     stop(m_proxy);
@@ -431,6 +479,9 @@ void TestRemote::urls()
     QVERIFY(errorOf([] { parseUrl("s3:///key"); }).contains("no host or bucket"));
     QVERIFY(errorOf([] { parseUrl("http://user:pw@host/k"); }).contains("credentials inside the URL"));
     QVERIFY(errorOf([] { parseUrl("hf://justorg"); }).contains("hf://ORG/REPO"));
+    for (const char* bad : {"hf://org/", "hf:///repo/x", "hf://org/repo@/x"})
+        QVERIFY2(!errorOf([&] { parseUrl(bad); }).isEmpty(), bad);
+    QCOMPARE(parseUrl("hf://org/repo@refs%2Fpr%2F1/w.bin").revision, std::string("refs/pr/1"));
     QVERIFY(errorOf([] { parseUrl("http://h/a\nb"); }).contains("control characters"));
     QCOMPARE(uriEncode("a b/c~d+é", true), std::string("a%20b/c~d%2B%C3%A9"));
     QCOMPARE(uriEncode("a/b", false), std::string("a%2Fb"));
@@ -883,6 +934,140 @@ void TestRemote::s3ListingPages()
     QCOMPARE(lists, 6 + 2 + 3); // 12 objects; 3 objects; 4 objects and 2 folders: pages of two
 }
 
+// gs:// (HMAC key, signed as S3) and hf:// (resolve URLs, large files redirected to the CDN)
+// read the local bytes.
+void TestRemote::gcsAndHubBytesEqualLocal()
+{
+    for (const QString scheme : {"gs", "hf"}) {
+        if (serverMissing(scheme)) continue;
+        for (const QString& rel : servedFiles()) {
+            const QByteArray local = readAll(m_www + "/" + rel);
+            const auto f = io::MappedFile::open(urlOf(scheme, rel));
+            QCOMPARE(f->size(), uint64_t(local.size()));
+            f->ensure(0, f->size());
+            QVERIFY2(std::memcmp(f->bytes().data(), local.constData(), f->size()) == 0,
+                     qPrintable(scheme + " " + rel));
+        }
+    }
+    // The Hub redirected the large files to its CDN, and the CDN answered the ranges.
+    bool redirected = false;
+    for (const QJsonObject& o : proxyLog("hub.log"))
+        redirected =
+            redirected || (o["status"].toInt() == 302 && o["path"].toString().contains("random.bin"));
+    QVERIFY(redirected);
+}
+
+// The tree API in pages (two entries each here), followed by its Link headers; paths from the
+// repository's root, as S3 keys are; a folder the repository lacks lists empty.
+void TestRemote::hubTreeListingPages()
+{
+    QFile::resize(m_tmp.filePath("hub.log"), 0);
+    const Url root = parseUrl(hf(""));
+    const auto all = Store::forUrl(root)->list(root, false, nullptr).objects;
+    size_t onDisk = 0; // other tests add files (replaced.bin): the folder as it is now
+    for (QDirIterator it(m_www, QDir::Files, QDirIterator::Subdirectories); it.hasNext(); it.next())
+        ++onDisk;
+    QVERIFY(onDisk >= size_t(servedFiles().size() + deepSpeedFiles().size() + 1));
+    QCOMPARE(all.size(), onDisk);
+    for (const auto& o : all)
+        QCOMPARE(o.size, uint64_t(QFileInfo(m_www + "/" + QString::fromStdString(o.key)).size()));
+    const ListPage top = Store::forUrl(root)->list(root, true, nullptr);
+    QCOMPARE(top.prefixes, (std::vector<std::string>{"ds/", "torch/"}));
+    const Url torch = parseUrl(hf("torch/"));
+    const auto listed = Store::forUrl(torch)->list(torch, true, nullptr).objects;
+    QCOMPARE(listed.size(), size_t(3));
+    QVERIFY(QString::fromStdString(listed[0].key).startsWith("torch/"));
+    int pages = 0;
+    for (const QJsonObject& o : proxyLog("hub.log"))
+        pages += o["path"].toString().startsWith("/api/models/");
+    QVERIFY2(pages > 6, qPrintable(QString::number(pages))); // more than one page per listing
+    const Url none = parseUrl(hf("no-such-folder/"));
+    QVERIFY(Store::forUrl(none)->list(none, true, nullptr).objects.empty());
+}
+
+// A wrong HF token or GCS secret: one error naming the URL, the source of the credentials and
+// the server's answer.
+void TestRemote::gcsAndHubCredentialsNameTheirSource()
+{
+    qputenv("HF_TOKEN", "hf_wrong");
+    const QString hub = errorOf([&] { io::MappedFile::open(hf("model.safetensors")); });
+    qputenv("HF_TOKEN", kHubToken.toUtf8());
+    QVERIFY2(hub.contains("401 Unauthorized") && hub.contains("environment (HF_TOKEN)") &&
+                 hub.contains(QString::fromStdString(hf("model.safetensors"))),
+             qPrintable(hub));
+    const QString missing = errorOf([&] { io::MappedFile::open(hf("no-such.safetensors")); });
+    QVERIFY2(missing.contains("404 Not Found") && missing.contains("no-such.safetensors"),
+             qPrintable(missing));
+    if (!m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
+    const QByteArray secret = qgetenv("GS_SECRET_ACCESS_KEY");
+    qputenv("GS_SECRET_ACCESS_KEY", "wrong");
+    const QString gcs = errorOf([&] { io::MappedFile::open(gs("small.bin")); });
+    qputenv("GS_SECRET_ACCESS_KEY", secret);
+    QVERIFY2(gcs.contains("403 Forbidden") && gcs.contains("SignatureDoesNotMatch") &&
+                 gcs.contains("GS_ACCESS_KEY_ID") && gcs.contains("gs://ckpt-test/small.bin"),
+             qPrintable(gcs));
+}
+
+// What is sent, without a server: GCS's token as a bearer on path-style XML API URLs (and a
+// service-account file refused with what to use instead); the Hub's resolve URL with the
+// revision encoded, and its token from HF_TOKEN, then the token file.
+void TestRemote::gcsTokenAndHubRequests()
+{
+    auto envOf = [](std::map<std::string, std::string> vars) {
+        return [vars](const char* name) -> std::optional<std::string> {
+            const auto it = vars.find(name);
+            return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+        };
+    };
+    const auto gcs = io::remote::gcsStore(envOf({{"GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.tok"}}));
+    const HttpRequest q = gcs->request(parseUrl("gs://bkt/a b/c.pt"), {{"list-type", "2"}});
+    QCOMPARE(q.url, std::string("https://storage.googleapis.com/bkt/a%20b/c.pt?list-type=2"));
+    QCOMPARE(q.headers, (HeaderList{{"Authorization", "Bearer ya29.tok"}}));
+    QVERIFY(gcs->credentialNote().find("GOOGLE_OAUTH_ACCESS_TOKEN") != std::string::npos);
+    QVERIFY(errorOf([&] {
+                io::remote::gcsStore(envOf({{"GOOGLE_APPLICATION_CREDENTIALS", "/k.json"}}));
+            }).contains("GOOGLE_OAUTH_ACCESS_TOKEN"));
+    QVERIFY(errorOf([&] {
+                io::remote::gcsStore(envOf({{"GS_ACCESS_KEY_ID", "GOOG1"}}));
+            }).contains("GS_SECRET_ACCESS_KEY"));
+
+    const QString home = m_tmp.filePath("hf-home");
+    QDir().mkpath(home);
+    writeAll(home + "/token", "hf_from_file\n");
+    const auto fromFile = io::remote::hubStore(envOf({{"HF_HOME", home.toStdString()}}));
+    const HttpRequest r = fromFile->request(parseUrl("hf://org/repo@refs%2Fpr%2F1/sub/w.safetensors"));
+    QCOMPARE(r.url, std::string("https://huggingface.co/org/repo/resolve/refs%2Fpr%2F1/sub/w.safetensors"));
+    QCOMPARE(r.headers, (HeaderList{{"Authorization", "Bearer hf_from_file"}}));
+    const auto fromEnv = io::remote::hubStore(
+        envOf({{"HF_HOME", home.toStdString()}, {"HF_TOKEN", "hf_env"}, {"HF_ENDPOINT", "http://h:1/"}}));
+    const HttpRequest e = fromEnv->request(parseUrl("hf://org/repo/w.bin"));
+    QCOMPARE(e.url, std::string("http://h:1/org/repo/resolve/main/w.bin"));
+    QCOMPARE(e.headers, (HeaderList{{"Authorization", "Bearer hf_env"}}));
+    QVERIFY(errorOf([&] {
+                io::remote::hubStore(envOf({{"HF_ENDPOINT", "ftp://x"}}));
+            }).contains("HF_ENDPOINT"));
+}
+
+// The tree page parser: what the Hub sends, and what it must refuse.
+void TestRemote::hubTreeJson()
+{
+    const ListPage p = io::remote::parseHubTree(
+        R"([{"type":"directory","oid":"0","path":"ds"},{"type":"file","oid":"ab","size":134,"path":"w.safetensors","lfs":{"oid":"sha256:0","size":5000000000,"pointerSize":134}},{"type":"file","oid":"cd","size":12,"path":"config.json"}])",
+        "hf://o/r/");
+    QCOMPARE(p.prefixes, (std::vector<std::string>{"ds/"}));
+    QCOMPARE(p.objects.size(), size_t(2));
+    QCOMPARE(p.objects[0].size, uint64_t(5000000000)); // an LFS file's size is its content's
+    QCOMPARE(p.objects[1].size, uint64_t(12));
+    for (const char* bad :
+         {"{}", "[1]", R"([{"type":"file","path":"a"}])", R"([{"type":"file","path":"/abs","size":1}])",
+          R"([{"type":"link","path":"a","size":1}])", R"([{"type":"file","path":"a","size":-1}])",
+          "not json"})
+        QVERIFY2(errorOf([&] { io::remote::parseHubTree(bad, "hf://o/r/"); }).contains("hf://o/r/"), bad);
+    QCOMPARE(io::remote::nextLink(R"(<https://h/api/models/o/r/tree/main?cursor=x>; rel="next")"),
+             std::string("https://h/api/models/o/r/tree/main?cursor=x"));
+    QCOMPARE(io::remote::nextLink(R"(<https://h/p>; rel="prev")"), std::string());
+}
+
 void TestRemote::s3WrongCredentialsNameTheirSource()
 {
     if (!m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
@@ -993,6 +1178,18 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                       << "ds/global_step2";
     QTest::newRow("s3 DeepSpeed run") << "s3"
                                       << "ds";
+    QTest::newRow("gs safetensors") << "gs"
+                                    << "model.safetensors";
+    QTest::newRow("gs DeepSpeed run") << "gs"
+                                      << "ds";
+    QTest::newRow("hf safetensors") << "hf"
+                                    << "model.safetensors";
+    QTest::newRow("hf torch") << "hf"
+                              << "torch/nested.pt";
+    QTest::newRow("hf DeepSpeed tag") << "hf"
+                                      << "ds/global_step2";
+    QTest::newRow("hf DeepSpeed run") << "hf"
+                                      << "ds";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1001,7 +1198,19 @@ std::map<QString, uint64_t> TestRemote::fetchedPerObject(const QString& scheme, 
 {
     std::map<QString, uint64_t> fetched;
     *requests = 0;
-    if (scheme == "s3") {
+    if (scheme == "hf") {
+        for (const QJsonObject& o : proxyLog("hub.log")) {
+            ++*requests;
+            QString path = o["path"].toString();
+            if (path.contains('?') || o["status"].toInt() / 100 != 2) continue;
+            for (const QString& at : {"/cdn/" + kHubRepo + "/", "/" + kHubRepo + "/resolve/main/"})
+                if (path.startsWith(at))
+                    fetched[QUrl::fromPercentEncoding(path.mid(at.size()).toUtf8())] +=
+                        uint64_t(o["bytes"].toInt());
+        }
+        return fetched;
+    }
+    if (scheme == "s3" || scheme == "gs") {
         for (const QJsonObject& o : proxyLog("s3proxy.log")) {
             ++*requests;
             const QString path = o["path"].toString();
@@ -1045,11 +1254,11 @@ void TestRemote::inspectUrlMatchesLocal()
 {
     QFETCH(QString, scheme);
     QFETCH(QString, rel);
-    if (scheme == "http") requireNginx();
-    if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
-    const QString url = QString::fromStdString(scheme == "http" ? http(rel) : s3(rel));
+    if (serverMissing(scheme)) QSKIP("its server could not be started");
+    const QString url = QString::fromStdString(urlOf(scheme, rel));
     const QString prefix = url.left(url.size() - rel.size());
     QFile::resize(m_tmp.filePath("s3proxy.log"), 0);
+    QFile::resize(m_tmp.filePath("hub.log"), 0);
     clearNginxLog();
     const Run remote = runCkpt({"inspect", "--json", url});
     if (remote.exitCode != 0) qWarning().noquote() << remote.err; // whole: QVERIFY2 cuts it
@@ -1107,6 +1316,12 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                               << "torch/module.pt";
     QTest::newRow("s3 DeepSpeed tag") << "s3"
                                       << "ds/global_step2";
+    QTest::newRow("gs DeepSpeed tag") << "gs"
+                                      << "ds/global_step2";
+    QTest::newRow("hf torch") << "hf"
+                              << "torch/module.pt";
+    QTest::newRow("hf DeepSpeed tag") << "hf"
+                                      << "ds/global_step2";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.
@@ -1114,9 +1329,8 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport()
 {
     QFETCH(QString, scheme);
     QFETCH(QString, rel);
-    if (scheme == "http") requireNginx();
-    if (scheme == "s3" && !m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
-    const QString url = QString::fromStdString(scheme == "http" ? http(rel) : s3(rel));
+    if (serverMissing(scheme)) QSKIP("its server could not be started");
+    const QString url = QString::fromStdString(urlOf(scheme, rel));
     QTemporaryDir out;
     const Run remote = runCkpt({"export", "-q", url, out.filePath("remote.safetensors")});
     QVERIFY2(remote.exitCode == 0, remote.err.constData());

@@ -31,6 +31,13 @@ std::string withoutSlash(std::string s)
     return s;
 }
 
+// Object stores list their folders (S3 and GCS: ListObjectsV2; the Hub: its tree API); a plain
+// HTTP server cannot, and the format names the files.
+bool listable(remote::Scheme s)
+{
+    return s == remote::Scheme::S3 || s == remote::Scheme::Gcs || s == remote::Scheme::HuggingFace;
+}
+
 // One job asks the same folder several times (match, list the tags, open one): a listing is
 // kept for a short while so that costs one round trip, not one per question.
 remote::ListPage listOnce(const std::string& url)
@@ -57,8 +64,7 @@ remote::ListPage listOnce(const std::string& url)
 PathKind remoteKind(const std::string& path)
 {
     const remote::Url u = remote::parseUrl(path);
-    if (u.scheme != remote::Scheme::S3)
-        return u.key.empty() || u.key.back() == '/' ? PathKind::Folder : PathKind::File;
+    if (!listable(u.scheme)) return u.key.empty() || u.key.back() == '/' ? PathKind::Folder : PathKind::File;
     if (u.key.empty()) return PathKind::Folder;
     const std::string key = withoutSlash(u.key);
     const remote::ListPage page = listOnce(withSlash(parentPath(path)));
@@ -79,7 +85,7 @@ bool isRemotePath(const std::string& path)
 
 void checkRemoteUrl(const std::string& url)
 {
-    remote::requireServed(remote::parseUrl(url));
+    remote::parseUrl(url);
 }
 
 PathKind pathKind(const std::string& path)
@@ -95,7 +101,7 @@ PathKind pathKind(const std::string& path)
 
 bool canList(const std::string& folder)
 {
-    return !isRemotePath(folder) || remote::parseUrl(folder).scheme == remote::Scheme::S3;
+    return !isRemotePath(folder) || listable(remote::parseUrl(folder).scheme);
 }
 
 std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& paths)

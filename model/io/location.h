@@ -22,8 +22,8 @@ struct FolderEntry
 };
 
 bool isRemotePath(const std::string& path);
-// Throws Error naming `url` when it is no URL the engine can open: malformed, or of a scheme not
-// served yet. Asks no server (a window checks what the user typed with it).
+// Throws Error naming `url` when it is no URL the engine can open (malformed). Asks no server (a window
+// checks what the user typed with it).
 void checkRemoteUrl(const std::string& url);
 // Never throws for a local path (an unreadable one is Missing); a URL whose server cannot be
 // asked throws Error naming it.

@@ -8,11 +8,11 @@ secs=${1:-60}
 cmake --preset fuzz >/dev/null
 cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
   fuzz_remote_headers fuzz_s3_xml fuzz_aws_config fuzz_dcp_metadata fuzz_hf_index fuzz_composer_archive \
-  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts >/dev/null
+  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts fuzz_hub_json >/dev/null
 work=build/fuzz/corpus
 mkdir -p "$work" build/fuzz/crashes
 for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
-  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts}; do
+  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json}; do
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -36,6 +36,11 @@ for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_head
       printf '%s' '<?xml version="1.0"?><ListBucketResult><Contents><Key>t/a.pt</Key><Size>12</Size><ETag>"e"</ETag></Contents><CommonPrefixes><Prefix>t/</Prefix></CommonPrefixes><IsTruncated>true</IsTruncated><NextContinuationToken>x</NextContinuationToken></ListBucketResult>' \
         > "$work/$t/seed-1"
       printf '%s' '<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>' > "$work/$t/seed-2" ;;
+    hub_json)
+      printf '%s' '[{"type":"directory","oid":"0","path":"ds"},{"type":"file","oid":"ab","size":134,"path":"w.safetensors","lfs":{"oid":"sha256:0","size":5000,"pointerSize":134}}]' \
+        > "$work/$t/seed-1"
+      printf '%s' '<https://huggingface.co/api/models/o/r/tree/main?cursor=abc>; rel="next"' > "$work/$t/seed-2"
+      printf '%s' 'org/repo@refs%2Fpr%2F1/sub/w.safetensors' > "$work/$t/seed-3" ;;
     aws_config)
       printf '[default]\naws_access_key_id = A\naws_secret_access_key = S\nregion=eu-west-1\n[profile p]\nendpoint_url = http://h:1/\ns3 =\n  endpoint_url = x\n' \
         > "$work/$t/seed-1" ;;

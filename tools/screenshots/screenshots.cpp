@@ -266,7 +266,7 @@ void openUrlS3(Shooter& s)
     std::unique_ptr<app::MainWindow> w(window());
     app::OpenUrlDialog* d = w->openUrlDialog();
     d->resize(620, d->sizeHint().height());
-    d->setUrl(QStringLiteral("gs://ckpts/zero2-bf16")); // refused, in the engine's words
+    d->setUrl(QStringLiteral("hf://zero2-bf16")); // refused, in the engine's words
     s.save(d, "open-url-refused");
     d->setUrl(url);
     s.save(d, "open-url-dialog");

@@ -5,6 +5,7 @@
 #include "io/remote/aws_config.h"
 #include "io/remote/http_headers.h"
 #include "io/remote/sigv4.h"
+#include "io/remote/stores.h"
 
 #include <ctime>
 
@@ -139,6 +140,13 @@ S3Store::Target S3Store::target(const Url& u) const
 
 ListPage S3Store::list(const Url& prefix, bool oneLevel, const CancelToken* cancel) const
 {
+    return listObjectsV2(*this, prefix, oneLevel, cancel);
+}
+
+} // namespace
+
+ListPage listObjectsV2(const Store& store, const Url& prefix, bool oneLevel, const CancelToken* cancel)
+{
     Url bucket = prefix;
     bucket.key.clear();
     ListPage all;
@@ -147,10 +155,10 @@ ListPage S3Store::list(const Url& prefix, bool oneLevel, const CancelToken* canc
         HeaderList query{{"list-type", "2"}, {"prefix", prefix.key}};
         if (oneLevel) query.emplace_back("delimiter", "/");
         if (!token.empty()) query.emplace_back("continuation-token", token);
-        std::vector<HttpRequest> q{request(bucket, query)};
+        std::vector<HttpRequest> q{store.request(bucket, query)};
         q[0].maxBody = kMaxListingPage;
         const HttpResponse r = Transport::shared().perform(q, cancel).front();
-        if (!r.failure.empty() || r.status != 200) failWith(r, prefix.text, *this);
+        if (!r.failure.empty() || r.status != 200) failWith(r, prefix.text, store);
         if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", prefix.text);
         ListPage page = parseListPage(r.body, prefix.text);
         for (auto& o : page.objects)
@@ -163,8 +171,6 @@ ListPage S3Store::list(const Url& prefix, bool oneLevel, const CancelToken* canc
     } while (!token.empty());
     return all;
 }
-
-} // namespace
 
 ListPage Store::list(const Url& prefix, bool, const CancelToken*) const
 {
@@ -183,11 +189,16 @@ std::shared_ptr<const Store> Store::forUrl(const Url& url)
         // Read afresh per object (two small files): a changed profile or key applies at once.
         return std::make_shared<S3Store>(resolveS3Settings());
     case Scheme::Gcs:
+        return gcsStore();
     case Scheme::HuggingFace:
-        break;
+        return hubStore();
     }
-    requireServed(url);
     throw Error("unknown URL scheme", url.text);
+}
+
+std::shared_ptr<const Store> makeS3Store(S3Settings settings)
+{
+    return std::make_shared<S3Store>(std::move(settings));
 }
 
 std::string describeAnswer(const HttpResponse& r)

@@ -24,6 +24,27 @@ const Prefix* prefixOf(const std::string& text)
     return nullptr;
 }
 
+// %XX sequences as the bytes they stand for; anything else as it is.
+std::string percentDecode(const std::string& s)
+{
+    auto hex = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+    };
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+            out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
 // hf://ORG/REPO[@REV]/PATH: the repository is always two segments, the revision rides on it.
 void splitHuggingFace(Url& u, const std::string& rest)
 {
@@ -33,11 +54,14 @@ void splitHuggingFace(Url& u, const std::string& rest)
     u.key = second == std::string::npos ? std::string() : rest.substr(second + 1);
     const auto at = repo.find('@');
     if (at != std::string::npos) {
-        u.revision = repo.substr(at + 1);
+        // A revision holding '/' (refs/pr/1) comes percent-encoded, as huggingface_hub writes it.
+        u.revision = percentDecode(repo.substr(at + 1));
         repo.resize(at);
+        if (u.revision.empty()) throw Error("an empty revision after '@'", u.text);
     }
     u.authority = repo;
-    if (first == std::string::npos || repo.find('/') == std::string::npos)
+    const auto slash = repo.find('/');
+    if (first == std::string::npos || slash == std::string::npos || slash == 0 || slash + 1 == repo.size())
         throw Error("a Hugging Face URL is hf://ORG/REPO[@REV]/PATH", u.text);
 }
 
@@ -72,12 +96,6 @@ Url parseUrl(const std::string& text)
     if (u.authority.find('@') != std::string::npos)
         throw Error("credentials inside the URL are not accepted; use the environment", text);
     return u;
-}
-
-void requireServed(const Url& url)
-{
-    if (url.scheme == Scheme::Gcs || url.scheme == Scheme::HuggingFace)
-        throw Error("gs:// and hf:// are not supported yet; use s3:// or http(s)://", url.text);
 }
 
 Url Url::sibling(const std::string& name) const

@@ -27,8 +27,6 @@ struct Url
 bool isRemote(const std::string& text);
 // Throws ckpt::Error naming `text` when it is not a well-formed remote URL.
 Url parseUrl(const std::string& text);
-// Throws ckpt::Error naming the URL when its scheme is parsed but not served yet (gs://, hf://).
-void requireServed(const Url& url);
 // RFC 3986 percent-encoding of everything but unreserved characters (and '/', when kept), as
 // SigV4 canonical URIs and query strings need it.
 std::string uriEncode(const std::string& s, bool keepSlash);
