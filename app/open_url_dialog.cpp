@@ -21,10 +21,11 @@ OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDial
 {
     setWindowTitle(tr("Open URL"));
     auto* layout = new QVBoxLayout(this);
-    auto* intro = new QLabel(tr("A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes "
-                                "the window needs are read; credentials and the S3 endpoint come from "
-                                "the AWS environment variables and files."),
-                             this);
+    auto* intro =
+        new QLabel(tr("A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or "
+                      "an HTTP(S) server. Only the bytes the window needs are read; credentials come "
+                      "from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN)."),
+                   this);
     intro->setWordWrap(true);
     // Editable, the recent URLs below it: typing one is as quick as picking one.
     m_url = new QComboBox(this);
@@ -72,7 +73,9 @@ QString OpenUrlDialog::problemOf(const QString& url)
 {
     if (url.isEmpty()) return {};
     if (!io::isRemotePath(url.toStdString()))
-        return tr("%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH").arg(url);
+        return tr("%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or "
+                  "https://HOST/PATH")
+            .arg(url);
     try {
         io::checkRemoteUrl(url.toStdString());
     } catch (const Error& e) {

@@ -1559,29 +1559,29 @@ Still showing %3.</source>
         <translation>打开 URL</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="24" />
-        <source>A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes the window needs are read; credentials and the S3 endpoint come from the AWS environment variables and files.</source>
-        <translation>S3 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据和 S3 端点来自 AWS 环境变量和配置文件。</translation>
+        <location filename="../app/open_url_dialog.cpp" line="25" />
+        <source>A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or an HTTP(S) server. Only the bytes the window needs are read; credentials come from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN).</source>
+        <translation>S3、Google Cloud Storage、Hugging Face Hub 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据来自环境变量（AWS_*、GS_* 或 GOOGLE_OAUTH_ACCESS_TOKEN、HF_TOKEN）。</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="36" />
+        <location filename="../app/open_url_dialog.cpp" line="37" />
         <source>s3://bucket/run/global_step100 or https://host/model.safetensors</source>
         <translation>s3://bucket/run/global_step100 或 https://host/model.safetensors</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="48" />
+        <location filename="../app/open_url_dialog.cpp" line="49" />
         <source>Open</source>
         <translation>打开</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="49" />
+        <location filename="../app/open_url_dialog.cpp" line="50" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="75" />
-        <source>%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH</source>
-        <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、http://HOST/PATH 或 https://HOST/PATH</translation>
+        <location filename="../app/open_url_dialog.cpp" line="76" />
+        <source>%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or https://HOST/PATH</source>
+        <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、gs://BUCKET/KEY、hf://ORG/REPO/PATH 或 https://HOST/PATH</translation>
     </message>
 </context>
 <context>

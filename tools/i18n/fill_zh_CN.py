@@ -464,8 +464,11 @@ ZH = {
     "Open": "打开",
     "A checkpoint folder or file on S3 or an HTTP(S) server. Only the bytes the window needs are read; credentials and the S3 endpoint come from the AWS environment variables and files.":
         "S3 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据和 S3 端点来自 AWS 环境变量和配置文件。",
+    "A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or an HTTP(S) server. Only the bytes the window needs are read; credentials come from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN).":
+        "S3、Google Cloud Storage、Hugging Face Hub 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据来自环境变量（AWS_*、GS_* 或 GOOGLE_OAUTH_ACCESS_TOKEN、HF_TOKEN）。",
     "s3://bucket/run/global_step100 or https://host/model.safetensors": "s3://bucket/run/global_step100 或 https://host/model.safetensors",
     "%1 is not a URL: use s3://BUCKET/KEY, http://HOST/PATH or https://HOST/PATH": "%1 不是 URL：请使用 s3://BUCKET/KEY、http://HOST/PATH 或 https://HOST/PATH",
+    "%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or https://HOST/PATH": "%1 不是 URL：请使用 s3://BUCKET/KEY、gs://BUCKET/KEY、hf://ORG/REPO/PATH 或 https://HOST/PATH",
     "%n file(s)": "%n 个文件",
     "fetching %1": "正在获取 %1",
     "fetching %1, %2 of %3": "正在获取 %1，%2 / %3",
