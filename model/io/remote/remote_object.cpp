@@ -145,6 +145,22 @@ ListPage S3Store::list(const Url& prefix, bool oneLevel, const CancelToken* canc
 
 } // namespace
 
+void checkListingAnswer(const HttpResponse& r, const std::string& url, const Store& store)
+{
+    if (!r.failure.empty() || r.status != 200) failWith(r, url, store);
+    if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", url);
+}
+
+void appendPage(ListPage& all, ListPage& page, const std::string& url)
+{
+    for (auto& o : page.objects)
+        all.objects.push_back(std::move(o));
+    for (auto& p : page.prefixes)
+        all.prefixes.push_back(std::move(p));
+    if (all.objects.size() + all.prefixes.size() > kMaxListed)
+        throw Error("more than a million objects under this prefix", url);
+}
+
 ListPage listObjectsV2(const Store& store, const Url& prefix, bool oneLevel, const CancelToken* cancel)
 {
     Url bucket = prefix;
@@ -158,15 +174,9 @@ ListPage listObjectsV2(const Store& store, const Url& prefix, bool oneLevel, con
         std::vector<HttpRequest> q{store.request(bucket, query)};
         q[0].maxBody = kMaxListingPage;
         const HttpResponse r = Transport::shared().perform(q, cancel).front();
-        if (!r.failure.empty() || r.status != 200) failWith(r, prefix.text, store);
-        if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", prefix.text);
+        checkListingAnswer(r, prefix.text, store);
         ListPage page = parseListPage(r.body, prefix.text);
-        for (auto& o : page.objects)
-            all.objects.push_back(std::move(o));
-        for (auto& p : page.prefixes)
-            all.prefixes.push_back(std::move(p));
-        if (all.objects.size() + all.prefixes.size() > kMaxListed)
-            throw Error("more than a million objects under this prefix", prefix.text);
+        appendPage(all, page, prefix.text);
         token = page.truncated ? page.continuationToken : std::string();
     } while (!token.empty());
     return all;

@@ -13,7 +13,6 @@ namespace ckpt::io::remote {
 namespace {
 
 constexpr uint64_t kMaxTreePage = 16u << 20;
-constexpr size_t kMaxListed = 1000000;
 
 std::string withoutTrailingSlash(std::string s)
 {
@@ -110,15 +109,9 @@ public:
             const HttpResponse r = Transport::shared().perform(qs, cancel).front();
             // A folder the repository does not have: an empty listing, as S3 gives for a prefix.
             if (r.status == 404 && r.failure.empty() && page == 0 && !folder.empty()) return all;
-            if (!r.failure.empty() || r.status != 200) failWith(r, prefix.text, *this);
-            if (r.overflow) throw Error("a listing page larger than 16 MiB was refused", prefix.text);
+            checkListingAnswer(r, prefix.text, *this);
             ListPage p = parseHubTree(r.body, prefix.text);
-            for (auto& o : p.objects)
-                all.objects.push_back(std::move(o));
-            for (auto& d : p.prefixes)
-                all.prefixes.push_back(std::move(d));
-            if (all.objects.size() + all.prefixes.size() > kMaxListed)
-                throw Error("more than a million files under this folder", prefix.text);
+            appendPage(all, p, prefix.text);
             const auto link = r.headers.find("link");
             next = link == r.headers.end() ? std::string() : nextLink(link->second);
             if (!next.empty() && next.rfind(m_endpoint + "/", 0) != 0)

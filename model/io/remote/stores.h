@@ -19,6 +19,11 @@ std::shared_ptr<const Store> makeS3Store(S3Settings settings);
 // key starts with prefix's key; with oneLevel, only those directly under it and the folders
 // below as prefixes.
 ListPage listObjectsV2(const Store& store, const Url& prefix, bool oneLevel, const CancelToken* cancel);
+// What every listing does with a page: an answer that is not a whole 200 is one Error naming
+// `url` (and the store's credentials); a page's objects and folders join the listing, which may
+// not pass a million entries.
+void checkListingAnswer(const HttpResponse& r, const std::string& url, const Store& store);
+void appendPage(ListPage& all, ListPage& page, const std::string& url);
 
 // gs://BUCKET/KEY. Endpoint: CKPT_GCS_ENDPOINT (an emulator, or an S3-compatible test server),
 // else https://storage.googleapis.com, always path-style. Credentials, first found: HMAC keys
