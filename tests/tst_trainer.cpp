@@ -9,6 +9,7 @@
 #include "io/error.h"
 #include "layout/family.h"
 #include "layout/trainer_state.h"
+#include "ops/analyze.h"
 #include "ops/bloat.h"
 #include "ops/consolidate.h"
 #include "ops/export_files.h"
@@ -16,6 +17,7 @@
 #include "safetensors/safetensors_file.h"
 
 #include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <filesystem>
@@ -529,6 +531,22 @@ private slots:
         }
         QVERIFY(std::any_of(t.files.begin(), t.files.end(),
                             [](const layout::RankFile& f) { return f.name == "training_args.bin"; }));
+        // Exported, it is its DCP folder's model, byte for byte; compared, every tensor identical.
+        const std::string viaTrainer = tmp.path().toStdString() + "/out-trainer.safetensors";
+        const std::string viaDcp = tmp.path().toStdString() + "/out-dcp.safetensors";
+        ops::consolidate(ck.string(), viaTrainer, {}, {}, {});
+        ops::consolidate(testutil::dataDir() + "/dcp/fsdp2_fp32_w2", viaDcp, {}, {}, {});
+        const auto bytesOf = [](const std::string& path) {
+            QFile f(QString::fromStdString(path));
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QVERIFY(!bytesOf(viaTrainer).isEmpty());
+        QVERIFY(bytesOf(viaTrainer) == bytesOf(viaDcp));
+        const auto cmp = ops::computeDiff(ck.string(), testutil::dataDir() + "/dcp/fsdp2_fp32_w2", {},
+                                          gpu::cpuBackend(), {}, {});
+        QCOMPARE(cmp.tensors.size(), t.params.size());
+        for (const auto& x : cmp.tensors)
+            QVERIFY2(x.status == ops::DiffStatus::Identical, x.name.c_str());
     }
 
     // The final model at the top of the run counts its own files' bytes, not its checkpoints'.
