@@ -347,6 +347,13 @@ void TestRemote::prepareFixtures()
         QVERIFY(QFile::copy(data + "/deepspeed/zero2_fp32_w1/" + f.mid(3), m_www + "/" + f));
     }
     writeBigSafetensors(m_www + "/big.safetensors");
+    // Hugging Face model folders: sharded with an index, and one file with its config.json.
+    for (const char* folder : {"safetensors_sharded", "safetensors"}) {
+        const QString to = m_www + "/hf-" + folder;
+        QDir().mkpath(to);
+        for (const QString& f : QDir(data + "/hf/" + folder).entryList(QDir::Files))
+            QVERIFY(QFile::copy(data + "/hf/" + folder + "/" + f, to + "/" + f));
+    }
     for (const QString& f : servedFiles())
         QVERIFY2(QFile::exists(m_www + "/" + f), qPrintable(f));
 }
@@ -972,7 +979,10 @@ void TestRemote::hubTreeListingPages()
     for (const auto& o : all)
         QCOMPARE(o.size, uint64_t(QFileInfo(m_www + "/" + QString::fromStdString(o.key)).size()));
     const ListPage top = Store::forUrl(root)->list(root, true, nullptr);
-    QCOMPARE(top.prefixes, (std::vector<std::string>{"ds/", "torch/"}));
+    std::vector<std::string> folders;
+    for (const QString& d : QDir(m_www).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+        folders.push_back(d.toStdString() + "/");
+    QCOMPARE(top.prefixes, folders);
     const Url torch = parseUrl(hf("torch/"));
     const auto listed = Store::forUrl(torch)->list(torch, true, nullptr).objects;
     QCOMPARE(listed.size(), size_t(3));
@@ -1190,6 +1200,13 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                       << "ds/global_step2";
     QTest::newRow("hf DeepSpeed run") << "hf"
                                       << "ds";
+    // Hugging Face model folders: listed on the Hub, found by their index and config over HTTP.
+    QTest::newRow("hf sharded model folder") << "hf"
+                                             << "hf-safetensors_sharded";
+    QTest::newRow("hf model folder") << "hf"
+                                     << "hf-safetensors";
+    QTest::newRow("http sharded model folder") << "http"
+                                               << "hf-safetensors_sharded/";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1269,6 +1286,9 @@ void TestRemote::inspectUrlMatchesLocal()
     QVERIFY2(local.exitCode == 0, local.err.constData());
     QByteArray mirrored = remote.out;
     mirrored.replace(prefix.toUtf8(), (m_www + "/").toUtf8());
+    // Over HTTP a folder is its URL ending in '/', and its root keeps it.
+    if (rel.endsWith('/'))
+        mirrored.replace(("\"" + localPath + "/\"").toUtf8(), ("\"" + localPath + "\"").toUtf8());
     QCOMPARE(QString::fromUtf8(mirrored), QString::fromUtf8(local.out));
 
     int requests = 0;
@@ -1322,6 +1342,8 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                               << "torch/module.pt";
     QTest::newRow("hf DeepSpeed tag") << "hf"
                                       << "ds/global_step2";
+    QTest::newRow("hf sharded model folder") << "hf"
+                                             << "hf-safetensors_sharded";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.

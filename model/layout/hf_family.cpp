@@ -4,6 +4,7 @@
 // against the shards (tensors missing from or extra to it are warnings naming them).
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
 #include "layout/families.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -21,37 +23,74 @@ namespace {
 
 constexpr uint64_t kMaxIndexBytes = 256u << 20; // a 100k-tensor index is ~10 MB
 
-bool isTorchOrSafetensors(const fs::path& p)
+bool isTorchOrSafetensors(const std::string& p)
 {
-    const std::string head = io::readHead(p.string(), 16);
+    const std::string head = io::readHead(p, 16);
     if (head.size() >= 2 && (head.compare(0, 2, "PK") == 0 || uint8_t(head[0]) == 0x80)) return true;
     return safetensors::SafetensorsFile::looksLikeSafetensors(
         io::ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()));
 }
 
-// The index files of a folder, safetensors first (transformers prefers them too).
-std::vector<fs::path> indexFiles(const fs::path& dir)
+// The files of a model folder by name, with their sizes: a local folder or one an object store
+// lists (s3://, gs://, hf://); on a plain HTTP server, which lists nothing, the names
+// transformers writes, asked for together.
+struct FolderFiles
 {
-    std::vector<fs::path> out;
-    for (const char* n : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
-        if (fs::is_regular_file(dir / n)) out.push_back(dir / n);
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.size() > 11 && n.ends_with(".index.json") && e.is_regular_file(ec) &&
-            std::find(out.begin(), out.end(), e.path()) == out.end())
-            out.push_back(e.path());
+    std::string dir;
+    std::map<std::string, uint64_t> files;
+
+    explicit FolderFiles(const std::string& d) : dir(d)
+    {
+        if (io::canList(dir)) {
+            for (const auto& e : io::listFolder(dir))
+                if (!e.folder) files[e.name] = e.size;
+            return;
+        }
+        static const char* const kKnown[] = {"model.safetensors.index.json",
+                                             "pytorch_model.bin.index.json",
+                                             "model.safetensors",
+                                             "pytorch_model.bin",
+                                             "config.json",
+                                             "generation_config.json"};
+        std::vector<std::string> paths;
+        for (const char* n : kKnown)
+            paths.push_back(io::childPath(dir, n));
+        const auto sizes = io::probeFiles(paths);
+        for (size_t i = 0; i < paths.size(); ++i)
+            if (sizes[i]) files[kKnown[i]] = *sizes[i];
     }
+    bool has(const std::string& name) const { return files.count(name) > 0; }
+    std::string path(const std::string& name) const { return io::childPath(dir, name); }
+};
+
+// The index files of a folder, safetensors first (transformers prefers them too).
+std::vector<std::string> indexFiles(const FolderFiles& f)
+{
+    std::vector<std::string> out;
+    for (const char* n : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
+        if (f.has(n)) out.push_back(n);
+    for (const auto& [n, size] : f.files)
+        if (n.size() > 11 && n.ends_with(".index.json") && std::find(out.begin(), out.end(), n) == out.end())
+            out.push_back(n);
     return out;
 }
 
 // Weight files without an index: the unsharded names transformers writes.
-std::vector<fs::path> singleWeightFiles(const fs::path& dir)
+std::vector<std::string> singleWeightFiles(const FolderFiles& f)
 {
-    std::vector<fs::path> out;
+    std::vector<std::string> out;
     for (const char* n : {"model.safetensors", "pytorch_model.bin"})
-        if (fs::is_regular_file(dir / n) && isTorchOrSafetensors(dir / n)) out.push_back(dir / n);
+        if (f.has(n) && isTorchOrSafetensors(f.path(n))) out.push_back(n);
     return out;
+}
+
+// The folder's last name: "repo" for hf://org/repo/, "model" for /data/model.
+std::string lastName(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // A name as an error message shows it: a NUL as \0 (the message is C text).
@@ -62,9 +101,9 @@ std::string shownName(std::string s)
     return s;
 }
 
-bool hasWeightMap(const fs::path& index)
+bool hasWeightMap(const std::string& index)
 {
-    return io::readHead(index.string(), 1 << 16).find("\"weight_map\"") != std::string::npos;
+    return io::readHead(index, 1 << 16).find("\"weight_map\"") != std::string::npos;
 }
 
 class HuggingFaceFamily final : public Family
@@ -79,26 +118,25 @@ public:
     }
     bool match(const std::string& path) const override
     {
-        std::error_code ec;
-        const fs::path dir(path);
-        if (!fs::is_directory(dir, ec)) return false;
-        for (const auto& i : indexFiles(dir))
-            if (hasWeightMap(i)) return true;
-        return !singleWeightFiles(dir).empty();
+        if (io::pathKind(path) != io::PathKind::Folder) return false;
+        const FolderFiles folder(path);
+        for (const auto& i : indexFiles(folder))
+            if (hasWeightMap(folder.path(i))) return true;
+        return !singleWeightFiles(folder).empty();
     }
     TagList listTags(const std::string& path) const override
     {
         TagList l;
         l.root = path;
-        l.tags.push_back({fs::path(path).filename().string(), path});
+        l.tags.push_back({lastName(path), path});
         return l;
     }
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {
-        const fs::path dir(list.tags.at(index).second);
+        const FolderFiles dir(list.tags.at(index).second);
         Tag tag;
         tag.name = list.tags[index].first;
-        tag.dir = dir.string();
+        tag.dir = dir.dir;
         tag.latest = true;
         readConfig(dir, tag);
         WeightMap map = readWeightMap(dir, tag);
@@ -129,15 +167,13 @@ private:
 
     // config.json as the tag's config and badges. Small files that make the folder loadable
     // travel with an export of it.
-    static void readConfig(const fs::path& dir, Tag& tag)
+    static void readConfig(const FolderFiles& dir, Tag& tag)
     {
         for (const char* n : {"config.json", "generation_config.json"})
-            if (fs::is_regular_file(dir / n))
-                tag.exportFiles.push_back({n, io::readSmallFile((dir / n).string(), 16u << 20)});
-        if (!fs::is_regular_file(dir / "config.json")) return;
+            if (dir.has(n)) tag.exportFiles.push_back({n, io::readSmallFile(dir.path(n), 16u << 20)});
+        if (!dir.has("config.json")) return;
         try {
-            tag.config =
-                nlohmann::ordered_json::parse(io::readSmallFile((dir / "config.json").string(), 16u << 20));
+            tag.config = nlohmann::ordered_json::parse(tag.exportFiles.front().second);
             addTransformersConfigBadges(tag.config, tag, "torch_dtype");
         } catch (const nlohmann::json::exception& e) {
             tag.warnings.push_back("config.json: not valid JSON (" + std::string(e.what()) + ")");
@@ -145,43 +181,42 @@ private:
     }
 
     // The first index with a weight_map, checked strictly; without one, the unsharded files.
-    static WeightMap readWeightMap(const fs::path& dir, Tag& tag)
+    static WeightMap readWeightMap(const FolderFiles& dir, Tag& tag)
     {
         WeightMap m;
         for (const auto& i : indexFiles(dir)) {
-            if (!hasWeightMap(i)) continue;
-            readIndex(i, m);
-            tag.badges["index"] = i.filename().string();
+            if (!hasWeightMap(dir.path(i))) continue;
+            readIndex(dir.path(i), m);
+            tag.badges["index"] = i;
             m.indexed = true;
             break;
         }
         if (!m.indexed)
             for (const auto& f : singleWeightFiles(dir))
-                m.shardNames.push_back(f.filename().string());
-        if (m.shardNames.empty()) throw Error("no weight files", dir.string());
+                m.shardNames.push_back(f);
+        if (m.shardNames.empty()) throw Error("no weight files", dir.dir);
         return m;
     }
 
-    static void readIndex(const fs::path& i, WeightMap& m)
+    static void readIndex(const std::string& i, WeightMap& m)
     {
         nlohmann::ordered_json idx;
         try {
-            idx = nlohmann::ordered_json::parse(io::readSmallFile(i.string(), kMaxIndexBytes));
+            idx = nlohmann::ordered_json::parse(io::readSmallFile(i, kMaxIndexBytes));
         } catch (const nlohmann::json::exception& e) {
-            throw Error("not a valid index: " + std::string(e.what()), i.string());
+            throw Error("not a valid index: " + std::string(e.what()), i);
         }
         if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
-            throw Error("has no \"weight_map\" object", i.string());
+            throw Error("has no \"weight_map\" object", i);
         for (const auto& [name, shard] : idx["weight_map"].items()) {
-            if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i.string());
+            if (!shard.is_string()) throw Error("weight_map['" + name + "'] is not a file name", i);
             const std::string s = shard.get<std::string>();
             // A shard is a file in this folder: never a path that leaves it, nor one whose NUL
             // would make the system open another file than the name says.
             if (s.empty() || s.find_first_of(std::string_view("/\0", 2)) != std::string::npos || s == "." ||
                 s == "..")
-                throw Error("weight_map['" + name + "'] names '" + shownName(s) +
-                                "', not a file of this folder",
-                            i.string());
+                throw Error(
+                    "weight_map['" + name + "'] names '" + shownName(s) + "', not a file of this folder", i);
             m.wanted.push_back({name, s});
             if (std::find(m.shardNames.begin(), m.shardNames.end(), s) == m.shardNames.end())
                 m.shardNames.push_back(s);
@@ -190,43 +225,56 @@ private:
 
     // Opens the shards through `files` and adds them to the tag; a shard the index names that
     // does not exist is a warning, so the tensors of the others can still be read.
-    static Shards openShards(const fs::path& dir, const std::vector<std::string>& shardNames, FileSet& files,
-                             Tag& tag)
+    static Shards openShards(const FolderFiles& dir, const std::vector<std::string>& shardNames,
+                             FileSet& files, Tag& tag)
     {
         Shards out;
         std::vector<std::string> missingFiles;
         for (const auto& s : shardNames) {
-            const fs::path p = dir / s;
-            // The name comes from the index: it may be no name the system takes (too long, say).
-            std::error_code ec;
-            const bool exists = fs::exists(p, ec);
-            if (ec)
-                throw Error("the index names a shard that cannot be looked for: " + ec.message(), p.string());
-            if (!exists) {
+            const std::optional<uint64_t> size = shardSize(dir, s);
+            if (!size) {
                 missingFiles.push_back(s);
                 continue;
             }
-            auto f = files.get(p.string());
+            const std::string p = dir.path(s);
+            auto f = files.get(p);
             RankFile rf;
-            rf.path = p.string();
+            rf.path = p;
             rf.name = s;
-            rf.size = fs::file_size(p, ec);
-            if (ec) throw Error("cannot read the file's size: " + ec.message(), p.string());
+            rf.size = *size;
             tag.files.push_back(rf);
             if (const auto* t = f->torch()) {
                 for (const auto& w : t->warnings())
                     tag.warnings.push_back(s + ": " + w);
                 for (const auto& x : t->tensors())
-                    out.present.emplace(x.path, std::make_pair(f.get(), p.string()));
+                    out.present.emplace(x.path, std::make_pair(f.get(), p));
             } else {
                 for (const auto& x : f->safetensors()->tensors())
-                    out.present.emplace(x.name, std::make_pair(f.get(), p.string()));
+                    out.present.emplace(x.name, std::make_pair(f.get(), p));
             }
             out.opened.push_back(std::move(f));
         }
         for (const auto& s : missingFiles)
             tag.warnings.push_back("shard " + s + " named by the index does not exist");
         return out;
+    }
+
+    // A shard's size, or nullopt when the folder does not hold it. A local name comes from the
+    // index and may be no name the system takes (too long, say): an Error, not a missing file.
+    static std::optional<uint64_t> shardSize(const FolderFiles& dir, const std::string& s)
+    {
+        if (io::isRemotePath(dir.dir)) {
+            if (const auto it = dir.files.find(s); it != dir.files.end()) return it->second;
+            return io::canList(dir.dir) ? std::nullopt : io::probeFiles({dir.path(s)})[0];
+        }
+        const fs::path p = fs::path(dir.dir) / s;
+        std::error_code ec;
+        const bool exists = fs::exists(p, ec);
+        if (ec) throw Error("the index names a shard that cannot be looked for: " + ec.message(), p.string());
+        if (!exists) return std::nullopt;
+        const uint64_t size = fs::file_size(p, ec);
+        if (ec) throw Error("cannot read the file's size: " + ec.message(), p.string());
+        return size;
     }
 
     // Without an index: every tensor of the file(s), in file order.
