@@ -347,6 +347,10 @@ void TestRemote::prepareFixtures()
         QVERIFY(QFile::copy(data + "/deepspeed/zero2_fp32_w1/" + f.mid(3), m_www + "/" + f));
     }
     writeBigSafetensors(m_www + "/big.safetensors");
+    // A PyTorch DCP folder (.metadata and its .distcp files, as FSDP2 saved them).
+    QDir().mkpath(m_www + "/dcp-fsdp2");
+    for (const QString& f : QDir(data + "/dcp/fsdp2_fp32_w2").entryList(QDir::Files | QDir::Hidden))
+        QVERIFY(QFile::copy(data + "/dcp/fsdp2_fp32_w2/" + f, m_www + "/dcp-fsdp2/" + f));
     // Hugging Face model folders: sharded with an index, and one file with its config.json.
     for (const char* folder : {"safetensors_sharded", "safetensors"}) {
         const QString to = m_www + "/hf-" + folder;
@@ -972,7 +976,8 @@ void TestRemote::hubTreeListingPages()
     const Url root = parseUrl(hf(""));
     const auto all = Store::forUrl(root)->list(root, false, nullptr).objects;
     size_t onDisk = 0; // other tests add files (replaced.bin): the folder as it is now
-    for (QDirIterator it(m_www, QDir::Files, QDirIterator::Subdirectories); it.hasNext(); it.next())
+    for (QDirIterator it(m_www, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories); it.hasNext();
+         it.next())
         ++onDisk;
     QVERIFY(onDisk >= size_t(servedFiles().size() + deepSpeedFiles().size() + 1));
     QCOMPARE(all.size(), onDisk);
@@ -1207,6 +1212,11 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                      << "hf-safetensors";
     QTest::newRow("http sharded model folder") << "http"
                                                << "hf-safetensors_sharded/";
+    // A DCP folder: listed on the Hub; over HTTP its .distcp names come from .metadata.
+    QTest::newRow("hf DCP folder") << "hf"
+                                   << "dcp-fsdp2";
+    QTest::newRow("http DCP folder") << "http"
+                                     << "dcp-fsdp2/";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1344,6 +1354,8 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                                       << "ds/global_step2";
     QTest::newRow("hf sharded model folder") << "hf"
                                              << "hf-safetensors_sharded";
+    QTest::newRow("hf DCP folder") << "hf"
+                                   << "dcp-fsdp2";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.

@@ -5,6 +5,7 @@
 // file, itself a complete little torch.save zip, read in place from a slice of the mapped file.
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
 #include "io/mapped_file.h"
 #include "layout/dcp_metadata.h"
 #include "layout/families.h"
@@ -22,24 +23,50 @@ namespace ckpt::layout {
 
 namespace {
 
-bool isDcpFolder(const fs::path& dir)
+// A folder holding .metadata (a DCP pickle) and its .distcp files. Local folders and object
+// stores list their files; over plain HTTP, which lists nothing, .metadata names the files.
+bool isDcpFolder(const std::string& dir)
 {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec) || !fs::is_regular_file(dir / ".metadata", ec)) return false;
-    if (!dcp::looksLikeMetadata(io::readHead((dir / ".metadata").string(), 4096))) return false;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-        if (e.path().extension() == ".distcp" && e.is_regular_file(ec)) return true;
+    if (!io::isRemotePath(dir)) {
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec) || !fs::is_regular_file(fs::path(dir) / ".metadata", ec)) return false;
+    } else if (io::pathKind(dir) != io::PathKind::Folder) {
+        return false;
+    }
+    const std::string md = io::childPath(dir, ".metadata");
+    if (io::isRemotePath(dir) && !io::probeFiles({md})[0]) return false;
+    if (!dcp::looksLikeMetadata(io::readHead(md, 4096))) return false;
+    if (!io::canList(dir)) return true;
+    for (const auto& e : io::listFolder(dir))
+        if (!e.folder && e.name.ends_with(".distcp")) return true;
     return false;
 }
 
-// The subfolders of a run folder that are DCP checkpoints.
-std::vector<fs::path> dcpSubfolders(const fs::path& dir)
+// The subfolders of a run folder that are DCP checkpoints (not symlinks to them, locally:
+// Composer's latest-rank0.pt points at the newest).
+std::vector<std::string> dcpSubfolders(const std::string& dir)
 {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-        if (!e.is_symlink(ec) && e.is_directory(ec) && isDcpFolder(e.path())) out.push_back(e.path());
+    std::vector<std::string> out;
+    if (!io::isRemotePath(dir)) {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir, ec))
+            if (!e.is_symlink(ec) && e.is_directory(ec) && isDcpFolder(e.path().string()))
+                out.push_back(e.path().filename().string());
+        return out;
+    }
+    if (!io::canList(dir)) return out;
+    for (const auto& e : io::listFolder(dir))
+        if (e.folder && isDcpFolder(io::childPath(dir, e.name))) out.push_back(e.name);
     return out;
+}
+
+// The folder's last name: "step-100" for ckpt/step-100/ and s3://b/ckpt/step-100.
+std::string lastName(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // Training order from the names: the numbers in them compared as numbers (Composer's ep0-ba10
@@ -151,15 +178,15 @@ void composerBadges(Tag& tag)
 class Opener
 {
 public:
-    Opener(const fs::path& dir, FileSet& files) : m_dir(dir), m_files(files) {}
+    Opener(const std::string& dir, FileSet& files) : m_dir(dir), m_files(files) {}
 
     Tag open(const std::string& name, bool latest)
     {
         Tag tag;
         tag.name = name;
-        tag.dir = m_dir.string();
+        tag.dir = m_dir;
         tag.latest = latest;
-        const std::string mdPath = (m_dir / ".metadata").string();
+        const std::string mdPath = io::childPath(m_dir, ".metadata");
         const auto mdFile = io::MappedFile::open(mdPath);
         mdFile->ensure(0, mdFile->size()); // one pickle, read through
         const dcp::Metadata md = dcp::parseMetadata(mdFile->bytes(), mdPath);
@@ -204,7 +231,7 @@ public:
         std::set<int> ranks;
         for (const auto& [file, mapped] : m_data) {
             RankFile rf;
-            rf.path = (m_dir / file).string();
+            rf.path = io::childPath(m_dir, file);
             rf.name = file;
             rf.dpRank = rankOf(file);
             rf.size = mapped->size();
@@ -230,7 +257,7 @@ private:
     // "<data file>@<offset>"; for a tensor chunk (`sizes`), checked against its metadata.
     std::string itemFile(const dcp::Entry& e, const dcp::Item& item, const std::vector<int64_t>* sizes)
     {
-        const std::string path = (m_dir / item.file).string();
+        const std::string path = io::childPath(m_dir, item.file);
         const std::string id = path + "@" + std::to_string(item.offset);
         const std::string what = "the item of '" + e.fqn + "' at bytes " + std::to_string(item.offset) +
                                  "..+" + std::to_string(item.length);
@@ -268,10 +295,12 @@ private:
     std::shared_ptr<const io::MappedFile> dataFile(const std::string& name)
     {
         if (const auto it = m_data.find(name); it != m_data.end()) return it->second;
-        const std::string path = (m_dir / name).string();
-        std::error_code ec;
-        if (!fs::exists(path, ec)) throw Error("missing: .metadata stores items in it", path);
-        io::requireRegularFile(path);
+        const std::string path = io::childPath(m_dir, name);
+        if (!io::isRemotePath(path)) { // a remote one says what its server answered when opened
+            std::error_code ec;
+            if (!fs::exists(path, ec)) throw Error("missing: .metadata stores items in it", path);
+            io::requireRegularFile(path);
+        }
         return m_data.emplace(name, io::MappedFile::open(path)).first->second;
     }
 
@@ -302,7 +331,7 @@ private:
         }
     }
 
-    fs::path m_dir;
+    std::string m_dir;
     FileSet& m_files;
     std::map<std::string, std::shared_ptr<const io::MappedFile>> m_data;    // by file name
     std::map<std::string, std::shared_ptr<const torch::TorchFile>> m_items; // by id
@@ -319,30 +348,28 @@ public:
     }
     bool match(const std::string& path) const override
     {
+        if (io::pathKind(path) != io::PathKind::Folder) return false;
+        if (isDcpFolder(path)) return true;
+        if (io::isRemotePath(path)) return !dcpSubfolders(path).empty();
         std::error_code ec;
-        if (!fs::is_directory(path, ec)) return false;
-        return isDcpFolder(path) ||
-               (!fs::exists(fs::path(path) / ".metadata", ec) && !dcpSubfolders(path).empty());
+        return !fs::exists(fs::path(path) / ".metadata", ec) && !dcpSubfolders(path).empty();
     }
     TagList listTags(const std::string& path) const override
     {
         TagList l;
         l.root = path;
         if (isDcpFolder(path)) {
-            fs::path named(path);
-            if (named.filename().empty()) named = named.parent_path(); // "ckpt/step-100/"
-            l.tags.push_back({named.filename().string(), path});
+            l.tags.push_back({lastName(path), path});
             l.latest = l.tags.front().first;
             return l;
         }
-        std::vector<std::string> names;
-        for (const auto& d : dcpSubfolders(path))
-            names.push_back(d.filename().string());
+        std::vector<std::string> names = dcpSubfolders(path);
         if (names.empty()) throw Error("no DCP checkpoint folders (.metadata and *.distcp) in it", path);
         std::sort(names.begin(), names.end(),
                   [](const auto& a, const auto& b) { return trainingOrder(a) < trainingOrder(b); });
         for (const auto& n : names)
-            l.tags.push_back({n, (fs::path(path) / n).string()});
+            l.tags.push_back({n, io::childPath(path, n)});
+        if (io::isRemotePath(path)) return l;
         // Composer's `latest-rank0.pt` (and similar pointers) is a symlink to the newest folder.
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(path, ec)) {
