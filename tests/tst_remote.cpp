@@ -315,6 +315,7 @@ private slots:
     void exportFromAUrlEqualsTheLocalExport_data();
     void exportFromAUrlEqualsTheLocalExport();
     void anOutputUrlIsRefused();
+    void universalAndSlimFromUrlsEqualLocal();
     void statsScanAndDiffOnUrls_data();
     void statsScanAndDiffOnUrls();
 
@@ -1334,6 +1335,34 @@ void TestRemote::inspectOfALargeFileFetchesItsHeaderOnly()
               static_cast<unsigned long long>(bytes), 100.0 * double(bytes) / double(size));
         QVERIFY(bytes > 0 && bytes * 100 < size); // well under 1%
     }
+}
+
+// ckpt universal and ckpt slim take a URL too (they checked the input with std::filesystem and
+// said "No such file or directory"): the same files as from the local copy.
+void TestRemote::universalAndSlimFromUrlsEqualLocal()
+{
+    QTemporaryDir out;
+    for (const QString where : {"remote", "local"}) {
+        const QString in = where == "remote" ? QString::fromStdString(hf("ds")) : m_www + "/ds";
+        QDir().mkpath(out.filePath(where));
+        const Run u = runCkpt({"universal", "-q", in, out.filePath(where + "/universal")});
+        QVERIFY2(u.exitCode == 0, u.err.constData());
+        const QString file =
+            where == "remote" ? QString::fromStdString(hf("torch/module.pt")) : m_www + "/torch/module.pt";
+        const Run s = runCkpt({"slim", "-q", file, out.filePath(where + "/module.pt")});
+        QVERIFY2(s.exitCode == 0, s.err.constData());
+        const Run d = runCkpt({"slim", "-q", in, out.filePath(where + "/slim-ds")});
+        QVERIFY2(d.exitCode == 0, d.err.constData());
+    }
+    size_t compared = 0;
+    for (QDirIterator it(out.filePath("local"), QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+         it.hasNext();) {
+        const QString local = it.next();
+        const QString rel = QDir(out.filePath("local")).relativeFilePath(local);
+        QVERIFY2(readAll(out.filePath("remote/" + rel)) == readAll(local), qPrintable(rel));
+        ++compared;
+    }
+    QVERIFY(compared > 20); // the Universal tree, latest_universal, the slimmed run and file
 }
 
 void TestRemote::exportFromAUrlEqualsTheLocalExport_data()

@@ -216,7 +216,7 @@ std::string fileName(const std::string& path)
 uint64_t fileSize(const std::string& path)
 {
     if (isRemotePath(path)) {
-        if (remote::parseUrl(path).scheme == remote::Scheme::S3)
+        if (listable(remote::parseUrl(path).scheme))
             for (const auto& o : listOnce(withSlash(parentPath(path))).objects)
                 if (o.key == remote::parseUrl(path).key) return o.size;
         return MappedFile::open(path)->size();

@@ -14,6 +14,7 @@ Copied copyHashed(const std::string& from, AtomicFile& out, const std::function<
     for (uint64_t at = 0; at < in->size(); at += kChunk) {
         cancel.throwIfCancelled();
         const uint64_t n = std::min(kChunk, in->size() - at);
+        in->ensure(at, n); // a remote input's bytes come when asked (a local one's are there)
         const uint8_t* p = in->bytes().data() + at;
         XXH3_64bits_update(state.get(), p, n);
         out.write(p, n);

@@ -1,5 +1,7 @@
 #include "ops/slim.h"
 
+#include "io/location.h"
+
 #include "compute_backend.h"
 #include "io/output.h"
 #include "io/verified_writer.h"
@@ -532,8 +534,11 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
                 const ProgressSink& progress, const CancelToken& cancel, const layout::FileSet* parsed)
 {
     std::error_code ec;
-    const bool folder = fs::is_directory(input, ec);
-    if (!folder && !fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
+    const bool remote = io::isRemotePath(input);
+    const io::PathKind kind = remote ? io::pathKind(input) : io::PathKind::Other;
+    const bool folder = remote ? kind == io::PathKind::Folder : fs::is_directory(input, ec);
+    if (!folder && (remote ? kind == io::PathKind::Missing : !fs::exists(input, ec)))
+        throw Error("cannot open: No such file or directory", input);
     // Dry run or not: the user learns now that OUT would have been refused.
     io::checkOutputOutsideInputs({input}, output);
     std::unique_ptr<io::OutputTransaction> tx;
@@ -548,7 +553,9 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
 
     // What to do with each file, in a stable order.
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
-    if (folder) {
+    if (folder && remote) {
+        files = io::listFilesBelow(input); // a store's listing (over plain HTTP: the files opened)
+    } else if (folder) {
         for (fs::recursive_directory_iterator it(input, ec), end; !ec && it != end; it.increment(ec)) {
             if (it->is_directory(ec)) continue;
             const std::string rel = fs::relative(it->path(), input, ec).string();
@@ -567,7 +574,7 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
     SlimResult result;
     Job job{options, progress, cancel, tx.get()};
     for (const auto& [abs, rel] : files)
-        job.total += fs::file_size(abs, ec);
+        job.total += remote ? io::fileSize(abs) : fs::file_size(abs, ec);
     for (const auto& [abs, rel] : files) {
         cancel.throwIfCancelled();
         SlimFile r;

@@ -1,5 +1,7 @@
 #include "ops/universal.h"
 
+#include "io/location.h"
+
 #include "cast.h"
 #include "compute_backend.h"
 #include "io/mapped_file.h"
@@ -1133,7 +1135,8 @@ bool hasRankFilesOnDisk(const std::vector<layout::RankFile>& files)
 {
     std::error_code ec;
     return std::any_of(files.begin(), files.end(), [&](const layout::RankFile& f) {
-        return f.role == layout::FileRole::ModelStates && fs::is_regular_file(f.path, ec);
+        return f.role == layout::FileRole::ModelStates &&
+               (io::isRemotePath(f.path) || fs::is_regular_file(f.path, ec));
     });
 }
 
@@ -1296,10 +1299,10 @@ public:
     {
         uint64_t copied = 0;
         for (const std::string& path : m_plan.copies) {
-            std::error_code ec;
             const std::string rel = fs::path(path).filename().string();
-            m_items.push_back({rel, fs::file_size(path, ec), [path, rel](Writer& w) { w.copy(path, rel); }});
-            copied += fs::file_size(path, ec);
+            const uint64_t size = io::fileSize(path); // a URL's too (std::filesystem said -1)
+            m_items.push_back({rel, size, [path, rel](Writer& w) { w.copy(path, rel); }});
+            copied += size;
         }
         return copied;
     }
@@ -1731,7 +1734,9 @@ UniversalResult universal(const std::string& input, const std::string& output,
                           const CancelToken& cancel)
 {
     std::error_code ec;
-    if (!fs::exists(input, ec)) throw Error("cannot open: No such file or directory", input);
+    const bool remote = io::isRemotePath(input);
+    if (remote ? io::pathKind(input) == io::PathKind::Missing : !fs::exists(input, ec))
+        throw Error("cannot open: No such file or directory", input);
     // Refused before anything is parsed: the outputs, then missing rank files by name.
     const std::string tagDir = layout::tagLocation(input, options.tag);
     const Destination dest = destinationOf(output);
@@ -1741,9 +1746,17 @@ UniversalResult universal(const std::string& input, const std::string& output,
                                     io::OutputTransaction::Shape::File);
     auto parsed = std::make_shared<layout::FileSet>();
     std::vector<layout::RankFile> listed;
-    for (const auto& e : fs::directory_iterator(tagDir, ec))
-        if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
-    if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
+    if (remote) {
+        // What a store lists; over plain HTTP nothing is listed, and the tag's own reader finds
+        // its files by name.
+        if (io::canList(tagDir))
+            for (const auto& e : io::listFolder(tagDir))
+                if (!e.folder) listed.push_back(layout::classifyTagFile(io::childPath(tagDir, e.name)));
+    } else {
+        for (const auto& e : fs::directory_iterator(tagDir, ec))
+            if (e.is_regular_file(ec)) listed.push_back(layout::classifyTagFile(e.path().string()));
+        if (ec) throw Error("cannot list the tag folder: " + ec.message(), tagDir);
+    }
     if (hasRankFilesOnDisk(listed)) {
         RankFiles files(*parsed);
         preflight(listed, tagDir, files);
