@@ -202,7 +202,9 @@ template <typename Job> auto runOnCpuIfWrong(Job job) -> decltype(job(false))
         return job(false);
     } catch (const SelfCheckFailed& e) {
         auto result = job(true);
-        result.warnings.insert(result.warnings.begin(), e.what());
+        result.warnings.insert(result.warnings.begin(),
+                               std::string(e.what()) +
+                                   "; the job was redone on the CPU and its output is the CPU's");
         return result;
     }
 }

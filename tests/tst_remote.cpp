@@ -4,6 +4,7 @@
 // have. Every read is compared with the local file's bytes; every failure must be one Error
 // that names the URL and what the server answered.
 #include "io/fetch_watch.h"
+#include "io/location.h"
 #include "io/mapped_file.h"
 #include "io/remote/aws_config.h"
 #include "io/remote/http_headers.h"
@@ -494,6 +495,10 @@ void TestRemote::urls()
     for (const char* bad : {"hf://org/", "hf:///repo/x", "hf://org/repo@/x"})
         QVERIFY2(!errorOf([&] { parseUrl(bad); }).isEmpty(), bad);
     QCOMPARE(parseUrl("hf://org/repo@refs%2Fpr%2F1/w.bin").revision, std::string("refs/pr/1"));
+    // Never above a Hub repository: a DeepSpeed tag at its top has the repository as its root.
+    QCOMPARE(io::parentPath("hf://org/repo/global_step2"), std::string("hf://org/repo"));
+    QCOMPARE(io::parentPath("hf://org/repo@v1"), std::string("hf://org/repo@v1"));
+    QCOMPARE(io::parentPath("s3://bucket/a/b"), std::string("s3://bucket/a"));
     QVERIFY(errorOf([] { parseUrl("http://h/a\nb"); }).contains("control characters"));
     QCOMPARE(uriEncode("a b/c~d+é", true), std::string("a%20b/c~d%2B%C3%A9"));
     QCOMPARE(uriEncode("a/b", false), std::string("a%2Fb"));
@@ -999,6 +1004,9 @@ void TestRemote::hubTreeListingPages()
     QVERIFY2(pages > 6, qPrintable(QString::number(pages))); // more than one page per listing
     const Url none = parseUrl(hf("no-such-folder/"));
     QVERIFY(Store::forUrl(none)->list(none, true, nullptr).objects.empty());
+    // A revision the repository lacks is said as the Hub says it, not listed as an empty folder.
+    const Url badRevision = parseUrl("hf://" + kHubRepo.toStdString() + "@nope/ds/");
+    QVERIFY(errorOf([&] { Store::forUrl(badRevision)->list(badRevision, true, nullptr); }).contains("404"));
 }
 
 // A wrong HF token or GCS secret: one error naming the URL, the source of the credentials and
@@ -1363,6 +1371,13 @@ void TestRemote::universalAndSlimFromUrlsEqualLocal()
         ++compared;
     }
     QVERIFY(compared > 20); // the Universal tree, latest_universal, the slimmed run and file
+    // Over plain HTTP a folder cannot be listed: slimming it is refused, not an empty success.
+    if (serverMissing("http")) return;
+    const Run http =
+        runCkpt({"slim", "-q", QString::fromStdString(this->http("ds/")), out.filePath("http-slim")});
+    QVERIFY(http.exitCode != 0);
+    QVERIFY2(http.err.contains("cannot list a folder"), http.err.constData());
+    QVERIFY(!QFileInfo::exists(out.filePath("http-slim")));
 }
 
 void TestRemote::exportFromAUrlEqualsTheLocalExport_data()

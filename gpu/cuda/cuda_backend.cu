@@ -80,18 +80,17 @@ public:
         CKPT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
         m_name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
                  ", device " + std::to_string(device) + ")";
-        CKPT_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
-        CKPT_CUDA_CHECK(cudaHostAlloc(&m_pinned, kStaging, cudaHostAllocDefault));
-        CKPT_CUDA_CHECK(cudaMalloc(&m_memory, 6 * kStaging + kArena));
+        try {
+            CKPT_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+            CKPT_CUDA_CHECK(cudaHostAlloc(&m_pinned, kStaging, cudaHostAllocDefault));
+            CKPT_CUDA_CHECK(cudaMalloc(&m_memory, 6 * kStaging + kArena));
+        } catch (...) { // no destructor runs for a constructor that threw: free what was made
+            release();
+            throw;
+        }
         m_arena = Arena(static_cast<char*>(m_memory) + 6 * kStaging);
     }
-    ~CudaDevice()
-    {
-        cudaSetDevice(m_device);
-        if (m_stream) cudaStreamSynchronize(m_stream), cudaStreamDestroy(m_stream);
-        cudaFree(m_memory);
-        cudaFreeHost(m_pinned);
-    }
+    ~CudaDevice() { release(); }
     CudaDevice(const CudaDevice&) = delete;
     CudaDevice& operator=(const CudaDevice&) = delete;
 
@@ -128,6 +127,13 @@ public:
     }
 
 private:
+    void release()
+    {
+        cudaSetDevice(m_device);
+        if (m_stream) cudaStreamSynchronize(m_stream), cudaStreamDestroy(m_stream);
+        if (m_memory) cudaFree(m_memory);
+        if (m_pinned) cudaFreeHost(m_pinned);
+    }
     // A job's workers are not the thread that made the backend: bind the device on each.
     void bind() { CKPT_CUDA_CHECK(cudaSetDevice(m_device)); }
     uint8_t* area(int i) { return static_cast<uint8_t*>(m_memory) + uint64_t(i) * kStaging; }

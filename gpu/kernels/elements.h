@@ -129,14 +129,35 @@ CKPT_HOST_DEVICE inline uint16_t floatToHalf(float f)
 }
 
 // Exact (every half is a float); keeps a NaN's sign and payload, which __half2float does not.
+// A NaN is built on the bits, quieted as x86 quiets it: float arithmetic on a NaN gives the
+// canonical NaN on NVIDIA GPUs, which is what the scaling below would do to it there.
 CKPT_HOST_DEVICE inline float halfToFloat(uint16_t h)
 {
+    if ((h & 0x7C00u) == 0x7C00u && (h & 0x3FFu))
+        return floatOf((uint32_t(h & 0x8000u) << 16) | 0x7FC00000u | (uint32_t(h & 0x3FFu) << 13));
     const uint32_t w = uint32_t(h) << 16;
     const uint32_t sign = w & 0x80000000u;
     const uint32_t two = w + w;
     const float normalized = mulRn(floatOf((two >> 4) + (0xE0u << 23)), floatOf(0x07800000u)); // 2^-112
     const float denormalized = addRn(floatOf((two >> 17) | (126u << 23)), -0.5f);
     return floatOf(sign | (two < (1u << 27) ? bitsOf(denormalized) : bitsOf(normalized)));
+}
+
+// float <-> double as x86's cvtss2sd / cvtsd2ss convert (a NaN quieted, its sign and payload
+// kept, shifted or truncated), written on the bits for NaN because the GPU's conversions
+// canonicalise it; every other value converts exactly (or rounds to nearest) on both.
+CKPT_HOST_DEVICE inline double floatToDouble(float f)
+{
+    if (!isNan(f)) return double(f);
+    const uint32_t u = bitsOf(f);
+    return doubleOf((uint64_t(u & 0x80000000u) << 32) | 0x7FF8000000000000ull |
+                    (uint64_t(u & 0x7FFFFFu) << 29));
+}
+CKPT_HOST_DEVICE inline float doubleToFloat(double d)
+{
+    if (!isNan(d)) return float(d);
+    const uint64_t u = bitsOf(d);
+    return floatOf(uint32_t((u >> 32) & 0x80000000u) | 0x7FC00000u | uint32_t((u >> 29) & 0x7FFFFFu));
 }
 
 // 2^e as a double, exactly, for the exponents float8 and e8m0 reach (-1074 < e < 1024).
@@ -178,11 +199,11 @@ CKPT_HOST_DEVICE inline double toDouble(Scalar s, const uint8_t* p)
     case Scalar::F64:
         return load<double>(p);
     case Scalar::F32:
-        return double(load<float>(p));
+        return floatToDouble(load<float>(p));
     case Scalar::F16:
-        return double(halfToFloat(load<uint16_t>(p)));
+        return floatToDouble(halfToFloat(load<uint16_t>(p)));
     case Scalar::BF16:
-        return double(bfloat16ToFloat(load<uint16_t>(p)));
+        return floatToDouble(bfloat16ToFloat(load<uint16_t>(p)));
     case Scalar::F8E4M3FN:
         return decodeFp8(*p, 4, 3, 7, false, false);
     case Scalar::F8E5M2:
@@ -233,7 +254,7 @@ CKPT_HOST_DEVICE inline float toFloat(Scalar s, const uint8_t* p)
     case Scalar::BF16:
         return bfloat16ToFloat(load<uint16_t>(p));
     default:
-        return float(toDouble(s, p));
+        return doubleToFloat(toDouble(s, p));
     }
 }
 
@@ -245,7 +266,7 @@ CKPT_HOST_DEVICE inline void castOne(Scalar from, Scalar to, const uint8_t* src,
         return;
     }
     if (to == Scalar::F64) {
-        store<double>(dst, double(toFloat(from, src)));
+        store<double>(dst, floatToDouble(toFloat(from, src)));
         return;
     }
     const float f = toFloat(from, src);

@@ -112,6 +112,10 @@ public:
         h.lo = lo, h.hi = hi;
         std::lock_guard<std::mutex> lock(m_mutex);
         const int nb = int(h.bins.size());
+        // The counters live in one staging-sized area and come back through one buffer.
+        if ((uint64_t(nb) + 2) * sizeof(unsigned long long) > m_device.staging())
+            throw BackendError("histogram: " + std::to_string(nb) +
+                               " bins are more than a device buffer holds");
         unsigned long long* c = m_device.counters(size_t(nb) + 2);
         chunked(v, [&](const uint8_t* p, uint64_t n) {
             kernels::histogram(m_device.exec(), p, n, t, nb, log10, lo, hi, c);

@@ -39,7 +39,7 @@ CKPT_HOST_DEVICE inline Moments momentsOf(double x)
     }
     m.sumsq = x * x;
     m.min = m.max = x;
-    m.absmax = x < 0 ? -x : x;
+    m.absmax = doubleOf(bitsOf(x) & 0x7FFFFFFFFFFFFFFFull); // |-0.0| is +0.0
     return m;
 }
 

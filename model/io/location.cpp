@@ -199,10 +199,14 @@ std::string childPath(const std::string& folder, const std::string& name)
 std::string parentPath(const std::string& path)
 {
     if (!isRemotePath(path)) return fs::path(path).parent_path().string();
-    // As std::filesystem writes it, without the trailing '/'; never above the bucket (or host).
+    // As std::filesystem writes it, without the trailing '/'; never above the bucket (or host),
+    // nor above a Hub repository (hf://ORG/REPO[@REV] is its top).
     const std::string p = withoutSlash(path);
-    const auto firstSlash = p.find('/', p.find("://") + 3);
-    if (firstSlash == std::string::npos) return p;
+    const size_t start = p.find("://") + 3;
+    size_t top = p.find('/', start);
+    if (remote::parseUrl(path).scheme == remote::Scheme::HuggingFace && top != std::string::npos)
+        top = p.find('/', top + 1);
+    if (top == std::string::npos) return p;
     return p.substr(0, p.rfind('/'));
 }
 

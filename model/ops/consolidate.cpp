@@ -428,6 +428,16 @@ ConsolidateResult consolidate(const layout::OpenedTag& in, const std::string& ou
                               const ConsolidateOptions& options, const ProgressSink& progress,
                               const CancelToken& cancel)
 {
+    // A split job casts on the CPU: a device's wrong result could not be taken back by a redo,
+    // since the units this process committed before it may already count for the job.
+    if (options.shard.sharded() && options.backend && options.backend->name() != "cpu") {
+        ConsolidateOptions cpu = options;
+        cpu.backend = nullptr;
+        ConsolidateResult r = consolidateOnce(in, outDir, cpu, progress, cancel);
+        r.warnings.insert(r.warnings.begin(), "a job split across processes casts on the CPU, not on " +
+                                                  options.backend->device());
+        return r;
+    }
     // A device whose result the self-check caught wrong: the whole export again on the CPU (the
     // first attempt's transaction removed what it had written).
     return gpu::runOnCpuIfWrong([&](bool cpuOnly) {

@@ -539,6 +539,13 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
     const bool folder = remote ? kind == io::PathKind::Folder : fs::is_directory(input, ec);
     if (!folder && (remote ? kind == io::PathKind::Missing : !fs::exists(input, ec)))
         throw Error("cannot open: No such file or directory", input);
+    // Over plain HTTP nothing lists a folder: slimming "all of it" would copy nothing, or only
+    // the files something opened before.
+    if (folder && remote && !io::canList(input))
+        throw Error(
+            "an HTTP server cannot list a folder; slim its files one by one, or give an s3://, gs:// or "
+            "hf:// URL",
+            input);
     // Dry run or not: the user learns now that OUT would have been refused.
     io::checkOutputOutsideInputs({input}, output);
     std::unique_ptr<io::OutputTransaction> tx;

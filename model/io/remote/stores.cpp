@@ -108,7 +108,11 @@ public:
             std::vector<HttpRequest> qs{q};
             const HttpResponse r = Transport::shared().perform(qs, cancel).front();
             // A folder the repository does not have: an empty listing, as S3 gives for a prefix.
-            if (r.status == 404 && r.failure.empty() && page == 0 && !folder.empty()) return all;
+            // (Only that: a missing revision or repository is said as the Hub says it.)
+            const auto code = r.headers.find("x-error-code");
+            if (r.status == 404 && r.failure.empty() && page == 0 && !folder.empty() &&
+                code != r.headers.end() && code->second == "EntryNotFound")
+                return all;
             checkListingAnswer(r, prefix.text, *this);
             ListPage p = parseHubTree(r.body, prefix.text);
             appendPage(all, p, prefix.text);
