@@ -151,6 +151,7 @@ class TestRemote : public QObject
     std::unique_ptr<QProcess> m_nginx, m_proxy, m_moto, m_s3Proxy, m_hub;
     QString m_nginxSkip, m_motoSkip;
     QString m_venv;
+    QStringList m_universalFiles; // under m_www, made by prepareFixtures
 
     QStringList servedFiles() const
     {
@@ -327,6 +328,24 @@ private slots:
     void ckptSaysWhatItFetches();
 };
 
+namespace {
+
+struct Run
+{
+    int exitCode = -1;
+    QByteArray out, err;
+};
+
+Run runCkpt(const QStringList& args)
+{
+    QProcess p;
+    p.start(CKPT_BINARY, args);
+    p.waitForFinished(300000);
+    return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+} // namespace
+
 void TestRemote::prepareFixtures()
 {
     m_www = m_tmp.filePath("www");
@@ -360,6 +379,13 @@ void TestRemote::prepareFixtures()
         for (const QString& f : QDir(data + "/hf/" + folder).entryList(QDir::Files))
             QVERIFY(QFile::copy(data + "/hf/" + folder + "/" + f, to + "/" + f));
     }
+    // A Universal checkpoint of a ZeRO-3 run (a model file per rank), as ckpt universal writes
+    // it: uni/latest_universal beside the folder.
+    const Run u = runCkpt({"universal", "-q", data + "/deepspeed/zero3_bf16_w2", m_www + "/uni/step4"});
+    QVERIFY2(u.exitCode == 0, u.err.constData());
+    for (QDirIterator it(m_www + "/uni", QDir::Files, QDirIterator::Subdirectories); it.hasNext();)
+        m_universalFiles << QDir(m_www).relativeFilePath(it.next());
+    QVERIFY(m_universalFiles.size() > 20);
     for (const QString& f : servedFiles())
         QVERIFY2(QFile::exists(m_www + "/" + f), qPrintable(f));
 }
@@ -406,7 +432,7 @@ void TestRemote::startMoto()
     setup.start(m_venv + "/bin/python",
                 QStringList{kSource + "/tools/servers/moto_setup.py",
                             QString("http://127.0.0.1:%1").arg(m_motoPort), kBucket, m_www} +
-                    servedFiles() + deepSpeedFiles() + QStringList{"big.safetensors"});
+                    servedFiles() + deepSpeedFiles() + m_universalFiles + QStringList{"big.safetensors"});
     QVERIFY(setup.waitForFinished(120000));
     QVERIFY2(setup.exitCode() == 0, setup.readAllStandardError().constData());
     const QStringList keys = QString::fromUtf8(setup.readAllStandardOutput()).trimmed().split(' ');
@@ -1165,24 +1191,6 @@ void TestRemote::s3ObjectReplacedMidRead()
 // ---------------------------------------------------------------------------------------------
 // ckpt inspect
 
-namespace {
-
-struct Run
-{
-    int exitCode = -1;
-    QByteArray out, err;
-};
-
-Run runCkpt(const QStringList& args)
-{
-    QProcess p;
-    p.start(CKPT_BINARY, args);
-    p.waitForFinished(300000);
-    return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-}
-
-} // namespace
-
 void TestRemote::inspectUrlMatchesLocal_data()
 {
     QTest::addColumn<QString>("scheme");
@@ -1226,6 +1234,18 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                    << "dcp-fsdp2";
     QTest::newRow("http DCP folder") << "http"
                                      << "dcp-fsdp2/";
+    // A Universal checkpoint: its root (latest_universal) and the folder itself, listed by the
+    // stores; over HTTP its files' names come from the model file.
+    QTest::newRow("s3 Universal root") << "s3"
+                                       << "uni";
+    QTest::newRow("gs Universal folder") << "gs"
+                                         << "uni/step4";
+    QTest::newRow("hf Universal root") << "hf"
+                                       << "uni";
+    QTest::newRow("http Universal root") << "http"
+                                         << "uni/";
+    QTest::newRow("http Universal folder") << "http"
+                                           << "uni/step4/";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1400,6 +1420,10 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                                              << "hf-safetensors_sharded";
     QTest::newRow("hf DCP folder") << "hf"
                                    << "dcp-fsdp2";
+    QTest::newRow("s3 Universal root") << "s3"
+                                       << "uni";
+    QTest::newRow("http Universal folder") << "http"
+                                           << "uni/step4/";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.

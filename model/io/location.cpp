@@ -162,14 +162,14 @@ std::vector<FolderEntry> listFolder(const std::string& folder)
     return out;
 }
 
-std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder)
+std::vector<FileBelow> listFilesBelow(const std::string& folder)
 {
-    std::vector<std::pair<std::string, std::string>> files;
+    std::vector<FileBelow> files;
     if (!canList(folder)) {
         // Nothing lists it: the files opened in it so far are those the family found by name.
         const std::string prefix = withSlash(folder);
         for (const auto& [url, size] : MappedFile::openedRemoteUnder(prefix))
-            files.push_back({url, url.substr(prefix.size())});
+            files.push_back({url, url.substr(prefix.size()), size});
     } else if (isRemotePath(folder)) {
         const remote::Url u = remote::parseUrl(withSlash(folder));
         // A folder with no folders in it (a tag) is all in the one-level listing the family
@@ -177,16 +177,25 @@ std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::strin
         remote::ListPage page = listOnce(withSlash(folder));
         if (!page.prefixes.empty()) page = remote::Store::forUrl(u)->list(u, false, nullptr);
         for (const auto& o : page.objects)
-            if (o.key.size() > u.key.size() && o.key.back() != '/')
-                files.push_back({withSlash(folder) + o.key.substr(u.key.size()), o.key.substr(u.key.size())});
+            if (o.key.size() > u.key.size() && o.key.back() != '/') {
+                const std::string rel = o.key.substr(u.key.size());
+                files.push_back({withSlash(folder) + rel, rel, o.size});
+            }
     } else {
         std::error_code ec;
-        for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-            if (it->is_regular_file(ec))
-                files.push_back({it->path().string(), fs::relative(it->path(), folder, ec).string()});
+        for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+            std::error_code sizeError;
+            if (!it->is_regular_file(ec)) continue;
+            const uint64_t size = it->file_size(sizeError);
+            if (sizeError)
+                throw Error("cannot read the file's size: " + sizeError.message(), it->path().string());
+            files.push_back(
+                {it->path().string(), fs::relative(it->path(), folder, ec).generic_string(), size});
+        }
         if (ec) throw Error("cannot list the folder: " + ec.message(), folder);
     }
-    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::sort(files.begin(), files.end(),
+              [](const auto& a, const auto& b) { return a.relative < b.relative; });
     return files;
 }
 

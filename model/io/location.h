@@ -37,11 +37,17 @@ std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& 
 // Files and folders directly in `folder` (not sorted). Throws Error naming the folder when it
 // cannot be listed (a plain HTTP server).
 std::vector<FolderEntry> listFolder(const std::string& folder);
-// Every file under `folder`, at any depth, as {path, path relative to folder}, sorted by the
-// relative path (links not followed). A folder that cannot be listed (canList) gives the files
-// opened in it so far: those its family found by name. Throws Error naming a folder whose
-// listing fails.
-std::vector<std::pair<std::string, std::string>> listFilesBelow(const std::string& folder);
+struct FileBelow
+{
+    std::string path;     // as childPath writes it
+    std::string relative; // to the folder listed, '/'-separated
+    uint64_t size = 0;
+};
+// Every file under `folder`, at any depth, sorted by the relative path (links not followed),
+// with the sizes the listing gave (no request per file). A folder that cannot be listed
+// (canList) gives the files opened in it so far: those its family found by name. Throws Error
+// naming a folder whose listing fails.
+std::vector<FileBelow> listFilesBelow(const std::string& folder);
 std::string childPath(const std::string& folder, const std::string& name);
 std::string parentPath(const std::string& path);
 std::string fileName(const std::string& path);

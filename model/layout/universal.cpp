@@ -3,17 +3,17 @@
 #include "compute_backend.h"
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
+#include "io/mapped_file.h"
 #include "layout/families.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <set>
 
 namespace ckpt::layout {
 
-namespace fs = std::filesystem;
 using pickle::Kind;
 using pickle::Value;
 using torch::asInt;
@@ -28,26 +28,116 @@ bool isModelStates(const std::string& name)
            (name.starts_with("mp_rank_") || name.starts_with("zero_pp_rank_"));
 }
 
-// The copied model-states files, in natural order (rank 0 first: `zero_pp_rank_0_...`).
-std::vector<fs::path> modelFiles(const fs::path& dir)
+// Model-states file names in natural order (rank 0 first: `zero_pp_rank_0_...`, rank 2 before 10).
+bool naturalLess(const std::string& x, const std::string& y)
 {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-        if (e.is_regular_file(ec) && isModelStates(e.path().filename().string())) out.push_back(e.path());
-    std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) {
-        const std::string x = a.filename().string(), y = b.filename().string();
-        return x.size() != y.size() ? x.size() < y.size() : x < y; // rank 2 before rank 10
-    });
-    return out;
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
 }
 
-std::string readName(const fs::path& file)
+std::string readName(const std::string& file)
 {
-    std::string s = io::readSmallFile(file.string(), 4096);
+    std::string s = io::readSmallFile(file, 4096);
     while (!s.empty() && std::isspace(uint8_t(s.back())))
         s.pop_back();
     return s;
+}
+
+std::string withoutSlash(std::string s)
+{
+    while (s.size() > 1 && s.back() == '/')
+        s.pop_back();
+    return s;
+}
+
+std::string optimizerStatePath(const std::string& dir)
+{
+    return io::childPath(dir, "zero/optimizer_state.pt");
+}
+
+// The files of a Universal folder by their path in it, with sizes. Where the folder can be listed
+// (a local one, S3, GCS, the Hub) one recursive listing gives them all; a plain HTTP server lists
+// nothing, so the names come from the format: the model files, then every parameter's files
+// from the names the model file gives, each set asked for in one wave (probeFiles).
+class FolderFiles
+{
+public:
+    explicit FolderFiles(std::string dir) : m_dir(std::move(dir)), m_listed(io::canList(m_dir))
+    {
+        if (m_listed)
+            for (const auto& f : io::listFilesBelow(m_dir))
+                m_size[f.relative] = f.size;
+    }
+    const std::string& dir() const { return m_dir; }
+    std::string path(const std::string& rel) const { return io::childPath(m_dir, rel); }
+    bool has(const std::string& rel) const { return m_size.count(rel) > 0; }
+    uint64_t size(const std::string& rel) const { return m_size.at(rel); }
+    // Asks for these names where nothing lists the folder, all in one wave. Where it is remote,
+    // opens those of `parsed` it has in one wave too (they are parsed next), so a tag of a
+    // thousand parameters is not a thousand round trips in a row; `listedOnly` are not opened.
+    void probe(const std::vector<std::string>& parsed, const std::vector<std::string>& listedOnly = {})
+    {
+        if (m_listed && !io::isRemotePath(m_dir)) return;
+        std::vector<std::string> asked, paths;
+        std::set<std::string> once; // the model file names a parameter twice (param_shapes, module)
+        for (const auto* names : {&parsed, &listedOnly})
+            for (const auto& r : *names)
+                if ((m_listed ? names == &parsed && has(r) : true) && once.insert(r).second) {
+                    asked.push_back(r);
+                    paths.push_back(path(r));
+                }
+        const auto sizes = io::probeFiles(paths);
+        for (size_t i = 0; i < asked.size(); ++i)
+            if (sizes[i]) m_size[asked[i]] = *sizes[i];
+    }
+    // The files directly in the folder (not in zero/), by name.
+    std::vector<std::string> topFiles() const
+    {
+        std::vector<std::string> out;
+        for (const auto& [rel, size] : m_size)
+            if (rel.find('/') == std::string::npos) out.push_back(rel);
+        return out;
+    }
+    // The parameter folders zero/<name> holding a file.
+    std::set<std::string> parameterFolders() const
+    {
+        std::set<std::string> out;
+        for (const auto& [rel, size] : m_size)
+            if (rel.starts_with("zero/") && rel.find('/', 5) != std::string::npos)
+                out.insert(rel.substr(5, rel.find('/', 5) - 5));
+        return out;
+    }
+
+private:
+    std::string m_dir;
+    bool m_listed;
+    std::map<std::string, uint64_t> m_size;
+};
+
+// DeepSpeed's names for the model files of `mp` model-parallel ranks and `dp` data-parallel
+// ones (ZeRO-3 writes one per rank): what a plain HTTP folder is asked for.
+std::vector<std::string> modelFileNames(int mp, int dp)
+{
+    std::vector<std::string> names;
+    char buf[96];
+    for (int m = 0; m < std::max(mp, 1); ++m) {
+        std::snprintf(buf, sizeof buf, "mp_rank_%02d_model_states.pt", m);
+        names.push_back(buf);
+        for (int r = 0; r < std::max(dp, 1); ++r) {
+            std::snprintf(buf, sizeof buf, "zero_pp_rank_%d_mp_rank_%02d_model_states.pt", r, m);
+            names.push_back(buf);
+        }
+    }
+    return names;
+}
+
+// The copied model-states files found so far, in natural order.
+std::vector<std::string> modelFiles(const FolderFiles& files)
+{
+    std::vector<std::string> out;
+    for (const auto& n : files.topFiles())
+        if (isModelStates(n)) out.push_back(n);
+    std::sort(out.begin(), out.end(), naturalLess);
+    return out;
 }
 
 // The tensor a Universal state file holds: 'param' of its dict, or the file's one tensor.
@@ -72,16 +162,16 @@ public:
     }
     bool match(const std::string& path) const override
     {
-        std::error_code ec;
         if (isUniversalFolder(path)) return true;
         // A root with latest_universal but no `latest`: with `latest`, the training tags are
         // what the folder holds, and DeepSpeed's family shows them.
-        const fs::path p(path);
-        if (!fs::is_regular_file(p / "latest_universal", ec) || fs::exists(p / "latest", ec)) return false;
+        const std::string pointer = io::childPath(path, "latest_universal");
+        const auto found = io::probeFiles({pointer, io::childPath(path, "latest")});
+        if (!found[0] || found[1]) return false;
         try {
-            const std::string name = readName(p / "latest_universal");
+            const std::string name = readName(pointer);
             return !name.empty() && name.find('/') == std::string::npos &&
-                   isUniversalFolder((p / name).string());
+                   isUniversalFolder(io::childPath(path, name));
         } catch (const Error&) {
             return false;
         }
@@ -89,24 +179,26 @@ public:
     TagList listTags(const std::string& path) const override
     {
         TagList l;
-        const fs::path p(path);
-        std::error_code ec;
         if (isUniversalFolder(path)) {
-            fs::path folder = p.lexically_normal();
-            if (!folder.has_filename()) folder = folder.parent_path(); // "uni/"
-            const fs::path parent = folder.parent_path();
-            const std::string name = folder.filename().string();
-            l.root = parent.empty() ? "." : parent.string();
-            if (fs::is_regular_file(fs::path(l.root) / "latest_universal", ec))
-                l.latest = readName(fs::path(l.root) / "latest_universal");
+            const std::string folder = withoutSlash(path); // "uni/"
+            const std::string parent = io::parentPath(folder);
+            const std::string name = io::fileName(folder);
+            l.root = parent.empty() ? "." : parent;
+            const std::string pointer = io::childPath(l.root, "latest_universal");
+            if (io::probeFiles({pointer})[0]) l.latest = readName(pointer);
             l.tags.push_back({name.empty() ? path : name, path});
             return l;
         }
         l.root = path;
-        l.latest = readName(p / "latest_universal");
-        for (const auto& e : fs::directory_iterator(p, ec))
-            if (e.is_directory(ec) && isUniversalFolder(e.path().string()))
-                l.tags.push_back({e.path().filename().string(), e.path().string()});
+        l.latest = readName(io::childPath(path, "latest_universal"));
+        if (!io::canList(path)) { // plain HTTP: the one latest_universal names (a folder ends in '/')
+            if (const std::string folder = io::childPath(path, l.latest) + "/"; isUniversalFolder(folder))
+                l.tags.push_back({l.latest, folder});
+        } else {
+            for (const auto& e : io::listFolder(path))
+                if (e.folder && isUniversalFolder(io::childPath(path, e.name)))
+                    l.tags.push_back({e.name, io::childPath(path, e.name)});
+        }
         std::sort(l.tags.begin(), l.tags.end());
         if (l.tags.empty()) throw Error("no Universal checkpoint folder found", path);
         return l;
@@ -114,16 +206,14 @@ public:
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override;
 };
 
-// Adds one of the tag's files, named relative to the tag's folder.
-void addFile(Tag& tag, const fs::path& root, const fs::path& p, FileRole role)
+// Adds one of the tag's files, named by its path in the tag's folder.
+void addFile(Tag& tag, const FolderFiles& folder, const std::string& rel, FileRole role)
 {
     RankFile rf;
-    rf.path = p.string();
-    rf.name = p.lexically_relative(root).generic_string();
+    rf.path = folder.path(rel);
+    rf.name = rel;
     rf.role = role;
-    std::error_code sizeError;
-    rf.size = fs::file_size(p, sizeError);
-    if (sizeError) throw Error("cannot read the file's size: " + sizeError.message(), rf.path);
+    rf.size = folder.size(rel);
     tag.files.push_back(std::move(rf));
 }
 
@@ -214,38 +304,39 @@ ModelNames readModelNames(const torch::TorchFile& mf)
 // The parameter folders under zero/. Every parameter the optimizer held has its folder
 // (ds_to_universal writes one for each with elements); one that is missing is a damaged or
 // incomplete copy.
-std::set<std::string> parameterFolders(const fs::path& root, const ModelNames& names)
+std::set<std::string> parameterFolders(const FolderFiles& folder, const ModelNames& names)
 {
-    std::set<std::string> present;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(root / "zero", ec))
-        if (e.is_directory(ec)) present.insert(e.path().filename().string());
-    if (ec) throw Error("cannot list the folder: " + ec.message(), (root / "zero").string());
+    const std::set<std::string> present = folder.parameterFolders();
     for (const auto& [pname, shape] : names.shapes)
         if (!present.count(pname) && gpu::numelOf(shape) > 0)
-            throw Error("missing: the parameter's fp32.pt", (root / "zero" / pname / "fp32.pt").string());
+            throw Error("missing: the parameter's fp32.pt", folder.path("zero/" + pname + "/fp32.pt"));
     return present;
+}
+
+// The files of a parameter's folder, by their path in the Universal folder.
+std::string stateFile(const std::string& pname, const char* state)
+{
+    return "zero/" + pname + "/" + state + ".pt";
 }
 
 // The parameter's Adam moments beside its fp32.pt, as states of its slice; whether it has any
 // (only a trained parameter does).
-bool readMoments(const fs::path& pdir, const torch::Tensor& t, RankSlice& s, const fs::path& root,
+bool readMoments(const std::string& pname, const torch::Tensor& t, RankSlice& s, const FolderFiles& folder,
                  FileSet& files, Tag& tag)
 {
-    std::error_code ec;
     bool moments = false;
     for (const char* state : {"exp_avg", "exp_avg_sq"}) {
-        const fs::path sp = pdir / (std::string(state) + ".pt");
-        if (!fs::is_regular_file(sp, ec)) continue;
-        addFile(tag, root, sp, FileRole::Other);
-        const auto sf = files.get(sp.string());
-        if (!sf->torch()) throw Error("not a torch.save file", sp.string());
+        const std::string rel = stateFile(pname, state), sp = folder.path(rel);
+        if (!folder.has(rel)) continue;
+        addFile(tag, folder, rel, FileRole::Other);
+        const auto sf = files.get(sp);
+        if (!sf->torch()) throw Error("not a torch.save file", sp);
         const torch::Tensor& st = stateTensor(*sf->torch());
         if (st.numel() != t.numel())
             throw Error("holds " + std::to_string(st.numel()) + " elements, fp32.pt beside it " +
                             std::to_string(t.numel()),
-                        sp.string());
-        s.states.push_back({state, {{sp.string(), st.path, 0, st.numel(), st.dtype, {}, {}}}});
+                        sp);
+        s.states.push_back({state, {{sp, st.path, 0, st.numel(), st.dtype, {}, {}}}});
         moments = true;
     }
     return moments;
@@ -253,16 +344,14 @@ bool readMoments(const fs::path& pdir, const torch::Tensor& t, RankSlice& s, con
 
 // One parameter from its folder zero/<name>: fp32.pt (shaped from param_shapes, since ZeRO-3
 // writes it flat), its moments and its step.
-Parameter readParameter(const std::string& pname, const ModelNames& names, const fs::path& root,
+Parameter readParameter(const std::string& pname, const ModelNames& names, const FolderFiles& folder,
                         FileSet& files, Tag& tag)
 {
-    std::error_code ec;
-    const fs::path pdir = root / "zero" / pname;
-    const fs::path fp32 = pdir / "fp32.pt";
-    if (!fs::is_regular_file(fp32, ec)) throw Error("missing: the parameter's fp32.pt", fp32.string());
-    addFile(tag, root, fp32, FileRole::Other);
-    const auto f = files.get(fp32.string());
-    if (!f->torch()) throw Error("not a torch.save file", fp32.string());
+    const std::string rel = stateFile(pname, "fp32"), fp32 = folder.path(rel);
+    if (!folder.has(rel)) throw Error("missing: the parameter's fp32.pt", fp32);
+    addFile(tag, folder, rel, FileRole::Other);
+    const auto f = files.get(fp32);
+    if (!f->torch()) throw Error("not a torch.save file", fp32);
     const torch::Tensor& t = stateTensor(*f->torch());
     Parameter p;
     p.name = pname;
@@ -272,14 +361,14 @@ Parameter readParameter(const std::string& pname, const ModelNames& names, const
         if (gpu::numelOf(it->second) != t.numel())
             throw Error("holds " + std::to_string(t.numel()) + " elements but param_shapes gives '" + pname +
                             "' " + std::to_string(gpu::numelOf(it->second)),
-                        fp32.string());
+                        fp32);
         p.shape = it->second; // ZeRO-3 writes the flat tensor
     }
     RankSlice s;
     s.length = t.numel();
-    s.master.push_back({fp32.string(), t.path, 0, s.length, t.dtype, {}, {}});
-    const bool moments = readMoments(pdir, t, s, root, files, tag);
-    if (fs::is_regular_file(pdir / "step.pt", ec)) addFile(tag, root, pdir / "step.pt", FileRole::Other);
+    s.master.push_back({fp32, t.path, 0, s.length, t.dtype, {}, {}});
+    const bool moments = readMoments(pname, t, s, folder, files, tag);
+    if (folder.has(stateFile(pname, "step"))) addFile(tag, folder, stateFile(pname, "step"), FileRole::Other);
     p.kind = moments                      ? Parameter::Kind::Trainable
              : names.buffers.count(pname) ? Parameter::Kind::Buffer
                                           : Parameter::Kind::Frozen;
@@ -312,29 +401,39 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
     tag.optimizer = "universal";
     tag.dtype = "fp32";
     tag.exportDtype = torch::DType::Float32;
-    const fs::path root(dir);
-    const std::vector<fs::path> models = modelFiles(root);
-    if (models.empty()) throw Error("no *_model_states.pt file beside zero/", dir);
-    const auto m0 = files.get(models.front().string());
+    FolderFiles folder(dir);
+    const std::string osdRel = "zero/optimizer_state.pt";
+    const std::vector<std::string> firstNames = modelFileNames(1, 1);
+    folder.probe({osdRel, firstNames[0], firstNames[1]});
+    const std::vector<std::string> first = modelFiles(folder);
+    if (first.empty()) throw Error("no *_model_states.pt file beside zero/", dir);
+    const auto m0 = files.get(folder.path(first.front()));
     const torch::TorchFile* mf = m0->torch();
-    if (!mf) throw Error("not a torch.save file", models.front().string());
+    if (!mf) throw Error("not a torch.save file", folder.path(first.front()));
     const Value* mroot = mf->root();
     readCounters(mroot, tag);
-    for (const auto& m : models)
-        addFile(tag, root, m, FileRole::ModelStates);
-    const fs::path osdPath = root / "zero" / "optimizer_state.pt";
-    addFile(tag, root, osdPath, FileRole::OptimStates);
-    const auto osd = files.get(osdPath.string()); // held, as m0 is, while the tag opens
+    if (!folder.has(osdRel)) throw Error("missing: zero/optimizer_state.pt", folder.path(osdRel));
+    const auto osd = files.get(folder.path(osdRel)); // held, as m0 is, while the tag opens
     readOptimizerState(*osd, tag);
-
     ModelNames names = readModelNames(*mf);
-    const std::set<std::string> present = parameterFolders(root, names);
+    // Every parameter's files, and the files only listed (the other model files, the steps).
+    std::vector<std::string> parsed, listed = modelFileNames(tag.mpWorldSize, tag.worldSize);
+    for (const std::string& pname : names.order) {
+        for (const char* state : {"fp32", "exp_avg", "exp_avg_sq"})
+            parsed.push_back(stateFile(pname, state));
+        listed.push_back(stateFile(pname, "step"));
+    }
+    folder.probe(parsed, listed);
+    for (const auto& m : modelFiles(folder))
+        addFile(tag, folder, m, FileRole::ModelStates);
+    addFile(tag, folder, osdRel, FileRole::OptimStates);
+    const std::set<std::string> present = parameterFolders(folder, names);
     for (const auto& n : present) // folders no model file names, last, by name
         names.order.push_back(n);
     std::set<std::string> seen;
     for (const std::string& pname : names.order) {
         if (!present.count(pname) || !seen.insert(pname).second) continue;
-        tag.params.push_back(readParameter(pname, names, root, files, tag));
+        tag.params.push_back(readParameter(pname, names, folder, files, tag));
     }
     if (tag.params.empty()) throw Error("no parameter folders under zero/", dir);
     applyTiedWeights(tag.params, names.tied);
@@ -345,12 +444,17 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
 
 bool isUniversalFolder(const std::string& path)
 {
-    std::error_code ec;
-    const fs::path p(path);
-    if (!fs::is_regular_file(p / "zero" / "optimizer_state.pt", ec)) return false;
-    for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_regular_file(ec) && isModelStates(e.path().filename().string())) return true;
-    return false;
+    if (!io::isRemotePath(path) && io::pathKind(path) != io::PathKind::Folder) return false;
+    if (!io::canList(path)) { // plain HTTP: the names DeepSpeed gives, asked for together
+        const auto found =
+            io::probeFiles({optimizerStatePath(path), io::childPath(path, modelFileNames(1, 1)[0]),
+                            io::childPath(path, modelFileNames(1, 1)[1])});
+        return found[0] && (found[1] || found[2]);
+    }
+    const auto entries = io::listFolder(path);
+    return std::any_of(entries.begin(), entries.end(),
+                       [](const io::FolderEntry& e) { return !e.folder && isModelStates(e.name); }) &&
+           io::probeFiles({optimizerStatePath(path)})[0];
 }
 
 const Family& universalFamily()

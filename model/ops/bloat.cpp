@@ -204,7 +204,8 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
     const bool folder = io::pathKind(path) == io::PathKind::Folder;
     if (folder)
-        files = io::listFilesBelow(path);
+        for (const auto& f : io::listFilesBelow(path))
+            files.push_back({f.path, f.relative});
     else
         files.push_back({path, io::fileName(path)});
     FolderBloat out;

@@ -558,10 +558,10 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
         reportNotes(progress, tx->notes());
     }
 
-    // What to do with each file, in a stable order.
-    std::vector<std::pair<std::string, std::string>> files; // absolute, relative
+    // What to do with each file, in a stable order, with its size.
+    std::vector<io::FileBelow> files;
     if (folder && remote) {
-        files = io::listFilesBelow(input); // a store's listing (over plain HTTP: the files opened)
+        files = io::listFilesBelow(input); // a store's listing (plain HTTP: the files opened)
     } else if (folder) {
         for (fs::recursive_directory_iterator it(input, ec), end; !ec && it != end; it.increment(ec)) {
             if (it->is_directory(ec)) continue;
@@ -570,19 +570,19 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
                 throw Error("is not a regular file (a link to one is followed; other kinds are not copied)",
                             it->path().string());
             }
-            files.push_back({it->path().string(), rel});
+            files.push_back({it->path().string(), rel, uint64_t(fs::file_size(it->path(), ec))});
         }
         if (ec) throw Error("cannot list the folder: " + ec.message(), input);
-        std::sort(files.begin(), files.end());
+        std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
     } else {
-        files.push_back({input, {}});
+        files.push_back({input, {}, remote ? io::fileSize(input) : uint64_t(fs::file_size(input, ec))});
     }
 
     SlimResult result;
     Job job{options, progress, cancel, tx.get()};
-    for (const auto& [abs, rel] : files)
-        job.total += remote ? io::fileSize(abs) : fs::file_size(abs, ec);
-    for (const auto& [abs, rel] : files) {
+    for (const auto& f : files)
+        job.total += f.size;
+    for (const auto& [abs, rel, size] : files) {
         cancel.throwIfCancelled();
         SlimFile r;
         r.path = folder ? rel : abs;
