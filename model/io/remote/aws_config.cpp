@@ -70,6 +70,91 @@ bool credentialsFrom(const std::map<std::string, std::string>* s, const std::str
     return true;
 }
 
+bool isTrue(const std::optional<std::string>& v)
+{
+    return v && lower(trim(*v)) == "true";
+}
+
+// botocore's rule for AWS_CONTAINER_CREDENTIALS_FULL_URI: https anywhere; plain http only to
+// this machine or the container agent's link-local addresses, so a credential request (with its
+// authorization token) cannot be sent in the clear across a network.
+bool allowedContainerUrl(const std::string& url)
+{
+    if (url.rfind("https://", 0) == 0) return true;
+    if (url.rfind("http://", 0) != 0) return false;
+    std::string host = url.substr(7, url.find_first_of("/?#", 7) - 7);
+    if (const auto at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);
+    if (host.starts_with("["))
+        host = host.substr(1, host.find(']') - 1);
+    else
+        host = host.substr(0, host.find(':'));
+    host = lower(host);
+    // 127.x only as an address: "127.0.0.1.example.com" is a name anyone may point anywhere.
+    const bool loopbackV4 =
+        host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
+    return host == "localhost" || loopbackV4 || host == "::1" || host == "169.254.170.2" ||
+           host == "169.254.170.23" || host == "fd00:ec2::23";
+}
+
+std::optional<DynamicAwsSource> containerSource(const EnvLookup& env)
+{
+    DynamicAwsSource d;
+    d.kind = DynamicAwsSource::Kind::Container;
+    d.name = "ECS container credentials";
+    if (const auto rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"); rel && !rel->empty()) {
+        d.url = "http://169.254.170.2" + *rel;
+        d.where = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI";
+    } else if (const auto full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI"); full && !full->empty()) {
+        if (!allowedContainerUrl(*full))
+            throw Error("AWS_CONTAINER_CREDENTIALS_FULL_URI='" + *full +
+                            "' is neither https nor plain http to this machine or the ECS agent",
+                        "s3://");
+        d.url = *full;
+        d.where = "AWS_CONTAINER_CREDENTIALS_FULL_URI";
+        d.authTokenFile = env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").value_or("");
+        d.authToken = env("AWS_CONTAINER_AUTHORIZATION_TOKEN").value_or("");
+    } else {
+        return std::nullopt;
+    }
+    return d;
+}
+
+std::optional<DynamicAwsSource> instanceMetadataSource(const EnvLookup& env)
+{
+    if (isTrue(env("AWS_EC2_METADATA_DISABLED"))) return std::nullopt;
+    DynamicAwsSource d;
+    d.kind = DynamicAwsSource::Kind::InstanceMetadata;
+    d.name = "EC2 instance metadata";
+    d.where = "AWS_EC2_METADATA_SERVICE_ENDPOINT";
+    const auto mode = env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
+    d.url = mode && lower(*mode) == "ipv6" ? "http://[fd00:ec2::254]" : "http://169.254.169.254";
+    if (const auto e = env("AWS_EC2_METADATA_SERVICE_ENDPOINT"); e && !e->empty()) d.url = *e;
+    while (!d.url.empty() && d.url.back() == '/')
+        d.url.pop_back();
+    d.v1Fallback = !isTrue(env("AWS_EC2_METADATA_V1_DISABLED"));
+    return d;
+}
+
+// The profile's credential_process: the credentials file's wins, as botocore merges that file
+// over the config file.
+std::optional<DynamicAwsSource> processSource(const std::map<std::string, std::string>* credSection,
+                                              const std::map<std::string, std::string>* confSection,
+                                              const std::string& profile, const std::string& credPath,
+                                              const std::string& confPath)
+{
+    DynamicAwsSource d;
+    d.kind = DynamicAwsSource::Kind::Process;
+    d.name = "credential_process of profile '" + profile + "'";
+    d.command = get(credSection, "credential_process");
+    d.where = credPath;
+    if (d.command.empty()) {
+        d.command = get(confSection, "credential_process");
+        d.where = confPath;
+    }
+    if (d.command.empty()) return std::nullopt;
+    return d;
+}
+
 } // namespace
 
 IniFile parseIni(std::string_view text)
@@ -131,7 +216,13 @@ S3Settings resolveS3Settings(const EnvLookup& env)
         s.credentials = {*key, *secret, env("AWS_SESSION_TOKEN").value_or(""),
                          "environment (AWS_ACCESS_KEY_ID)"};
     } else if (!credentialsFrom(credSection, "profile '" + s.profile + "' in " + credPath, s.credentials)) {
-        credentialsFrom(confSection, "profile '" + s.profile + "' in " + confPath, s.credentials);
+        s.dynamic = processSource(credSection, confSection, s.profile, credPath, confPath);
+        if (!s.dynamic &&
+            !credentialsFrom(confSection, "profile '" + s.profile + "' in " + confPath, s.credentials)) {
+            s.dynamic = containerSource(env);
+            if (!s.dynamic) s.dynamic = instanceMetadataSource(env);
+        }
+        if (s.dynamic) s.credentials.source = s.dynamic->name;
     }
 
     for (const char* var : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"})

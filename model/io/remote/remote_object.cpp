@@ -3,6 +3,7 @@
 #include "io/bytes.h"
 #include "io/error.h"
 #include "io/remote/aws_config.h"
+#include "io/remote/aws_credentials.h"
 #include "io/remote/http_headers.h"
 #include "io/remote/sigv4.h"
 #include "io/remote/stores.h"
@@ -81,21 +82,34 @@ public:
         const Target t = target(url);
         HttpRequest q;
         q.url = t.url + (query.empty() ? std::string() : "?" + canonicalQuery(query));
-        q.sign = [t, query, s = m_s] {
+        // Fetched here, outside the transfer loop, so a failing credential_process is this
+        // request's Error; the cache keeps them valid for longer than the request's retries.
+        const AwsCredentials creds = m_s.dynamic ? currentAwsCredentials(*m_s.dynamic) : m_s.credentials;
+        q.sign = [t, query, region = m_s.region, creds] {
             SigningRequest r;
             r.host = t.host;
             r.canonicalUri = t.canonicalUri;
             r.query = query;
-            r.region = s.region;
+            r.region = region;
             r.when = std::time(nullptr);
-            return signV4(r, s.credentials);
+            return signV4(r, creds);
         };
         return q;
     }
 
+    // The key id goes with the source: with fetched credentials it tells which role or key a
+    // 403 was for (an access key id is no secret; S3's own error bodies show it).
     std::string credentialNote() const override
     {
-        return "credentials: " + m_s.credentials.source + ", region " + m_s.region +
+        AwsCredentials c = m_s.credentials;
+        if (m_s.dynamic) {
+            try {
+                c = currentAwsCredentials(*m_s.dynamic); // cached by the request that failed
+            } catch (const Error&) {
+            }
+        }
+        return "credentials: " + c.source + (c.anonymous() ? std::string() : ", key " + c.accessKey) +
+               ", region " + m_s.region +
                (m_s.endpoint.empty() ? std::string() : ", endpoint " + m_s.endpoint);
     }
 

@@ -19,6 +19,7 @@ struct AwsCredentials
     // Where they came from, for error messages ("environment (AWS_ACCESS_KEY_ID)", "profile 'x'
     // in ~/.aws/credentials"); never the secret itself.
     std::string source = "none (anonymous requests)";
+    std::time_t expiration = 0; // when fetched credentials stop working; 0: they do not expire
     bool anonymous() const { return accessKey.empty(); }
 };
 

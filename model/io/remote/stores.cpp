@@ -1,10 +1,12 @@
 #include "io/remote/stores.h"
 
 #include "io/error.h"
+#include "io/remote/google_auth.h"
 #include "io/remote/transport.h"
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -36,11 +38,13 @@ std::string envOr(const EnvLookup& env, const char* name, const std::string& fal
 }
 
 // GCS with an OAuth 2 access token: path-style XML API requests with a bearer header, and its
-// ListObjectsV2 for folders.
+// ListObjectsV2 for folders. The token is asked for per request: one from a credentials file
+// expires within the hour, and google_auth.cpp's cache renews it.
 class GcsTokenStore final : public Store
 {
 public:
-    GcsTokenStore(std::string endpoint, std::string token, std::string source)
+    using TokenSource = std::function<std::string()>;
+    GcsTokenStore(std::string endpoint, TokenSource token, std::string source)
         : m_endpoint(std::move(endpoint)), m_token(std::move(token)), m_source(std::move(source))
     {
     }
@@ -56,7 +60,7 @@ public:
                 qs += (qs.empty() ? "?" : "&") + uriEncode(k, false) + "=" + uriEncode(v, false);
             q.url += qs;
         }
-        q.headers.emplace_back("Authorization", "Bearer " + m_token);
+        q.headers.emplace_back("Authorization", "Bearer " + m_token());
         return q;
     }
     std::string credentialNote() const override
@@ -69,7 +73,9 @@ public:
     }
 
 private:
-    std::string m_endpoint, m_token, m_source;
+    std::string m_endpoint;
+    TokenSource m_token;
+    std::string m_source;
 };
 
 // The Hub: a file is its resolve URL (which redirects large files to a CDN; the bearer header is
@@ -146,6 +152,19 @@ std::string readTokenFile(const std::string& path)
     return token;
 }
 
+// The credentials file and what named it: GOOGLE_APPLICATION_CREDENTIALS, else gcloud's
+// application default credentials ($CLOUDSDK_CONFIG, else ~/.config/gcloud) when that file exists.
+std::optional<std::pair<std::string, std::string>> googleCredentialsFile(const EnvLookup& env)
+{
+    if (const auto file = env("GOOGLE_APPLICATION_CREDENTIALS"); file && !file->empty())
+        return std::pair{*file, std::string("GOOGLE_APPLICATION_CREDENTIALS")};
+    const std::string dir = envOr(env, "CLOUDSDK_CONFIG", envOr(env, "HOME", "") + "/.config/gcloud");
+    const std::string adc = dir + "/application_default_credentials.json";
+    if (std::ifstream(adc).good())
+        return std::pair{adc, std::string("gcloud application default credentials")};
+    return std::nullopt;
+}
+
 } // namespace
 
 std::shared_ptr<const Store> gcsStore(const EnvLookup& env)
@@ -166,19 +185,28 @@ std::shared_ptr<const Store> gcsStore(const EnvLookup& env)
         return makeS3Store(std::move(s));
     }
     if (const auto token = env("GOOGLE_OAUTH_ACCESS_TOKEN"); token && !token->empty())
-        return std::make_shared<GcsTokenStore>(endpoint, *token,
-                                               "OAuth token from GOOGLE_OAUTH_ACCESS_TOKEN");
-    if (const auto file = env("GOOGLE_APPLICATION_CREDENTIALS"); file && !file->empty())
-        throw Error(
-            "GOOGLE_APPLICATION_CREDENTIALS names a service-account key, which ckpt cannot exchange for "
-            "a token yet; set GOOGLE_OAUTH_ACCESS_TOKEN (gcloud auth print-access-token) or an HMAC key "
-            "(GS_ACCESS_KEY_ID, GS_SECRET_ACCESS_KEY)",
-            *file);
+        return std::make_shared<GcsTokenStore>(
+            endpoint, [t = *token] { return t; }, "OAuth token from GOOGLE_OAUTH_ACCESS_TOKEN");
+    if (auto file = googleCredentialsFile(env)) {
+        // Read now, so a broken file is this URL's error; the token is fetched on first use.
+        GoogleCredentials c;
+        try {
+            c = readGoogleCredentials(file->first, envOr(env, "CKPT_GOOGLE_TOKEN_URI", kGoogleTokenUri));
+        } catch (const Error& e) {
+            throw Error(e.message() + " (named by " + file->second + ")", e.file());
+        }
+        return std::make_shared<GcsTokenStore>(
+            endpoint, [c] { return googleAccessToken(c); },
+            (c.type == "service_account" ? "service account " + c.clientEmail
+                                         : std::string("user credentials")) +
+                " from " + file->second + " (" + c.path + ")");
+    }
     S3Settings s;
     s.region = "auto";
     s.endpoint = endpoint;
-    s.credentials.source = "none (anonymous requests: set GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY or "
-                           "GOOGLE_OAUTH_ACCESS_TOKEN for a private bucket)";
+    s.credentials.source = "none (anonymous requests: set GOOGLE_APPLICATION_CREDENTIALS, "
+                           "GS_ACCESS_KEY_ID/GS_SECRET_ACCESS_KEY or GOOGLE_OAUTH_ACCESS_TOKEN for a "
+                           "private bucket)";
     return makeS3Store(std::move(s));
 }
 

@@ -28,9 +28,10 @@ void appendPage(ListPage& all, ListPage& page, const std::string& url);
 // gs://BUCKET/KEY. Endpoint: CKPT_GCS_ENDPOINT (an emulator, or an S3-compatible test server),
 // else https://storage.googleapis.com, always path-style. Credentials, first found: HMAC keys
 // GS_ACCESS_KEY_ID + GS_SECRET_ACCESS_KEY (SigV4, region "auto"), an OAuth 2 access token
-// GOOGLE_OAUTH_ACCESS_TOKEN (`gcloud auth print-access-token`), else anonymous (public
-// buckets). A service-account key file (GOOGLE_APPLICATION_CREDENTIALS) is refused with what to
-// use instead: exchanging it for a token is not built.
+// GOOGLE_OAUTH_ACCESS_TOKEN (`gcloud auth print-access-token`), a credentials file named by
+// GOOGLE_APPLICATION_CREDENTIALS (service account or authorized user, google_auth.h), gcloud's
+// application_default_credentials.json ($CLOUDSDK_CONFIG, else ~/.config/gcloud), else anonymous
+// (public buckets). A broken credentials file is an Error naming it.
 std::shared_ptr<const Store> gcsStore(const EnvLookup& env = processEnv);
 
 // hf://ORG/REPO[@REV]/PATH, a model repository. Endpoint: HF_ENDPOINT, else

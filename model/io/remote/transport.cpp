@@ -194,6 +194,13 @@ void Transport::Impl::setup(Exchange& x, const TransportOptions& o)
     curl_easy_setopt(e, CURLOPT_URL, q.url.c_str());
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x.headerList);
     if (q.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (q.method == "PUT" || q.method == "POST") {
+        // A body from memory, its length given: curl sends Content-Length and no chunking, which
+        // IMDS (an empty PUT) and token endpoints expect.
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(q.body.size()));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q.body.c_str());
+        if (q.method == "PUT") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+    }
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
@@ -272,6 +279,21 @@ Transport& Transport::shared()
 {
     static Transport t;
     return t;
+}
+
+Transport& credentialTransport(bool instanceMetadata)
+{
+    auto options = [](long connect, int attempts) {
+        TransportOptions o = transportOptionsFromEnv();
+        o.maxRedirects = 0;
+        o.connectTimeoutSeconds = connect;
+        o.maxAttempts = attempts;
+        o.stallSeconds = 10;
+        return o;
+    };
+    static Transport metadata(options(1, 1));
+    static Transport services(options(10, 3));
+    return instanceMetadata ? metadata : services;
 }
 
 TransportStats Transport::stats() const

@@ -19,8 +19,9 @@ namespace ckpt::io::remote {
 struct HttpRequest
 {
     std::string url;
-    std::string method = "GET"; // GET or HEAD
+    std::string method = "GET"; // GET or HEAD; PUT and POST (with body) for credential services
     HeaderList headers;
+    std::string body; // sent with PUT and POST (a form, for OAuth token endpoints)
     // Called before every attempt, so a retry is signed afresh (SigV4 dates expire).
     std::function<HeaderList()> sign;
     // A success body goes to sink (at most sinkSize bytes) or, without a sink, to the response's
@@ -91,5 +92,11 @@ private:
     TransportOptions m_options;
     std::unique_ptr<Impl> m_impl;
 };
+
+// For credential services (token endpoints, container and instance metadata): no redirects (a
+// secret in a body or header must not follow one to another host) and few attempts; with
+// `instanceMetadata`, a 1 s connect timeout and one attempt, as botocore does, so a machine off
+// EC2 pays at most a second once.
+Transport& credentialTransport(bool instanceMetadata);
 
 } // namespace ckpt::io::remote
