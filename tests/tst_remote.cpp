@@ -151,7 +151,7 @@ class TestRemote : public QObject
     std::unique_ptr<QProcess> m_nginx, m_proxy, m_moto, m_s3Proxy, m_hub;
     QString m_nginxSkip, m_motoSkip;
     QString m_venv;
-    QStringList m_universalFiles; // under m_www, made by prepareFixtures
+    QStringList m_madeFiles; // under m_www, made by prepareFixtures beyond the lists above
 
     QStringList servedFiles() const
     {
@@ -383,9 +383,36 @@ void TestRemote::prepareFixtures()
     // it: uni/latest_universal beside the folder.
     const Run u = runCkpt({"universal", "-q", data + "/deepspeed/zero3_bf16_w2", m_www + "/uni/step4"});
     QVERIFY2(u.exitCode == 0, u.err.constData());
-    for (QDirIterator it(m_www + "/uni", QDir::Files, QDirIterator::Subdirectories); it.hasNext();)
-        m_universalFiles << QDir(m_www).relativeFilePath(it.next());
-    QVERIFY(m_universalFiles.size() > 20);
+    // Composer: a run folder whose latest-rank0.pt is the `.symlink` object Composer uploads to
+    // a store in place of the link; single files (a zip, a tar read in place, a gzip streamed);
+    // per-rank DeepSpeed tarballs, compressed and plain.
+    const QString composer = data + "/composer/";
+    QDir().mkpath(m_www + "/composer-run");
+    for (const char* f : {"ep0-ba1-rank0.pt", "ep0-ba2-rank0.pt", "ep0-ba3-rank0.pt"})
+        QVERIFY(QFile::copy(composer + "run/" + f, m_www + "/composer-run/" + f));
+    writeAll(m_www + "/composer-run/latest-rank0.pt.symlink", "my-run/checkpoints/ep0-ba3-rank0.pt");
+    QDir().mkpath(m_www + "/composer");
+    for (const char* f : {"classifier.pt", "classifier.pt.tar", "classifier.pt.gz"})
+        QVERIFY(QFile::copy(composer + f, m_www + "/composer/" + f));
+    for (const char* wrapper : {"gz", "tar"}) {
+        const QString to = m_www + "/composer-ds-" + wrapper;
+        QDir().mkpath(to);
+        for (const char* rank : {"0", "1"}) {
+            const QString from = data + "/composer-tar/zero3_bf16_w2/ep0-ba4-rank" + rank + ".pt.tar.gz";
+            if (QString(wrapper) == "gz") {
+                QVERIFY(QFile::copy(from, to + "/ep0-ba4-rank" + rank + ".pt.tar.gz"));
+                continue;
+            }
+            QProcess gunzip;
+            gunzip.start("gzip", {"-dc", from});
+            QVERIFY(gunzip.waitForFinished(60000) && gunzip.exitCode() == 0);
+            writeAll(to + "/ep0-ba4-rank" + rank + ".pt.tar", gunzip.readAllStandardOutput());
+        }
+    }
+    for (const QString folder : {"uni", "composer-run", "composer", "composer-ds-gz", "composer-ds-tar"})
+        for (QDirIterator it(m_www + "/" + folder, QDir::Files, QDirIterator::Subdirectories); it.hasNext();)
+            m_madeFiles << QDir(m_www).relativeFilePath(it.next());
+    QVERIFY(m_madeFiles.size() > 30);
     for (const QString& f : servedFiles())
         QVERIFY2(QFile::exists(m_www + "/" + f), qPrintable(f));
 }
@@ -432,7 +459,7 @@ void TestRemote::startMoto()
     setup.start(m_venv + "/bin/python",
                 QStringList{kSource + "/tools/servers/moto_setup.py",
                             QString("http://127.0.0.1:%1").arg(m_motoPort), kBucket, m_www} +
-                    servedFiles() + deepSpeedFiles() + m_universalFiles + QStringList{"big.safetensors"});
+                    servedFiles() + deepSpeedFiles() + m_madeFiles + QStringList{"big.safetensors"});
     QVERIFY(setup.waitForFinished(120000));
     QVERIFY2(setup.exitCode() == 0, setup.readAllStandardError().constData());
     const QStringList keys = QString::fromUtf8(setup.readAllStandardOutput()).trimmed().split(' ');
@@ -1059,8 +1086,8 @@ void TestRemote::gcsAndHubCredentialsNameTheirSource()
 }
 
 // What is sent, without a server: GCS's token as a bearer on path-style XML API URLs (and a
-// service-account file refused with what to use instead); the Hub's resolve URL with the
-// revision encoded, and its token from HF_TOKEN, then the token file.
+// credentials file that cannot be read refused, naming it; tst_credentials exchanges real ones); the Hub's
+// resolve URL with the revision encoded, and its token from HF_TOKEN, then the token file.
 void TestRemote::gcsTokenAndHubRequests()
 {
     auto envOf = [](std::map<std::string, std::string> vars) {
@@ -1076,7 +1103,9 @@ void TestRemote::gcsTokenAndHubRequests()
     QVERIFY(gcs->credentialNote().find("GOOGLE_OAUTH_ACCESS_TOKEN") != std::string::npos);
     QVERIFY(errorOf([&] {
                 io::remote::gcsStore(envOf({{"GOOGLE_APPLICATION_CREDENTIALS", "/k.json"}}));
-            }).contains("GOOGLE_OAUTH_ACCESS_TOKEN"));
+            })
+                .contains("/k.json: the Google credentials file cannot be read (named by "
+                          "GOOGLE_APPLICATION_CREDENTIALS)"));
     QVERIFY(errorOf([&] {
                 io::remote::gcsStore(envOf({{"GS_ACCESS_KEY_ID", "GOOG1"}}));
             }).contains("GS_SECRET_ACCESS_KEY"));
@@ -1246,6 +1275,22 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                          << "uni/";
     QTest::newRow("http Universal folder") << "http"
                                            << "uni/step4/";
+    // Composer: a run folder (latest from its .symlink object), a file, a tar read in place,
+    // and per-rank DeepSpeed tarballs (over HTTP the ranks are asked for by name).
+    QTest::newRow("s3 Composer run") << "s3"
+                                     << "composer-run";
+    QTest::newRow("hf Composer run") << "hf"
+                                     << "composer-run";
+    QTest::newRow("http Composer file") << "http"
+                                        << "composer/classifier.pt";
+    QTest::newRow("gs Composer tar") << "gs"
+                                     << "composer/classifier.pt.tar";
+    QTest::newRow("http Composer tar") << "http"
+                                       << "composer/classifier.pt.tar";
+    QTest::newRow("http Composer DeepSpeed tarball") << "http"
+                                                     << "composer-ds-tar/ep0-ba4-rank0.pt.tar";
+    QTest::newRow("s3 Composer DeepSpeed tarballs") << "s3"
+                                                    << "composer-ds-tar";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1424,6 +1469,16 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                                        << "uni";
     QTest::newRow("http Universal folder") << "http"
                                            << "uni/step4/";
+    QTest::newRow("s3 Composer run") << "s3"
+                                     << "composer-run";
+    QTest::newRow("http Composer tar") << "http"
+                                       << "composer/classifier.pt.tar";
+    QTest::newRow("http Composer gzip") << "http"
+                                        << "composer/classifier.pt.gz";
+    QTest::newRow("http Composer DeepSpeed tarballs, gzip") << "http"
+                                                            << "composer-ds-gz/ep0-ba4-rank0.pt.tar.gz";
+    QTest::newRow("hf Composer DeepSpeed tarballs") << "hf"
+                                                    << "composer-ds-tar";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.
