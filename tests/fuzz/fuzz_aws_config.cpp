@@ -1,7 +1,10 @@
 // Fuzzes the reader of ~/.aws/credentials and ~/.aws/config, and the credential chain over what
-// it read (the same bytes serve as both files).
+// it read (the same bytes serve as both files); and the readers of what fetched credentials
+// come as (credential_process's JSON, ECS's and IMDS's, their Expiration) and of a
+// credential_process command line. Choosing a source runs and fetches nothing.
 #include "io/error.h"
 #include "io/remote/aws_config.h"
+#include "io/remote/aws_credentials.h"
 
 #include <cstdio>
 #include <string>
@@ -10,6 +13,19 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
+    for (auto parse :
+         {ckpt::io::remote::parseProcessCredentials, ckpt::io::remote::parseMetadataCredentials}) {
+        try {
+            const auto c = parse(text, "fuzz");
+            if (c.accessKey.empty() || c.secretKey.empty()) __builtin_trap();
+        } catch (const ckpt::Error&) {
+        }
+    }
+    (void)ckpt::io::remote::parseIso8601(text);
+    try {
+        ckpt::io::remote::splitCommandLine(text);
+    } catch (const ckpt::Error&) {
+    }
     const auto ini = ckpt::io::remote::parseIni(text);
     for (const auto& [section, keys] : ini)
         for (const auto& [k, v] : keys)

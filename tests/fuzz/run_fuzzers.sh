@@ -8,11 +8,11 @@ secs=${1:-60}
 cmake --preset fuzz >/dev/null
 cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
   fuzz_remote_headers fuzz_s3_xml fuzz_aws_config fuzz_dcp_metadata fuzz_hf_index fuzz_composer_archive \
-  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts fuzz_hub_json >/dev/null
+  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts fuzz_hub_json fuzz_google_credentials >/dev/null
 work=build/fuzz/corpus
 mkdir -p "$work" build/fuzz/crashes
 for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
-  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json}; do
+  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json google_credentials}; do
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -43,7 +43,16 @@ for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_head
       printf '%s' 'org/repo@refs%2Fpr%2F1/sub/w.safetensors' > "$work/$t/seed-3" ;;
     aws_config)
       printf '[default]\naws_access_key_id = A\naws_secret_access_key = S\nregion=eu-west-1\n[profile p]\nendpoint_url = http://h:1/\ns3 =\n  endpoint_url = x\n' \
-        > "$work/$t/seed-1" ;;
+        > "$work/$t/seed-1"
+      printf '%s' '{"Version": 1, "AccessKeyId": "A", "SecretAccessKey": "S", "SessionToken": "T", "Expiration": "2030-01-02T03:04:05.123+01:00"}' \
+        > "$work/$t/seed-2"
+      printf "[profile p]\ncredential_process = /bin/helper 'a b' \"c \\\" d\" e\\ f\n" > "$work/$t/seed-3" ;;
+    google_credentials)
+      printf '%s' '{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"https://t/token"}' \
+        > "$work/$t/seed-1"
+      printf '%s' '{"type":"service_account","client_email":"a@b","private_key":"-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n"}' \
+        > "$work/$t/seed-2"
+      printf '%s' '{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}' > "$work/$t/seed-3" ;;
     pickle)
       # the data.pkl members of the fixtures are the natural pickle seeds
       for f in tests/data/torch/torch-2.x/*.pt; do
