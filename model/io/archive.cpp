@@ -2,6 +2,7 @@
 
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
 
 #include <algorithm>
 #include <archive.h>
@@ -237,12 +238,18 @@ std::string memberId(const std::string& archive, const std::string& member)
 namespace {
 
 // The input as libarchive reads it. An uncompressed tar is read from the map, so its members are
-// slices of it; compressed input is streamed from the descriptor, block by block.
+// slices of it; compressed input is streamed from the descriptor, block by block. A remote file
+// is read through its map by callbacks: a tar's member data is skipped, not fetched (only the
+// 512-byte headers are), and a compressed stream is fetched block by block and released behind,
+// so neither is downloaded into memory whole.
 struct Input
 {
-    std::shared_ptr<const MappedFile> mapped; // set for an uncompressed tar only
+    std::shared_ptr<const MappedFile> mapped; // an uncompressed tar, or any remote file
     uint64_t fileSize = 0;
-    int fd = -1; // owned: closed with the Input, also when opening fails half way
+    int fd = -1;             // owned: closed with the Input, also when opening fails half way
+    uint64_t position = 0;   // of the next block handed to libarchive (remote files)
+    uint64_t released = 0;   // what is behind this was released (a remote compressed file)
+    bool keepBlocks = false; // an in-place tar: its members are slices of these pages
 
     Input() = default;
     Input(const Input&) = delete;
@@ -253,13 +260,55 @@ struct Input
     }
 };
 
+// A remote file's next block, fetched, as a pointer into its map (so a member's first data block
+// locates the member in the file, as for a tar read from memory). What is behind is released,
+// unless members are slices of it.
+constexpr uint64_t kRemoteBlock = 256u << 10;
+
+la_ssize_t readRemote(archive* a, void* data, const void** block)
+{
+    auto& in = *static_cast<Input*>(data);
+    const uint64_t n = std::min(kRemoteBlock, in.fileSize - in.position);
+    try {
+        in.mapped->ensure(in.position, n);
+    } catch (const Error& e) {
+        archive_set_error(a, EIO, "%s", e.what());
+        return -1;
+    }
+    const uint8_t* base = in.mapped->bytes().data();
+    if (!in.keepBlocks && in.position >= in.released + 2 * kRemoteBlock) { // libarchive may hold the last
+        const uint64_t upTo = in.position - kRemoteBlock;
+        in.mapped->release(base + in.released, upTo - in.released);
+        in.released = upTo;
+    }
+    *block = base + in.position;
+    in.position += n;
+    return la_ssize_t(n);
+}
+
+la_int64_t skipRemote(archive*, void* data, la_int64_t request)
+{
+    auto& in = *static_cast<Input*>(data);
+    const uint64_t n =
+        std::min<uint64_t>(uint64_t(std::max<la_int64_t>(request, 0)), in.fileSize - in.position);
+    in.position += n;
+    return la_int64_t(n);
+}
+
 void openInput(archive* a, const std::string& path, bool inPlace, Input& in)
 {
-    if (inPlace) {
+    if (isRemotePath(path)) {
         in.mapped = MappedFile::open(path);
         in.fileSize = in.mapped->size();
-        // libarchive walks the headers through the whole buffer: a remote tar is fetched whole.
-        in.mapped->ensure(0, in.fileSize);
+        in.keepBlocks = inPlace;
+        archive_read_set_callback_data(a, &in);
+        archive_read_set_read_callback(a, readRemote);
+        archive_read_set_skip_callback(a, skipRemote);
+        if (archive_read_open1(a) != ARCHIVE_OK) throw Error(reasonOf(a), path);
+    } else if (inPlace) {
+        in.mapped = MappedFile::open(path);
+        in.fileSize = in.mapped->size();
+        in.keepBlocks = true;
         if (archive_read_open_memory(a, in.mapped->bytes().data(), in.mapped->size()) != ARCHIVE_OK)
             throw Error(reasonOf(a), path);
     } else {
@@ -323,7 +372,7 @@ Unwrapped unwrap(const std::string& path, const std::function<bool(const std::st
     ArchivePtr a = newReader(path, u.wrapper);
     Input in; // after `a`, so the descriptor is closed before the reader is freed
     openInput(a.get(), path, u.wrapper == "tar", in);
-    u.inPlace = in.mapped != nullptr;
+    u.inPlace = in.keepBlocks;
 
     Reader reader(path, limits);
     std::set<std::string> seen;

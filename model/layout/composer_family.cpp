@@ -7,6 +7,8 @@
 #include "io/archive.h"
 #include "io/error.h"
 #include "io/input_file.h"
+#include "io/location.h"
+#include "io/mapped_file.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
 #include "torch/pickle_json.h"
@@ -17,8 +19,6 @@
 #include <map>
 #include <regex>
 #include <unistd.h>
-
-namespace fs = std::filesystem;
 
 namespace ckpt::layout {
 
@@ -110,16 +110,61 @@ bool looksLikeComposerFile(const std::string& path)
     return !io::wrapperOfFile(path).empty() || looksLikeComposerZip(path);
 }
 
-// A folder's checkpoint files of one save, by rank: the same epoch, batch and wrapper.
-std::vector<std::pair<int, fs::path>> rankFilesOf(const fs::path& dir, const RunName& of)
+// The files of a run folder by name, with their sizes (links not followed: Composer's
+// latest-rank0.pt symlink is no checkpoint of its own). Nothing lists a plain HTTP folder.
+std::vector<io::FolderEntry> folderFiles(const std::string& dir)
 {
-    std::vector<std::pair<int, fs::path>> out;
+    std::vector<io::FolderEntry> out;
+    if (!io::canList(dir)) return out;
+    for (auto& e : io::listFolder(dir)) {
+        if (e.folder) continue;
+        if (!io::isRemotePath(dir)) {
+            std::error_code ec;
+            if (std::filesystem::is_symlink(io::childPath(dir, e.name), ec)) continue;
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::string runFileName(const RunName& n, int rank)
+{
+    return "ep" + std::to_string(n.epoch) + "-ba" + std::to_string(n.batch) + "-rank" + std::to_string(rank) +
+           n.suffix;
+}
+
+// Whether two paths name one file (a local file by any of its paths).
+bool samePath(const std::string& a, const std::string& b)
+{
+    if (io::isRemotePath(a) || io::isRemotePath(b)) return a == b;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const auto n = parseRunName(e.path().filename().string());
-        if (n && n->epoch == of.epoch && n->batch == of.batch && n->suffix == of.suffix &&
-            !e.is_symlink(ec) && e.is_regular_file(ec))
-            out.push_back({n->rank, e.path()});
+    return std::filesystem::equivalent(a, b, ec);
+}
+
+// A folder's checkpoint files of one save, by rank: the same epoch, batch and wrapper. Over
+// plain HTTP, which lists nothing, the ranks after `of`'s are asked for in growing waves (1, 2,
+// 4, ... at once) until one is missing: log2(W) round trips for W ranks.
+std::vector<std::pair<int, std::string>> rankFilesOf(const std::string& dir, const RunName& of)
+{
+    std::vector<std::pair<int, std::string>> out;
+    if (!io::canList(dir)) {
+        out.push_back({of.rank, io::childPath(dir, runFileName(of, of.rank))});
+        for (int next = of.rank + 1, wave = 1; next < (1 << 20); wave *= 2) {
+            std::vector<std::string> paths;
+            for (int r = next; r < next + wave; ++r)
+                paths.push_back(io::childPath(dir, runFileName(of, r)));
+            const auto found = io::probeFiles(paths);
+            for (size_t i = 0; i < found.size() && found[i]; ++i)
+                out.push_back({next + int(i), paths[i]});
+            if (std::find(found.begin(), found.end(), std::nullopt) != found.end()) break;
+            next += wave;
+        }
+        return out;
+    }
+    for (const auto& e : folderFiles(dir)) {
+        const auto n = parseRunName(e.name);
+        if (n && n->epoch == of.epoch && n->batch == of.batch && n->suffix == of.suffix)
+            out.push_back({n->rank, io::childPath(dir, e.name)});
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -343,16 +388,14 @@ bool wantedMember(const std::string& n)
 }
 
 // `opened`: the one tarball already unwrapped (the path the user gave), not read twice.
-Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, const fs::path& openedPath,
+Tag openDeepSpeedTarballs(const std::vector<std::pair<int, std::string>>& tars, const std::string& openedPath,
                           const io::Unwrapped& opened, Tag base, FileSet& files)
 {
     std::vector<RankFile> rankFiles;
     std::shared_ptr<const torch::TorchFile> states;
     std::string statesId;
     for (const auto& [rank, tar] : tars) {
-        std::error_code ec;
-        const io::Unwrapped u =
-            fs::equivalent(tar, openedPath, ec) ? opened : io::unwrap(tar.string(), wantedMember);
+        const io::Unwrapped u = samePath(tar, openedPath) ? opened : io::unwrap(tar, wantedMember);
         for (const io::ArchiveMember& m : u.members) {
             if (!m.data) continue;
             if (m.name == kStatesMember) {
@@ -383,17 +426,20 @@ Tag openDeepSpeedTarballs(const std::vector<std::pair<int, fs::path>>& tars, con
 }
 
 // One checkpoint: a file (any wrapper), or Composer's DeepSpeed tarballs of one save.
-Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
+Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
 {
-    const std::string p = path.string();
+    const std::string name = io::fileName(p);
     const std::string wrapper = io::wrapperOfFile(p);
     if (wrapper.empty()) {
         const auto file = files.get(p);
         if (!file->torch()) throw Error("not a torch.save file (Composer saves with torch.save)", p);
-        tag.files.push_back(rankFile(p, path.filename().string(), file->torch()->fileSize()));
+        tag.files.push_back(rankFile(p, name, file->torch()->fileSize()));
         fillFromStates(tag, *file->torch(), p);
         return tag;
     }
+    if (io::isRemotePath(p) && wrapper != "tar") // no range reaches into a compressed stream
+        tag.warnings.push_back(wrapper + "-compressed: all " + std::to_string(io::fileSize(p)) +
+                               " bytes are fetched to read it (ranged reads need an uncompressed file)");
     bool deepspeed = false;
     const io::Unwrapped u = io::unwrap(p, [&](const std::string& n) {
         deepspeed = deepspeed || n.starts_with(kDeepSpeedDir);
@@ -401,21 +447,20 @@ Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
     });
     if (!u.tar) { // a raw compressed torch.save: the file's own path names it
         const auto t = openTorch(u.members.at(0).data, files);
-        std::error_code ec;
-        tag.files.push_back(rankFile(p, path.filename().string(), fs::file_size(path, ec)));
+        tag.files.push_back(rankFile(p, name, io::fileSize(p)));
         tag.badges["wrapper"] = u.wrapper;
         fillFromStates(tag, *t, p);
         return tag;
     }
     if (deepspeed) {
-        std::vector<std::pair<int, fs::path>> tars{{0, path}};
-        if (const auto n = parseRunName(path.filename().string()))
-            tars = rankFilesOf(path.parent_path().empty() ? fs::path(".") : path.parent_path(), *n);
-        std::error_code ec;
-        if (std::none_of(tars.begin(), tars.end(),
-                         [&](const auto& t) { return fs::equivalent(t.second, path, ec); }))
-            tars.insert(tars.begin(), {-1, path});
-        Tag t = openDeepSpeedTarballs(tars, path, u, std::move(tag), files);
+        std::vector<std::pair<int, std::string>> tars{{0, p}};
+        if (const auto n = parseRunName(name)) {
+            const std::string parent = io::parentPath(p);
+            tars = rankFilesOf(parent.empty() ? "." : parent, *n);
+        }
+        if (std::none_of(tars.begin(), tars.end(), [&](const auto& t) { return samePath(t.second, p); }))
+            tars.insert(tars.begin(), {-1, p});
+        Tag t = openDeepSpeedTarballs(tars, p, u, std::move(tag), files);
         t.badges["wrapper"] = u.wrapper;
         return t;
     }
@@ -435,29 +480,56 @@ Tag openCheckpointFile(const fs::path& path, Tag tag, FileSet& files)
 struct RunCheckpoint
 {
     RunName name;
-    fs::path rank0;
+    std::string rank0;
 };
 // `others`: the files named like a checkpoint that are not one, for the listing.
-std::vector<RunCheckpoint> runCheckpoints(const fs::path& dir, std::vector<std::string>* others = nullptr)
+std::vector<RunCheckpoint> runCheckpoints(const std::string& dir, std::vector<std::string>* others = nullptr)
 {
-    std::map<std::tuple<int64_t, int64_t, std::string>, RunCheckpoint> byStep;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const auto n = parseRunName(e.path().filename().string());
-        if (!n || e.is_symlink(ec) || !e.is_regular_file(ec)) continue;
-        // A name like a checkpoint's is not enough: ep0-ba1-rank0.pt.expect.json beside the
-        // checkpoint is no tag. Only what sniffs as one (a wrapper, or a torch.save zip) counts.
-        if (!looksLikeComposerFile(e.path().string())) {
-            if (others) others->push_back(e.path().filename().string());
-            continue;
-        }
-        auto& c = byStep[{n->epoch, n->batch, n->suffix}];
-        if (c.rank0.empty() || n->rank < c.name.rank) c = {*n, e.path()};
-    }
+    // The files of each save (epoch, batch, wrapper), by rank.
+    std::map<std::tuple<int64_t, int64_t, std::string>, std::map<int, std::string>> saves;
+    for (const auto& e : folderFiles(dir))
+        if (const auto n = parseRunName(e.name)) saves[{n->epoch, n->batch, n->suffix}][n->rank] = e.name;
+    // A name like a checkpoint's is not enough: ep0-ba1-rank0.pt.expect.json beside the
+    // checkpoint is no tag. Only what sniffs as one (a wrapper, or a torch.save zip) counts; the
+    // lowest rank's file is sniffed (a store's, all saves in one wave), the next if it is none.
+    std::vector<std::string> firsts;
+    for (const auto& [k, ranks] : saves)
+        firsts.push_back(io::childPath(dir, ranks.begin()->second));
+    io::probeFiles(firsts);
     std::vector<RunCheckpoint> out;
-    for (auto& [k, c] : byStep)
-        out.push_back(std::move(c));
+    for (const auto& [k, ranks] : saves)
+        for (const auto& [rank, name] : ranks) {
+            const std::string path = io::childPath(dir, name);
+            if (looksLikeComposerFile(path)) {
+                out.push_back({*parseRunName(name), path});
+                break;
+            }
+            if (others) others->push_back(name);
+        }
     return out;
+}
+
+// Composer points latest-rank0.pt (whatever the wrapper) at the newest save: a symlink in a
+// local folder; in an object store, where there are none, a `latest-rank0.pt.symlink` object
+// holding the target's name (what Composer uploads in its place). The target's file name.
+std::optional<std::pair<std::string, std::string>> latestPointer(const std::string& dir)
+{
+    if (!io::isRemotePath(dir)) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+            const std::string n = e.path().filename().string();
+            if (n.starts_with("latest-rank0") && e.is_symlink(ec))
+                return std::pair{n, std::filesystem::read_symlink(e.path(), ec).filename().string()};
+        }
+    }
+    for (const auto& e : folderFiles(dir))
+        if (e.name.starts_with("latest-rank0") && e.name.ends_with(".symlink")) {
+            std::string target = io::readSmallFile(io::childPath(dir, e.name), 4096);
+            while (!target.empty() && std::isspace(uint8_t(target.back())))
+                target.pop_back();
+            return std::pair{e.name, target.substr(target.rfind('/') + 1)};
+        }
+    return std::nullopt;
 }
 
 class ComposerFamily final : public Family
@@ -471,44 +543,38 @@ public:
     }
     bool match(const std::string& path) const override
     {
-        std::error_code ec;
-        if (fs::is_regular_file(path, ec)) return looksLikeComposerFile(path);
-        if (!fs::is_directory(path, ec)) return false;
+        const io::PathKind kind = io::pathKind(path);
+        if (kind == io::PathKind::File) return looksLikeComposerFile(path);
         // Only folders of checkpoint files: a Composer sharded save is a DCP folder per step.
-        const auto found = runCheckpoints(path);
-        return std::any_of(found.begin(), found.end(),
-                           [](const RunCheckpoint& c) { return looksLikeComposerFile(c.rank0.string()); });
+        return kind == io::PathKind::Folder && !runCheckpoints(path).empty();
     }
     TagList listTags(const std::string& path) const override
     {
         TagList l;
-        std::error_code ec;
-        if (!fs::is_directory(path, ec)) {
+        if (io::pathKind(path) != io::PathKind::Folder) {
             // An uncompressed tar's headers are read in place, so a hostile one is refused here,
             // before any tag is listed; compressed ones are checked as they are read.
             if (io::wrapperOfFile(path) == "tar") io::unwrap(path, [](const std::string&) { return false; });
             l.root = path;
-            l.tags.push_back({fs::path(path).filename().string(), path});
+            l.tags.push_back({io::fileName(path), path});
             return l;
         }
         l.root = path;
         std::vector<std::string> others;
         for (const auto& c : runCheckpoints(path, &others))
-            l.tags.push_back({c.rank0.filename().string(), c.rank0.string()});
+            l.tags.push_back({io::fileName(c.rank0), c.rank0});
         std::sort(others.begin(), others.end());
         for (const auto& o : others)
             l.otherFiles.push_back(o);
         if (l.tags.empty())
             throw Error("no Composer checkpoint files (ep{e}-ba{b}-rank{r}.pt) in the folder", path);
-        // Composer points latest-rank0.pt (whatever the wrapper) at the newest save.
-        for (const auto& e : fs::directory_iterator(path, ec)) {
-            const std::string n = e.path().filename().string();
-            if (!n.starts_with("latest-rank0") || !e.is_symlink(ec)) continue;
-            const std::string target = fs::read_symlink(e.path(), ec).filename().string();
+        if (const auto latest = latestPointer(path)) {
+            const auto& [pointer, target] = *latest;
             if (std::any_of(l.tags.begin(), l.tags.end(), [&](const auto& t) { return t.first == target; }))
                 l.latest = target;
             else
-                l.warnings.push_back(n + " points to '" + target + "', which is not a checkpoint file here");
+                l.warnings.push_back(pointer + " points to '" + target +
+                                     "', which is not a checkpoint file here");
         }
         return l;
     }
@@ -522,15 +588,13 @@ public:
         tag = openCheckpointFile(location, std::move(tag), files);
         // Other ranks' files of a save that is not DeepSpeed's (legacy FSDP 'local' shards, say)
         // are listed so they are seen, though the model is rank 0's.
-        const fs::path p(location);
-        if (const auto n = parseRunName(p.filename().string());
-            n && tag.badges.value("deepspeed_tag", "").empty())
-            for (const auto& [rank, other] : rankFilesOf(p.parent_path(), *n))
-                if (other != p) {
-                    std::error_code ec;
-                    tag.files.push_back(
-                        rankFile(other.string(), other.filename().string(), fs::file_size(other, ec)));
-                }
+        if (const auto n = parseRunName(io::fileName(location));
+            n && tag.badges.value("deepspeed_tag", "").empty()) {
+            const std::string parent = io::parentPath(location);
+            for (const auto& [rank, other] : rankFilesOf(parent.empty() ? "." : parent, *n))
+                if (!samePath(other, location))
+                    tag.files.push_back(rankFile(other, io::fileName(other), io::fileSize(other)));
+        }
         return tag;
     }
 };

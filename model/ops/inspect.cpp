@@ -1,6 +1,7 @@
 #include "ops/inspect.h"
 
 #include "cast.h"
+#include "io/location.h"
 #include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
@@ -318,8 +319,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
                              {"mp_rank", f.mpRank},
                              {"size", f.size}});
         j["files"] = std::move(files);
-        std::error_code ec;
-        if ((entries || std::filesystem::is_regular_file(path, ec)) && t.unreadable.empty())
+        if ((entries || io::pathKind(path) == io::PathKind::File) && t.unreadable.empty())
             j["file_listings"] = fileListings(t, *l.opened->files);
         j["parameters"] = ordered_json::array();
         j["config"] = t.config;
