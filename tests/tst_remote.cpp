@@ -1087,8 +1087,8 @@ void TestRemote::gcsAndHubCredentialsNameTheirSource()
 }
 
 // What is sent, without a server: GCS's token as a bearer on path-style XML API URLs (and a
-// service-account file refused with what to use instead); the Hub's resolve URL with the
-// revision encoded, and its token from HF_TOKEN, then the token file.
+// credentials file that cannot be read refused, naming it; tst_credentials exchanges real ones); the Hub's
+// resolve URL with the revision encoded, and its token from HF_TOKEN, then the token file.
 void TestRemote::gcsTokenAndHubRequests()
 {
     auto envOf = [](std::map<std::string, std::string> vars) {
@@ -1104,7 +1104,9 @@ void TestRemote::gcsTokenAndHubRequests()
     QVERIFY(gcs->credentialNote().find("GOOGLE_OAUTH_ACCESS_TOKEN") != std::string::npos);
     QVERIFY(errorOf([&] {
                 io::remote::gcsStore(envOf({{"GOOGLE_APPLICATION_CREDENTIALS", "/k.json"}}));
-            }).contains("GOOGLE_OAUTH_ACCESS_TOKEN"));
+            })
+                .contains("/k.json: the Google credentials file cannot be read (named by "
+                          "GOOGLE_APPLICATION_CREDENTIALS)"));
     QVERIFY(errorOf([&] {
                 io::remote::gcsStore(envOf({{"GS_ACCESS_KEY_ID", "GOOG1"}}));
             }).contains("GS_SECRET_ACCESS_KEY"));
