@@ -1,6 +1,7 @@
 #include "bloat_view.h"
 
 #include "bloat_bars.h"
+#include "io/location.h"
 #include "layout/file_set.h"
 #include "torch/torch_file.h"
 #include "tree_model.h"
@@ -244,7 +245,7 @@ void BloatView::refresh()
 {
     if (m_target.isEmpty()) return clear();
     reset();
-    const QString name = QFileInfo(m_target).fileName();
+    const QString name = locationName(m_target);
     m_summary->setText(tr("<b>%1</b>: reading...").arg(name.toHtmlEscaped()));
     setBusy(true, tr("Reading %1").arg(name));
     m_analysing = m_target.toStdString();
@@ -272,14 +273,17 @@ QString BloatView::filePath(int row) const
 {
     if (row < 0 || size_t(row) >= m_order.size()) return {};
     const QString rel = QString::fromStdString(m_result.files[size_t(m_order[size_t(row)])].path);
-    return QFileInfo(m_target).isDir() ? QDir(m_target).filePath(rel) : m_target;
+    if (!m_targetFolder) return m_target;
+    const std::string target = m_target.toStdString();
+    // A URL's files are URLs in it (QDir would make "s3://b/k" a local "s3:/b/k").
+    return io::isRemotePath(target) ? QString::fromStdString(io::childPath(target, rel.toStdString()))
+                                    : QDir(m_target).filePath(rel);
 }
 
 QString BloatView::displayName(const QString& file) const
 {
     // Relative to the folder shown: two tags hold files of the same name.
-    return file.startsWith(m_target + QLatin1Char('/')) ? file.mid(m_target.size() + 1)
-                                                        : QFileInfo(file).fileName();
+    return file.startsWith(m_target + QLatin1Char('/')) ? file.mid(m_target.size() + 1) : locationName(file);
 }
 
 QString BloatView::summaryText() const
@@ -291,7 +295,7 @@ void BloatView::onAnalysed(const JobResult<ops::FolderBloat>& r)
 {
     m_analysing.clear();
     setBusy(m_jobs.running(kStorages));
-    const QString name = QFileInfo(m_target).fileName().toHtmlEscaped();
+    const QString name = locationName(m_target).toHtmlEscaped();
     if (!r.ok()) {
         m_summary->setText(r.cancelled ? tr("<b>%1</b>: cancelled.").arg(name)
                                        : tr("<b>%1</b>: %2").arg(name, r.error.toHtmlEscaped()));
@@ -301,6 +305,13 @@ void BloatView::onAnalysed(const JobResult<ops::FolderBloat>& r)
     }
     m_result = *r.value;
     m_hasResult = true;
+    // What the open checkpoint knows of the target, else (a URL outside it, whose server is not
+    // asked again) what the analysis found: one file named as the target is the target.
+    const std::optional<bool> folder = knownFolder(m_target, m_workspace.snapshot().get());
+    m_targetFolder = folder
+                         ? *folder
+                         : !(m_result.files.size() == 1 &&
+                             QString::fromStdString(m_result.files.front().path) == locationName(m_target));
     // Bars: the most wasted first (a user looks for the worst file), then the largest.
     m_order.resize(m_result.files.size());
     for (size_t i = 0; i < m_order.size(); ++i)
@@ -388,7 +399,7 @@ void BloatView::loadStorages(const QString& file)
     m_currentFile = file;
     m_storageModel->setRows({});
     m_storageCaption->setText(tr("Storages of %1: reading...").arg(displayName(file)));
-    if (m_analysing.empty()) setBusy(true, tr("Reading %1").arg(QFileInfo(file).fileName()));
+    if (m_analysing.empty()) setBusy(true, tr("Reading %1").arg(locationName(file)));
     m_jobs.run(
         kStorages,
         [file, files = m_workspace.files()](const ops::ProgressSink&, const ops::CancelToken& cancel) {

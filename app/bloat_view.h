@@ -88,6 +88,7 @@ private:
     QString displayName(const QString& file) const;
 
     QString m_target;
+    bool m_targetFolder = false; // known once the target is analysed
     QString m_currentFile;
     QString m_pendingTensor; // selected once the storage table holds its file
     QString m_wantFile;      // shown in the storage table once the analysis is done

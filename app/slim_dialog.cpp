@@ -2,6 +2,7 @@
 
 #include "workspace.h"
 
+#include "io/location.h"
 #include "io/output.h"
 #include "ops/slim.h"
 #include "replace_prompt.h"
@@ -41,7 +42,7 @@ SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, 
     const ops::SlimResult res = ops::slim(in, out, options, progress, token, files);
     for (const ops::SlimFile& f : res.files) {
         const QString path = QString::fromStdString(f.path);
-        r.files.push_back({folder ? path : QFileInfo(path).fileName(), QString::fromStdString(f.action),
+        r.files.push_back({folder ? path : locationName(path), QString::fromStdString(f.action),
                            f.bytesBefore, f.bytesAfter});
     }
     r.before = res.bytesBefore();
@@ -74,10 +75,10 @@ QString saving(quint64 before, quint64 after)
 } // namespace
 
 SlimDialog::SlimDialog(const QString& input, QWidget* parent, Workspace* workspace)
-    : QDialog(parent), m_input(QFileInfo(input).absoluteFilePath()),
-      m_files(workspace ? workspace->files() : nullptr), m_folder(QFileInfo(input).isDir())
+    : QDialog(parent), m_input(absoluteLocation(input)), m_files(workspace ? workspace->files() : nullptr),
+      m_folder(isFolder(m_input, workspace))
 {
-    setWindowTitle(tr("Slim %1").arg(QFileInfo(m_input).fileName()));
+    setWindowTitle(tr("Slim %1").arg(locationName(m_input)));
     auto* intro = new QLabel(
         m_folder
             ? tr("Writes a copy of this folder in which every torch.save file keeps, of each storage, only "
@@ -89,15 +90,25 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent, Workspace* workspa
     intro->setWordWrap(true);
     auto* form = new QFormLayout;
     auto* in = new QLabel(m_input, this);
+    in->setObjectName(QStringLiteral("input"));
+    in->setTextFormat(Qt::PlainText);
     in->setTextInteractionFlags(Qt::TextSelectableByMouse);
     in->setWordWrap(true);
-    m_output = new QLineEdit(defaultOutput(m_input), this);
+    m_output = new QLineEdit(defaultOutput(m_input, m_folder), this);
+    m_output->setObjectName(QStringLiteral("output"));
     auto* browse = new QPushButton(tr("Browse..."), this);
     auto* outRow = new QHBoxLayout;
     outRow->addWidget(m_output, 1);
     outRow->addWidget(browse);
     form->addRow(tr("Input"), in);
     form->addRow(m_folder ? tr("Output folder") : tr("Output file"), outRow);
+    if (io::isRemotePath(m_input.toStdString())) {
+        // Said before anything runs: the suggested output is not beside the input.
+        auto* local =
+            new QLabel(tr("The input is read from its URL; the copy is written on this computer."), this);
+        local->setWordWrap(true);
+        form->addRow(QString(), local);
+    }
     m_predictionLabel = new QLabel(this);
     m_predictionLabel->setWordWrap(true);
     m_predictionLabel->setTextFormat(Qt::PlainText);
@@ -108,6 +119,9 @@ SlimDialog::SlimDialog(const QString& input, QWidget* parent, Workspace* workspa
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
+    // One line, elided in the middle: a tag's files differ at their ends (word wrap cut them after the tag).
+    m_table->setWordWrap(false);
+    m_table->setTextElideMode(Qt::ElideMiddle);
     m_table->horizontalHeader()->setSectionResizeMode(FileColumn, QHeaderView::Stretch);
     for (int c = ActionColumn; c < ColumnCount; ++c)
         m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
@@ -173,11 +187,29 @@ void SlimDialog::onFinished(const SlimOutcome& o)
     emit finished(m_outcome.ok);
 }
 
+bool SlimDialog::isFolder(const QString& input, const Workspace* workspace)
+{
+    if (const std::optional<bool> known =
+            knownFolder(input, workspace ? workspace->snapshot().get() : nullptr))
+        return *known;
+    // A URL outside the open checkpoint (the Bloat view of another folder): its server says.
+    try {
+        return io::pathKind(input.toStdString()) == io::PathKind::Folder;
+    } catch (const std::exception&) {
+        return input.endsWith(QLatin1Char('/')); // the dry run then says what the server answered
+    }
+}
+
 QString SlimDialog::defaultOutput(const QString& input)
 {
-    const QFileInfo fi(input);
-    const bool folder = fi.isDir();
-    const QString dir = fi.absolutePath();
+    return defaultOutput(input, isFolder(input, nullptr));
+}
+
+QString SlimDialog::defaultOutput(const QString& input, bool folder)
+{
+    // A URL's name, in the home folder: outputs are written on this computer.
+    const QFileInfo fi(locationName(input));
+    const QString dir = localOutputFolder(input);
     const QString base = folder ? fi.fileName() : fi.completeBaseName();
     const QString suffix = folder || fi.suffix().isEmpty() ? QString() : QLatin1Char('.') + fi.suffix();
     for (int n = 1;; ++n) {

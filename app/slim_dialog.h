@@ -40,9 +40,15 @@ public:
     // the jobs run on its manager (null: a dialog of its own).
     explicit SlimDialog(const QString& input, QWidget* parent = nullptr, Workspace* workspace = nullptr);
 
-    // A free name beside the input: NAME.slim.pt for a file, NAME-slim for a folder.
+    // A free name beside the input (in the home folder for a URL): NAME.slim.pt for a file,
+    // NAME-slim for a folder.
     static QString defaultOutput(const QString& input);
-    QString input() const { return m_input; }
+    static QString defaultOutput(const QString& input, bool folder);
+    // Whether the input is a folder: for a URL, what the window's open checkpoint knows of it,
+    // else its server is asked.
+    static bool isFolder(const QString& input, const Workspace* workspace);
+    QString input() const { return m_input; } // a local path made absolute, a URL as it is
+    bool folder() const { return m_folder; }
     void setOutput(const QString& path);
     QString output() const;
     void start();

@@ -8,11 +8,13 @@
 #include "ops/analyze.h"
 #include "ops/file_listing.h"
 
+#include <QDir>
 #include <QFileInfo>
 #include <QThread>
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <string_view>
 
 namespace ckpt::app {
 
@@ -172,6 +174,40 @@ QString absoluteLocation(const QString& path)
 QString canonicalLocation(const QString& path)
 {
     return io::isRemotePath(path.toStdString()) ? path : QFileInfo(path).canonicalFilePath();
+}
+
+QString locationName(const QString& path)
+{
+    const std::string p = path.toStdString();
+    return io::isRemotePath(p) ? QString::fromStdString(io::fileName(p)) : QFileInfo(path).fileName();
+}
+
+std::optional<bool> knownFolder(const QString& path, const Snapshot* open)
+{
+    const std::string p = path.toStdString();
+    if (!io::isRemotePath(p)) return QFileInfo(path).isDir();
+    if (!open) return std::nullopt;
+    // Over HTTP a folder is written with its '/' (the format says it is one): the same place either way.
+    const auto same = [](std::string_view a, std::string_view b) {
+        while (a.size() > 1 && a.back() == '/')
+            a.remove_suffix(1);
+        while (b.size() > 1 && b.back() == '/')
+            b.remove_suffix(1);
+        return a == b;
+    };
+    if (same(open->path, p)) return !open->singleFile();
+    for (const layout::Tag& t : open->tags()) {
+        for (const layout::RankFile& f : t.files)
+            if (same(f.path, p)) return false;
+        // A single file's one tag is the file itself.
+        if (same(t.dir, p)) return !open->singleFile();
+    }
+    return std::nullopt;
+}
+
+QString localOutputFolder(const QString& input)
+{
+    return io::isRemotePath(input.toStdString()) ? QDir::homePath() : QFileInfo(input).absolutePath();
 }
 
 void setGuiThread(const void* thread)

@@ -12,6 +12,7 @@
 #include <QString>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,15 @@ QString absoluteLocation(const QString& path);
 // The same file however it was named: a local path with its links resolved (empty when it does not
 // exist), a URL as it is.
 QString canonicalLocation(const QString& path);
+// The last name of a path or a URL, as a title shows it ("global_step2" of ".../global_step2/").
+QString locationName(const QString& path);
+// Whether `path` is a folder, from what the open checkpoint `open` already knows when it is a URL
+// there (its root, a tag folder, a rank file): nullopt for a URL it does not know. A local path
+// asks the file system. Never asks a server: the GUI thread must not wait for one.
+std::optional<bool> knownFolder(const QString& path, const Snapshot* open);
+// Where an output of `input` goes by default: beside a local input, and in the home folder for a
+// URL (outputs are written on this computer, never to a URL).
+QString localOutputFolder(const QString& input);
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
 // Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.

@@ -2,6 +2,7 @@
 
 #include "workspace.h"
 
+#include "io/location.h"
 #include "io/output.h"
 #include "ops/inspect.h"
 #include "ops/universal.h"
@@ -36,19 +37,16 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
     // The tag folder is what is converted (as ds_to_universal's --input_folder): the Universal
     // folder may then lie beside it in the checkpoint folder, where DeepSpeed's
     // load_checkpoint(folder) with load_universal finds it through latest_universal.
-    const QDir root(checkpoint);
-    const bool isRoot = !tag.isEmpty() && QFileInfo(root.filePath(tag)).isDir();
-    m_input = isRoot ? QDir::cleanPath(root.filePath(tag)) : QDir::cleanPath(checkpoint);
-    const QString parentDir = QFileInfo(m_input).absolutePath();
-    const QString name = QFileInfo(m_input).fileName();
+    m_input = tagFolder(checkpoint, tag);
 
     setWindowTitle(tr("Convert to Universal checkpoint"));
     auto* form = new QFormLayout;
     auto* from = new QLabel(m_input, this);
+    from->setObjectName(QStringLiteral("input"));
     from->setTextFormat(Qt::PlainText);
     from->setTextInteractionFlags(Qt::TextSelectableByMouse);
     from->setWordWrap(true);
-    m_output = new QLineEdit(QDir(parentDir).filePath(name + QStringLiteral("_universal")), this);
+    m_output = new QLineEdit(defaultOutput(m_input), this);
     m_output->setObjectName(QStringLiteral("output"));
     auto* browse = new QPushButton(tr("Browse..."), this);
     auto* outRow = new QHBoxLayout;
@@ -64,6 +62,13 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
     form->addRow(tr("Tag"), from);
     form->addRow(tr("Universal folder"), outRow);
     form->addRow(QString(), m_inject);
+    if (io::isRemotePath(m_input.toStdString())) {
+        // Said before anything runs: the suggested folder is not beside the tag.
+        auto* local = new QLabel(
+            tr("The tag is read from its URL; the Universal folder is written on this computer."), this);
+        local->setWordWrap(true);
+        form->addRow(QString(), local);
+    }
     auto* hint = new QLabel(tr("latest_universal is written beside the Universal folder: resume with "
                                "\"checkpoint\": {\"load_universal\": true} and load_checkpoint(its parent)."),
                             this);
@@ -86,6 +91,35 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
     connect(m_panel, &OperationPanel::closeClicked, this, &QDialog::reject);
     connect(m_panel, &OperationPanel::resultClicked, this, &UniversalDialog::openResult);
     connect(m_panel, &OperationPanel::progressed, this, &UniversalDialog::progressed);
+}
+
+QString UniversalDialog::tagFolder(const QString& checkpoint, const QString& tag)
+{
+    const std::string at = checkpoint.toStdString();
+    if (io::isRemotePath(at)) {
+        // A URL stays whole (QDir would make "s3://b/k" a local "s3:/b/k"). Its server is not
+        // asked: a folder named as the tag is the tag folder, else the tag is a folder in it.
+        if (tag.isEmpty() || locationName(checkpoint) == tag) return checkpoint;
+        return QString::fromStdString(io::childPath(at, tag.toStdString()));
+    }
+    const QDir root(checkpoint);
+    const bool isRoot = !tag.isEmpty() && QFileInfo(root.filePath(tag)).isDir();
+    return isRoot ? QDir::cleanPath(root.filePath(tag)) : QDir::cleanPath(checkpoint);
+}
+
+QString UniversalDialog::defaultOutput(const QString& tagFolder)
+{
+    const QString name = locationName(tagFolder) + QStringLiteral("_universal");
+    const std::string at = tagFolder.toStdString();
+    if (!io::isRemotePath(at)) return QDir(QFileInfo(tagFolder).absolutePath()).filePath(name);
+    // Outputs are written on this computer: beside a local folder named as the checkpoint's
+    // (~/run/global_step2_universal), so latest_universal lands in that folder, not in the
+    // home folder, and load_checkpoint(~/run) finds it as it would in the remote one.
+    const QString parent = QString::fromStdString(io::fileName(io::parentPath(at)));
+    const QDir home = QDir::home();
+    return parent.isEmpty() || parent == locationName(tagFolder)
+               ? home.filePath(name)
+               : home.filePath(parent + QLatin1Char('/') + name);
 }
 
 void UniversalDialog::setOpenResult(std::function<void(const QString&)> open)

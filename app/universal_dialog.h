@@ -44,6 +44,13 @@ public:
     // What "Open result" does with the Universal folder (the window opens it as a checkpoint).
     void setOpenResult(std::function<void(const QString&)> open);
 
+    // The tag folder converted: `tag` in `checkpoint` when that holds it, else `checkpoint`. A
+    // URL stays one, and no server is asked.
+    static QString tagFolder(const QString& checkpoint, const QString& tag);
+    // Where the Universal folder goes by default: TAG_universal beside the tag folder; for a URL,
+    // in a local folder named as its parent, in the home folder (outputs stay local).
+    static QString defaultOutput(const QString& tagFolder);
+
     // For tests and scripted use.
     QString input() const { return m_input; } // the tag folder converted
     void setOutputFolder(const QString& dir);

@@ -3,23 +3,32 @@
 // tree as the local copy it serves, the URL kept whole (title, tree root, recent lists); the
 // dialog refuses what the engine cannot open in the engine's words; a recent URL reopens as a URL;
 // the opening says what it fetches, and Cancel stops it while its answers are still on their way
-// (tools/servers/fault_proxy.py holds them back, and its log says when they went out).
+// (tools/servers/fault_proxy.py holds them back, and its log says when they went out). Slim and
+// Convert to Universal take the URL as their input and write where the user is, compared with the
+// local result (the fake Hub, tools/servers/fake_hub.py, serves the same folder as hf://).
 #include "bloat_view.h"
 #include "compare_window.h"
 #include "export_dialog.h"
 #include "io/output.h"
 #include "main_window.h"
 #include "open_url_dialog.h"
+#include "ops/slim.h"
+#include "ops/universal.h"
+#include "slim_dialog.h"
 #include "test_servers.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
+#include "universal_dialog.h"
 
 #include <QAction>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPointer>
@@ -29,6 +38,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThreadPool>
+#include <QTreeView>
 
 using namespace ckpt;
 
@@ -83,6 +93,35 @@ QStringList treeBelowRoot(const app::MainWindow& w)
     return out;
 }
 
+// Every file under `a` has the same bytes under `b` (and `b` has no others): how many.
+int sameFiles(const QString& a, const QString& b)
+{
+    int n = 0;
+    const auto list = [](const QString& root) {
+        QStringList out;
+        for (QDirIterator it(root, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories); it.hasNext();)
+            out << QDir(root).relativeFilePath(it.next());
+        out.sort();
+        return out;
+    };
+    const QStringList files = list(a);
+    if (files != list(b)) return -1;
+    for (const QString& rel : files) {
+        QFile x(a + '/' + rel), y(b + '/' + rel);
+        if (!x.open(QIODevice::ReadOnly) || !y.open(QIODevice::ReadOnly) || x.readAll() != y.readAll())
+            return -1;
+        ++n;
+    }
+    return n;
+}
+
+QAction* menuAction(const app::MainWindow& w, const QString& text)
+{
+    for (QAction* a : w.menuBar()->findChildren<QAction*>())
+        if (a->text() == text) return a;
+    return nullptr;
+}
+
 } // namespace
 
 class TestGuiRemote : public QObject
@@ -94,6 +133,11 @@ class TestGuiRemote : public QObject
     int m_port = 0, m_proxyPort = 0;
     std::unique_ptr<QProcess> m_nginx, m_proxy;
     QString m_skip;
+    int m_hubPort = 0;
+    std::unique_ptr<QProcess> m_hub;
+
+    // The served folder as a Hub model repository, as hf:// names it.
+    static QString hf(const QString& rel) { return "hf://ckpt/fixtures/" + rel; }
 
     QString url(const QString& rel, int port = 0) const
     {
@@ -127,6 +171,7 @@ private slots:
     void initTestCase();
     void cleanupTestCase()
     {
+        testservers::stop(m_hub);
         testservers::stop(m_proxy);
         testservers::stop(m_nginx);
         // The pool's threads fetched through libcurl (OpenSSL underneath): they end here, not
@@ -141,6 +186,7 @@ private slots:
     void cancelStopsAUrlOpeningInFlight();
     void bloatAndCompareTakeUrls();
     void cancelStopsAnExportInFlight();
+    void slimAndUniversalOfAUrlWriteLocally();
 };
 
 void TestGuiRemote::initTestCase()
@@ -154,6 +200,16 @@ void TestGuiRemote::initTestCase()
     QDir().mkpath(m_www + "/torch");
     QVERIFY(QFile::copy(kData + "/torch/torch-2.x/nested.pt", m_www + "/torch/nested.pt"));
     writeBigTorchFile(m_www + "/torch/big.pt");
+    // The fake Hub needs plain Python only: it always runs. No token, nor the user's own.
+    qputenv("HF_HOME", m_tmp.filePath("no-hf-home").toUtf8());
+    qunsetenv("HF_TOKEN");
+    qunsetenv("HUGGING_FACE_HUB_TOKEN");
+    m_hubPort = testservers::freePort();
+    m_hub = testservers::startServer("python3",
+                                     {kSource + "/tools/servers/fake_hub.py", QString::number(m_hubPort),
+                                      m_www, "ckpt/fixtures", m_tmp.filePath("hub.log")});
+    QVERIFY2(testservers::waitForPort(m_hubPort, *m_hub, 10000), m_hub->readAll().constData());
+    qputenv("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(m_hubPort).toUtf8());
     m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_port, m_skip);
     if (!m_nginx && qEnvironmentVariable("CI") == "true")
         QFAIL("nginx is not installed (tools/install-deps.sh)");
@@ -344,6 +400,106 @@ void TestGuiRemote::cancelStopsAnExportInFlight()
              QStringList());
     QVERIFY(testservers::setFaults(m_proxyPort, ""));
     QTRY_VERIFY_WITH_TIMEOUT(proxied(false).size() >= proxied(true).size(), 30000); // held ones went out
+}
+
+// Slim and Convert to Universal on a checkpoint opened from a URL: the dialogs show the URL as
+// their input (not a local path made of it), suggest a local output named after it in the home
+// folder, refuse a URL as the output in the operation's words, and write what the same
+// operation writes from the local copy, byte for byte.
+void TestGuiRemote::slimAndUniversalOfAUrlWriteLocally()
+{
+    const QString root = hf("ds");
+    app::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &app::MainWindow::loaded);
+    w.open(root);
+    QVERIFY(loaded.wait(60000) && loaded.first().first().toBool());
+    QTemporaryDir out;
+    QVERIFY(out.isValid());
+    const QString refusedOutput = "s3://bucket/out";
+    const auto refusedInItsWords = [&](const QString& message) {
+        return message.contains("writing to a URL is not supported") && message.contains(refusedOutput);
+    };
+
+    // Convert to Universal, on the tag selected in the tree.
+    QAction* convert = menuAction(w, app::MainWindow::tr("Convert to &Universal..."));
+    QVERIFY(convert);
+    QVERIFY(w.select("global_step2"));
+    QVERIFY(convert->isEnabled());
+    convert->trigger();
+    QPointer<app::UniversalDialog> u = w.findChild<app::UniversalDialog*>();
+    QVERIFY(u);
+    const QString tag = root + "/global_step2";
+    QCOMPARE(u->input(), tag);
+    QCOMPARE(u->findChild<QLabel*>("input")->text(), tag);
+    // Beside a local folder named as the checkpoint, so latest_universal lands in that folder.
+    QCOMPARE(u->outputFolder(), QDir::home().filePath("ds/global_step2_universal"));
+    QSignalSpy converted(u.data(), &app::UniversalDialog::finished);
+    u->setOutputFolder(refusedOutput);
+    u->start();
+    QCOMPARE(converted.size(), 1); // at once, nothing ran
+    QVERIFY(!u->outcome().ok);
+    QVERIFY2(refusedInItsWords(u->outcome().message), qPrintable(u->outcome().message));
+    QVERIFY(!QFileInfo::exists("s3:"));
+    u->setOutputFolder(out.filePath("remote/u/global_step2_universal"));
+    u->start();
+    QVERIFY(converted.wait(120000));
+    QVERIFY2(u->outcome().ok, qPrintable(u->outcome().message));
+    ops::UniversalOptions o;
+    o.injectMissingState = true; // as the dialog's default
+    ops::universal((m_www + "/ds/global_step2").toStdString(),
+                   out.filePath("local/u/global_step2_universal").toStdString(), o, {}, {});
+    const int universalFiles = sameFiles(out.filePath("local/u"), out.filePath("remote/u"));
+    QVERIFY2(universalFiles > 5, qPrintable(QString::number(universalFiles))); // with latest_universal
+    u->close();
+    QTRY_VERIFY(!u); // deleted when closed
+
+    // Slim from the File menu with the checkpoint selected: the whole remote folder.
+    w.tree()->setCurrentIndex(w.proxy()->index(0, 0));
+    QAction* slim = menuAction(w, app::MainWindow::tr("&Slim..."));
+    QVERIFY(slim && slim->isEnabled());
+    slim->trigger();
+    QPointer<app::SlimDialog> s = w.findChild<app::SlimDialog*>();
+    QVERIFY(s);
+    QCOMPARE(s->input(), root);
+    QCOMPARE(s->findChild<QLabel*>("input")->text(), root);
+    QVERIFY(s->folder()); // from the open checkpoint, its server not asked
+    QVERIFY2(s->output().startsWith(QDir::home().filePath("ds-slim")), qPrintable(s->output()));
+    QTRY_VERIFY_WITH_TIMEOUT(s->hasPrediction(), 60000);
+    QVERIFY2(s->prediction().ok, qPrintable(s->prediction().message));
+    QSignalSpy slimmed(s.data(), &app::SlimDialog::finished);
+    s->setOutput(refusedOutput);
+    s->start();
+    QCOMPARE(slimmed.size(), 1);
+    QVERIFY2(refusedInItsWords(s->outcome().message), qPrintable(s->outcome().message));
+    s->setOutput(out.filePath("remote/slim-ds"));
+    s->start();
+    QVERIFY(slimmed.wait(120000));
+    QVERIFY2(s->outcome().ok, qPrintable(s->outcome().message));
+    ops::slim((m_www + "/ds").toStdString(), out.filePath("local/slim-ds").toStdString(), {}, {}, {});
+    const int slimFiles = sameFiles(out.filePath("local/slim-ds"), out.filePath("remote/slim-ds"));
+    QVERIFY2(slimFiles >= 5, qPrintable(QString::number(slimFiles))); // two tags of two files, latest
+    s->close();
+
+    // A file URL outside the open checkpoint: a file (its server says so), NAME.slim.pt at home.
+    app::SlimDialog* f = w.openSlimDialog(hf("torch/nested.pt"));
+    QCOMPARE(f->input(), hf("torch/nested.pt"));
+    QVERIFY(!f->folder());
+    QVERIFY2(f->output().startsWith(QDir::home().filePath("nested.slim")) && f->output().endsWith(".pt"),
+             qPrintable(f->output()));
+    QSignalSpy fileSlimmed(f, &app::SlimDialog::finished);
+    f->setOutput(out.filePath("remote/nested.pt"));
+    f->start();
+    QVERIFY(fileSlimmed.wait(60000));
+    QVERIFY2(f->outcome().ok, qPrintable(f->outcome().message));
+    QCOMPARE(f->outcome().files.size(), 1);
+    QCOMPARE(f->outcome().files.front().path, QString("nested.pt"));
+    ops::slim((m_www + "/torch/nested.pt").toStdString(), out.filePath("local/nested.pt").toStdString(), {},
+              {}, {});
+    QFile a(out.filePath("local/nested.pt")), b(out.filePath("remote/nested.pt"));
+    QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+    QCOMPARE(b.readAll(), a.readAll());
+    f->close();
 }
 
 QTEST_MAIN(TestGuiRemote)

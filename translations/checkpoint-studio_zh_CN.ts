@@ -20,139 +20,139 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::BloatView</name>
     <message>
-        <location filename="../app/bloat_view.cpp" line="92" />
+        <location filename="../app/bloat_view.cpp" line="93" />
         <source>model weights</source>
         <translation>模型权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="94" />
+        <location filename="../app/bloat_view.cpp" line="95" />
         <source>fp32 masters</source>
         <translation>fp32 主权重</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="96" />
+        <location filename="../app/bloat_view.cpp" line="97" />
         <source>exp_avg</source>
         <translation>exp_avg</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="98" />
+        <location filename="../app/bloat_view.cpp" line="99" />
         <source>exp_avg_sq</source>
         <translation>exp_avg_sq</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="100" />
+        <location filename="../app/bloat_view.cpp" line="101" />
         <source>other optimizer state</source>
         <translation>其他优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="102" />
-        <location filename="../app/bloat_view.cpp" line="104" />
+        <location filename="../app/bloat_view.cpp" line="103" />
+        <location filename="../app/bloat_view.cpp" line="105" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="121" />
+        <location filename="../app/bloat_view.cpp" line="122" />
         <source>Slim...</source>
         <translation>精简...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="122" />
+        <location filename="../app/bloat_view.cpp" line="123" />
         <source>Write a copy in which every storage keeps only the bytes its views reach</source>
         <translation>写出一份副本，其中每个存储只保留其视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="130" />
+        <location filename="../app/bloat_view.cpp" line="131" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="133" />
+        <location filename="../app/bloat_view.cpp" line="134" />
         <source>Files, most wasted first</source>
         <translation>文件（浪费最多的在前）</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="140" />
+        <location filename="../app/bloat_view.cpp" line="141" />
         <source>Bytes by role</source>
         <translation>按用途划分的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="230" />
+        <location filename="../app/bloat_view.cpp" line="231" />
         <source>Storages</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="240" />
+        <location filename="../app/bloat_view.cpp" line="241" />
         <source>Select a file, a tag or a checkpoint to see where its bytes go.</source>
         <translation>选择一个文件、标签或检查点，查看其字节的去向。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="248" />
+        <location filename="../app/bloat_view.cpp" line="249" />
         <source>&lt;b&gt;%1&lt;/b&gt;: reading...</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="249" />
-        <location filename="../app/bloat_view.cpp" line="391" />
+        <location filename="../app/bloat_view.cpp" line="250" />
+        <location filename="../app/bloat_view.cpp" line="402" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="296" />
+        <location filename="../app/bloat_view.cpp" line="301" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="297" />
+        <location filename="../app/bloat_view.cpp" line="302" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="336" />
+        <location filename="../app/bloat_view.cpp" line="347" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="339" />
+        <location filename="../app/bloat_view.cpp" line="350" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="342" />
+        <location filename="../app/bloat_view.cpp" line="353" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="348" />
+        <location filename="../app/bloat_view.cpp" line="359" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="363" />
+        <location filename="../app/bloat_view.cpp" line="374" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="378" />
+        <location filename="../app/bloat_view.cpp" line="389" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="390" />
+        <location filename="../app/bloat_view.cpp" line="401" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="405" />
+        <location filename="../app/bloat_view.cpp" line="416" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="406" />
+        <location filename="../app/bloat_view.cpp" line="417" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="414" />
+        <location filename="../app/bloat_view.cpp" line="425" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
     </message>
@@ -1693,155 +1693,160 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="69" />
+        <location filename="../app/slim_dialog.cpp" line="70" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="80" />
+        <location filename="../app/slim_dialog.cpp" line="81" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="83" />
+        <location filename="../app/slim_dialog.cpp" line="84" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="86" />
+        <location filename="../app/slim_dialog.cpp" line="87" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="95" />
+        <location filename="../app/slim_dialog.cpp" line="99" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="99" />
+        <location filename="../app/slim_dialog.cpp" line="103" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
-        <location filename="../app/slim_dialog.cpp" line="127" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="137" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
-        <location filename="../app/slim_dialog.cpp" line="127" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="137" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="106" />
+        <location filename="../app/slim_dialog.cpp" line="107" />
+        <source>The input is read from its URL; the copy is written on this computer.</source>
+        <translation>从 URL 读取输入；副本写在本机上。</translation>
+    </message>
+    <message>
+        <location filename="../app/slim_dialog.cpp" line="116" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="106" />
+        <location filename="../app/slim_dialog.cpp" line="116" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="106" />
+        <location filename="../app/slim_dialog.cpp" line="116" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="106" />
+        <location filename="../app/slim_dialog.cpp" line="116" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="106" />
+        <location filename="../app/slim_dialog.cpp" line="116" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="114" />
+        <location filename="../app/slim_dialog.cpp" line="124" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="114" />
+        <location filename="../app/slim_dialog.cpp" line="124" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="146" />
+        <location filename="../app/slim_dialog.cpp" line="156" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="152" />
+        <location filename="../app/slim_dialog.cpp" line="162" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="153" />
+        <location filename="../app/slim_dialog.cpp" line="163" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="167" />
+        <location filename="../app/slim_dialog.cpp" line="177" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="167" />
+        <location filename="../app/slim_dialog.cpp" line="177" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="169" />
+        <location filename="../app/slim_dialog.cpp" line="179" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="114" />
+        <location filename="../app/slim_dialog.cpp" line="124" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="203" />
+        <location filename="../app/slim_dialog.cpp" line="230" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="204" />
+        <location filename="../app/slim_dialog.cpp" line="231" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="206" />
+        <location filename="../app/slim_dialog.cpp" line="233" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="223" />
-        <location filename="../app/slim_dialog.cpp" line="224" />
+        <location filename="../app/slim_dialog.cpp" line="250" />
+        <location filename="../app/slim_dialog.cpp" line="251" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="230" />
+        <location filename="../app/slim_dialog.cpp" line="257" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="258" />
+        <location filename="../app/slim_dialog.cpp" line="285" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="258" />
+        <location filename="../app/slim_dialog.cpp" line="285" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="267" />
+        <location filename="../app/slim_dialog.cpp" line="294" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>
@@ -2294,68 +2299,73 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="45" />
+        <location filename="../app/universal_dialog.cpp" line="43" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="53" />
+        <location filename="../app/universal_dialog.cpp" line="52" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="57" />
+        <location filename="../app/universal_dialog.cpp" line="56" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="61" />
+        <location filename="../app/universal_dialog.cpp" line="60" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="64" />
+        <location filename="../app/universal_dialog.cpp" line="63" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="65" />
-        <location filename="../app/universal_dialog.cpp" line="82" />
+        <location filename="../app/universal_dialog.cpp" line="64" />
+        <location filename="../app/universal_dialog.cpp" line="88" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="67" />
+        <location filename="../app/universal_dialog.cpp" line="69" />
+        <source>The tag is read from its URL; the Universal folder is written on this computer.</source>
+        <translation>从 URL 读取该标签；Universal 文件夹写在本机上。</translation>
+    </message>
+    <message>
+        <location filename="../app/universal_dialog.cpp" line="73" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="71" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="71" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="139" />
+        <location filename="../app/universal_dialog.cpp" line="173" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="148" />
+        <location filename="../app/universal_dialog.cpp" line="182" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="189" />
+        <location filename="../app/universal_dialog.cpp" line="223" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="71" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>

@@ -472,6 +472,8 @@ ZH = {
     "%n file(s)": "%n 个文件",
     "fetching %1": "正在获取 %1",
     "fetching %1, %2 of %3": "正在获取 %1，%2 / %3",
+    "The input is read from its URL; the copy is written on this computer.": "从 URL 读取输入；副本写在本机上。",
+    "The tag is read from its URL; the Universal folder is written on this computer.": "从 URL 读取该标签；Universal 文件夹写在本机上。",
 }
 
 

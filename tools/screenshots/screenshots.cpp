@@ -8,7 +8,9 @@
 #include "main_window.h"
 #include "open_url_dialog.h"
 #include "ops/universal.h"
+#include "slim_dialog.h"
 #include "theme.h"
+#include "universal_dialog.h"
 
 #include <QApplication>
 #include <QDir>
@@ -18,6 +20,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLocale>
+#include <QMenuBar>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QTranslator>
@@ -275,6 +278,21 @@ void openUrlS3(Shooter& s)
         std::fprintf(stderr, "screenshots: %s did not open\n", qPrintable(url));
     w->select(QStringLiteral("global_step4/parameters/embed.weight"));
     s.save(w.get(), "open-url-s3");
+
+    // Slim and Convert to Universal on it: the URL is the input, the output a local folder.
+    app::SlimDialog* slim = w->openSlimDialog(url);
+    if (!slim->hasPrediction()) waitFor(slim, &app::SlimDialog::predicted);
+    s.save(slim, "slim-url");
+    slim->close();
+    w->select(QStringLiteral("global_step4"));
+    for (QAction* a : w->menuBar()->findChildren<QAction*>())
+        if (a->text() == app::MainWindow::tr("Convert to &Universal...")) a->trigger();
+    if (auto* u = w->findChild<app::UniversalDialog*>()) {
+        s.save(u, "universal-url");
+        u->close();
+    } else {
+        std::fprintf(stderr, "screenshots: no Convert to Universal for %s\n", qPrintable(url));
+    }
 }
 
 } // namespace
