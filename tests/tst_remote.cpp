@@ -410,7 +410,17 @@ void TestRemote::prepareFixtures()
             writeAll(to + "/ep0-ba4-rank" + rank + ".pt.tar", gunzip.readAllStandardOutput());
         }
     }
-    for (const QString folder : {"uni", "composer-run", "composer", "composer-ds-gz", "composer-ds-tar"})
+    // Hugging Face Trainer runs: one with its final model at the top, one with DeepSpeed tags.
+    for (const char* run : {"gpt2_plain_w1", "gpt2_zero1_bf16_w2"}) {
+        const QString from = data + "/trainer/" + run;
+        for (QDirIterator it(from, QDir::Files, QDirIterator::Subdirectories); it.hasNext();) {
+            const QString to = m_www + "/trainer-" + run + "/" + QDir(from).relativeFilePath(it.next());
+            QDir().mkpath(QFileInfo(to).path());
+            QVERIFY(QFile::copy(it.filePath(), to));
+        }
+    }
+    for (const QString folder : {"uni", "composer-run", "composer", "composer-ds-gz", "composer-ds-tar",
+                                 "trainer-gpt2_plain_w1", "trainer-gpt2_zero1_bf16_w2"})
         for (QDirIterator it(m_www + "/" + folder, QDir::Files, QDirIterator::Subdirectories); it.hasNext();)
             m_madeFiles << QDir(m_www).relativeFilePath(it.next());
     QVERIFY(m_madeFiles.size() > 30);
@@ -988,21 +998,31 @@ void TestRemote::s3ListingPages()
     if (!m_motoSkip.isEmpty()) QSKIP(qPrintable(m_motoSkip));
     QFile::resize(m_tmp.filePath("s3proxy.log"), 0);
     const Url root = parseUrl(s3(""));
+    // What moto_setup uploaded, and the folders at its top.
+    const QStringList uploaded =
+        servedFiles() + deepSpeedFiles() + m_madeFiles + QStringList{"big.safetensors"};
+    std::vector<std::string> topFolders;
+    for (const QString& f : uploaded)
+        if (f.contains('/')) topFolders.push_back(f.section('/', 0, 0).toStdString() + "/");
+    std::sort(topFolders.begin(), topFolders.end());
+    topFolders.erase(std::unique(topFolders.begin(), topFolders.end()), topFolders.end());
     const auto all = Store::forUrl(root)->list(root, false, nullptr).objects;
-    QCOMPARE(all.size(), size_t(servedFiles().size() + deepSpeedFiles().size() + 1)); // pages of two
+    QCOMPARE(all.size(), size_t(uploaded.size())); // pages of two
     const Url torchFolder = parseUrl(s3("torch/"));
     const auto listed = Store::forUrl(torchFolder)->list(torchFolder, false, nullptr).objects;
     QCOMPARE(listed.size(), size_t(3));
     for (const auto& o : listed)
         QCOMPARE(o.size, uint64_t(QFileInfo(m_www + "/" + QString::fromStdString(o.key)).size()));
-    // One level: the files at the top, and torch/ as a folder.
+    // One level: the files at the top, and the folders there.
     const ListPage top = Store::forUrl(root)->list(root, true, nullptr);
     QCOMPARE(top.objects.size(), size_t(servedFiles().size() - 3 + 1));
-    QCOMPARE(top.prefixes, (std::vector<std::string>{"ds/", "torch/"}));
+    QCOMPARE(top.prefixes, topFolders);
     int lists = 0;
     for (const QJsonObject& o : proxyLog("s3proxy.log"))
         lists += o["path"].toString().contains("list-type=2") ? 1 : 0;
-    QCOMPARE(lists, 6 + 2 + 3); // 12 objects; 3 objects; 4 objects and 2 folders: pages of two
+    // Pages of two: every object; torch/'s 3; the top's files and folders together.
+    const auto pages = [](size_t n) { return int((n + 1) / 2); };
+    QCOMPARE(lists, pages(all.size()) + pages(3) + pages(top.objects.size() + top.prefixes.size()));
 }
 
 // gs:// (HMAC key, signed as S3) and hf:// (resolve URLs, large files redirected to the CDN)
@@ -1292,6 +1312,14 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                                      << "composer-ds-tar/ep0-ba4-rank0.pt.tar";
     QTest::newRow("s3 Composer DeepSpeed tarballs") << "s3"
                                                     << "composer-ds-tar";
+    // Trainer runs: checkpoint-N folders and the final model, listed by the stores; over HTTP
+    // one checkpoint folder, its files asked for by the names the Trainer writes.
+    QTest::newRow("s3 Trainer run") << "s3"
+                                    << "trainer-gpt2_plain_w1";
+    QTest::newRow("hf Trainer run with DeepSpeed") << "hf"
+                                                   << "trainer-gpt2_zero1_bf16_w2";
+    QTest::newRow("http Trainer checkpoint") << "http"
+                                             << "trainer-gpt2_zero1_bf16_w2/checkpoint-4/";
 }
 
 // Bytes each object sent, from the server's own log: nginx's access log, or the proxy's in
@@ -1505,6 +1533,10 @@ void TestRemote::exportFromAUrlEqualsTheLocalExport_data()
                                                             << "composer-ds-gz/ep0-ba4-rank0.pt.tar.gz";
     QTest::newRow("hf Composer DeepSpeed tarballs") << "hf"
                                                     << "composer-ds-tar";
+    QTest::newRow("gs Trainer run") << "gs"
+                                    << "trainer-gpt2_zero1_bf16_w2";
+    QTest::newRow("http Trainer checkpoint") << "http"
+                                             << "trainer-gpt2_plain_w1/checkpoint-2/";
 }
 
 // Tensor bytes too: the export of a URL is the export of the local file, byte for byte.

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -34,33 +35,23 @@ std::optional<int64_t> checkpointStep(const std::string& name)
     return step;
 }
 
-bool isFolder(const fs::path& p)
+bool isFolder(const std::string& p)
 {
-    std::error_code ec;
-    return fs::is_directory(p, ec);
+    return io::pathKind(p) == io::PathKind::Folder;
 }
 
-// The content sniff: trainer_state.json as the Trainer writes it (sorted keys, indent 2) names
-// global_step within its first few hundred bytes.
-bool hasTrainerState(const fs::path& dir)
+// A folder below a remote one, as a URL a plain HTTP server takes for a folder (ending in '/').
+std::string subfolder(const std::string& dir, const std::string& name)
 {
-    return io::readHead((dir / "trainer_state.json").string(), 4096).find("\"global_step\"") !=
-           std::string::npos;
+    const std::string p = io::childPath(dir, name);
+    return io::canList(dir) ? p : p + "/";
 }
 
-// The checkpoint-N folders of a run holding a trainer_state.json, in step order.
-std::vector<std::pair<int64_t, fs::path>> checkpointFolders(const fs::path& run)
+std::string withoutTrailingSlash(std::string path)
 {
-    std::vector<std::pair<int64_t, fs::path>> out;
-    std::error_code ec;
-    size_t seen = 0;
-    for (fs::directory_iterator it(run, ec), end; !ec && it != end && ++seen <= 100000; it.increment(ec)) {
-        const auto step = checkpointStep(it->path().filename().string());
-        std::error_code e2;
-        if (step && it->is_directory(e2) && hasTrainerState(it->path())) out.push_back({*step, it->path()});
-    }
-    std::sort(out.begin(), out.end());
-    return out;
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    return path;
 }
 
 // What a folder loadable by from_pretrained holds beside the weights, as the Trainer saves them
@@ -82,25 +73,86 @@ constexpr const char* kBesideWeights[] = {"config.json",
                                           "preprocessor_config.json",
                                           "processor_config.json"};
 
+// The Trainer's own files in a checkpoint besides the model.
+constexpr const char* kTrainerFiles[] = {"trainer_state.json", "optimizer.pt", "scheduler.pt",
+                                         "training_args.bin", "rng_state.pth"};
+
+bool isRngState(const std::string& n)
+{
+    return n.rfind("rng_state", 0) == 0 && n.ends_with(".pth");
+}
+
+// The files directly in a folder, by name: listed where the folder can be (a local one, S3, GCS,
+// the Hub); over plain HTTP, which lists nothing, the names the Trainer writes (RNG states of up
+// to 64 processes), asked for together.
+std::set<std::string> filesIn(const std::string& dir)
+{
+    std::set<std::string> out;
+    if (io::canList(dir)) {
+        for (const auto& e : io::listFolder(dir))
+            if (!e.folder) out.insert(e.name);
+        return out;
+    }
+    std::vector<std::string> names(std::begin(kBesideWeights), std::end(kBesideWeights));
+    names.insert(names.end(), std::begin(kTrainerFiles), std::end(kTrainerFiles));
+    for (int r = 0; r < 64; ++r)
+        names.push_back("rng_state_" + std::to_string(r) + ".pth");
+    std::vector<std::string> paths;
+    for (const auto& n : names)
+        paths.push_back(io::childPath(dir, n));
+    const auto found = io::probeFiles(paths);
+    for (size_t i = 0; i < names.size(); ++i)
+        if (found[i]) out.insert(names[i]);
+    return out;
+}
+
+// The content sniff: trainer_state.json as the Trainer writes it (sorted keys, indent 2) names
+// global_step within its first few hundred bytes. A listed folder without one costs no request.
+bool hasTrainerState(const std::string& dir)
+{
+    if (io::isRemotePath(dir) && io::canList(dir) && !filesIn(dir).count("trainer_state.json")) return false;
+    return io::readHead(io::childPath(dir, "trainer_state.json"), 4096).find("\"global_step\"") !=
+           std::string::npos;
+}
+
+// The checkpoint-N folders of a run holding a trainer_state.json, in step order (none over plain
+// HTTP, where nothing lists the run).
+std::vector<std::pair<int64_t, std::string>> checkpointFolders(const std::string& run)
+{
+    std::vector<std::pair<int64_t, std::string>> out;
+    if (!io::canList(run)) return out;
+    std::vector<std::string> states;
+    for (const auto& e : io::listFolder(run))
+        if (const auto step = checkpointStep(e.name); step && e.folder) {
+            out.push_back({*step, io::childPath(run, e.name)});
+            states.push_back(io::childPath(out.back().second, "trainer_state.json"));
+        }
+    io::probeFiles(states); // a store's, in one wave: each is read next
+    std::erase_if(out, [](const auto& c) { return !hasTrainerState(c.second); });
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 // Each of those files, from the checkpoint folder, else from the run folder above it (a run
 // saves its tokenizer once at the top when only the final model has it).
-std::vector<std::pair<std::string, std::string>> filesBesideWeights(const fs::path& dir, const fs::path& run)
+std::vector<std::pair<std::string, std::string>>
+filesBesideWeights(const std::string& dir, const std::set<std::string>& inDir, const std::string& run)
 {
+    std::set<std::string> inRun;
+    if (!run.empty() && run != dir && isFolder(run)) inRun = filesIn(run);
     std::vector<std::pair<std::string, std::string>> out;
-    std::error_code ec;
-    for (const char* name : kBesideWeights)
-        for (const fs::path& from : {dir, run})
-            if (!from.empty() && fs::is_regular_file(from / name, ec)) {
-                out.push_back({name, (from / name).string()});
-                break;
-            }
+    for (const char* name : kBesideWeights) {
+        if (inDir.count(name))
+            out.push_back({name, io::childPath(dir, name)});
+        else if (inRun.count(name))
+            out.push_back({name, io::childPath(run, name)});
+    }
     return out;
 }
 
 // The model of a checkpoint folder, by the family that reads it.
-Tag openModel(const fs::path& dir, FileSet& files)
+Tag openModel(const std::string& path, FileSet& files)
 {
-    const std::string path = dir.string();
     if (looksLikeDeepSpeed(path)) {
         const TagList sub = deepSpeedFamily().listTags(path);
         size_t index = sub.tags.size();
@@ -114,15 +166,15 @@ Tag openModel(const fs::path& dir, FileSet& files)
         t.facts.insert(t.facts.begin(), {"DeepSpeed tag", sub.tags[index].first});
         return t;
     }
-    const fs::path fsdp = dir / "pytorch_model_fsdp_0";
-    if (isFolder(fsdp) && dcpFamily().match(fsdp.string())) {
-        const TagList sub = dcpFamily().listTags(fsdp.string());
+    const std::string fsdp = subfolder(path, "pytorch_model_fsdp_0");
+    if (isFolder(fsdp) && dcpFamily().match(fsdp)) {
+        const TagList sub = dcpFamily().listTags(fsdp);
         if (!sub.tags.empty()) return dcpFamily().openTag(sub, 0, files);
     }
     if (huggingFaceFamily().match(path)) {
         TagList sub;
         sub.root = path;
-        sub.tags.push_back({dir.filename().string(), path});
+        sub.tags.push_back({io::fileName(withoutTrailingSlash(path)), path});
         return huggingFaceFamily().openTag(sub, 0, files);
     }
     throw Error("a Trainer checkpoint without model weights (no DeepSpeed tag folder, model.safetensors, "
@@ -131,17 +183,12 @@ Tag openModel(const fs::path& dir, FileSet& files)
 }
 
 // The Trainer's own files in a checkpoint, for people: what a resume needs besides the model.
-std::string trainerFiles(const fs::path& dir)
+std::string trainerFiles(const std::set<std::string>& inDir)
 {
     std::string names;
-    size_t rng = 0;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string n = it->path().filename().string();
-        if (n.rfind("rng_state", 0) == 0 && n.ends_with(".pth")) ++rng;
-    }
+    const size_t rng = size_t(std::count_if(inDir.begin(), inDir.end(), isRngState));
     for (const char* n : {"optimizer.pt", "scheduler.pt", "training_args.bin"})
-        if (fs::is_regular_file(dir / n, ec)) names += (names.empty() ? "" : ", ") + std::string(n);
+        if (inDir.count(n)) names += (names.empty() ? "" : ", ") + std::string(n);
     if (rng) names += (names.empty() ? "" : ", ") + std::to_string(rng) + " RNG state file(s)";
     return names.empty() ? "model only (save_only_model)" : names;
 }
@@ -166,11 +213,11 @@ std::vector<Fact> trainerFacts(const TrainerState& s)
 
 // The model's config.json as badges (architecture, the dtype it was saved in), where the model's
 // family did not read it (a DeepSpeed tag, whose config is its ds_config).
-void addModelConfigBadges(Tag& t, const fs::path& dir)
+void addModelConfigBadges(Tag& t, const std::string& dir, const std::set<std::string>& inDir)
 {
-    const fs::path config = dir / "config.json";
-    if (t.badges.contains("model_type") || !fs::is_regular_file(config)) return;
-    const auto j = nlohmann::json::parse(io::readSmallFile(config.string(), 16u << 20), nullptr, false);
+    if (t.badges.contains("model_type") || !inDir.count("config.json")) return;
+    const auto j = nlohmann::json::parse(io::readSmallFile(io::childPath(dir, "config.json"), 16u << 20),
+                                         nullptr, false);
     if (!j.is_object()) {
         t.warnings.push_back("config.json: not a valid JSON object");
         return;
@@ -182,19 +229,14 @@ void addModelConfigBadges(Tag& t, const fs::path& dir)
 // The Trainer's own pickles (training_args.bin, scheduler.pt, the RNG states, optimizer.pt of a
 // run without DeepSpeed) as files of the tag, parsed by our pickle VM (never run): the tree
 // shows each one's values as it shows a rank file's. One that cannot be read is a warning.
-void addTrainerFiles(Tag& t, const fs::path& dir, FileSet& files)
+void addTrainerFiles(Tag& t, const std::string& dir, const std::set<std::string>& inDir, FileSet& files)
 {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string n = it->path().filename().string();
-        if ((n.rfind("rng_state", 0) == 0 && n.ends_with(".pth")) || n == "training_args.bin" ||
-            n == "scheduler.pt" || n == "optimizer.pt")
+    std::vector<std::string> names; // sorted, as the set is
+    for (const auto& n : inDir)
+        if (isRngState(n) || n == "training_args.bin" || n == "scheduler.pt" || n == "optimizer.pt")
             names.push_back(n);
-    }
-    std::sort(names.begin(), names.end());
     for (const std::string& n : names) {
-        const std::string path = (dir / n).string();
+        const std::string path = io::childPath(dir, n);
         if (std::any_of(t.files.begin(), t.files.end(), [&](const RankFile& f) { return f.path == path; }))
             continue;
         try {
@@ -207,45 +249,40 @@ void addTrainerFiles(Tag& t, const fs::path& dir, FileSet& files)
         f.path = path;
         f.name = n;
         f.role = n == "optimizer.pt" ? FileRole::OptimStates : FileRole::Other;
-        f.size = fs::file_size(dir / n, ec);
+        f.size = io::fileSize(path);
         t.files.push_back(std::move(f));
     }
 }
 
 // What the Trainer adds to the model's tag: its state, its files, and the files an export copies.
-void addTrainerView(Tag& t, const fs::path& dir, const fs::path& run)
+void addTrainerView(Tag& t, const std::string& dir, const std::set<std::string>& inDir,
+                    const std::string& run)
 {
-    addModelConfigBadges(t, dir);
+    addModelConfigBadges(t, dir, inDir);
     std::vector<Fact> facts;
-    if (fs::exists(dir / "trainer_state.json")) {
-        t.trainerState = readTrainerState((dir / "trainer_state.json").string());
+    if (inDir.count("trainer_state.json")) {
+        t.trainerState = readTrainerState(io::childPath(dir, "trainer_state.json"));
         facts = trainerFacts(*t.trainerState);
     }
-    facts.push_back({"Trainer files", trainerFiles(dir)});
+    facts.push_back({"Trainer files", trainerFiles(inDir)});
     t.facts.insert(t.facts.begin(), facts.begin(), facts.end());
     // The model family's own small files give way to the copies, read when an export needs them.
-    t.exportCopies = filesBesideWeights(dir, run);
+    t.exportCopies = filesBesideWeights(dir, inDir, run);
     std::erase_if(t.exportFiles, [&](const auto& f) {
         return std::any_of(t.exportCopies.begin(), t.exportCopies.end(),
                            [&](const auto& c) { return c.first == f.first; });
     });
 }
 
-// `run/checkpoint-2/` as `run/checkpoint-2`: the last component names the tag.
-std::string withoutTrailingSlash(std::string path)
-{
-    while (path.size() > 1 && path.back() == '/')
-        path.pop_back();
-    return path;
-}
-
 // The folder as an absolute path without "." or ".." and no trailing separator: what names a
-// checkpoint folder given as "." (its tag was called ".") and finds the run above it.
-fs::path normalFolder(const std::string& path)
+// checkpoint folder given as "." (its tag was called ".") and finds the run above it. A URL
+// only loses its trailing '/'.
+std::string normalFolder(const std::string& path)
 {
+    if (io::isRemotePath(path)) return withoutTrailingSlash(path);
     fs::path p = fs::absolute(fs::path(path)).lexically_normal();
     if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
-    return p;
+    return p.string();
 }
 
 class TrainerFamily final : public Family
@@ -260,7 +297,7 @@ public:
     }
     bool match(const std::string& path) const override
     {
-        if (io::isRemotePath(path) || !isFolder(path)) return false;
+        if (!isFolder(path)) return false;
         return hasTrainerState(path) || !checkpointFolders(path).empty();
     }
     TagList listTags(const std::string& given) const override
@@ -272,10 +309,11 @@ public:
         if (checkpoints.empty()) { // one checkpoint folder
             if (!hasTrainerState(path))
                 throw Error("no trainer_state.json and no checkpoint-N folders", path);
-            l.tags.push_back({normalFolder(path).filename().string(), path});
+            // Over plain HTTP a folder is its URL ending in '/'.
+            l.tags.push_back({io::fileName(normalFolder(path)), io::canList(path) ? path : given});
         } else {
             for (const auto& [step, dir] : checkpoints)
-                l.tags.push_back({dir.filename().string(), dir.string()});
+                l.tags.push_back({io::fileName(dir), dir});
             // trainer.save_model(output_dir) after training: the newest model of the run.
             if (huggingFaceFamily().match(path)) l.tags.push_back({kFinal, path});
         }
@@ -285,15 +323,16 @@ public:
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {
         const auto& [name, location] = list.tags.at(index);
-        const fs::path dir(location);
+        const std::string& dir = location;
         // The run folder above a checkpoint (its parent), or the run itself for its final model.
         const bool final = location == list.root && list.tags.size() > 1;
-        const fs::path run = final ? dir : normalFolder(location).parent_path();
+        const std::string run = final ? dir : io::parentPath(normalFolder(location));
         Tag t = openModel(dir, files);
         t.name = name;
         t.latest = name == list.latest;
-        addTrainerView(t, dir, run);
-        addTrainerFiles(t, dir, files);
+        const std::set<std::string> inDir = filesIn(dir);
+        addTrainerView(t, dir, inDir, run);
+        addTrainerFiles(t, dir, inDir, files);
         return t;
     }
 

@@ -49,6 +49,12 @@ std::string withoutSlash(std::string s)
     return s;
 }
 
+// A folder in `dir` as a URL a plain HTTP server takes for a folder (ending in '/').
+std::string folderIn(const std::string& dir, const std::string& name)
+{
+    return io::childPath(dir, name) + (io::canList(dir) ? "" : "/");
+}
+
 std::string optimizerStatePath(const std::string& dir)
 {
     return io::childPath(dir, "zero/optimizer_state.pt");
@@ -162,6 +168,9 @@ public:
     }
     bool match(const std::string& path) const override
     {
+        // Over plain HTTP only a URL ending in '/' is a folder: a file's URL with a query would
+        // otherwise answer for every name asked below it.
+        if (io::pathKind(path) != io::PathKind::Folder) return false;
         if (isUniversalFolder(path)) return true;
         // A root with latest_universal but no `latest`: with `latest`, the training tags are
         // what the folder holds, and DeepSpeed's family shows them.
@@ -171,7 +180,7 @@ public:
         try {
             const std::string name = readName(pointer);
             return !name.empty() && name.find('/') == std::string::npos &&
-                   isUniversalFolder(io::childPath(path, name));
+                   isUniversalFolder(folderIn(path, name));
         } catch (const Error&) {
             return false;
         }
@@ -192,7 +201,7 @@ public:
         l.root = path;
         l.latest = readName(io::childPath(path, "latest_universal"));
         if (!io::canList(path)) { // plain HTTP: the one latest_universal names (a folder ends in '/')
-            if (const std::string folder = io::childPath(path, l.latest) + "/"; isUniversalFolder(folder))
+            if (const std::string folder = folderIn(path, l.latest); isUniversalFolder(folder))
                 l.tags.push_back({l.latest, folder});
         } else {
             for (const auto& e : io::listFolder(path))
@@ -444,7 +453,7 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
 
 bool isUniversalFolder(const std::string& path)
 {
-    if (!io::isRemotePath(path) && io::pathKind(path) != io::PathKind::Folder) return false;
+    if (io::pathKind(path) != io::PathKind::Folder) return false;
     if (!io::canList(path)) { // plain HTTP: the names DeepSpeed gives, asked for together
         const auto found =
             io::probeFiles({optimizerStatePath(path), io::childPath(path, modelFileNames(1, 1)[0]),

@@ -256,11 +256,12 @@ FolderBloat tagBloat(const layout::Tag& t, const layout::Checkpoint& ck, const C
                      [&](const layout::Tag& o) { return &o != &t && o.dir.rfind(below, 0) == 0; }))
         return analyzeFolderBloat(t.dir, {}, cancel, files);
     FolderBloat out;
-    std::error_code ec;
-    for (fs::directory_iterator it(t.dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code e2;
-        if (!it->is_regular_file(e2) || it->is_symlink(e2)) continue;
-        const FolderBloat one = analyzeFolderBloat(it->path().string(), {}, cancel, files);
+    for (const io::FolderEntry& e :
+         io::canList(t.dir) ? io::listFolder(t.dir) : std::vector<io::FolderEntry>()) {
+        const std::string path = io::childPath(t.dir, e.name);
+        std::error_code ec;
+        if (e.folder || fs::is_symlink(path, ec)) continue;
+        const FolderBloat one = analyzeFolderBloat(path, {}, cancel, files);
         for (size_t r = 0; r < kByteRoles; ++r)
             out.roleBytes[r] += one.roleBytes[r];
         out.fileBytes += one.fileBytes;
