@@ -327,6 +327,11 @@ private slots:
     void aCancelledOpenIsCancelledAndLeavesNothing();
     void aCancelledExportWritesNothing();
     void ckptSaysWhatItFetches();
+    // Last: run before the export and stats rows, their S3 requests timed out (after earlier
+    // tests and this one's bursts of held requests at the S3 proxy; the cause is not pinned
+    // down), so nothing runs after it.
+    void openingATagTakesFewRoundTrips_data();
+    void openingATagTakesFewRoundTrips();
 };
 
 namespace {
@@ -1437,6 +1442,65 @@ void TestRemote::inspectOfALargeFileFetchesItsHeaderOnly()
               static_cast<unsigned long long>(bytes), 100.0 * double(bytes) / double(size));
         QVERIFY(bytes > 0 && bytes * 100 < size); // well under 1%
     }
+}
+
+void TestRemote::openingATagTakesFewRoundTrips_data()
+{
+    QTest::addColumn<QString>("scheme");
+    QTest::addColumn<QString>("rel");
+    QTest::addColumn<int>("budget");
+    // The spec's budget (shared/specs/remote-checkpoints.md §3.4): a named tag on a store is
+    // its listing, then every rank file's head and directory at once (the listing of the
+    // folder above, which says it is a folder, is a third); its parent adds `latest` and its
+    // listing; plain HTTP reads `latest`, then probes DeepSpeed's names, then opens the rest.
+    QTest::newRow("s3 tag") << "s3"
+                            << "ds/global_step2" << 3;
+    // inspect opens every tag of a run: each tag's listing and its files' wave (the spec's +2
+    // is for opening one).
+    QTest::newRow("s3 run, two tags") << "s3"
+                                      << "ds" << 6;
+    QTest::newRow("http tag") << "http"
+                              << "ds/global_step2/" << 3;
+    // A Universal folder: its listing and the folder above's, the model and optimizer files,
+    // the listing of everything below, every parameter's files.
+    QTest::newRow("s3 Universal folder") << "s3"
+                                         << "uni/step4" << 5;
+}
+
+// Round trips in sequence, not requests: every request waits 150 ms at the proxy, and the
+// requests that arrived together (within 75 ms of the wave's first) are one wave.
+void TestRemote::openingATagTakesFewRoundTrips()
+{
+    QFETCH(QString, scheme);
+    QFETCH(QString, rel);
+    QFETCH(int, budget);
+    if (serverMissing(scheme)) QSKIP("its server could not be started");
+    const int port = scheme == "s3" ? m_s3ProxyPort : m_proxyPort;
+    const QString log = scheme == "s3" ? "s3proxy.log" : "proxy.log";
+    const QString url = QString::fromStdString(scheme == "s3" ? s3(rel) : proxied(rel));
+    QFile::resize(m_tmp.filePath(log), 0);
+    QVERIFY(setFaults(port, "delay_ms=150"));
+    qputenv("CKPT_REMOTE_CONNECTIONS", "64"); // requests that could go together do
+    const Run run = runCkpt({"inspect", "--json", url});
+    qunsetenv("CKPT_REMOTE_CONNECTIONS");
+    QVERIFY(setFaults(port, ""));
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    std::vector<double> arrived;
+    // A listing's further pages are left out: moto here pages by two, S3 by a thousand.
+    for (const QJsonObject& o : proxyLog(log))
+        if (const QString path = o["path"].toString();
+            o["held"].toBool() && !path.startsWith("/__fault__") && !path.contains("continuation-token="))
+            arrived.push_back(o["t"].toDouble());
+    std::sort(arrived.begin(), arrived.end());
+    int waves = 0;
+    for (size_t i = 0, first = 0; i < arrived.size(); ++i)
+        if (i == 0 || arrived[i] - arrived[first] > 0.075) {
+            ++waves;
+            first = i;
+        }
+    qInfo("%s: %zu requests in %d waves", qPrintable(url), arrived.size(), waves);
+    QVERIFY(!arrived.empty());
+    QVERIFY2(waves <= budget, qPrintable(QString("%1 waves, budget %2").arg(waves).arg(budget)));
 }
 
 // A Composer tar on a server: its members' headers are read and the member wanted; a large

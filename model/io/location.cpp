@@ -39,23 +39,24 @@ bool listable(remote::Scheme s)
 }
 
 // One job asks the same folder several times (match, list the tags, open one): a listing is
-// kept for a short while so that costs one round trip, not one per question.
-remote::ListPage listOnce(const std::string& url)
+// kept for a short while so that costs one round trip, not one per question. `oneLevel` false:
+// everything below the folder (kept apart).
+remote::ListPage listOnce(const std::string& url, bool oneLevel = true)
 {
     using Clock = std::chrono::steady_clock;
     static std::mutex m;
     static std::map<std::string, std::pair<Clock::time_point, remote::ListPage>> cache;
     {
         std::lock_guard lock(m);
-        const auto it = cache.find(url);
+        const auto it = cache.find(oneLevel ? url : "**" + url);
         if (it != cache.end() && Clock::now() - it->second.first < std::chrono::seconds(30))
             return it->second.second;
     }
     const remote::Url u = remote::parseUrl(url);
-    remote::ListPage page = remote::Store::forUrl(u)->list(u, true, nullptr);
+    remote::ListPage page = remote::Store::forUrl(u)->list(u, oneLevel, nullptr);
     std::lock_guard lock(m);
     if (cache.size() > 256) cache.clear();
-    cache[url] = {Clock::now(), page};
+    cache[oneLevel ? url : "**" + url] = {Clock::now(), page};
     return page;
 }
 
@@ -175,7 +176,7 @@ std::vector<FileBelow> listFilesBelow(const std::string& folder)
         // A folder with no folders in it (a tag) is all in the one-level listing the family
         // already asked for: no second request.
         remote::ListPage page = listOnce(withSlash(folder));
-        if (!page.prefixes.empty()) page = remote::Store::forUrl(u)->list(u, false, nullptr);
+        if (!page.prefixes.empty()) page = listOnce(withSlash(folder), false);
         for (const auto& o : page.objects)
             if (o.key.size() > u.key.size() && o.key.back() != '/') {
                 const std::string rel = o.key.substr(u.key.size());

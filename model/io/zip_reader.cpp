@@ -1,7 +1,11 @@
 #include "io/zip_reader.h"
 
+#include "io/fetch_watch.h"
+#include "io/location.h"
+
 #include <algorithm>
 #include <atomic>
+#include <thread>
 #include <zlib.h>
 
 namespace ckpt::io {
@@ -210,6 +214,34 @@ void ZipReader::parse()
     m_byName.reserve(m_entries.size());
     for (size_t i = 0; i < m_entries.size(); ++i)
         m_byName.emplace(m_entries[i].name, i);
+}
+
+void ZipReader::warmRemote(const std::vector<std::string>& paths)
+{
+    std::vector<std::string> remote;
+    for (const auto& p : paths)
+        if (isRemotePath(p)) remote.push_back(p);
+    if (remote.size() < 2) return; // one file gains nothing from a thread
+    const FetchWatch* watch = FetchWatch::current();
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        FetchWatch::Scope scope(watch);
+        for (size_t i = next++; i < remote.size(); i = next++) {
+            if (watch && watch->cancelled()) return;
+            try {
+                const ZipReader zip(MappedFile::open(remote[i]));
+                for (const ZipEntry& e : zip.entries()) // the pickle the parse reads first
+                    if (e.name == "data.pkl" || e.name.ends_with("/data.pkl")) zip.read(e, 1u << 30);
+            } catch (const std::exception&) {
+                // Not a zip, or unreadable: its parse says so.
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < std::min<size_t>(16, remote.size()); ++t)
+        threads.emplace_back(work);
+    for (auto& t : threads)
+        t.join();
 }
 
 const ZipEntry* ZipReader::find(std::string_view name) const

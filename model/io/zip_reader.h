@@ -44,6 +44,12 @@ public:
     // `fetch` false leaves a STORED entry's bytes of a remote file unfetched: the caller ensures
     // the ranges it reads (a streaming reader, so a large record is not fetched whole).
     Blob read(const ZipEntry& entry, uint64_t limit = UINT64_MAX, bool fetch = true) const;
+    // Remote torch.save files about to be parsed one after another: their directories, local
+    // headers and pickles are fetched side by side first (a thread per file, up to 16 at once,
+    // each taking the job's FetchWatch), so a tag of 64 rank files costs the round trips of one,
+    // not 64 in a row. Local files and files that fail are left alone: the parse that follows
+    // reads them and reports what is wrong.
+    static void warmRemote(const std::vector<std::string>& paths);
     // How many times any ZipReader has run inflate on an entry (tests check that chunked reads
     // inflate an entry once, not once per chunk).
     static uint64_t inflations();

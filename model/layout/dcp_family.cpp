@@ -346,6 +346,7 @@ public:
     {
         return "a PyTorch DCP checkpoint (.metadata and *.distcp files) or a run folder of them";
     }
+    std::vector<std::string> namesAsked() const override { return {".metadata"}; }
     bool match(const std::string& path) const override
     {
         if (io::pathKind(path) != io::PathKind::Folder) return false;

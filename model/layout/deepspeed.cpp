@@ -5,6 +5,7 @@
 #include "io/input_file.h"
 #include "io/location.h"
 #include "io/mapped_file.h"
+#include "io/zip_reader.h"
 #include "layout/sharding.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
@@ -104,11 +105,13 @@ std::vector<io::FolderEntry> entriesOf(const std::string& dir)
 // A folder whose server cannot list it (plain HTTP): its files by the names DeepSpeed gives
 // them, asked for in waves — the first model and optimizer files of rank 0, then the ranks
 // after, doubling, until one is missing. Model parallelism (mp_rank_01…) is not looked for.
+const std::vector<std::string> kRank0Names = {
+    "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt",
+    "zero_pp_rank_0_mp_rank_00_optim_states.pt", "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"};
+
 std::vector<io::FolderEntry> entriesByName(const std::string& dir)
 {
-    const std::vector<std::string> rank0 = {
-        "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt",
-        "zero_pp_rank_0_mp_rank_00_optim_states.pt", "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"};
+    const std::vector<std::string>& rank0 = kRank0Names;
     std::vector<io::FolderEntry> out;
     std::vector<std::string> patterns; // per-rank names whose rank 0 exists, "{}" for the rank
     const auto add = [&](const std::vector<std::string>& names) {
@@ -138,7 +141,20 @@ std::vector<io::FolderEntry> entriesByName(const std::string& dir)
 
 bool hasRankFiles(const std::string& dir)
 {
-    for (const auto& e : io::canList(dir) ? entriesOf(dir) : entriesByName(dir)) {
+    const auto entries = io::canList(dir) ? entriesOf(dir) : entriesByName(dir);
+    if (io::isRemotePath(dir) && io::canList(dir)) {
+        // A store's rank files are sniffed below and opened next: all of them in one wave now,
+        // with the `latest` of the folder above (which says whether this tag is the latest).
+        std::vector<std::pair<std::string, uint64_t>> open;
+        for (const auto& e : entries)
+            if (!e.folder && e.name.ends_with("_states.pt"))
+                open.push_back({io::childPath(dir, e.name), e.size});
+        const std::string above = io::childPath(io::parentPath(dir), "latest");
+        if (!open.empty() && io::parentPath(dir) != dir && io::pathKind(above) == io::PathKind::File)
+            open.push_back({above, 0});
+        io::MappedFile::prefetch(open);
+    }
+    for (const auto& e : entries) {
         const std::string& n = e.name;
         if (!e.folder && n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
             (n.find("_model_states") != std::string::npos || n.find("optim_states") != std::string::npos)) {
@@ -241,6 +257,13 @@ RankFile classifyTagFileName(const std::string& name)
     return classifyName(name);
 }
 
+std::vector<std::string> deepSpeedNamesAsked()
+{
+    std::vector<std::string> names = kRank0Names;
+    names.push_back("latest");
+    return names;
+}
+
 bool looksLikeDeepSpeed(const std::string& path)
 {
     try {
@@ -332,6 +355,11 @@ ModelDigest digestModelFile(const OpenFile& m)
 // Step 2: parse the model and optimizer files; other files become warnings.
 OpenTag openRankFiles(Tag& tag, FileSet& files)
 {
+    std::vector<std::string> parsed;
+    for (const auto& f : tag.files)
+        if (f.role == FileRole::ModelStates || f.role == FileRole::OptimStates || f.role == FileRole::Expert)
+            if (!files.find(f.path)) parsed.push_back(f.path);
+    io::ZipReader::warmRemote(parsed); // a remote tag's files fetched side by side, then parsed in order
     OpenTag open;
     for (const auto& f : tag.files) {
         if (f.role == FileRole::ModelStates) {

@@ -11,6 +11,8 @@ namespace ckpt::layout {
 
 // A checkpoint root (holding `latest` and tag folders) or a single tag folder.
 bool looksLikeDeepSpeed(const std::string& path);
+// What looksLikeDeepSpeed asks for by name in a folder nothing lists: `latest` and rank 0's files.
+std::vector<std::string> deepSpeedNamesAsked();
 
 // The tag folders of a checkpoint root (or the one tag folder given), in natural order, found
 // from file names and `latest` only: nothing is parsed. Throws Error if there are none.

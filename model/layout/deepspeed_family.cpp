@@ -16,6 +16,7 @@ public:
         return "a DeepSpeed checkpoint (a `latest` file or tag folders holding *_model_states.pt / "
                "*_optim_states.pt) or a DeepSpeed tag folder (those files directly)";
     }
+    std::vector<std::string> namesAsked() const override { return deepSpeedNamesAsked(); }
     bool match(const std::string& path) const override { return looksLikeDeepSpeed(path); }
     TagList listTags(const std::string& path) const override
     {

@@ -55,6 +55,15 @@ const Family& familyOf(const std::string& path)
             throw Error(std::string("cannot open: ") + std::strerror(errno), path);
         if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
     }
+    if (io::isRemotePath(path) && !io::canList(path) && io::pathKind(path) == io::PathKind::Folder) {
+        std::vector<std::string> asked;
+        for (const Family* f : families())
+            for (const auto& n : f->namesAsked())
+                asked.push_back(io::childPath(path, n));
+        std::sort(asked.begin(), asked.end());
+        asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+        io::probeFiles(asked); // one wave; each match then finds its answers here
+    }
     for (const Family* f : families())
         if (f->match(path)) return *f;
     std::string lookedFor;

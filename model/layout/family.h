@@ -41,6 +41,10 @@ public:
     // Cheap and content-based (magic bytes, `latest`, `.metadata`, an index JSON; never a name
     // alone): reads directory entries and at most a few KiB. Never throws.
     virtual bool match(const std::string& path) const = 0;
+    // The files match() asks for by name in a folder nothing lists (plain HTTP), relative to it:
+    // familyOf asks for every family's at once, so recognising costs one round trip, not one
+    // per family.
+    virtual std::vector<std::string> namesAsked() const { return {}; }
     // Throws Error when the path holds no tag after all.
     virtual TagList listTags(const std::string& path) const = 0;
     // Opens one tag fully and strictly (throws Error naming the file on anything inconsistent):

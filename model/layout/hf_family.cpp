@@ -31,6 +31,14 @@ bool isTorchOrSafetensors(const std::string& p)
         io::ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()));
 }
 
+// The names transformers writes, asked for where nothing lists the folder.
+constexpr const char* kKnown[] = {"model.safetensors.index.json",
+                                  "pytorch_model.bin.index.json",
+                                  "model.safetensors",
+                                  "pytorch_model.bin",
+                                  "config.json",
+                                  "generation_config.json"};
+
 // The files of a model folder by name, with their sizes: a local folder or one an object store
 // lists (s3://, gs://, hf://); on a plain HTTP server, which lists nothing, the names
 // transformers writes, asked for together.
@@ -46,12 +54,6 @@ struct FolderFiles
                 if (!e.folder) files[e.name] = e.size;
             return;
         }
-        static const char* const kKnown[] = {"model.safetensors.index.json",
-                                             "pytorch_model.bin.index.json",
-                                             "model.safetensors",
-                                             "pytorch_model.bin",
-                                             "config.json",
-                                             "generation_config.json"};
         std::vector<std::string> paths;
         for (const char* n : kKnown)
             paths.push_back(io::childPath(dir, n));
@@ -116,6 +118,7 @@ public:
         return "a Hugging Face model folder (model.safetensors, pytorch_model.bin, or an *.index.json "
                "with a weight_map and its shards)";
     }
+    std::vector<std::string> namesAsked() const override { return {std::begin(kKnown), std::end(kKnown)}; }
     bool match(const std::string& path) const override
     {
         if (io::pathKind(path) != io::PathKind::Folder) return false;

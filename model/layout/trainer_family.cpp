@@ -110,9 +110,11 @@ std::set<std::string> filesIn(const std::string& dir)
 // global_step within its first few hundred bytes. A listed folder without one costs no request.
 bool hasTrainerState(const std::string& dir)
 {
-    if (io::isRemotePath(dir) && io::canList(dir) && !filesIn(dir).count("trainer_state.json")) return false;
-    return io::readHead(io::childPath(dir, "trainer_state.json"), 4096).find("\"global_step\"") !=
-           std::string::npos;
+    const std::string state = io::childPath(dir, "trainer_state.json");
+    if (io::isRemotePath(dir) &&
+        (io::canList(dir) ? !filesIn(dir).count("trainer_state.json") : !io::probeFiles({state})[0]))
+        return false;
+    return io::readHead(state, 4096).find("\"global_step\"") != std::string::npos;
 }
 
 // The checkpoint-N folders of a run holding a trainer_state.json, in step order (none over plain
@@ -295,6 +297,7 @@ public:
         return "a Hugging Face Trainer run (checkpoint-N folders holding trainer_state.json) or one "
                "such checkpoint folder";
     }
+    std::vector<std::string> namesAsked() const override { return {"trainer_state.json"}; }
     bool match(const std::string& path) const override
     {
         if (!isFolder(path)) return false;

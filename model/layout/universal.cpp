@@ -166,6 +166,11 @@ public:
         return "a DeepSpeed Universal checkpoint (zero/<param>/fp32.pt beside *_model_states.pt, or a folder "
                "whose latest_universal names one)";
     }
+    std::vector<std::string> namesAsked() const override
+    {
+        const auto models = modelFileNames(1, 1);
+        return {"zero/optimizer_state.pt", models[0], models[1], "latest_universal", "latest"};
+    }
     bool match(const std::string& path) const override
     {
         // Over plain HTTP only a URL ending in '/' is a folder: a file's URL with a query would
@@ -175,6 +180,8 @@ public:
         // A root with latest_universal but no `latest`: with `latest`, the training tags are
         // what the folder holds, and DeepSpeed's family shows them.
         const std::string pointer = io::childPath(path, "latest_universal");
+        if (io::isRemotePath(path) && io::canList(path) && io::pathKind(pointer) != io::PathKind::File)
+            return false;
         const auto found = io::probeFiles({pointer, io::childPath(path, "latest")});
         if (!found[0] || found[1]) return false;
         try {
@@ -460,10 +467,20 @@ bool isUniversalFolder(const std::string& path)
                             io::childPath(path, modelFileNames(1, 1)[1])});
         return found[0] && (found[1] || found[2]);
     }
-    const auto entries = io::listFolder(path);
-    return std::any_of(entries.begin(), entries.end(),
-                       [](const io::FolderEntry& e) { return !e.folder && isModelStates(e.name); }) &&
-           io::probeFiles({optimizerStatePath(path)})[0];
+    // Listed: zero/ and a model file, from the listing; then zero/optimizer_state.pt and the
+    // model files, opened in one wave (the tag's open parses them next).
+    bool zero = false;
+    std::vector<std::pair<std::string, uint64_t>> open{{optimizerStatePath(path), 0}};
+    for (const auto& e : io::listFolder(path)) {
+        zero = zero || (e.folder && e.name == "zero");
+        if (!e.folder && isModelStates(e.name)) open.push_back({io::childPath(path, e.name), e.size});
+    }
+    if (!zero || open.size() < 2) return false;
+    // The latest_universal above, which says whether this folder is the latest, in the same wave.
+    const std::string above = io::childPath(io::parentPath(path), "latest_universal");
+    if (io::isRemotePath(path) && io::pathKind(above) == io::PathKind::File) open.push_back({above, 0});
+    io::MappedFile::prefetch(open);
+    return bool(io::probeFiles({optimizerStatePath(path)})[0]);
 }
 
 const Family& universalFamily()

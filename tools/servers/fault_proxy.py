@@ -63,7 +63,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def record(self, status, nbytes, gone=False, held=False):
         self.recorded = True
         line = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                "if_match": self.headers.get("If-Match"), "status": status, "bytes": nbytes}
+                "if_match": self.headers.get("If-Match"), "status": status, "bytes": nbytes,
+                "t": round(self.arrived, 4)}  # when the request came in: waves of round trips
         if gone:
             line["gone"] = True
         if held:
@@ -103,6 +104,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
+        self.arrived = time.monotonic()
         if self.path.startswith("/__fault__"):
             return self.control()
         self.recorded = False
