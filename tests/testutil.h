@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compute_backend.h"
+#include "io/error.h"
 #include "torch/torch_file.h"
 
 #include <QCryptographicHash>
@@ -15,6 +16,17 @@
 #include <vector>
 
 namespace testutil {
+
+// The message of the ckpt::Error that `f` throws, or "" when it throws none.
+template <typename F> QString errorOf(F&& f)
+{
+    try {
+        f();
+    } catch (const ckpt::Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
 
 inline std::string dataDir()
 {

@@ -11,6 +11,7 @@
 #include "io/remote/stores.h"
 #include "io/remote/url.h"
 #include "test_servers.h"
+#include "testutil.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -39,15 +40,7 @@ void writeAll(const QString& path, const QByteArray& bytes)
     if (f.open(QIODevice::WriteOnly)) f.write(bytes);
 }
 
-template <typename F> QString errorOf(F&& f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
+using testutil::errorOf;
 
 using Vars = std::map<std::string, std::string>;
 EnvLookup envOf(const Vars& vars)

@@ -17,6 +17,7 @@
 #include "ops/consolidate.h"
 #include "safetensors/safetensors_file.h"
 #include "test_servers.h"
+#include "testutil.h"
 #include "torch/torch_file.h"
 
 #include <QDir>
@@ -85,16 +86,7 @@ void writeBigSafetensors(const QString& path)
     writeAll(path, out + data);
 }
 
-// The message of the Error that `f` throws, or "" when it throws none.
-template <typename F> QString errorOf(F&& f)
-{
-    try {
-        f();
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
+using testutil::errorOf;
 
 // How a job cancelled while its first fetch waited on the server ended.
 struct CancelRun

@@ -308,31 +308,34 @@ std::optional<std::time_t> parseIso8601(std::string_view s)
     return timegm(&tm) - offset;
 }
 
+namespace {
+
+// The keys both answers carry; the session token's key differs (SessionToken, Token).
+AwsCredentials credentialsIn(const Json& doc, const char* tokenKey, const std::string& name)
+{
+    AwsCredentials c;
+    c.accessKey = stringField(doc, "AccessKeyId", name, true);
+    c.secretKey = stringField(doc, "SecretAccessKey", name, true);
+    c.sessionToken = stringField(doc, tokenKey, name, false);
+    readExpiration(doc, name, c);
+    c.source = name;
+    return c;
+}
+
+} // namespace
+
 AwsCredentials parseProcessCredentials(std::string_view json, const std::string& name)
 {
     const Json doc = parseObject(json, name);
     const auto version = doc.find("Version");
     if (version == doc.end() || !version->is_number_integer() || version->get<int64_t>() != 1)
         throw Error(name + " gave credentials without \"Version\": 1 (the only version the AWS CLI knows)");
-    AwsCredentials c;
-    c.accessKey = stringField(doc, "AccessKeyId", name, true);
-    c.secretKey = stringField(doc, "SecretAccessKey", name, true);
-    c.sessionToken = stringField(doc, "SessionToken", name, false);
-    readExpiration(doc, name, c);
-    c.source = name;
-    return c;
+    return credentialsIn(doc, "SessionToken", name);
 }
 
 AwsCredentials parseMetadataCredentials(std::string_view json, const std::string& name)
 {
-    const Json doc = parseObject(json, name);
-    AwsCredentials c;
-    c.accessKey = stringField(doc, "AccessKeyId", name, true);
-    c.secretKey = stringField(doc, "SecretAccessKey", name, true);
-    c.sessionToken = stringField(doc, "Token", name, false);
-    readExpiration(doc, name, c);
-    c.source = name;
-    return c;
+    return credentialsIn(parseObject(json, name), "Token", name);
 }
 
 std::vector<std::string> splitCommandLine(std::string_view line)
