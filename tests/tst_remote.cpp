@@ -443,9 +443,15 @@ void TestRemote::prepareFixtures()
             QVERIFY(QFile::copy(it.filePath(), to));
         }
     }
+    // A run folder of DCP saves (Composer's sharded checkpoints: a folder per step).
+    const QString step = data + "/composer/fsdp2_sharded/ep0-ba2";
+    QDir().mkpath(m_www + "/dcp-run/ep0-ba2");
+    for (const QString& f : QDir(step).entryList(QDir::Files | QDir::Hidden))
+        QVERIFY(QFile::copy(step + "/" + f, m_www + "/dcp-run/ep0-ba2/" + f));
     for (const QString folder : {"uni", "composer-run", "composer", "composer-ds-gz", "composer-ds-tar",
-                                 "trainer-gpt2_plain_w1", "trainer-gpt2_zero1_bf16_w2"})
-        for (QDirIterator it(m_www + "/" + folder, QDir::Files, QDirIterator::Subdirectories); it.hasNext();)
+                                 "trainer-gpt2_plain_w1", "trainer-gpt2_zero1_bf16_w2", "dcp-run"})
+        for (QDirIterator it(m_www + "/" + folder, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+             it.hasNext();)
             m_madeFiles << QDir(m_www).relativeFilePath(it.next());
     QVERIFY(m_madeFiles.size() > 30);
     for (const QString& f : servedFiles())
@@ -1367,6 +1373,11 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                                    << "trainer-gpt2_zero1_bf16_w2";
     QTest::newRow("http Trainer checkpoint") << "http"
                                              << "trainer-gpt2_zero1_bf16_w2/checkpoint-4/";
+    // A run folder of DCP saves, each found by its .metadata (all asked for at once).
+    QTest::newRow("s3 DCP run") << "s3"
+                                << "dcp-run";
+    QTest::newRow("hf DCP run") << "hf"
+                                << "dcp-run";
     // rclone's S3 (ranges answered 200 with a Content-Range; no ETags).
     QTest::newRow("rclone torch") << "rclone"
                                   << "torch/nested.pt";

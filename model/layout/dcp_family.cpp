@@ -55,8 +55,17 @@ std::vector<std::string> dcpSubfolders(const std::string& dir)
         return out;
     }
     if (!io::canList(dir)) return out;
+    // Every subfolder's .metadata asked for in one wave (not two round trips per subfolder in a
+    // row) and sniffed; its .distcp files are checked when the tag opens.
+    std::vector<std::string> names, metadata;
     for (const auto& e : io::listFolder(dir))
-        if (e.folder && isDcpFolder(io::childPath(dir, e.name))) out.push_back(e.name);
+        if (e.folder) {
+            names.push_back(e.name);
+            metadata.push_back(io::childPath(io::childPath(dir, e.name), ".metadata"));
+        }
+    const auto found = io::probeFiles(metadata);
+    for (size_t i = 0; i < names.size(); ++i)
+        if (found[i] && dcp::looksLikeMetadata(io::readHead(metadata[i], 4096))) out.push_back(names[i]);
     return out;
 }
 
