@@ -183,6 +183,13 @@ BloatView::BloatView(Workspace& workspace, QWidget* parent)
         const QString tensor = i.siblingAtColumn(0).data(StorageModel::TensorPathRole).toString();
         if (!tensor.isEmpty()) emit tensorActivated(m_currentFile, tensor);
     });
+    // A new checkpoint drops the analyses of the last one, their waiters untold: one this view
+    // waits for is asked again (else setTarget of the same path would think it still coming).
+    connect(&m_workspace, &Workspace::snapshotChanged, this, [this] {
+        if (m_analysing.empty()) return;
+        m_analysing.clear();
+        refresh();
+    });
     clear();
 }
 

@@ -195,6 +195,22 @@ private slots:
         QVERIFY(settle(v));
     }
 
+    // A checkpoint opened (again) while the view waits for an analysis: the workspace drops the
+    // analyses of the last checkpoint, and the view asks again instead of waiting for ever (the
+    // window opening a slimmed file it had already pointed the view at, under load).
+    void aNewSnapshotWhileAnalysingIsAskedAgain()
+    {
+        app::Workspace workspace;
+        app::BloatView v(workspace);
+        const QString path = data("deepspeed/zero2_bf16_w2/global_step4");
+        v.setTarget(path); // its result cannot arrive before the event loop runs
+        QVERIFY(v.busy());
+        workspace.setSnapshot(nullptr);
+        v.setTarget(path);
+        QVERIFY(settle(v, 20000));
+        QVERIFY(v.result().fileBytes > 0);
+    }
+
     void deepSpeedRolesAreThere()
     {
         // A DeepSpeed tag: weights, fp32 masters and both Adam moments, each a part of the bar.
