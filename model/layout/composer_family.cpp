@@ -569,7 +569,8 @@ public:
         if (l.tags.empty())
             throw Error("no Composer checkpoint files (ep{e}-ba{b}-rank{r}.pt) in the folder", path);
         if (const auto latest = latestPointer(path)) {
-            const auto& [pointer, target] = *latest;
+            const std::string& pointer = latest->first; // not a structured binding: clang cannot capture one
+            const std::string& target = latest->second;
             if (std::any_of(l.tags.begin(), l.tags.end(), [&](const auto& t) { return t.first == target; }))
                 l.latest = target;
             else
