@@ -206,6 +206,11 @@ std::string childPath(const std::string& folder, const std::string& name)
     return (fs::path(folder) / name).string();
 }
 
+std::string childFolder(const std::string& folder, const std::string& name)
+{
+    return childPath(folder, name) + (canList(folder) ? "" : "/");
+}
+
 std::string parentPath(const std::string& path)
 {
     if (!isRemotePath(path)) return fs::path(path).parent_path().string();

@@ -49,6 +49,9 @@ struct FileBelow
 // naming a folder whose listing fails.
 std::vector<FileBelow> listFilesBelow(const std::string& folder);
 std::string childPath(const std::string& folder, const std::string& name);
+// A folder in `folder`, as every question above takes it: over plain HTTP, which lists nothing, a
+// folder's URL ends in '/' (else it is asked for as a file).
+std::string childFolder(const std::string& folder, const std::string& name);
 std::string parentPath(const std::string& path);
 std::string fileName(const std::string& path);
 // Throws Error naming the path when it has no size to tell.

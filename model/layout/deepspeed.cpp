@@ -1398,7 +1398,7 @@ TagFolders findDeepSpeedTags(const std::string& path)
         f.root = path;
         const std::string latest = readLatest(path);
         // Written with its '/': over HTTP that is what says "folder".
-        const std::string dir = io::childPath(path, latest) + "/";
+        const std::string dir = io::childFolder(path, latest);
         if (!latest.empty() && latest.find('/') == std::string::npos && hasRankFiles(dir))
             f.tags.push_back({latest, dir});
     } else {

@@ -40,13 +40,6 @@ bool isFolder(const std::string& p)
     return io::pathKind(p) == io::PathKind::Folder;
 }
 
-// A folder below a remote one, as a URL a plain HTTP server takes for a folder (ending in '/').
-std::string subfolder(const std::string& dir, const std::string& name)
-{
-    const std::string p = io::childPath(dir, name);
-    return io::canList(dir) ? p : p + "/";
-}
-
 std::string withoutTrailingSlash(std::string path)
 {
     while (path.size() > 1 && path.back() == '/')
@@ -168,7 +161,7 @@ Tag openModel(const std::string& path, FileSet& files)
         t.facts.insert(t.facts.begin(), {"DeepSpeed tag", sub.tags[index].first});
         return t;
     }
-    const std::string fsdp = subfolder(path, "pytorch_model_fsdp_0");
+    const std::string fsdp = io::childFolder(path, "pytorch_model_fsdp_0");
     if (isFolder(fsdp) && dcpFamily().match(fsdp)) {
         const TagList sub = dcpFamily().listTags(fsdp);
         if (!sub.tags.empty()) return dcpFamily().openTag(sub, 0, files);

@@ -49,12 +49,6 @@ std::string withoutSlash(std::string s)
     return s;
 }
 
-// A folder in `dir` as a URL a plain HTTP server takes for a folder (ending in '/').
-std::string folderIn(const std::string& dir, const std::string& name)
-{
-    return io::childPath(dir, name) + (io::canList(dir) ? "" : "/");
-}
-
 std::string optimizerStatePath(const std::string& dir)
 {
     return io::childPath(dir, "zero/optimizer_state.pt");
@@ -187,7 +181,7 @@ public:
         try {
             const std::string name = readName(pointer);
             return !name.empty() && name.find('/') == std::string::npos &&
-                   isUniversalFolder(folderIn(path, name));
+                   isUniversalFolder(io::childFolder(path, name));
         } catch (const Error&) {
             return false;
         }
@@ -208,7 +202,7 @@ public:
         l.root = path;
         l.latest = readName(io::childPath(path, "latest_universal"));
         if (!io::canList(path)) { // plain HTTP: the one latest_universal names (a folder ends in '/')
-            if (const std::string folder = folderIn(path, l.latest); isUniversalFolder(folder))
+            if (const std::string folder = io::childFolder(path, l.latest); isUniversalFolder(folder))
                 l.tags.push_back({l.latest, folder});
         } else {
             for (const auto& e : io::listFolder(path))
