@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for SECONDS (default 60),
-# seeded with the committed fixtures. A crash leaves its input in build/fuzz/crashes/ and
-# makes this script fail. Usage: tests/fuzz/run_fuzzers.sh [SECONDS]
-set -euo pipefail
+# Runs each libFuzzer target of the asan tree (clang, ASan + UBSan; CMakePresets.json builds them
+# with the engine's sanitizer tests, one configure) for SECONDS (default 60), seeded with the
+# committed fixtures, two targets at a time (CKPT_FUZZ_JOBS). Inputs that once crashed a target
+# (tests/fuzz/regressions/TARGET/) are always replayed first. A crash leaves its input in
+# build/asan/fuzz-crashes/ and fails that target. One line per target, then
+# "fuzzers: N passed, M failed". Usage: tests/fuzz/run_fuzzers.sh [SECONDS]
+set -uo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
-cmake --preset fuzz >/dev/null
-cmake --build build/fuzz --target fuzz_zip fuzz_pickle fuzz_torch fuzz_safetensors fuzz_deepspeed \
-  fuzz_remote_headers fuzz_s3_xml fuzz_aws_config fuzz_dcp_metadata fuzz_hf_index fuzz_composer_archive \
-  fuzz_universal fuzz_trainer fuzz_deepspeed_layouts fuzz_hub_json fuzz_google_credentials >/dev/null
-work=build/fuzz/corpus
-mkdir -p "$work" build/fuzz/crashes
-for t in ${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
-  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json google_credentials}; do
+tree=build/asan
+targets=(${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
+  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json google_credentials})
+[ -f $tree/CMakeCache.txt ] || cmake --preset asan >/dev/null || { echo "fuzzers: 0 passed, 1 failed"; exit 1; }
+cmake --build $tree --target "${targets[@]/#/fuzz_}" >/dev/null || { echo "fuzzers: 0 passed, 1 failed"; exit 1; }
+work=$tree/fuzz-corpus
+crashes=$tree/fuzz-crashes
+logs=$tree/fuzz-logs
+rm -rf "$logs"
+mkdir -p "$work" "$crashes" "$logs"
+
+# seed TARGET: the target's corpus folder, from the committed fixtures
+seed() {
+  local t=$1
   mkdir -p "$work/$t"
   case $t in
     zip|torch) for f in tests/data/torch/*/*.pt tests/data/corrupt/*.pt; do
@@ -65,18 +74,40 @@ except Exception: pass' "$f" "$work/pickle/$(basename "$f").pkl"
     # The checkpoint-folder readers: each target writes its seeds itself, from the fixtures it
     # copies, with the first byte that selects fixture and file (tests/fuzz/fuzz_folder.h).
     dcp_metadata|hf_index|composer_archive|universal|trainer|deepspeed_layouts)
-      CKPT_FUZZ_SEEDS="$work/$t" ./build/fuzz/tests/fuzz/fuzz_$t >/dev/null 2>&1 ;;
+      CKPT_FUZZ_SEEDS="$work/$t" ./$tree/tests/fuzz/fuzz_$t >/dev/null 2>&1 ;;
   esac
+}
+
+# fuzz TARGET: replays its regressions, then runs it; prints its verdict and leaves it in
+# $logs/TARGET.verdict (ok or FAIL)
+fuzz() {
+  local t=$1 bin=./$tree/tests/fuzz/fuzz_$1 log=$logs/$1.log
+  echo FAIL > "$logs/$t.verdict"
+  seed "$t"
   # Inputs that once crashed a target are kept in tests/fuzz/regressions/TARGET/ and replayed first.
+  local replayed=0
   if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then
-    ./build/fuzz/tests/fuzz/fuzz_$t tests/fuzz/regressions/$t/* >/dev/null 2>&1 \
-      || { echo "fuzz_$t: a kept regression input crashes again"; exit 1; }
-    echo "fuzz_$t: $(ls tests/fuzz/regressions/$t | wc -l) regression inputs replayed"
+    "$bin" tests/fuzz/regressions/$t/* >"$log" 2>&1 \
+      || { echo "fuzz_$t: FAIL: a kept regression input crashes again ($log)"; return 1; }
+    replayed=$(ls tests/fuzz/regressions/$t | wc -l)
   fi
-  echo "fuzz_$t: ${secs}s"
-  ./build/fuzz/tests/fuzz/fuzz_$t "$work/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 \
-      -timeout=10 -artifact_prefix=build/fuzz/crashes/$t- -print_final_stats=1 2>&1 \
-    | grep -E "^stat::number_of_executed_runs|^stat::peak_rss|ERROR|SUMMARY|Done" || true
-  if ls build/fuzz/crashes/$t-* >/dev/null 2>&1; then echo "fuzz_$t found a crash: $(ls build/fuzz/crashes/$t-*)"; exit 1; fi
-done
-echo "fuzzers: no crashes"
+  "$bin" "$work/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix=$crashes/$t- -print_final_stats=1 >"$log" 2>&1
+  local rc=$?
+  if ls $crashes/$t-* >/dev/null 2>&1 || [ $rc -ne 0 ]; then
+    echo "fuzz_$t: FAIL: exit $rc, $(ls $crashes/$t-* 2>/dev/null || echo 'no input kept')"
+    grep -E "ERROR|SUMMARY" "$log" | head -n 5
+    return 1
+  fi
+  echo ok > "$logs/$t.verdict"
+  echo "fuzz_$t: ok, $replayed regression inputs replayed, $(sed -n 's/^stat::number_of_executed_runs: *//p' "$log") runs in ${secs} s"
+}
+export -f seed fuzz
+export tree work crashes logs secs
+
+rm -f $crashes/*
+# Two at a time (2 cores); each prints its line when it ends.
+printf '%s\n' "${targets[@]}" | xargs -P "${CKPT_FUZZ_JOBS:-2}" -I{} bash -c 'fuzz {}'
+good=$(cat $logs/*.verdict 2>/dev/null | grep -cx ok)
+echo "fuzzers: $good passed, $((${#targets[@]} - good)) failed"
+[ "$good" -eq ${#targets[@]} ]

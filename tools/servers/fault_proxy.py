@@ -8,7 +8,8 @@ Faults are set (and every counter reset) with GET /__fault__?name=value&...:
   fail_first=K      answer the next K requests with `status` (default 503, S3 SlowDown body)
   status=S          ... and, with retry_after=SECONDS, a Retry-After header
   drop_after=N      send the head and N body bytes of the next response, then close the socket
-  stall_s=S         send the head of the next response, then nothing for S seconds
+  stall_s=S         send the head of the next response, then nothing for S seconds (logging it
+                    when the stall starts, "stalled": true)
   times=T           drop_after and stall_s act on the next T responses, not one
   ignore_range=1    strip Range: the upstream answers 200 with the whole object
   extra_bytes=N     append N bytes to every body (Content-Length grows, Content-Range does not)
@@ -60,7 +61,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def record(self, status, nbytes, gone=False, held=False):
+    def record(self, status, nbytes, gone=False, held=False, stalled=False):
         self.recorded = True
         line = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
                 "if_match": self.headers.get("If-Match"), "status": status, "bytes": nbytes,
@@ -69,6 +70,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             line["gone"] = True
         if held:
             line["held"] = True
+        if stalled:
+            line["stalled"] = True
         with LOCK, open(self.server.log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -144,6 +147,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return self.record(resp.status, 0)
         if take("stall_s_once"):
+            # Logged as the stall starts: a test tells from it that this answer was held back
+            # (and, by what follows, whether the client waited it out or asked again).
+            self.record(resp.status, 0, stalled=True)
+            self.recorded = False
             time.sleep(float(STATE.get("stall_s", 0)))
         # Logged before the body goes out, so a client that has its answer finds it in the log.
         if take("drop_once"):
