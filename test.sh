@@ -46,12 +46,13 @@ one() {
   fi
 }
 
-# A ctest run counts the cases of its tests (tests/ctest_counts.py reads ctest's own log).
+# A ctest run counts the cases of its tests (tests/ctest_counts.py reads ctest's JUnit file).
 ctest_run() {
   local preset=$1 p f s n
-  rm -f "build/$preset/Testing/Temporary/LastTest.log" # never count an earlier run's
-  ctest --preset "$preset" --no-tests=error
-  read -r p f s n < <(/usr/bin/python3 tests/ctest_counts.py "build/$preset" 2>/dev/null) || p=""
+  local junit=$PWD/build/$preset/ctest-junit.xml
+  rm -f "$junit" # never count an earlier run's
+  ctest --preset "$preset" --no-tests=error --output-junit "$junit"
+  read -r p f s n < <(/usr/bin/python3 tests/ctest_counts.py "$junit" 2>/dev/null) || p=""
   if [ -z "$p" ]; then
     failed=$((failed + 1))
     failures+=("ctest --preset $preset (no log)")

@@ -29,11 +29,19 @@ finish() { echo "python wheel: $passed passed, $failed failed"; [ "$failed" -eq 
 
 venv=$(tools/python-venv.sh) || { bad "tools/python-venv.sh"; finish; }
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
+prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+[ "${prefix#/tmp/}" = "$prefix" ] || prefix=/usr/local # an interrupted run's staging folder
 # The ninja log says whether pip compiled anything: a reused tree recompiles nothing of the engine.
 before=$(wc -l < "$build/.ninja_log" 2>/dev/null || echo 0)
 check "pip wheel ./python from $1 ($build_type, no build isolation)" \
   "$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w "$scratch/dist" \
-  -C build-dir="$build" -C cmake.build-type="$build_type" ./python
+  --config-settings=build-dir="$build" --config-settings=cmake.build-type="$build_type" \
+  --config-settings=install.strip=true ./python
+# scikit-build-core set the tree's install prefix to its staging folder: put back the tree's own
+# (what `cmake --install` and the package step use); nothing is compiled again for it.
+cmake -DCMAKE_INSTALL_PREFIX="$prefix" "$build" >/dev/null
+check "the tree's install prefix is its own again ($prefix)" \
+  grep -qx "CMAKE_INSTALL_PREFIX:PATH=$prefix" "$build/CMakeCache.txt"
 whl=$(ls "$scratch"/dist/checkpoint_studio-*.whl 2>/dev/null | head -n 1)
 [ -n "$whl" ] || { bad "no wheel in $scratch/dist"; finish; }
 echo "  wheel: $(basename "$whl"), $(du -h "$whl" | cut -f1)"

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Counts the cases a ctest run passed and failed, from its Testing/Temporary/LastTest.log
-(ctest keeps every test's whole output there, whatever it printed to the terminal).
+"""Counts the cases a ctest run passed and failed, from the JUnit file ctest wrote
+(`ctest --output-junit FILE`: every test's verdict and whole output, whatever the terminal showed).
 
-    tests/ctest_counts.py BUILD_DIR   ->   "PASSED FAILED SKIPPED TESTS"
+    tests/ctest_counts.py JUNIT_XML   ->   "PASSED FAILED SKIPPED TESTS"
 
 A test that reports its own cases counts them: Qt Test's "Totals: P passed, F failed, S skipped",
-pytest's "P passed, F failed", a harness's "NAME: P passed, F failed". A test that reports none
-counts as one case. A test ctest failed with no failed case of its own (a crash, a timeout, a
-non-zero exit) counts one failure more; one ctest skipped (gpu_parity without a device, exit 77)
-counts as skipped. TESTS is the number of ctest tests the log holds."""
-import pathlib
+a harness's "NAME: P passed, F failed" (gpu_parity_host), pytest's "P passed, F failed". A test
+that reports none counts as one case. A test ctest failed with no failed case of its own (a
+crash, a timeout, a non-zero exit) counts one failure more; one ctest skipped (gpu_parity without
+a device, exit 77) counts as skipped, neither passed nor failed. TESTS: the ctest tests run.
+ctest keeps only 1 KiB of a passed test's output unless told otherwise: the presets keep 1 MiB
+(maxPassedTestOutputSize), so the summary lines at the end are there to read."""
 import re
 import sys
+import xml.etree.ElementTree as ET
 
 QT = re.compile(r"^Totals: (\d+) passed, (\d+) failed, (\d+) skipped", re.M)
 HARNESS = re.compile(r"^[\w .-]+: (\d+) passed, (\d+) failed", re.M)
+PYTEST = re.compile(r"^(?:=+ )?(?:\d+ (?:passed|failed)).*$", re.M)
 
 
 def cases(output):
@@ -26,30 +29,25 @@ def cases(output):
     if harness:
         p, f = harness[-1]
         return int(p), int(f)
-    lines = [l for l in output.splitlines() if re.match(r"^(=+ )?\d+ (passed|failed)", l)]
-    if lines:
-        last = lines[-1]
-        p = re.search(r"(\d+) passed", last)
-        f = re.search(r"(\d+) failed", last)
-        e = re.search(r"(\d+) errors?", last)
-        return int(p.group(1)) if p else 0, (int(f.group(1)) if f else 0) + (int(e.group(1)) if e else 0)
+    summary = PYTEST.findall(output)
+    if summary:
+        last = summary[-1]
+        num = lambda word: sum(int(n) for n in re.findall(r"(\d+) " + word, last))
+        return num("passed"), num("failed") + num("errors?")
     return None
 
 
 def main():
-    log = pathlib.Path(sys.argv[1]) / "Testing" / "Temporary" / "LastTest.log"
-    text = log.read_text(errors="replace")
     passed = failed = skipped = tests = 0
-    # One block per test: "N/M Test: NAME" ... "Output:" ... "<end of output>" ... the verdict.
-    for block in re.split(r"^\d+/\d+ Testing: ", text, flags=re.M)[1:]:
+    for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
         tests += 1
-        output = block.split("<end of output>")[0]
-        verdict = block.split("<end of output>")[-1]
-        ok = "Test Passed." in verdict
-        if "Test Skipped" in verdict or "***Skipped" in verdict or re.search(r"Test (Not Run|Skipped)", verdict):
+        status = case.get("status", "run")
+        if case.find("skipped") is not None or status in ("notrun", "disabled"):
             skipped += 1
             continue
-        c = cases(output)
+        ok = status == "run" and case.find("failure") is None and case.find("error") is None
+        out = case.find("system-out")
+        c = cases((out.text or "") if out is not None else "")
         if c is None:
             c = (1, 0) if ok else (0, 1)
         p, f = c

@@ -989,7 +989,8 @@ void TestRemote::droppedAndStalledConnectionsAreRetried()
     QVERIFY2(log.size() == 2 && log[0]["stalled"].toBool() && !log[1]["stalled"].toBool(),
              qPrintable(readAll(m_tmp.filePath("proxy.log"))));
     QCOMPARE(log[0]["range"].toString(), log[1]["range"].toString());
-    QVERIFY2(log[1]["t"].toDouble() - log[0]["t"].toDouble() >= 1.9, qPrintable(readAll(m_tmp.filePath("proxy.log"))));
+    QVERIFY2(log[1]["t"].toDouble() - log[0]["t"].toDouble() >= 1.9,
+             qPrintable(readAll(m_tmp.filePath("proxy.log"))));
     fault("");
 }
 
