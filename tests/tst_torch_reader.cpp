@@ -73,8 +73,10 @@ private slots:
         QCOMPARE(doc["tensors"].size(), exp["tensors"].size());
         for (size_t i = 0; i < doc["tensors"].size(); ++i) {
             const auto& j = doc["tensors"][i];
-            const auto it = std::find_if(exp["tensors"].begin(), exp["tensors"].end(),
-                                         [&](const auto& e) { return e["path"] == j["path"]; });
+            const auto it =
+                std::find_if(exp["tensors"].begin(), exp["tensors"].end(), [&](const nlohmann::json& e) {
+                    return e["path"].get<std::string>() == j["path"].get<std::string>();
+                });
             QVERIFY(it != exp["tensors"].end());
             for (const char* field :
                  {"dtype", "shape", "stride", "storage_offset", "storage_nbytes", "requires_grad"})

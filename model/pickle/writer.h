@@ -17,7 +17,9 @@ struct WriteOptions
 {
     // 2 is what torch.save writes; 3+ adds bytes opcodes, 4+ sets and frames are not needed.
     int protocol = 2;
-    size_t maxDepth = 10000; // nesting beyond this is refused rather than overflowing the stack
+    // Nesting beyond this is refused rather than overflowing the stack. Twice what the torch reader
+    // walks (1000, Python's own recursion limit); 10000 overflowed an 8 MiB stack under ASan.
+    size_t maxDepth = 2000;
     // Writes another node in place of a node of the tree (nullptr: keep it), so an edited copy
     // is written without copying the whole graph: slimming swaps tensor rebuild calls and
     // storage ids. Called for every node met, replacements and their children included.
