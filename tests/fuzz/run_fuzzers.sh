@@ -100,7 +100,7 @@ fuzz() {
     return 1
   fi
   echo ok > "$logs/$t.verdict"
-  echo "fuzz_$t: ok, $replayed regression inputs replayed, $(sed -n 's/^stat::number_of_executed_runs: *//p' "$log") runs in ${secs} s"
+  echo "fuzz_$t: ok, $replayed regression inputs replayed, $(sed -n 's/^stat::number_of_executed_units: *//p' "$log") inputs run in ${secs} s"
 }
 export -f seed fuzz
 export tree work crashes logs secs
