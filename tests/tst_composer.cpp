@@ -283,6 +283,14 @@ private slots:
                  ref["files"]["config.json"]["sha256"].get<std::string>());
         for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
             QVERIFY(testutil::readJson(out + "/" + f).is_object());
+        // tokenizer_config.json byte for byte: its model_max_length is int(1e30), which a float
+        // conversion wrote as 1e+30 (issue 36, item 6), and the tokenizer then got a float.
+        std::ifstream tin(out + "/tokenizer_config.json", std::ios::binary);
+        const std::string tok((std::istreambuf_iterator<char>(tin)), std::istreambuf_iterator<char>());
+        QVERIFY2(tok.find("\"model_max_length\": 1000000000000000019884624838656,\n") != std::string::npos,
+                 tok.c_str());
+        QCOMPARE(testutil::sha256Hex(reinterpret_cast<const uint8_t*>(tok.data()), tok.size()),
+                 ref["files"]["tokenizer_config.json"]["sha256"].get<std::string>());
 
         const auto written = ops::anyTensors(out, {});
         auto expected = ref["tensors"];

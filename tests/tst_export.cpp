@@ -1,5 +1,8 @@
 // ckpt export to safetensors: every exportable fixture, values equal to PyTorch's, aliases
 // recorded, unsupported dtypes refused, nothing left behind on failure or cancel.
+#include "layout/family.h"
+#include "ops/analyze.h"
+#include "ops/consolidate.h"
 #include "ops/export.h"
 #include "safetensors/safetensors_file.h"
 #include "testutil.h"
@@ -8,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -65,6 +69,55 @@ private slots:
         }
         QVERIFY(checked > 0 || !exp["exportable"].get<bool>());
         QCOMPARE(r.tensors, st->tensors().size());
+    }
+
+    // A run whose latest tag lost a rank file: opened leniently (as the window and Python open it)
+    // that tag is kept, marked unreadable, with no parameters. Every operation given it refuses
+    // with its reason, naming the missing file, and writes nothing (issue 36, items 1-2: the
+    // window wrote a 40-byte model.safetensors of 0 tensors and said "Wrote 1 file(s)"). The
+    // readable tag beside it still exports.
+    void anUnreadableTagIsRefusedByEveryOperation()
+    {
+        namespace fs = std::filesystem;
+        QTemporaryDir dir;
+        const fs::path run = fs::path(dir.path().toStdString()) / "run";
+        fs::copy(testutil::dataDir() + "/deepspeed/zero2_bf16_w2", run, fs::copy_options::recursive);
+        const fs::path lost = run / "global_step4" / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt";
+        fs::remove(lost);
+        const auto opened = layout::openCheckpoint(run.string());
+        const layout::OpenedTag tag = layout::tagOf(opened, "global_step4");
+        QVERIFY(!tag->unreadable.empty());
+        QVERIFY(tag->params.empty());
+        const std::string out = dir.filePath("out").toStdString();
+        ops::CancelToken cancel;
+        const QString e = testutil::errorOf([&] { ops::consolidate(tag, out, {}, {}, cancel); });
+        QVERIFY2(e.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(e));
+        QVERIFY(!fs::exists(out));
+        ops::AnalyzeOptions stats;
+        const QString s =
+            testutil::errorOf([&] { ops::computeStats(tag, stats, gpu::cpuBackend(), {}, cancel); });
+        QVERIFY2(s.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(s));
+        const layout::OpenedTag good = layout::tagOf(opened, "global_step2");
+        ops::DiffOptions diff;
+        const QString d =
+            testutil::errorOf([&] { ops::computeDiff(good, tag, diff, gpu::cpuBackend(), {}, cancel); });
+        QVERIFY2(d.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(d));
+        QVERIFY(ops::consolidate(good, out, {}, {}, cancel).tensors > 0);
+    }
+
+    // A tag with no model tensors is no model: refused, not written as an empty file.
+    void aTagWithNoTensorsIsNoModel()
+    {
+        const auto opened = layout::openCheckpoint(testutil::dataDir() + "/deepspeed/zero2_bf16_w2");
+        layout::OpenedTag tag = layout::tagOf(opened, "global_step2");
+        ops::ConsolidateOptions opt;
+        opt.ignore = {"*"};
+        QTemporaryDir dir;
+        const std::string out = dir.filePath("out").toStdString();
+        ops::CancelToken cancel;
+        const QString e = testutil::errorOf([&] { ops::consolidate(tag, out, opt, {}, cancel); });
+        QVERIFY2(e.contains("has no tensor to export") && e.contains("global_step2"), qPrintable(e));
+        QVERIFY(!std::filesystem::exists(out));
     }
 
     void tiedWeightsAreEachWritten()

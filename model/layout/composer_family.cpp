@@ -322,7 +322,7 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
             for (const Value* line : content->items)
                 text += torch::asString(line).value_or("");
         else
-            text = torch::pickleToJson(content).dump(2, ' ', false) + "\n";
+            text = torch::pickleToJsonText(content) + "\n"; // integers exact (model_max_length)
         tag.exportFiles.push_back({name, std::move(text)});
     }
 }

@@ -119,6 +119,26 @@ SourceOptions sourceOptions(const ConsolidateOptions& options)
     return so;
 }
 
+// What an export of `in` writes, refused when that is nothing: an "export" of zero tensors wrote
+// a 40-byte model.safetensors that from_pretrained filled with random weights (issue 36). An
+// unreadable tag is refused by tagTensors already, with its reason.
+TensorSet modelToWrite(const layout::OpenedTag& in, const ConsolidateOptions& options)
+{
+    TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
+    if (!set.tensors.empty()) return set;
+    const layout::Tag& tag = *in;
+    std::string why = "tag '" + tag.name + "' has no tensor to export";
+    if (!tag.params.empty())
+        why += ": the filters (--exclude-frozen, --ignore) leave none of its " +
+               std::to_string(tag.params.size()) + " model tensors";
+    else if (!options.all && !tag.otherTensors.empty())
+        why += " as a model (no model tensors; --all writes the " + std::to_string(tag.otherTensors.size()) +
+               " other tensors it holds)";
+    else
+        why += ": it holds no tensors";
+    throw Error(why, tag.dir.empty() ? in.checkpoint->model.root : tag.dir);
+}
+
 // huggingface_hub's splitter, in state-dict order: the tensors of each shard (aliases left out:
 // an alias goes where its target went).
 std::vector<std::vector<size_t>> planShards(const std::vector<SourceTensor>& plan, uint64_t maxShardSize,
@@ -311,7 +331,7 @@ ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::str
             "--overwrite does not combine with --shard or --finalize: the shards of one job share the "
             "folder; remove an earlier output first",
             outDir);
-    const TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
+    const TensorSet set = modelToWrite(in, options);
     const bool st = options.format == ConsolidateOptions::Format::Safetensors;
     const auto shards = planShards(set.tensors, options.maxShardSize, false);
     ShardWriter writer(set.tensors, shards, options, false, progress, cancel);
@@ -392,7 +412,7 @@ ConsolidateResult consolidateOnce(const layout::OpenedTag& in, const std::string
         in.inputs(), outDir, shapeOf(oneFile), existingRule(options),
         [&earlier](const std::string& name) { return earlier.count(name) || isShardName(name); });
     reportNotes(progress, tx.notes());
-    const TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
+    const TensorSet set = modelToWrite(in, options);
     ConsolidateResult result;
     result.tag = set.tag;
     result.warnings = set.warnings;

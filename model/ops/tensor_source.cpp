@@ -270,6 +270,9 @@ uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::Fil
 TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
                      const SourceOptions& options)
 {
+    // A tag whose files could not be read has no parameters: its tensors would be "none" (an
+    // export of nothing, an empty state dict, statistics of nothing), never what it holds.
+    if (!tag.unreadable.empty()) throw Error(tag.unreadable, tag.dir);
     if (!tag.notExportable.empty()) throw Error(tag.notExportable, tag.dir);
     TensorSet set;
     set.label = opened->model.singleFile ? tag.dir : opened->model.root + " (tag " + tag.name + ")";

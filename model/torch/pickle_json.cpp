@@ -94,12 +94,95 @@ nlohmann::ordered_json toJson(const Value* v, int depth, Budget& b)
     }
 }
 
+// A JSON string or number as nlohmann writes it (UTF-8 as is, like ensure_ascii=False).
+template <typename T> std::string scalarText(const T& x)
+{
+    return nlohmann::ordered_json(x).dump(-1, ' ', false);
+}
+
+bool isObject(const Value* v)
+{
+    return v->kind == Kind::Dict ||
+           (v->kind == Kind::Call && (!v->entries.empty() || v->calls("collections", "OrderedDict")));
+}
+
+void writeJsonText(const Value* v, int depth, Budget& b, std::string& out)
+{
+    const std::string pad(size_t(2 * (depth + 1)), ' '), close(size_t(2 * depth), ' ');
+    if (!v || depth > 100 || b.values == 0) {
+        out += toJson(v, depth, b).dump(-1, ' ', false);
+        return;
+    }
+    switch (v->kind) {
+    case Kind::Int:
+        --b.values;
+        out += std::to_string(v->integer);
+        return;
+    case Kind::BigInt:
+        --b.values;
+        out += bigIntToDecimal(v->text);
+        return;
+    case Kind::List:
+    case Kind::Tuple:
+        --b.values;
+        if (v->items.empty()) {
+            out += "[]";
+            return;
+        }
+        out += "[\n";
+        for (size_t i = 0; i < v->items.size(); ++i) {
+            out += pad;
+            if (b.values == 0 || b.textBytes == 0) {
+                out += scalarText(kNotShown) + "\n";
+                break;
+            }
+            writeJsonText(v->items[i], depth + 1, b, out);
+            out += i + 1 < v->items.size() ? ",\n" : "\n";
+        }
+        out += close + "]";
+        return;
+    default:
+        if (!isObject(v)) {
+            out += toJson(v, depth, b).dump(-1, ' ', false); // scalars, strings, and what is no JSON
+            return;
+        }
+        --b.values;
+        if (v->entries.empty()) {
+            out += "{}";
+            return;
+        }
+        out += "{\n";
+        for (size_t i = 0; i < v->entries.size(); ++i) {
+            std::string key = keyText(v->entries[i].first);
+            if (b.values == 0 || key.size() >= b.textBytes) {
+                b.textBytes = 0;
+                out += pad + "\"...\": " + scalarText(kNotShown) + "\n";
+                break;
+            }
+            b.textBytes -= key.size();
+            out += pad + scalarText(key) + ": ";
+            writeJsonText(v->entries[i].second, depth + 1, b, out);
+            out += i + 1 < v->entries.size() ? ",\n" : "\n";
+        }
+        out += close + "}";
+        return;
+    }
+}
+
 } // namespace
 
 nlohmann::ordered_json pickleToJson(const Value* v)
 {
     Budget b;
     return toJson(v, 0, b);
+}
+
+std::string pickleToJsonText(const Value* v)
+{
+    Budget b;
+    std::string out;
+    writeJsonText(v, 0, b, out);
+    return out;
 }
 
 } // namespace ckpt::torch

@@ -288,3 +288,21 @@ def test_numpy_bfloat16_needs_ml_dtypes():
     a = tag.state_dict(dtype="bf16", framework="np")["fc1.weight"]
     assert a.dtype == np.dtype(ml_dtypes.bfloat16)
     assert np.array_equal(a.view(np.uint16), lp["fc1.weight"].view(torch.int16).numpy().view(np.uint16))
+
+
+def test_an_unreadable_tag_raises_instead_of_reading_as_empty(tmp_path):
+    """A run whose latest tag lost a rank file (issue 36, item 2): its keys, state dict, safe_open
+    and load_file raised nothing and gave {}. Each raises the engine's error, naming the file; the
+    readable tag beside it still reads."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "deepspeed" / "zero2_bf16_w2", run)
+    lost = "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    (run / "global_step4" / lost).unlink()
+    with cs.open(run) as ck:
+        tag = ck.tag()
+        assert tag.info.name == "global_step4" and tag.info.unreadable
+        for read in (tag.keys, tag.state_dict, lambda: cs.load_file(run), lambda: cs.safe_open(run, "pt")):
+            with pytest.raises(cs.CheckpointError, match=lost):
+                read()
+        assert len(ck.tag("global_step2").keys()) > 0
