@@ -43,6 +43,10 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     m_tag = new QComboBox(this);
     m_tag->addItems(tags);
     m_tag->setCurrentText(tag);
+    m_tagNote = new QLabel(this);
+    m_tagNote->setWordWrap(true);
+    m_tagNote->setStyleSheet(QStringLiteral("QLabel { color: #b45309; }"));
+    m_tagNote->hide();
     m_format = new QComboBox(this);
     m_format->addItems({QStringLiteral("safetensors"), QStringLiteral("bin")});
     m_dtype = new QComboBox(this);
@@ -72,6 +76,7 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         form->addRow(QString(), m_skipUnsupported);
     } else {
         form->addRow(tr("Tag"), m_tag);
+        form->addRow(QString(), m_tagNote);
         form->addRow(tr("Format"), m_format);
         form->addRow(tr("dtype"), m_dtype);
         form->addRow(tr("Largest shard"), m_shard);
@@ -89,8 +94,10 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     layout->addLayout(form);
     layout->addWidget(m_panel);
     updateTitle();
+    noteTag();
 
     connect(m_tag, &QComboBox::currentTextChanged, this, &ExportDialog::updateTitle);
+    connect(m_tag, &QComboBox::currentTextChanged, this, &ExportDialog::noteTag);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString d = m_singleFile
                               ? QFileDialog::getSaveFileName(this, tr("Output file"), m_output->text(),
@@ -118,6 +125,24 @@ void ExportDialog::updateTitle()
     const QString name = QFileInfo(m_checkpoint).fileName();
     setWindowTitle(m_singleFile ? tr("Export %1 to safetensors").arg(name)
                                 : tr("Export model: %1 of %2").arg(tag(), name));
+}
+
+QString ExportDialog::unreadableReason() const
+{
+    if (m_singleFile || !m_opened) return {};
+    for (const auto& t : m_opened->model.tags)
+        if (QString::fromStdString(t.name) == tag()) return QString::fromStdString(t.unreadable);
+    return {};
+}
+
+// A tag whose files cannot be read has no model to export: said beside the tag, and Export
+// refuses it (the engine would too, naming the file) instead of writing an empty model.
+void ExportDialog::noteTag()
+{
+    const QString why = unreadableReason();
+    m_tagNote->setText(
+        why.isEmpty() ? QString() : tr("This tag cannot be read, so it has no model to export: %1").arg(why));
+    m_tagNote->setVisible(!why.isEmpty());
 }
 
 void ExportDialog::noteWindowShows(const QString& path)
@@ -193,6 +218,11 @@ void ExportDialog::start()
     if (running()) return;
     if (m_output->text().isEmpty()) {
         m_panel->say(tr("Choose an output folder first."));
+        return;
+    }
+    if (const QString why = unreadableReason(); !why.isEmpty()) {
+        m_panel->say(tr("Tag %1 cannot be read: %2 Choose a tag that can be read.").arg(tag(), why));
+        emit finished(false);
         return;
     }
     // The operation's own check, before anything runs (an output on, inside or around the input).

@@ -77,6 +77,10 @@ private:
 
     QString m_checkpoint;
     std::shared_ptr<const layout::OpenedCheckpoint> m_opened; // what the window holds at m_checkpoint
+    // Why the chosen tag cannot be read (the window's opened checkpoint says), or empty.
+    QString unreadableReason() const;
+    void noteTag();
+    QLabel* m_tagNote;
     bool m_singleFile = false;
     ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
     QLabel* m_source;

@@ -597,13 +597,16 @@ ExportDialog* MainWindow::openExportDialog()
         d->show();
         return d;
     }
-    // The tag the user chose in the tree (a tag, or anything inside one); else the latest.
+    // The tag the user chose in the tree (a tag, or anything inside one); else the latest, when it
+    // can be read; else the newest that can (an unreadable tag has no model: issue 36).
     QStringList tags;
-    QString chosen;
+    QString chosen, newestReadable;
     for (const auto& t : s->tags()) {
         tags << QString::fromStdString(t.name);
-        if (t.latest) chosen = QString::fromStdString(t.name);
+        if (t.latest && t.unreadable.empty()) chosen = QString::fromStdString(t.name);
+        if (t.unreadable.empty()) newestReadable = QString::fromStdString(t.name);
     }
+    if (chosen.isEmpty()) chosen = newestReadable;
     const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
     while (n && n->kind != NodeKind::Tag)
         n = n->parent;

@@ -431,6 +431,38 @@ private slots:
         exportBinMatchesZeroToFp32(d, "zero2_bf16_w2", "global_step2");
     }
 
+    // Issue 36 #1: a run whose latest tag lost a rank file. File > Export Model starts from the
+    // newest tag that can be read; the unreadable one, chosen by hand, says why beside the tag and
+    // Export refuses it, writing nothing (it wrote a 40-byte model of 0 tensors, "Wrote 1 file(s)").
+    void exportDialogNeverStartsFromAnUnreadableTag()
+    {
+        QTemporaryDir tmp;
+        const QString run = tmp.filePath("run");
+        std::filesystem::copy(fixture("zero2_bf16_w2"), run.toStdString(),
+                              std::filesystem::copy_options::recursive);
+        QVERIFY(QFile::remove(run + "/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"));
+        app::MainWindow w;
+        w.show();
+        QVERIFY(openAndWait(w, run));
+        w.tree()->setCurrentIndex(w.proxy()->index(0, 0)); // the checkpoint itself: `latest` is global_step4
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(d);
+        QCOMPARE(d->tag(), QStringLiteral("global_step2"));
+        d->setTag(QStringLiteral("global_step4"));
+        QLabel* note = nullptr;
+        for (auto* l : d->findChildren<QLabel*>())
+            if (l->text().contains("cannot be read") && l->text().contains("bf16_zero_pp_rank_1")) note = l;
+        QVERIFY2(note && note->isVisible(), "the dialog does not say the tag cannot be read");
+        const QString out = tmp.filePath("out");
+        d->setOutputFolder(out);
+        QSignalSpy finished(d, &app::ExportDialog::finished);
+        d->start();
+        QVERIFY(finished.count() == 1 || finished.wait(30000));
+        QCOMPARE(finished.first().first().toBool(), false);
+        QVERIFY(!QFileInfo::exists(out));
+        d->close();
+    }
+
     // Issue 21 #2: a dialog left open while the window opens another checkpoint keeps to its
     // own, says so, and writes its own.
     void anOpenExportDialogKeepsToItsCheckpoint()

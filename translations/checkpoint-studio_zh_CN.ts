@@ -76,83 +76,83 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>按用途划分的字节</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="231" />
+        <location filename="../app/bloat_view.cpp" line="238" />
         <source>Storages</source>
         <translation>存储</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="241" />
+        <location filename="../app/bloat_view.cpp" line="248" />
         <source>Select a file, a tag or a checkpoint to see where its bytes go.</source>
         <translation>选择一个文件、标签或检查点，查看其字节的去向。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="249" />
+        <location filename="../app/bloat_view.cpp" line="256" />
         <source>&lt;b&gt;%1&lt;/b&gt;: reading...</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="250" />
-        <location filename="../app/bloat_view.cpp" line="402" />
+        <location filename="../app/bloat_view.cpp" line="257" />
+        <location filename="../app/bloat_view.cpp" line="409" />
         <source>Reading %1</source>
         <translation>正在读取 %1</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="301" />
+        <location filename="../app/bloat_view.cpp" line="307" />
         <source>&lt;b&gt;%1&lt;/b&gt;: cancelled.</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="302" />
+        <location filename="../app/bloat_view.cpp" line="308" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %2</source>
         <translation>&lt;b&gt;%1&lt;/b&gt;：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="347" />
+        <location filename="../app/bloat_view.cpp" line="354" />
         <source>&lt;b&gt;%1&lt;/b&gt;: %n file(s), %2 on disk.</source>
         <translation><numerusform>&lt;b&gt;%1&lt;/b&gt;：%n 个文件，磁盘占用 %2。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="350" />
+        <location filename="../app/bloat_view.cpp" line="357" />
         <source>No torch.save file here: nothing to slim.</source>
         <translation>这里没有 torch.save 文件：无可精简。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="353" />
+        <location filename="../app/bloat_view.cpp" line="360" />
         <source>&lt;span style="color:#d64f45"&gt;&lt;b&gt;%1 wasted&lt;/b&gt;&lt;/span&gt; (%2% of the storage bytes): no tensor view reaches them. Slim writes a copy without them (gaps inside a strided view stay, so that torch.load gives the same strides).</source>
         <translation>&lt;span style="color:#d64f45"&gt;&lt;b&gt;浪费 %1&lt;/b&gt;&lt;/span&gt;（占存储字节的 %2%）：没有任何张量视图用到这些字节。精简会写出不含它们的副本（带步长的视图内部的空隙会保留，以便 torch.load 得到相同的步长）。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="359" />
+        <location filename="../app/bloat_view.cpp" line="366" />
         <source>Nothing wasted: every storage byte is reached by a view.</source>
         <translation>没有浪费：每个存储字节都被某个视图用到。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="374" />
+        <location filename="../app/bloat_view.cpp" line="381" />
         <source>Storages: no torch.save file</source>
         <translation>存储：没有 torch.save 文件</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="389" />
+        <location filename="../app/bloat_view.cpp" line="396" />
         <source>%1 is not a torch.save file: it has no storages.</source>
         <translation>%1 不是 torch.save 文件：没有存储。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="401" />
+        <location filename="../app/bloat_view.cpp" line="408" />
         <source>Storages of %1: reading...</source>
         <translation>%1 的存储：正在读取...</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="416" />
+        <location filename="../app/bloat_view.cpp" line="423" />
         <source>Storages of %1: cancelled.</source>
         <translation>%1 的存储：已取消。</translation>
     </message>
     <message>
-        <location filename="../app/bloat_view.cpp" line="417" />
+        <location filename="../app/bloat_view.cpp" line="424" />
         <source>Storages of %1: %2</source>
         <translation>%1 的存储：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/bloat_view.cpp" line="425" />
+        <location filename="../app/bloat_view.cpp" line="432" />
         <source>Storages of %1: %n storage(s), %2 of %3 wasted</source>
         <translation><numerusform>%1 的存储：%n 个存储，%3 中浪费 %2</numerusform></translation>
     </message>
@@ -841,119 +841,129 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="51" />
+        <location filename="../app/export_dialog.cpp" line="55" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="53" />
+        <location filename="../app/export_dialog.cpp" line="57" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="55" />
+        <location filename="../app/export_dialog.cpp" line="59" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="59" />
+        <location filename="../app/export_dialog.cpp" line="63" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="59" />
+        <location filename="../app/export_dialog.cpp" line="63" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="71" />
-        <location filename="../app/export_dialog.cpp" line="96" />
+        <location filename="../app/export_dialog.cpp" line="75" />
+        <location filename="../app/export_dialog.cpp" line="103" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="74" />
+        <location filename="../app/export_dialog.cpp" line="78" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="75" />
+        <location filename="../app/export_dialog.cpp" line="80" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="76" />
+        <location filename="../app/export_dialog.cpp" line="81" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="77" />
+        <location filename="../app/export_dialog.cpp" line="82" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="79" />
-        <location filename="../app/export_dialog.cpp" line="98" />
+        <location filename="../app/export_dialog.cpp" line="84" />
+        <location filename="../app/export_dialog.cpp" line="105" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="91" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="91" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="97" />
+        <location filename="../app/export_dialog.cpp" line="104" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="119" />
+        <location filename="../app/export_dialog.cpp" line="126" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="120" />
+        <location filename="../app/export_dialog.cpp" line="127" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="129" />
+        <location filename="../app/export_dialog.cpp" line="144" />
+        <source>This tag cannot be read, so it has no model to export: %1</source>
+        <translation>无法读取此标签，因此没有可导出的模型：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="154" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="150" />
+        <location filename="../app/export_dialog.cpp" line="175" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="154" />
+        <location filename="../app/export_dialog.cpp" line="179" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="91" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="195" />
+        <location filename="../app/export_dialog.cpp" line="220" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="220" />
+        <location filename="../app/export_dialog.cpp" line="224" />
+        <source>Tag %1 cannot be read: %2 Choose a tag that can be read.</source>
+        <translation>无法读取标签 %1：%2 请选择一个可以读取的标签。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="250" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="255" />
+        <location filename="../app/export_dialog.cpp" line="285" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1501,52 +1511,52 @@ Still showing %3.</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="805" />
+        <location filename="../app/main_window.cpp" line="808" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="811" />
+        <location filename="../app/main_window.cpp" line="814" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="815" />
+        <location filename="../app/main_window.cpp" line="818" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="825" />
+        <location filename="../app/main_window.cpp" line="828" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="826" />
+        <location filename="../app/main_window.cpp" line="829" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="838" />
+        <location filename="../app/main_window.cpp" line="841" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="839" />
+        <location filename="../app/main_window.cpp" line="842" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="841" />
+        <location filename="../app/main_window.cpp" line="844" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="846" />
+        <location filename="../app/main_window.cpp" line="849" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="848" />
+        <location filename="../app/main_window.cpp" line="851" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1724,129 +1734,129 @@ Still showing %3.</source>
     </message>
     <message>
         <location filename="../app/slim_dialog.cpp" line="104" />
-        <location filename="../app/slim_dialog.cpp" line="137" />
+        <location filename="../app/slim_dialog.cpp" line="141" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
         <location filename="../app/slim_dialog.cpp" line="104" />
-        <location filename="../app/slim_dialog.cpp" line="137" />
+        <location filename="../app/slim_dialog.cpp" line="141" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="107" />
+        <location filename="../app/slim_dialog.cpp" line="108" />
         <source>The input is read from its URL; the copy is written on this computer.</source>
         <translation>从 URL 读取输入；副本写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="116" />
+        <location filename="../app/slim_dialog.cpp" line="117" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="124" />
+        <location filename="../app/slim_dialog.cpp" line="128" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="124" />
+        <location filename="../app/slim_dialog.cpp" line="128" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="156" />
+        <location filename="../app/slim_dialog.cpp" line="160" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="162" />
+        <location filename="../app/slim_dialog.cpp" line="166" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="163" />
+        <location filename="../app/slim_dialog.cpp" line="167" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="177" />
+        <location filename="../app/slim_dialog.cpp" line="181" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="177" />
+        <location filename="../app/slim_dialog.cpp" line="181" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="179" />
+        <location filename="../app/slim_dialog.cpp" line="183" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="124" />
+        <location filename="../app/slim_dialog.cpp" line="128" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="230" />
+        <location filename="../app/slim_dialog.cpp" line="235" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="231" />
+        <location filename="../app/slim_dialog.cpp" line="236" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="233" />
+        <location filename="../app/slim_dialog.cpp" line="238" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="250" />
-        <location filename="../app/slim_dialog.cpp" line="251" />
+        <location filename="../app/slim_dialog.cpp" line="255" />
+        <location filename="../app/slim_dialog.cpp" line="256" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="257" />
+        <location filename="../app/slim_dialog.cpp" line="262" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="285" />
+        <location filename="../app/slim_dialog.cpp" line="290" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="285" />
+        <location filename="../app/slim_dialog.cpp" line="290" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="294" />
+        <location filename="../app/slim_dialog.cpp" line="299" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>
@@ -2299,53 +2309,53 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="43" />
+        <location filename="../app/universal_dialog.cpp" line="42" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="52" />
+        <location filename="../app/universal_dialog.cpp" line="51" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="56" />
+        <location filename="../app/universal_dialog.cpp" line="55" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="60" />
+        <location filename="../app/universal_dialog.cpp" line="59" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="63" />
+        <location filename="../app/universal_dialog.cpp" line="62" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="64" />
-        <location filename="../app/universal_dialog.cpp" line="88" />
+        <location filename="../app/universal_dialog.cpp" line="63" />
+        <location filename="../app/universal_dialog.cpp" line="87" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="69" />
+        <location filename="../app/universal_dialog.cpp" line="68" />
         <source>The tag is read from its URL; the Universal folder is written on this computer.</source>
         <translation>从 URL 读取该标签；Universal 文件夹写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="73" />
+        <location filename="../app/universal_dialog.cpp" line="72" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="76" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="76" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
@@ -2365,7 +2375,7 @@ Click to select it in the tree.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="76" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 TS = pathlib.Path(__file__).resolve().parents[2] / "translations/checkpoint-studio_zh_CN.ts"
 
 ZH = {
+    "This tag cannot be read, so it has no model to export: %1": "无法读取此标签，因此没有可导出的模型：%1",
+    "Tag %1 cannot be read: %2 Choose a tag that can be read.": "无法读取标签 %1：%2 请选择一个可以读取的标签。",
     "Hugging Face Trainer run": "Hugging Face Trainer 训练目录",
     "global step": "全局步数",
     "epoch": "轮次",
