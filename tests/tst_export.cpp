@@ -73,7 +73,7 @@ private slots:
 
     // A run whose latest tag lost a rank file: opened leniently (as the window and Python open it)
     // that tag is kept, marked unreadable, with no parameters. Every operation given it refuses
-    // with its reason, naming the missing file, and writes nothing (issue 36, items 1-2: the
+    // with its reason, naming the tag's folder once, and writes nothing (issue 36, items 1-2: the
     // window wrote a 40-byte model.safetensors of 0 tensors and said "Wrote 1 file(s)"). The
     // readable tag beside it still exports.
     void anUnreadableTagIsRefusedByEveryOperation()
@@ -82,26 +82,28 @@ private slots:
         QTemporaryDir dir;
         const fs::path run = fs::path(dir.path().toStdString()) / "run";
         fs::copy(testutil::dataDir() + "/deepspeed/zero2_bf16_w2", run, fs::copy_options::recursive);
-        const fs::path lost = run / "global_step4" / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt";
-        fs::remove(lost);
+        fs::remove(run / "global_step4" / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt");
         const auto opened = layout::openCheckpoint(run.string());
         const layout::OpenedTag tag = layout::tagOf(opened, "global_step4");
         QVERIFY(!tag->unreadable.empty());
         QVERIFY(tag->params.empty());
         const std::string out = dir.filePath("out").toStdString();
         ops::CancelToken cancel;
+        // DeepSpeed's loader says the same of it: the save did not complete on every rank.
+        const QString why = "optimizer states of rank 1 are missing";
         const QString e = testutil::errorOf([&] { ops::consolidate(tag, out, {}, {}, cancel); });
-        QVERIFY2(e.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(e));
+        QVERIFY2(e.contains(why) && e.count(QString::fromStdString((run / "global_step4").string())) == 1,
+                 qPrintable(e));
         QVERIFY(!fs::exists(out));
         ops::AnalyzeOptions stats;
         const QString s =
             testutil::errorOf([&] { ops::computeStats(tag, stats, gpu::cpuBackend(), {}, cancel); });
-        QVERIFY2(s.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(s));
+        QVERIFY2(s.contains(why), qPrintable(s));
         const layout::OpenedTag good = layout::tagOf(opened, "global_step2");
         ops::DiffOptions diff;
         const QString d =
             testutil::errorOf([&] { ops::computeDiff(good, tag, diff, gpu::cpuBackend(), {}, cancel); });
-        QVERIFY2(d.contains("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"), qPrintable(d));
+        QVERIFY2(d.contains(why), qPrintable(d));
         QVERIFY(ops::consolidate(good, out, {}, {}, cancel).tensors > 0);
     }
 

@@ -265,6 +265,17 @@ uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::Fil
     return available;
 }
 
+// The tag's unreadable reason as the error it was: "FILE: what" (the file in the tag's folder, or
+// the folder itself), so the message names it once and Error::file() is that file.
+Error unreadableTag(const layout::Tag& tag)
+{
+    const std::string& why = tag.unreadable;
+    const size_t colon = why.find(": ");
+    if (!tag.dir.empty() && colon != std::string::npos && why.starts_with(tag.dir))
+        return Error(why.substr(colon + 2), why.substr(0, colon));
+    return Error(why, tag.dir);
+}
+
 } // namespace
 
 TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
@@ -272,7 +283,7 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
 {
     // A tag whose files could not be read has no parameters: its tensors would be "none" (an
     // export of nothing, an empty state dict, statistics of nothing), never what it holds.
-    if (!tag.unreadable.empty()) throw Error(tag.unreadable, tag.dir);
+    if (!tag.unreadable.empty()) throw unreadableTag(tag);
     if (!tag.notExportable.empty()) throw Error(tag.notExportable, tag.dir);
     TensorSet set;
     set.label = opened->model.singleFile ? tag.dir : opened->model.root + " (tag " + tag.name + ")";
