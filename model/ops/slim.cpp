@@ -5,6 +5,7 @@
 #include "compute_backend.h"
 #include "io/output.h"
 #include "io/verified_writer.h"
+#include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
 #include "pickle/writer.h"
@@ -530,6 +531,29 @@ bool isTorchFile(const std::string& path)
 
 } // namespace
 
+namespace {
+
+// A checkpoint folder with a tag that cannot be read (a rank file lost) is damaged: its slimmed
+// copy would be just as damaged and the job would say "done" (issue 36). Refused, naming the tag
+// and why. A folder that is no checkpoint (some .pt files) is slimmed file by file as before.
+void refuseUnreadableTags(const std::string& folder)
+{
+    std::shared_ptr<const layout::OpenedCheckpoint> opened;
+    try {
+        opened = layout::openCheckpoint(folder);
+    } catch (const Error&) {
+        return;
+    }
+    for (const auto& t : opened->model.tags)
+        if (!t.unreadable.empty())
+            throw Error(
+                "tag '" + t.name + "' cannot be read (" + t.unreadable +
+                    "): a slimmed copy would be as incomplete; slim the files that can be read one by one",
+                folder);
+}
+
+} // namespace
+
 SlimResult slim(const std::string& input, const std::string& output, const SlimOptions& options,
                 const ProgressSink& progress, const CancelToken& cancel, const layout::FileSet* parsed)
 {
@@ -548,6 +572,7 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
             input);
     // Dry run or not: the user learns now that OUT would have been refused.
     io::checkOutputOutsideInputs({input}, output);
+    if (folder) refuseUnreadableTags(input);
     std::unique_ptr<io::OutputTransaction> tx;
     if (!options.dryRun) {
         tx = std::make_unique<io::OutputTransaction>(

@@ -292,6 +292,29 @@ run_no_checkpoint() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# An unreadable tag (issue 36): the latest tag lost a rank file. Every write path refuses it with
+# exit 1 and one error line saying what is missing, and writes nothing at all.
+run_unreadable_tag() {
+    local w=$SCRATCH/unreadable rc case line op
+    fresh_small "$w"
+    rm "$w/d/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"
+    for op in "export d OUT" "export d OUT --max-shard-size 100KB" "export d OUT.safetensors" \
+              "universal d OUT --inject-missing-state" "slim d OUT" "stats d" "diff d --tag-b global_step2 d"; do
+        case="unreadable tag: ckpt ${op//OUT/out}"
+        manifest "$w" >"$w.before"
+        # shellcheck disable=SC2086 # the words of $op are the arguments
+        (cd "$w" && timeout -k 2 30 "$CKPT" ${op//OUT/out} -q >/dev/null 2>"$w.err"); rc=$?
+        manifest "$w" >"$w.after"
+        line=$(head -n 1 "$w.err")
+        if [[ $rc != 1 ]]; then fail "$case" "exit $rc, expected 1: $line"
+        elif ! one_error_line "$w.err"; then fail "$case" "$WHY"
+        elif [[ $line != *"rank 1"* ]]; then fail "$case" "does not say what is missing: $line"
+        elif ! cmp -s "$w.before" "$w.after"; then fail "$case" "something was written: $(diff "$w.before" "$w.after" | grep '^[<>]' | head -3 | tr '\n' ' ')"
+        else ok "$case"; fi
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
 # 8. Read-only inputs: permission bits (as an unprivileged user: root ignores them) and a
 # read-only bind mount (binds root too). Every read-only operation behaves as on a writable
 # copy, and nothing in the input changes.
@@ -648,6 +671,7 @@ declare -A REF_OK=() REF_BYTES=()
 section overlap && run_overlap
 section not_regular && run_not_regular
 section no_checkpoint && run_no_checkpoint
+section unreadable_tag && run_unreadable_tag
 section read_only && run_read_only
 if section 'reference|kill|signal|disk_full|race'; then
     if make_inputs; then
