@@ -38,6 +38,7 @@
 #include <QTreeView>
 #include <QValueAxis>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -690,6 +691,38 @@ private slots:
         QVERIFY(w.model()->rowCount() > 0);
         QVERIFY2(w.model()->rowCount() < 48, qPrintable(QString::number(w.model()->rowCount())));
         QVERIFY(w.summaryText().contains(QLatin1String("Cancelled")));
+    }
+
+    // Issue 36 #4: a tag that cannot be read (a rank file lost) is refused, as ckpt diff refuses
+    // it, saying why; not a table of every tensor "only in A" with a note in the status bar.
+    void aTagThatCannotBeReadIsRefused()
+    {
+        QTemporaryDir tmp;
+        const QString run = tmp.filePath("run");
+        std::filesystem::copy(fixture("zero2_bf16_w2"), run.toStdString(),
+                              std::filesystem::copy_options::recursive);
+        QVERIFY(QFile::remove(run + "/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"));
+        app::MainWindow m;
+        QSignalSpy loaded(&m, &app::MainWindow::loaded);
+        m.open(run);
+        QVERIFY(loaded.wait(60000));
+        QVERIFY(loaded.first().first().toBool());
+        app::CompareWindow* w = m.openCompare(run + "/global_step2", run + "/global_step4");
+        QVERIFY(waitFinished(*w));
+        QVERIFY(!w->outcome().ok());
+        QVERIFY2(w->outcome().error.contains("global_step4") &&
+                     w->outcome().error.contains("rank 1 are missing"),
+                 qPrintable(w->outcome().error));
+        QCOMPARE(w->model()->rowCount(), 0);
+        // As the Compare dialog asks: the run itself on both sides, a tag each. Both tags come from
+        // the window's opened checkpoint, where the unreadable one has no parameters: before, every
+        // tensor of A was "only in A".
+        w->start(app::CompareRequest{run, run, QStringLiteral("global_step2"), QStringLiteral("global_step4"),
+                                     false});
+        QVERIFY(waitFinished(*w));
+        QVERIFY(!w->outcome().ok());
+        QVERIFY2(w->outcome().error.contains("rank 1 are missing"), qPrintable(w->outcome().error));
+        QCOMPARE(w->model()->rowCount(), 0);
     }
 
     // Two tags selected in the tree open the window on them, older first.
