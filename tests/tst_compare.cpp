@@ -38,7 +38,6 @@
 #include <QTreeView>
 #include <QValueAxis>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -698,10 +697,8 @@ private slots:
     void aTagThatCannotBeReadIsRefused()
     {
         QTemporaryDir tmp;
-        const QString run = tmp.filePath("run");
-        std::filesystem::copy(fixture("zero2_bf16_w2"), run.toStdString(),
-                              std::filesystem::copy_options::recursive);
-        QVERIFY(QFile::remove(run + "/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"));
+        const QString run =
+            QString::fromStdString(testutil::runWithAnUnreadableLatestTag(tmp.path().toStdString()));
         app::MainWindow m;
         QSignalSpy loaded(&m, &app::MainWindow::loaded);
         m.open(run);

@@ -80,9 +80,7 @@ private slots:
     {
         namespace fs = std::filesystem;
         QTemporaryDir dir;
-        const fs::path run = fs::path(dir.path().toStdString()) / "run";
-        fs::copy(testutil::dataDir() + "/deepspeed/zero2_bf16_w2", run, fs::copy_options::recursive);
-        fs::remove(run / "global_step4" / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt");
+        const fs::path run = testutil::runWithAnUnreadableLatestTag(dir.path().toStdString());
         const auto opened = layout::openCheckpoint(run.string());
         const layout::OpenedTag tag = layout::tagOf(opened, "global_step4");
         QVERIFY(!tag->unreadable.empty());

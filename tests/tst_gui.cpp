@@ -437,10 +437,8 @@ private slots:
     void exportDialogNeverStartsFromAnUnreadableTag()
     {
         QTemporaryDir tmp;
-        const QString run = tmp.filePath("run");
-        std::filesystem::copy(fixture("zero2_bf16_w2"), run.toStdString(),
-                              std::filesystem::copy_options::recursive);
-        QVERIFY(QFile::remove(run + "/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt"));
+        const QString run =
+            QString::fromStdString(testutil::runWithAnUnreadableLatestTag(tmp.path().toStdString()));
         app::MainWindow w;
         w.show();
         QVERIFY(openAndWait(w, run));
