@@ -34,9 +34,10 @@ UniversalDialog::UniversalDialog(const QString& checkpoint, const QString& tag, 
                                  Workspace* workspace)
     : QDialog(parent), m_tag(tag)
 {
-    // The tag folder is what is converted (as ds_to_universal's --input_folder): the Universal
-    // folder may then lie beside it in the checkpoint folder, where DeepSpeed's
-    // load_checkpoint(folder) with load_universal finds it through latest_universal.
+    // The tag folder is what is converted (as ds_to_universal's --input_folder). The Universal
+    // folder is suggested outside the checkpoint (never written into: issue 36), in a folder of
+    // its own beside it, where DeepSpeed's load_checkpoint(that folder) with load_universal finds
+    // it through latest_universal.
     m_input = tagFolder(checkpoint, tag);
 
     setWindowTitle(tr("Convert to Universal checkpoint"));
@@ -111,7 +112,13 @@ QString UniversalDialog::defaultOutput(const QString& tagFolder)
 {
     const QString name = locationName(tagFolder) + QStringLiteral("_universal");
     const std::string at = tagFolder.toStdString();
-    if (!io::isRemotePath(at)) return QDir(QFileInfo(tagFolder).absolutePath()).filePath(name);
+    if (!io::isRemotePath(at)) {
+        // ~/runs/ckpt/global_step2 -> ~/runs/ckpt-universal/global_step2_universal: beside the
+        // checkpoint, not in it (ds_to_universal's default, <checkpoint>/<tag>_universal, writes
+        // into the input, and the folder then opened as a bogus tag of the run).
+        const QFileInfo run(QFileInfo(tagFolder).absolutePath());
+        return QDir(run.absolutePath()).filePath(run.fileName() + QStringLiteral("-universal/") + name);
+    }
     // Outputs are written on this computer: beside a local folder named as the checkpoint's
     // (~/run/global_step2_universal), so latest_universal lands in that folder, not in the
     // home folder, and load_checkpoint(~/run) finds it as it would in the remote one.

@@ -15,6 +15,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <filesystem>
 
 using namespace ckpt;
 
@@ -70,8 +71,9 @@ private slots:
 
         app::UniversalDialog dlg(checkpoint, QStringLiteral("global_step4"));
         QCOMPARE(dlg.input(), checkpoint + QStringLiteral("/global_step4"));
-        // Suggested: beside the tag, where load_checkpoint(checkpoint) with load_universal looks.
-        QCOMPARE(dlg.outputFolder(), checkpoint + QStringLiteral("/global_step4_universal"));
+        // Suggested: outside the checkpoint, in a folder of its own beside it, where
+        // load_checkpoint(that folder) with load_universal looks (issue 36 #3: it was inside).
+        QCOMPARE(dlg.outputFolder(), checkpoint + QStringLiteral("-universal/global_step4_universal"));
         dlg.setOutputFolder(ours);
         QString opened;
         dlg.setOpenResult([&opened](const QString& folder) { opened = folder; });
@@ -97,6 +99,25 @@ private slots:
         QVERIFY(open && !open->isHidden());
         open->click();
         QCOMPARE(opened, ours);
+    }
+
+    // The suggested output, taken as it is, writes nothing into the checkpoint: the run's files
+    // are as before, and the Universal folder and latest_universal lie in <run>-universal.
+    void theSuggestedOutputLiesOutsideTheCheckpoint()
+    {
+        QTemporaryDir tmp;
+        const QString run = tmp.filePath(QStringLiteral("run"));
+        std::filesystem::copy(fixture("zero2_bf16_w2").toStdString(), run.toStdString(),
+                              std::filesystem::copy_options::recursive);
+        const QMap<QString, QByteArray> before = contents(run);
+        app::UniversalDialog dlg(run, QStringLiteral("global_step4"));
+        QCOMPARE(dlg.outputFolder(), tmp.filePath(QStringLiteral("run-universal/global_step4_universal")));
+        QSignalSpy done(&dlg, &app::UniversalDialog::finished);
+        dlg.start();
+        QVERIFY(waitFinished(done));
+        QVERIFY2(done.first().first().toBool(), qPrintable(dlg.outcome().message));
+        QCOMPARE(contents(run), before);
+        QVERIFY(QFileInfo::exists(tmp.filePath(QStringLiteral("run-universal/latest_universal"))));
     }
 
     void refusesOutputInsideTheTag()
