@@ -4,9 +4,11 @@
 # tools/install-deps.sh --check installs nothing: it names what is missing and fails if anything
 # is (test.sh's last step: the test command leaves the machine as it found it).
 set -euo pipefail
-# Real package names only: a virtual one (libqt6charts6-dev, which qt6-charts-dev provides) is never
-# "installed" to dpkg, so every run would ask apt for it again (test.sh checks that none is left).
-need=(cmake ninja-build g++ clang clang-format pkg-config
+# libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes (the asan tree), only a Recommends
+# of clang-14, which --no-install-recommends leaves out. Real package names only: a virtual one
+# (libqt6charts6-dev, which qt6-charts-dev provides) is never "installed" to dpkg, so every run
+# would ask apt for it again (test.sh's last step checks that nothing is missing).
+need=(cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
       qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
       nlohmann-json3-dev libcli11-dev libarchive-dev libxxhash-dev zlib1g-dev
       libcurl4-openssl-dev libssl-dev libexpat1-dev  # remote checkpoints (model/io/remote)
