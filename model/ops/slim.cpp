@@ -535,14 +535,15 @@ namespace {
 
 // A checkpoint folder with a tag that cannot be read (a rank file lost) is damaged: its slimmed
 // copy would be just as damaged and the job would say "done" (issue 36). Refused, naming the tag
-// and why. A folder that is no checkpoint (some .pt files) is slimmed file by file as before.
-void refuseUnreadableTags(const std::string& folder)
+// and why. A folder that is no checkpoint (some .pt files) is slimmed file by file as before
+// (null). The opened checkpoint is returned: its parsed files are not parsed again by the slim.
+std::shared_ptr<const layout::OpenedCheckpoint> checkedCheckpoint(const std::string& folder)
 {
     std::shared_ptr<const layout::OpenedCheckpoint> opened;
     try {
         opened = layout::openCheckpoint(folder);
     } catch (const Error&) {
-        return;
+        return nullptr;
     }
     for (const auto& t : opened->model.tags)
         if (!t.unreadable.empty())
@@ -550,6 +551,7 @@ void refuseUnreadableTags(const std::string& folder)
                 "tag '" + t.name + "' cannot be read (" + t.unreadable +
                     "): a slimmed copy would be as incomplete; slim the files that can be read one by one",
                 folder);
+    return opened;
 }
 
 } // namespace
@@ -572,7 +574,8 @@ SlimResult slim(const std::string& input, const std::string& output, const SlimO
             input);
     // Dry run or not: the user learns now that OUT would have been refused.
     io::checkOutputOutsideInputs({input}, output);
-    if (folder) refuseUnreadableTags(input);
+    const auto checked = folder ? checkedCheckpoint(input) : nullptr;
+    if (!parsed && checked) parsed = checked->files.get();
     std::unique_ptr<io::OutputTransaction> tx;
     if (!options.dryRun) {
         tx = std::make_unique<io::OutputTransaction>(
