@@ -106,9 +106,32 @@ bool isObject(const Value* v)
            (v->kind == Kind::Call && (!v->entries.empty() || v->calls("collections", "OrderedDict")));
 }
 
+// `open`, then the n members on lines of their own one level deeper, then `close` ("[]" or "{}"
+// when empty), as json.dumps(indent=2) lays them out. member(i) writes one after its indent and
+// returns false when the budget ran out (it wrote the note that says so instead): the last line.
+template <typename Member>
+void writeMembers(char open, char close, size_t n, int depth, std::string& out, Member member)
+{
+    out += open;
+    if (n == 0) {
+        out += close;
+        return;
+    }
+    out += '\n';
+    const std::string pad(size_t(2 * (depth + 1)), ' ');
+    for (size_t i = 0; i < n; ++i) {
+        out += pad;
+        if (!member(i)) {
+            out += '\n';
+            break;
+        }
+        out += i + 1 < n ? ",\n" : "\n";
+    }
+    out += std::string(size_t(2 * depth), ' ') + close;
+}
+
 void writeJsonText(const Value* v, int depth, Budget& b, std::string& out)
 {
-    const std::string pad(size_t(2 * (depth + 1)), ' '), close(size_t(2 * depth), ' ');
     if (!v || depth > 100 || b.values == 0) {
         out += toJson(v, depth, b).dump(-1, ' ', false);
         return;
@@ -125,21 +148,14 @@ void writeJsonText(const Value* v, int depth, Budget& b, std::string& out)
     case Kind::List:
     case Kind::Tuple:
         --b.values;
-        if (v->items.empty()) {
-            out += "[]";
-            return;
-        }
-        out += "[\n";
-        for (size_t i = 0; i < v->items.size(); ++i) {
-            out += pad;
+        writeMembers('[', ']', v->items.size(), depth, out, [&](size_t i) {
             if (b.values == 0 || b.textBytes == 0) {
-                out += scalarText(kNotShown) + "\n";
-                break;
+                out += scalarText(kNotShown);
+                return false;
             }
             writeJsonText(v->items[i], depth + 1, b, out);
-            out += i + 1 < v->items.size() ? ",\n" : "\n";
-        }
-        out += close + "]";
+            return true;
+        });
         return;
     default:
         if (!isObject(v)) {
@@ -147,24 +163,18 @@ void writeJsonText(const Value* v, int depth, Budget& b, std::string& out)
             return;
         }
         --b.values;
-        if (v->entries.empty()) {
-            out += "{}";
-            return;
-        }
-        out += "{\n";
-        for (size_t i = 0; i < v->entries.size(); ++i) {
-            std::string key = keyText(v->entries[i].first);
+        writeMembers('{', '}', v->entries.size(), depth, out, [&](size_t i) {
+            const std::string key = keyText(v->entries[i].first);
             if (b.values == 0 || key.size() >= b.textBytes) {
                 b.textBytes = 0;
-                out += pad + "\"...\": " + scalarText(kNotShown) + "\n";
-                break;
+                out += "\"...\": " + scalarText(kNotShown);
+                return false;
             }
             b.textBytes -= key.size();
-            out += pad + scalarText(key) + ": ";
+            out += scalarText(key) + ": ";
             writeJsonText(v->entries[i].second, depth + 1, b, out);
-            out += i + 1 < v->entries.size() ? ",\n" : "\n";
-        }
-        out += close + "}";
+            return true;
+        });
         return;
     }
 }
