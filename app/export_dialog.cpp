@@ -50,7 +50,16 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     m_format = new QComboBox(this);
     m_format->addItems({QStringLiteral("safetensors"), QStringLiteral("bin")});
     m_dtype = new QComboBox(this);
-    m_dtype->addItems({QStringLiteral("fp32"), QStringLiteral("bf16"), QStringLiteral("fp16")});
+    // First: what the family exports when nobody says (fp32 for DeepSpeed, as zero_to_fp32;
+    // as stored for a Hugging Face model, or for a ZeRO-0 tag whose masters cannot be placed):
+    // forcing fp32 here would widen a bf16 model the CLI keeps bf16.
+    m_dtype->addItem(tr("as the checkpoint exports"), QString());
+    for (const char* d : {"fp32", "bf16", "fp16"})
+        m_dtype->addItem(QString::fromLatin1(d), QString::fromLatin1(d));
+    m_dtype->setToolTip(
+        tr("Floating tensors' type in the export. \"As the checkpoint exports\": fp32 for "
+           "DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never "
+           "converted."));
     m_shard = new QLineEdit(QStringLiteral("5GB"), this);
     m_excludeFrozen = new QCheckBox(tr("Leave out frozen parameters"), this);
     m_skipUnsupported =
@@ -240,9 +249,10 @@ void ExportDialog::start()
                      ? ops::ConsolidateOptions::Format::Bin
                      : ops::ConsolidateOptions::Format::Safetensors;
     opt.excludeFrozen = m_excludeFrozen->isChecked();
-    opt.dtype = m_dtype->currentText() == QLatin1String("bf16")   ? torch::DType::BFloat16
-                : m_dtype->currentText() == QLatin1String("fp16") ? torch::DType::Float16
-                                                                  : torch::DType::Float32;
+    if (const QString d = m_dtype->currentData().toString(); !d.isEmpty())
+        opt.dtype = d == QLatin1String("bf16")   ? torch::DType::BFloat16
+                    : d == QLatin1String("fp16") ? torch::DType::Float16
+                                                 : torch::DType::Float32;
     try {
         opt.maxShardSize = ops::parseShardSize(m_shard->text().toStdString());
     } catch (const std::exception&) {

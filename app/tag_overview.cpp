@@ -98,6 +98,7 @@ void TagOverview::setTag(const layout::Tag& tag, const std::vector<layout::Tag>&
         layout::Tag h;
         h.name = t.name, h.dir = t.dir, h.latest = t.latest, h.globalSteps = t.globalSteps;
         h.facts = t.facts, h.files = t.files, h.warnings = t.warnings, h.unreadable = t.unreadable;
+        h.notExportable = t.notExportable;
         return h;
     };
     m_tag = header(tag);
@@ -187,6 +188,11 @@ void TagOverview::render()
     // What the family says of the tag, as it says it (labels translated where they are ours).
     for (const layout::Fact& f : t.facts)
         html += row(factText(f.label, true), factText(f.value, false).toHtmlEscaped());
+    // What the family could not make whole (masters it could not place, a model it cannot
+    // export): beside the counts, so a model of 0 tensors never stands there without its reason.
+    if (!t.notExportable.empty()) html += row(tr("No model to export"), esc(t.notExportable));
+    for (const std::string& w : t.warnings)
+        html += row(tr("Warning"), esc(w));
     const ParameterCounts& c = m_counts;
     html += row(tr("Trainable"),
                 tr("%1 tensors, %2 elements").arg(count(c.trainable), count(c.trainableElements)));

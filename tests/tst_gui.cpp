@@ -44,6 +44,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBrowser>
 #include <QThread>
 #include <QThreadPool>
 #include <QTimer>
@@ -115,16 +116,23 @@ void expectZeroToFp32(const QString& out, const char* fixtureName, const char* t
     }
 }
 
+// Exports through the dialog into `out` as `format`; whether it succeeded (a failure is the test's).
+bool exportThroughDialog(app::ExportDialog* d, const QString& out, const QString& format)
+{
+    d->setOutputFolder(out);
+    d->setFormat(format);
+    QSignalSpy done(d, &app::ExportDialog::finished);
+    d->start();
+    if (!done.wait(60000)) return false;
+    if (!d->outcome().ok) qWarning("export failed: %s", qPrintable(d->outcome().message));
+    return d->outcome().ok;
+}
+
 // Exports through the dialog as .bin into a fresh folder: what zero_to_fp32 wrote for `tag`.
 void exportBinMatchesZeroToFp32(app::ExportDialog* d, const char* fixtureName, const char* tag)
 {
     QTemporaryDir out;
-    d->setOutputFolder(out.path());
-    d->setFormat(QStringLiteral("bin"));
-    QSignalSpy done(d, &app::ExportDialog::finished);
-    d->start();
-    QVERIFY(done.wait(60000));
-    QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
+    QVERIFY(exportThroughDialog(d, out.path(), QStringLiteral("bin")));
     expectZeroToFp32(out.path(), fixtureName, tag, "bin");
 }
 
@@ -458,6 +466,77 @@ private slots:
         QVERIFY(finished.count() == 1 || finished.wait(30000));
         QCOMPARE(finished.first().first().toBool(), false);
         QVERIFY(!QFileInfo::exists(out));
+        d->close();
+    }
+
+    // Issue 36 #3 and #7: a Universal folder converted into the run is a Universal tag there; the
+    // window exports it as zero_to_fp32 exports the tag it came from, int64 buffer included (it
+    // was a ZeRO-0 tag of the copied model file's weights, and the counter came out float32).
+    void aUniversalFolderInsideARunExportsAsTheTagItCameFrom()
+    {
+        QTemporaryDir tmp;
+        const std::string run = tmp.filePath("run").toStdString();
+        std::filesystem::copy(fixture("zero2_bf16_w2"), run, std::filesystem::copy_options::recursive);
+        ops::UniversalOptions o;
+        o.injectMissingState = true;
+        ops::CancelToken cancel;
+        const std::string staged = tmp.filePath("staged/global_step4_universal").toStdString();
+        ops::universal(run, staged, o, {}, cancel);
+        std::filesystem::rename(staged, run + "/global_step4_universal");
+        app::MainWindow w;
+        w.show();
+        QVERIFY(openAndWait(w, QString::fromStdString(run)));
+        QVERIFY(w.select(QStringLiteral("global_step4_universal")));
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(d);
+        QCOMPARE(d->tag(), QStringLiteral("global_step4_universal"));
+        exportBinMatchesZeroToFp32(d, "zero2_bf16_w2", "global_step4");
+        d->close();
+    }
+
+    // Issue 36 #5 in the window: a ZeRO-0 bf16 tag whose masters no order or value can place
+    // (real DeepSpeed, two look-alike LayerNorms in a second group) is no "0 tensors": the
+    // overview says why the masters are not used, and Export writes the module's own bf16 weights
+    // as DeepSpeed's engine held them, saying so.
+    void aZeroStage0TagWithAlikeMastersSaysWhyAndExportsTheModule()
+    {
+        const std::string dir = testutil::dataDir() + "/deepspeed-layouts/zero0_bf16_w2_groups_alike";
+        app::MainWindow w;
+        w.show();
+        QVERIFY(openAndWait(w, QString::fromStdString(dir)));
+        QVERIFY(w.select(QStringLiteral("global_step4")));
+        QCoreApplication::processEvents();
+        bool said = false;
+        for (auto* b : w.findChildren<QTextBrowser*>())
+            said = said ||
+                   (b->isVisible() && b->toPlainText().contains(QStringLiteral("masters are not exported")) &&
+                    b->toPlainText().contains(QStringLiteral("'norm.weight', 'norm2.weight'")));
+        QVERIFY2(said, "the overview does not say why the fp32 masters are not exported");
+        QPointer<app::ExportDialog> d = w.openExportDialog();
+        QVERIFY(d);
+        QCOMPARE(d->tag(), QStringLiteral("global_step4"));
+        QTemporaryDir out;
+        QVERIFY(exportThroughDialog(d, out.path(), QStringLiteral("safetensors")));
+        QVERIFY(d->outcome().warnings.join(' ').contains(QStringLiteral("not exported")));
+        const ops::TensorSet got =
+            ops::fileTensors(out.filePath(QStringLiteral("model.safetensors")).toStdString());
+        const ops::TensorSet held = ops::fileTensors(
+            testutil::dataDir() +
+            "/deepspeed-layouts/expected/zero0_bf16_w2_groups_alike/global_step4.module.safetensors");
+        std::map<std::string, const ops::SourceTensor*> byName;
+        for (const auto& t : got.tensors)
+            byName[t.tensor.name] = &t;
+        QCOMPARE(byName.size() + 1, held.tensors.size()); // the tied head.weight: safetensors keeps one name
+        for (const auto& h : held.tensors) {
+            const auto it = byName.find(h.tensor.name);
+            if (h.tensor.name == "head.weight") continue;
+            QVERIFY2(it != byName.end(), h.tensor.name.c_str());
+            QVERIFY2(it->second->tensor.dtype == h.tensor.dtype, h.tensor.name.c_str());
+            std::vector<uint8_t> a(h.tensor.nbytes), b(it->second->tensor.nbytes);
+            h.tensor.fill(0, a.size(), a.data());
+            it->second->tensor.fill(0, b.size(), b.data());
+            QVERIFY2(a == b, h.tensor.name.c_str());
+        }
         d->close();
     }
 

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 using namespace ckpt;
 using nlohmann::json;
@@ -576,7 +577,9 @@ private slots:
             QVERIFY(!t.convertsToUniversal); // already Universal: the window offers no conversion
             QCOMPARE(t.name, std::string("uni"));
             QVERIFY(t.latest);
-            QCOMPARE(t.params.size(), r.parameters);
+            // The fixtures' two buffers (scale, counter) have no folder in a ZeRO-3 conversion:
+            // they are read from the model file, as DeepSpeed restores them.
+            QCOMPARE(t.params.size(), r.parameters + (t.zeroStage == 3 ? 2u : 0u));
             size_t tied = 0;
             for (const auto& p : t.params) {
                 if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty())
@@ -604,16 +607,115 @@ private slots:
         };
         for (const auto& t : ours.tensors) {
             const auto it = byName.find(t.tensor.name);
-            // Tied aliases (their own copy here, from the model weights) and integer buffers (made
-            // float, as ds_to_universal does) are not the ZeRO tag's values.
-            if (it == byName.end() || !it->second->aliasOf.empty() ||
-                it->second->tensor.dtype != t.tensor.dtype)
-                continue;
+            // Tied aliases have their own copy here, from the model weights. Integer buffers are
+            // compared too: ds_to_universal writes them as floats, the export reads the model
+            // file's original (issue 36 item 7).
+            if (it == byName.end() || !it->second->aliasOf.empty()) continue;
+            QVERIFY2(t.tensor.dtype == it->second->tensor.dtype, t.tensor.name.c_str());
             QCOMPARE(t.tensor.shape, it->second->tensor.shape);
             QVERIFY2(bytesOf(t) == bytesOf(*it->second), t.tensor.name.c_str());
             ++compared;
         }
-        QVERIFY(compared >= 7);
+        QVERIFY(compared >= 8);
+    }
+
+    // Issue 36 item 7: position_ids, a step counter: an int64 buffer stays int64, with the model
+    // file's values, although the Universal folder's fp32.pt holds it as float32.
+    void integerBuffersAreNeverCast()
+    {
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("uni").toStdString();
+        ops::CancelToken cancel;
+        ops::universal(testutil::dataDir() + "/deepspeed/zero2_fp32_w2", out, injected(), {}, cancel);
+        const auto fp32 = torch::TorchFile::open(out + "/zero/counter/fp32.pt");
+        QVERIFY(fp32->tensor("param")->dtype == torch::DType::Float32); // as ds_to_universal writes it
+        for (const auto dtype : {std::optional<torch::DType>{}, std::optional(torch::DType::BFloat16)}) {
+            ops::SourceOptions o;
+            o.dtype = dtype; // --dtype bf16 casts the floats, never the integers
+            const ops::TensorSet set = ops::anyTensors(out, o);
+            const auto counter = std::find_if(set.tensors.begin(), set.tensors.end(),
+                                              [](const auto& t) { return t.tensor.name == "counter"; });
+            QVERIFY(counter != set.tensors.end());
+            QVERIFY(counter->tensor.dtype == torch::DType::Int64);
+            std::vector<int64_t> v(5);
+            QCOMPARE(counter->tensor.nbytes, uint64_t(v.size() * sizeof(int64_t)));
+            counter->tensor.fill(0, counter->tensor.nbytes, reinterpret_cast<uint8_t*>(v.data()));
+            QVERIFY(v == (std::vector<int64_t>{0, 1, 2, 3, 4})); // torch.arange(5), as the fixture made it
+        }
+    }
+
+    // Issue 36 item 3: a Universal folder converted into the run (`<run>/<tag>_universal`, as
+    // DeepSpeed's examples place it) is a Universal tag of that run, never a ZeRO-0 tag of the
+    // copied model file's weights: same tensors as the tag it came from, a diff of 0 differences.
+    void universalFolderInsideARun_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("zero2 fp32") << "deepspeed/zero2_fp32_w2";
+        QTest::newRow("zero3 bf16") << "deepspeed/zero3_bf16_w2";
+        QTest::newRow("zero1 bf16 4 ranks") << "deepspeed/zero1_bf16_w4";
+    }
+
+    void universalFolderInsideARun()
+    {
+        QFETCH(QString, fixture);
+        QTemporaryDir tmp;
+        const std::string run = tmp.filePath("run").toStdString();
+        fs::copy(testutil::dataDir() + "/" + fixture.toStdString(), run, fs::copy_options::recursive);
+        ops::CancelToken cancel;
+        const std::string staged = tmp.filePath("staged/global_step4_universal").toStdString();
+        ops::universal(run, staged, injected(), {}, cancel);
+        fs::rename(staged, run + "/global_step4_universal");
+        fs::rename(tmp.filePath("staged/latest_universal").toStdString(), run + "/latest_universal");
+        const auto c = layout::openCheckpoint(run);
+        QCOMPARE(c->model.family, std::string("deepspeed")); // the run's `latest` names its training tags
+        const layout::Tag* uni = c->model.find("global_step4_universal");
+        QVERIFY(uni);
+        QVERIFY2(uni->unreadable.empty(), uni->unreadable.c_str());
+        QCOMPARE(uni->optimizer, std::string("universal"));
+        QVERIFY(!uni->convertsToUniversal);
+        QCOMPARE(c->model.latest()->name, std::string("global_step4"));
+        // Every tensor the conversion holds (ZeRO-3's has no frozen parameters: ds_to_universal
+        // writes folders for the optimizer's parameters only), buffers from the model file too.
+        std::set<std::string> names;
+        for (const auto& p : uni->params)
+            names.insert(p.name);
+        for (const char* buffer : {"scale", "counter"})
+            QVERIFY2(names.count(buffer), buffer);
+        QVERIFY(names.size() >= 9);
+        ops::SourceOptions a, b;
+        a.tag = "global_step4";
+        b.tag = "global_step4_universal";
+        const ops::TensorSet from = ops::anyTensors(run, a), to = ops::anyTensors(run, b);
+        std::map<std::string, const ops::SourceTensor*> byName;
+        for (const auto& t : from.tensors)
+            byName[t.tensor.name] = &t;
+        size_t same = 0;
+        for (const auto& t : to.tensors) {
+            const auto it = byName.find(t.tensor.name);
+            QVERIFY2(it != byName.end(), t.tensor.name.c_str());
+            if (!it->second->aliasOf.empty() || !t.aliasOf.empty()) continue;
+            QVERIFY2(t.tensor.dtype == it->second->tensor.dtype, t.tensor.name.c_str());
+            QCOMPARE(t.tensor.shape, it->second->tensor.shape);
+            QVERIFY(t.tensor.nbytes > 0);
+            std::vector<uint8_t> x(t.tensor.nbytes), y(t.tensor.nbytes);
+            t.tensor.fill(0, x.size(), x.data());
+            it->second->tensor.fill(0, y.size(), y.data());
+            QVERIFY2(x == y, t.tensor.name.c_str());
+            ++same;
+        }
+        const auto aliases = std::count_if(uni->params.begin(), uni->params.end(),
+                                           [](const auto& p) { return !p.tiedTo.empty(); });
+        QCOMPARE(same + size_t(aliases), names.size()); // all but tied aliases (their targets are compared)
+        // Through the CLI: diff of the two tags finds nothing different.
+        QProcess p;
+        p.start(CKPT_BINARY, {"diff", QString::fromStdString(run + "/global_step4"),
+                              QString::fromStdString(run + "/global_step4_universal"), "--json", "-q"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const json d = json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(d["totals"]["different"].get<int>(), 0);
+        QCOMPARE(d["totals"]["changed"].get<int>(), 0);
+        QVERIFY(d["totals"]["identical"] == d["totals"]["compared"]);
     }
 
     void damagedUniversalFolderIsNamed()

@@ -841,129 +841,139 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="55" />
+        <location filename="../app/export_dialog.cpp" line="63" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="57" />
+        <location filename="../app/export_dialog.cpp" line="65" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="59" />
+        <location filename="../app/export_dialog.cpp" line="67" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="63" />
+        <location filename="../app/export_dialog.cpp" line="71" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="63" />
+        <location filename="../app/export_dialog.cpp" line="71" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="75" />
-        <location filename="../app/export_dialog.cpp" line="103" />
+        <location filename="../app/export_dialog.cpp" line="83" />
+        <location filename="../app/export_dialog.cpp" line="111" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="78" />
+        <location filename="../app/export_dialog.cpp" line="86" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="80" />
+        <location filename="../app/export_dialog.cpp" line="88" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="81" />
+        <location filename="../app/export_dialog.cpp" line="89" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="82" />
+        <location filename="../app/export_dialog.cpp" line="90" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="84" />
-        <location filename="../app/export_dialog.cpp" line="105" />
+        <location filename="../app/export_dialog.cpp" line="92" />
+        <location filename="../app/export_dialog.cpp" line="113" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="91" />
+        <location filename="../app/export_dialog.cpp" line="99" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="91" />
+        <location filename="../app/export_dialog.cpp" line="99" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="104" />
+        <location filename="../app/export_dialog.cpp" line="112" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="126" />
+        <location filename="../app/export_dialog.cpp" line="134" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="127" />
+        <location filename="../app/export_dialog.cpp" line="135" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="144" />
+        <location filename="../app/export_dialog.cpp" line="152" />
         <source>This tag cannot be read, so it has no model to export: %1</source>
         <translation>无法读取此标签，因此没有可导出的模型：%1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="154" />
+        <location filename="../app/export_dialog.cpp" line="162" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="175" />
+        <location filename="../app/export_dialog.cpp" line="183" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="179" />
+        <location filename="../app/export_dialog.cpp" line="187" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="91" />
+        <location filename="../app/export_dialog.cpp" line="99" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="220" />
+        <location filename="../app/export_dialog.cpp" line="56" />
+        <source>as the checkpoint exports</source>
+        <translation>按检查点的默认方式</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="59" />
+        <source>Floating tensors' type in the export. "As the checkpoint exports": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.</source>
+        <translation>导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="228" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="224" />
+        <location filename="../app/export_dialog.cpp" line="232" />
         <source>Tag %1 cannot be read: %2 Choose a tag that can be read.</source>
         <translation>无法读取标签 %1：%2 请选择一个可以读取的标签。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="250" />
+        <location filename="../app/export_dialog.cpp" line="259" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="285" />
+        <location filename="../app/export_dialog.cpp" line="294" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1936,105 +1946,115 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TagOverview</name>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="166" />
+        <location filename="../app/tag_overview.cpp" line="167" />
         <source>&lt;h3&gt;%n tag(s)&lt;/h3&gt;</source>
         <translation><numerusform>&lt;h3&gt;%n 个标签&lt;/h3&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="173" />
+        <location filename="../app/tag_overview.cpp" line="174" />
         <source>cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="174" />
+        <location filename="../app/tag_overview.cpp" line="175" />
         <source>step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="175" />
+        <location filename="../app/tag_overview.cpp" line="176" />
         <source>step unknown</source>
         <translation>步数未知</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="176" />
+        <location filename="../app/tag_overview.cpp" line="177" />
         <source>, %1 in %n file(s)</source>
         <translation><numerusform>，%1，共 %n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="177" />
-        <location filename="../app/tag_overview.cpp" line="181" />
+        <location filename="../app/tag_overview.cpp" line="178" />
+        <location filename="../app/tag_overview.cpp" line="182" />
         <source> (latest)</source>
         <translation>（最新）</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="183" />
+        <location filename="../app/tag_overview.cpp" line="184" />
         <source>Cannot be read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="191" />
+        <location filename="../app/tag_overview.cpp" line="193" />
+        <source>No model to export</source>
+        <translation>没有可导出的模型</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="195" />
+        <source>Warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <location filename="../app/tag_overview.cpp" line="197" />
         <source>Trainable</source>
         <translation>可训练</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="192" />
-        <location filename="../app/tag_overview.cpp" line="193" />
-        <location filename="../app/tag_overview.cpp" line="194" />
+        <location filename="../app/tag_overview.cpp" line="198" />
+        <location filename="../app/tag_overview.cpp" line="199" />
+        <location filename="../app/tag_overview.cpp" line="200" />
         <source>%1 tensors, %2 elements</source>
         <translation>%1 个张量，%2 个元素</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="193" />
+        <location filename="../app/tag_overview.cpp" line="199" />
         <source>Frozen</source>
         <translation>冻结</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="194" />
+        <location filename="../app/tag_overview.cpp" line="200" />
         <source>Buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="195" />
+        <location filename="../app/tag_overview.cpp" line="201" />
         <source>Tied</source>
         <translation>绑定</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="195" />
+        <location filename="../app/tag_overview.cpp" line="201" />
         <source>%n alias(es)</source>
         <translation><numerusform>%n 个别名</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="196" />
+        <location filename="../app/tag_overview.cpp" line="202" />
         <source>Bytes on disk by role</source>
         <translation>按用途统计的磁盘字节数</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="198" />
+        <location filename="../app/tag_overview.cpp" line="204" />
         <source>Reading the files...</source>
         <translation>正在读取文件...</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="200" />
+        <location filename="../app/tag_overview.cpp" line="206" />
         <source>Cannot read</source>
         <translation>无法读取</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="205" />
+        <location filename="../app/tag_overview.cpp" line="211" />
         <source>total</source>
         <translation>合计</translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="207" />
+        <location filename="../app/tag_overview.cpp" line="213" />
         <source>Rank files</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="226" />
+        <location filename="../app/tag_overview.cpp" line="232" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="230" />
+        <location filename="../app/tag_overview.cpp" line="236" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -2309,73 +2329,73 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="42" />
+        <location filename="../app/universal_dialog.cpp" line="43" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="51" />
+        <location filename="../app/universal_dialog.cpp" line="52" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="55" />
+        <location filename="../app/universal_dialog.cpp" line="56" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="59" />
+        <location filename="../app/universal_dialog.cpp" line="60" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="62" />
+        <location filename="../app/universal_dialog.cpp" line="63" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="63" />
-        <location filename="../app/universal_dialog.cpp" line="87" />
+        <location filename="../app/universal_dialog.cpp" line="64" />
+        <location filename="../app/universal_dialog.cpp" line="88" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="68" />
+        <location filename="../app/universal_dialog.cpp" line="69" />
         <source>The tag is read from its URL; the Universal folder is written on this computer.</source>
         <translation>从 URL 读取该标签；Universal 文件夹写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="72" />
+        <location filename="../app/universal_dialog.cpp" line="73" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="76" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="76" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="173" />
+        <location filename="../app/universal_dialog.cpp" line="180" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="182" />
+        <location filename="../app/universal_dialog.cpp" line="189" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="223" />
+        <location filename="../app/universal_dialog.cpp" line="230" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="76" />
+        <location filename="../app/universal_dialog.cpp" line="77" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>

@@ -1,4 +1,5 @@
 #include "layout/deepspeed.h"
+#include "layout/deepspeed/internal.h"
 
 #include "compute_backend.h"
 #include "io/error.h"
@@ -30,7 +31,53 @@ using torch::asString;
 using torch::dictGet;
 using torch::seqAt;
 
+namespace ds {
+
+[[noreturn]] void fail(const std::string& what, const std::string& file)
+{
+    throw Error(what, file);
+}
+
+// The element count of a tensor at a path, or throw naming the file.
+const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
+{
+    const torch::Tensor* t = f.file->tensor(path);
+    if (!t) fail("expected a tensor at '" + path + "'", f.info.path);
+    return *t;
+}
+
+Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
+{
+    return {f.info.path, path, offset, count, tensorAt(f, path).dtype, {}, {}};
+}
+
+// A whole tensor of a file as a parameter.
+Parameter wholeTensor(const OpenFile& f, const std::string& name, const std::string& path,
+                      Parameter::Kind kind)
+{
+    const torch::Tensor& t = tensorAt(f, path);
+    Parameter p;
+    p.name = name;
+    p.kind = kind;
+    p.shape = t.shape;
+    p.dtype = t.dtype;
+    RankSlice s;
+    s.length = t.numel();
+    s.master.push_back(source(f, path, 0, t.numel()));
+    p.slices.push_back(std::move(s));
+    return p;
+}
+
+} // namespace ds
+
 namespace {
+
+using ds::fail;
+using ds::OpenFile;
+using ds::openStageZero;
+using ds::source;
+using ds::tensorAt;
+using ds::wholeTensor;
 
 // Natural order, as zero_to_fp32 sorts: digit runs compare as numbers.
 bool naturalLess(const std::string& a, const std::string& b)
@@ -181,37 +228,12 @@ std::string readLatest(const std::string& root)
     return s;
 }
 
-struct OpenFile
-{
-    RankFile info;
-    std::shared_ptr<const TensorFile> owner; // shared with the FileSet operations read from
-    const torch::TorchFile* file = nullptr;
-};
-
-[[noreturn]] void fail(const std::string& what, const std::string& file)
-{
-    throw Error(what, file);
-}
-
 std::string dtypeOfConfig(const nlohmann::ordered_json& cfg)
 {
     auto enabled = [&](const char* k) {
         return cfg.is_object() && cfg.contains(k) && cfg[k].is_object() && cfg[k].value("enabled", false);
     };
     return enabled("bf16") ? "bf16" : enabled("fp16") ? "fp16" : "fp32";
-}
-
-// The element count of a tensor at a path, or throw naming the file.
-const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
-{
-    const torch::Tensor* t = f.file->tensor(path);
-    if (!t) fail("expected a tensor at '" + path + "'", f.info.path);
-    return *t;
-}
-
-Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
-{
-    return {f.info.path, path, offset, count, tensorAt(f, path).dtype, {}, {}};
 }
 
 // A trainable parameter as param_shapes names it (name -> torch.Size), in flat group `group`.
@@ -791,242 +813,6 @@ void addTiedAliases(Tag& tag, const OpenFile& m0)
         p.tiedTo = target;
         tag.params.push_back(std::move(p));
     }
-}
-
-// ZeRO stage 0 (plain data parallelism): one model file holds the whole model in `module`, and
-// its `optimizer` the non-ZeRO optimizer's state. param_shapes, frozen_param_shapes and
-// shared_params are None, so which module tensor is trainable, frozen or tied has to be read
-// from the module and the optimizer themselves.
-
-std::string shapeText(const std::vector<int64_t>& shape)
-{
-    std::string s;
-    for (int64_t d : shape)
-        s += (s.empty() ? "" : ", ") + std::to_string(d);
-    return "[" + s + "]";
-}
-
-// A module tensor that shares its bytes with an earlier one (a tied weight: state_dict() gives
-// each name its own tensor object over one storage).
-bool sameBytes(const torch::Tensor& a, const torch::Tensor& b)
-{
-    return a.storage >= 0 && a.storage == b.storage && a.storageOffset == b.storageOffset &&
-           a.shape == b.shape && a.stride == b.stride && a.dtype == b.dtype;
-}
-
-// The module's entries that are parameters (buffers out), each with the earlier name it is tied
-// to ("" when none), in module order.
-struct ModuleEntry
-{
-    std::string name;
-    const torch::Tensor* tensor = nullptr;
-    std::string tiedTo;
-};
-
-std::vector<ModuleEntry> moduleParameters(const OpenFile& m0, const std::set<std::string>& buffers)
-{
-    std::vector<ModuleEntry> out;
-    std::map<std::pair<int, int64_t>, size_t> byStorage; // (storage, offset) -> first entry there
-    const Value* module = dictGet(m0.file->root(), "module");
-    for (const auto& [k, v] : module->entries) {
-        const std::string name = asString(k).value_or("");
-        const torch::Tensor* t = m0.file->tensor("module/" + name);
-        if (!t || buffers.count(name)) continue;
-        ModuleEntry e{name, t, {}};
-        if (t->storage >= 0) {
-            const auto [at, first] = byStorage.try_emplace({t->storage, t->storageOffset}, out.size());
-            if (!first && sameBytes(*out[at->second].tensor, *t)) e.tiedTo = out[at->second].name;
-        }
-        out.push_back(std::move(e));
-    }
-    return out;
-}
-
-// The optimizer's per-group parameter shapes: from the fp32 masters (`fp32_groups`, a list per
-// group of per-parameter tensors, FP16_UnfusedOptimizer), else from the torch state's moments
-// (`param_groups[g].params` -> `state[id].exp_avg`). Empty when neither says.
-struct MasterGroups
-{
-    std::vector<std::vector<std::vector<int64_t>>> shapes; // [group][param]
-    std::vector<std::vector<std::string>> paths;           // the master tensors, when saved
-};
-
-MasterGroups optimizerShapes(const OpenFile& m0)
-{
-    MasterGroups g;
-    const Value* groups = m0.file->value("optimizer/fp32_groups");
-    if (groups && groups->kind == Kind::List) {
-        for (size_t i = 0; i < groups->items.size(); ++i) {
-            g.shapes.emplace_back(), g.paths.emplace_back();
-            const Value* group = groups->items[i];
-            for (size_t j = 0; group && j < group->items.size(); ++j) {
-                const std::string path =
-                    "optimizer/fp32_groups/" + std::to_string(i) + "/" + std::to_string(j);
-                g.shapes.back().push_back(tensorAt(m0, path).shape);
-                g.paths.back().push_back(path);
-            }
-        }
-        return g;
-    }
-    const Value* paramGroups = m0.file->value("optimizer/param_groups");
-    if (!paramGroups || paramGroups->kind != Kind::List) return g;
-    for (const Value* pg : paramGroups->items) {
-        g.shapes.emplace_back();
-        const Value* ids = dictGet(pg, "params");
-        for (size_t j = 0; ids && j < ids->items.size(); ++j) {
-            const torch::Tensor* m = m0.file->tensor(
-                "optimizer/state/" + std::to_string(asInt(ids->items[j]).value_or(-1)) + "/exp_avg");
-            if (!m) return {}; // a stateless optimizer (SGD without momentum): nothing to match
-            g.shapes.back().push_back(m->shape);
-        }
-    }
-    return g;
-}
-
-// Matches each group's shapes, in order, to the untied module parameters in module order
-// (torch param groups list parameters as named_parameters() yields them). Returns, per group and
-// parameter, the index into `entries`, or why the match is not certain: a shape that two groups
-// share, or that a parameter the optimizer does not hold (a frozen one) shares with a trained
-// one, could be either.
-std::variant<std::vector<std::vector<size_t>>, std::string>
-matchMasters(const std::vector<ModuleEntry>& entries, const MasterGroups& groups)
-{
-    std::vector<std::vector<size_t>> match;
-    std::vector<bool> used(entries.size(), false);
-    std::map<std::vector<int64_t>, std::set<size_t>> groupsOfShape;
-    for (size_t g = 0; g < groups.shapes.size(); ++g) {
-        match.emplace_back();
-        size_t at = 0;
-        for (const auto& shape : groups.shapes[g]) {
-            while (at < entries.size() &&
-                   (used[at] || !entries[at].tiedTo.empty() || entries[at].tensor->shape != shape))
-                ++at;
-            if (at == entries.size())
-                return "optimizer group " + std::to_string(g) + " holds a parameter of shape " +
-                       shapeText(shape) + " that no module parameter after the group's previous ones has";
-            used[at] = true;
-            match.back().push_back(at++);
-            groupsOfShape[shape].insert(g);
-        }
-    }
-    for (const auto& [shape, gs] : groupsOfShape)
-        if (gs.size() > 1)
-            return "parameters of shape " + shapeText(shape) + " are in more than one optimizer group";
-    for (size_t i = 0; i < entries.size(); ++i)
-        if (!used[i] && entries[i].tiedTo.empty() && groupsOfShape.count(entries[i].tensor->shape))
-            return "'" + entries[i].name + "' is not trained but has the shape " +
-                   shapeText(entries[i].tensor->shape) + " of a trained parameter";
-    return match;
-}
-
-// A whole tensor of a file as a parameter.
-Parameter wholeTensor(const OpenFile& f, const std::string& name, const std::string& path,
-                      Parameter::Kind kind)
-{
-    const torch::Tensor& t = tensorAt(f, path);
-    Parameter p;
-    p.name = name;
-    p.kind = kind;
-    p.shape = t.shape;
-    p.dtype = t.dtype;
-    RankSlice s;
-    s.length = t.numel();
-    s.master.push_back(source(f, path, 0, t.numel()));
-    p.slices.push_back(std::move(s));
-    return p;
-}
-
-void openStageZero(Tag& tag, const OpenFile& m0)
-{
-    tag.zeroStage = 0;
-    tag.worldSize = int(asInt(dictGet(m0.file->root(), "dp_world_size")).value_or(0));
-    const Value* module = dictGet(m0.file->root(), "module");
-    if (!module || module->kind == Kind::None) {
-        tag.optimizer = "none";
-        tag.notExportable = "tag '" + tag.name +
-                            "' has neither ZeRO optimizer states nor weights in the 'module' of " +
-                            m0.info.name;
-        return;
-    }
-    const Value* optimizer = dictGet(m0.file->root(), "optimizer");
-    tag.optimizer = dictGet(optimizer, "fp32_groups")            ? "fp16_unfused"
-                    : dictGet(optimizer, "fp32_groups_flat")     ? "fp16_fused"
-                    : optimizer && optimizer->kind != Kind::None ? "torch"
-                                                                 : "none";
-    std::set<std::string> buffers;
-    if (const Value* names = dictGet(m0.file->root(), "buffer_names"))
-        for (const Value* b : names->items)
-            buffers.insert(asString(b).value_or(""));
-    const std::vector<ModuleEntry> entries = moduleParameters(m0, buffers);
-    const MasterGroups groups = optimizerShapes(m0);
-    const auto matched =
-        groups.shapes.empty()
-            ? decltype(matchMasters(entries, groups))(std::string("no optimizer state names them"))
-            : matchMasters(entries, groups);
-    const auto* match = std::get_if<0>(&matched);
-    if (tag.optimizer == "fp16_fused") {
-        // fp32_groups_flat: one flat tensor per group, not yet cut by parameter
-        tag.notExportable = m0.info.name +
-                            ": the fp32 masters are FP16_Optimizer's flat groups "
-                            "(fp32_groups_flat), which this version does not cut into parameters";
-        return;
-    }
-    if (tag.optimizer == "fp16_unfused" && !match) {
-        tag.notExportable = m0.info.name +
-                            ": which module parameter each fp32 master of FP16_UnfusedOptimizer "
-                            "belongs to is not certain: " +
-                            std::get<1>(matched);
-        return;
-    }
-    // Trained parameters by module index -> their master (fp16_unfused) or "" (the module's own).
-    std::map<size_t, std::pair<int, std::string>> trained;
-    if (match)
-        for (size_t g = 0; g < match->size(); ++g)
-            for (size_t j = 0; j < (*match)[g].size(); ++j)
-                trained[(*match)[g][j]] = {int(g), groups.paths.empty() ? "" : groups.paths[g][j]};
-    else
-        tag.warnings.push_back(m0.info.name +
-                               ": the optimizer's state does not say which parameters are "
-                               "trained (" +
-                               std::get<1>(matched) + "): all are exported as trained");
-    // zero_to_fp32's order: buffers, frozen parameters, trainable ones, tied aliases
-    for (const auto& [k, v] : module->entries)
-        if (const std::string name = asString(k).value_or(""); buffers.count(name))
-            if (m0.file->tensor("module/" + name))
-                tag.params.push_back(wholeTensor(m0, name, "module/" + name, Parameter::Kind::Buffer));
-    for (size_t i = 0; i < entries.size(); ++i)
-        if (match && entries[i].tiedTo.empty() && !trained.count(i))
-            tag.params.push_back(
-                wholeTensor(m0, entries[i].name, "module/" + entries[i].name, Parameter::Kind::Frozen));
-    // the trained ones in the optimizer's order (group by group), as its masters are
-    std::vector<size_t> order;
-    if (match)
-        for (const auto& group : *match)
-            order.insert(order.end(), group.begin(), group.end());
-    else
-        for (size_t i = 0; i < entries.size(); ++i)
-            if (entries[i].tiedTo.empty()) order.push_back(i);
-    for (size_t i : order) {
-        const auto it = trained.find(i);
-        const bool master = it != trained.end() && !it->second.second.empty();
-        Parameter p =
-            wholeTensor(m0, entries[i].name, master ? it->second.second : "module/" + entries[i].name,
-                        Parameter::Kind::Trainable);
-        if (it != trained.end()) p.group = it->second.first;
-        tag.params.push_back(std::move(p));
-    }
-    for (const auto& e : entries)
-        if (!e.tiedTo.empty()) {
-            const auto target = std::find_if(tag.params.begin(), tag.params.end(),
-                                             [&](const Parameter& p) { return p.name == e.tiedTo; });
-            Parameter p;
-            p.name = e.name;
-            p.kind = target->kind;
-            p.shape = target->shape;
-            p.dtype = target->dtype;
-            p.tiedTo = e.tiedTo;
-            tag.params.push_back(std::move(p));
-        }
 }
 
 // Pipeline (PipelineModule) and MoE tags: one consolidated model out of files that each hold a

@@ -1,6 +1,7 @@
 // DeepSpeed ZeRO behind the family interface: the parsing itself is in deepspeed.cpp.
 #include "layout/deepspeed.h"
 #include "layout/families.h"
+#include "layout/universal.h"
 
 namespace ckpt::layout {
 
@@ -26,6 +27,10 @@ public:
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {
         const auto& [name, dir] = list.tags.at(index);
+        // A Universal folder converted into the run (`<run>/<tag>_universal`, as DeepSpeed's own
+        // examples place it) holds a copied model file too, which would read as a ZeRO-0 tag of
+        // the module's weights: it is the Universal family's, and opened as such.
+        if (isUniversalFolder(dir)) return universalFamily().openTag(list, index, files);
         Tag tag = openDeepSpeedTag(dir, name, name == list.latest, &files);
         // Only here, not in openDeepSpeedTag: Composer's per-rank tarballs are DeepSpeed tags too,
         // but their files are archive members, which the conversion does not read.

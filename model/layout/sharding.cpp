@@ -95,31 +95,30 @@ std::vector<std::string> split(const std::string& path)
     return parts;
 }
 
-// Each lane's label: the file's name when that tells the lanes apart, else its path without the
-// folders every lane shares (a Universal folder's files are all fp32.pt: zero/<param>/fp32.pt
-// becomes <param>/fp32.pt).
+// Each lane's label: its path's shortest tail no other lane's path ends in. The file's name where
+// that tells the lanes apart; a Universal folder's files are all fp32.pt, so zero/<param>/fp32.pt
+// is <param>/fp32.pt beside the model file's own name (an integer buffer is read from there).
 std::vector<std::string> laneLabels(const std::vector<std::string>& paths)
 {
-    std::vector<std::string> base;
-    for (const auto& p : paths)
-        base.push_back(split(p).back());
-    if (std::set<std::string>(base.begin(), base.end()).size() == base.size()) return base;
-    std::vector<std::string> common = paths.empty() ? std::vector<std::string>{} : split(paths.front());
-    if (!common.empty()) common.pop_back();
+    std::vector<std::vector<std::string>> parts;
+    size_t depth = 0;
     for (const auto& p : paths) {
-        const auto parts = split(p);
-        size_t n = 0;
-        while (n < common.size() && n + 1 < parts.size() && parts[n] == common[n])
-            ++n;
-        common.resize(n);
+        parts.push_back(split(p));
+        depth = std::max(depth, parts.back().size());
     }
-    std::vector<std::string> out;
-    for (const auto& p : paths) {
-        const auto parts = split(p);
+    auto tail = [&](size_t i, size_t k) {
         std::string label;
-        for (size_t i = common.size(); i < parts.size(); ++i)
-            label += (label.empty() ? "" : "/") + parts[i];
-        out.push_back(label);
+        for (size_t j = parts[i].size() - std::min(k, parts[i].size()); j < parts[i].size(); ++j)
+            label += (label.empty() ? "" : "/") + parts[i][j];
+        return label;
+    };
+    std::vector<std::string> out(paths.size());
+    for (size_t k = 1; k <= depth; ++k) {
+        std::map<std::string, size_t> seen;
+        for (size_t i = 0; i < paths.size(); ++i)
+            ++seen[tail(i, k)];
+        for (size_t i = 0; i < paths.size(); ++i)
+            if (out[i].empty() && (seen[tail(i, k)] == 1 || k == depth)) out[i] = tail(i, k);
     }
     return out;
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace ckpt::layout {
@@ -386,6 +387,48 @@ Parameter readParameter(const std::string& pname, const ModelNames& names, const
     return p;
 }
 
+// The module's own tensor `name` in the model file, as stored; nullptr when it has none with data.
+const torch::Tensor* moduleTensor(const torch::TorchFile& mf, const std::string& name)
+{
+    const torch::Tensor* t = mf.tensor("module/" + name);
+    return t && t->storage >= 0 ? t : nullptr;
+}
+
+// Makes `p` read the model file's tensor `t` (one slice, as stored).
+void readFromModelFile(Parameter& p, const torch::Tensor& t, const std::string& modelFile)
+{
+    p.dtype = t.dtype;
+    p.shape = t.shape;
+    RankSlice s;
+    s.length = t.numel();
+    s.master.push_back({modelFile, t.path, 0, s.length, t.dtype, {}, {}});
+    p.slices.assign(1, std::move(s));
+}
+
+// ds_to_universal writes every tensor of the module as a float fp32.pt, an integer buffer
+// (position_ids, a step counter) too; the model file beside it holds the original, which is what
+// DeepSpeed's load_universal puts back into the module. An export never casts an integer or bool
+// tensor, so such a parameter is read from there, as stored.
+void keepStoredInteger(Parameter& p, const torch::TorchFile& mf, const std::string& modelFile)
+{
+    const torch::Tensor* t = moduleTensor(mf, p.name);
+    if (t && !torch::info(t->dtype).isFloat && t->numel() == p.numel()) readFromModelFile(p, *t, modelFile);
+}
+
+// A buffer with no folder under zero/ (ZeRO-3 conversions write folders only for the optimizer's
+// parameters): DeepSpeed restores it from the module in the model file, and so it is read there.
+std::optional<Parameter> bufferOfTheModule(const std::string& name, const ModelNames& names,
+                                           const torch::TorchFile& mf, const std::string& modelFile)
+{
+    const torch::Tensor* t = names.buffers.count(name) ? moduleTensor(mf, name) : nullptr;
+    if (!t) return std::nullopt;
+    Parameter p;
+    p.name = name;
+    p.kind = Parameter::Kind::Buffer;
+    readFromModelFile(p, *t, modelFile);
+    return p;
+}
+
 // Makes each tied alias point at its target (when that exists with as many elements).
 void applyTiedWeights(std::vector<Parameter>& params, const std::map<std::string, std::string>& tied)
 {
@@ -441,9 +484,15 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
     for (const auto& n : present) // folders no model file names, last, by name
         names.order.push_back(n);
     std::set<std::string> seen;
+    const std::string modelFile = folder.path(first.front());
     for (const std::string& pname : names.order) {
-        if (!present.count(pname) || !seen.insert(pname).second) continue;
+        if (!seen.insert(pname).second) continue;
+        if (!present.count(pname)) {
+            if (auto b = bufferOfTheModule(pname, names, *mf, modelFile)) tag.params.push_back(std::move(*b));
+            continue;
+        }
         tag.params.push_back(readParameter(pname, names, folder, files, tag));
+        keepStoredInteger(tag.params.back(), *mf, modelFile);
     }
     if (tag.params.empty()) throw Error("no parameter folders under zero/", dir);
     applyTiedWeights(tag.params, names.tied);

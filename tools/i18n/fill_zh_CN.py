@@ -10,6 +10,10 @@ import xml.etree.ElementTree as ET
 TS = pathlib.Path(__file__).resolve().parents[2] / "translations/checkpoint-studio_zh_CN.ts"
 
 ZH = {
+    "as the checkpoint exports": "按检查点的默认方式",
+    "Floating tensors' type in the export. \"As the checkpoint exports\": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.": "导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。",
+    "No model to export": "没有可导出的模型",
+    "Warning": "警告",
     "This tag cannot be read, so it has no model to export: %1": "无法读取此标签，因此没有可导出的模型：%1",
     "Tag %1 cannot be read: %2 Choose a tag that can be read.": "无法读取标签 %1：%2 请选择一个可以读取的标签。",
     "Hugging Face Trainer run": "Hugging Face Trainer 训练目录",
