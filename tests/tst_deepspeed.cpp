@@ -204,7 +204,9 @@ private slots:
 
     void domainModel()
     {
-        const auto ck = layout::openDeepSpeed(testutil::dataDir() + "/deepspeed/zero3_bf16_w4_subgroups");
+        const auto opened =
+            layout::openCheckpoint(testutil::dataDir() + "/deepspeed/zero3_bf16_w4_subgroups");
+        const layout::Checkpoint& ck = opened->model;
         QCOMPARE(ck.tags.size(), size_t(2));
         QVERIFY(ck.latest() && ck.latest()->name == "global_step4");
         const layout::Tag& t = *ck.latest();

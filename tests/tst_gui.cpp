@@ -235,7 +235,8 @@ private slots:
         w.filterBox()->setText(QStringLiteral("fc2*"));
         QVERIFY(w.select(QStringLiteral("global_step4/parameters/fc2.bias")));
         QTableWidget* table = w.details()->partitionTable();
-        const auto ck = layout::openDeepSpeed(fixture("zero2_bf16_w4"));
+        const auto opened = layout::openCheckpoint(fixture("zero2_bf16_w4"));
+        const layout::Checkpoint& ck = opened->model;
         const layout::Parameter* p = nullptr;
         for (const auto& q : ck.latest()->params)
             if (q.name == "fc2.bias") p = &q;

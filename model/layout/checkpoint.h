@@ -3,6 +3,8 @@
 // safe to copy across threads.
 #pragma once
 
+#include "io/error.h"
+
 #include "layout/trainer_state.h"
 #include "torch/dtype.h"
 
@@ -152,6 +154,8 @@ struct Tag
     // Non-empty: the tag's files could not be read, and why (naming the file); the tag then has
     // its name and folder and nothing else, and views say this instead of empty facts.
     std::string unreadable;
+    // The same as the Error it was (its file and message apart): what a job on the tag throws.
+    std::optional<Error> unreadableError;
     // A ZeRO 1-3 tag of a DeepSpeed folder, which `ckpt universal` / "Convert to Universal..."
     // take; set by the recognizer that knows, so callers do not test family ids.
     bool convertsToUniversal = false;

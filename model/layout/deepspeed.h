@@ -14,23 +14,9 @@ bool looksLikeDeepSpeed(const std::string& path);
 // What looksLikeDeepSpeed asks for by name in a folder nothing lists: `latest` and rank 0's files.
 std::vector<std::string> deepSpeedNamesAsked();
 
-// The tag folders of a checkpoint root (or the one tag folder given), in natural order, found
-// from file names and `latest` only: nothing is parsed. Throws Error if there are none.
-struct TagFolders
-{
-    std::string root;
-    std::string latest; // what `latest` names, possibly a tag that does not exist
-    std::vector<std::pair<std::string, std::string>> tags; // name, folder
-};
-TagFolders findDeepSpeedTags(const std::string& path);
-
 // What a file in a tag folder is, from its name (role, ranks), and its size. Throws Error
 // naming it when the size cannot be read (the file vanished while the folder was read).
 RankFile classifyTagFile(const std::string& path);
-
-// Opens every tag; a tag that cannot be read is kept with its error as a warning, so one bad
-// save does not hide the others. Throws Error if nothing can be read.
-Checkpoint openDeepSpeed(const std::string& path);
 
 // Opens one tag fully, throwing Error (naming the file) on anything inconsistent: missing or
 // extra rank files, truncated files, files from different saves.

@@ -1,5 +1,6 @@
 // DeepSpeed ZeRO behind the family interface: the parsing itself is in deepspeed.cpp.
 #include "layout/deepspeed.h"
+#include "layout/deepspeed/internal.h"
 #include "layout/families.h"
 #include "layout/universal.h"
 
@@ -19,11 +20,7 @@ public:
     }
     std::vector<std::string> namesAsked() const override { return deepSpeedNamesAsked(); }
     bool match(const std::string& path) const override { return looksLikeDeepSpeed(path); }
-    TagList listTags(const std::string& path) const override
-    {
-        const TagFolders f = findDeepSpeedTags(path);
-        return {f.root, f.latest, f.tags, {}, {}};
-    }
+    TagList listTags(const std::string& path) const override { return ds::findDeepSpeedTags(path); }
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override
     {
         const auto& [name, dir] = list.tags.at(index);

@@ -194,6 +194,7 @@ std::shared_ptr<const OpenedCheckpoint> openCheckpoint(const std::string& path, 
             t.dir = dir;
             t.latest = name == list.latest;
             t.unreadable = e.what();
+            t.unreadableError = e;
             t.warnings.push_back(std::string("cannot be read: ") + e.what());
             c->model.warnings.push_back("tag " + name + ": " + e.what());
             c->model.tags.push_back(std::move(t));

@@ -265,15 +265,11 @@ uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::Fil
     return available;
 }
 
-// The tag's unreadable reason as the error it was: "FILE: what" (the file in the tag's folder, or
-// the folder itself), so the message names it once and Error::file() is that file.
+// The tag's unreadable reason as the error it was (naming the file), or else naming the tag's
+// folder: the message names the file once, and Error::file() is that file.
 Error unreadableTag(const layout::Tag& tag)
 {
-    const std::string& why = tag.unreadable;
-    const size_t colon = why.find(": ");
-    if (!tag.dir.empty() && colon != std::string::npos && why.starts_with(tag.dir))
-        return Error(why.substr(colon + 2), why.substr(0, colon));
-    return Error(why, tag.dir);
+    return tag.unreadableError ? *tag.unreadableError : Error(tag.unreadable, tag.dir);
 }
 
 } // namespace

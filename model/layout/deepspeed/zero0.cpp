@@ -16,12 +16,6 @@
 
 namespace ckpt::layout::ds {
 
-using pickle::Kind;
-using pickle::Value;
-using torch::asInt;
-using torch::asString;
-using torch::dictGet;
-
 namespace {
 
 // param_shapes, frozen_param_shapes and shared_params are None at stage 0, so which module
@@ -120,7 +114,8 @@ constexpr size_t kByValue = size_t(-1); // placed by value, not by order
 // (torch param groups list parameters as named_parameters() yields them). Masters of a shape in
 // `byValue` are left kByValue, and module entries of those shapes are not taken. Returns why the
 // order cannot say when it cannot.
-std::variant<Match, std::string> matchInOrder(const std::vector<ModuleEntry>& entries, const MasterGroups& groups,
+std::variant<Match, std::string> matchInOrder(const std::vector<ModuleEntry>& entries,
+                                              const MasterGroups& groups,
                                               const std::set<std::vector<int64_t>>& byValue)
 {
     Match match;
@@ -227,7 +222,8 @@ std::optional<std::string> matchByValue(Match& match, const std::vector<ModuleEn
             Master m{g, j, {}, {}, {}};
             const torch::Tensor& t = tensorAt(m0, groups.paths[g][j]);
             const auto bytes = t.dtype == torch::DType::Float32 ? tensorBytes(m0, t, m.holder) : std::nullopt;
-            if (!bytes) return "the fp32 master " + groups.paths[g][j] + " is not a contiguous float32 tensor";
+            if (!bytes)
+                return "the fp32 master " + groups.paths[g][j] + " is not a contiguous float32 tensor";
             m.bytes = *bytes;
             for (size_t i = 0; i < entries.size(); ++i) {
                 const torch::Tensor& e = *entries[i].tensor;
@@ -243,8 +239,8 @@ std::optional<std::string> matchByValue(Match& match, const std::vector<ModuleEn
                 if (roundsTo(m.bytes, it->second.first, *to)) m.candidates.insert(i);
             }
             if (m.candidates.empty())
-                return "the fp32 master " + groups.paths[g][j] + " rounds to no module parameter of its shape " +
-                       shapeText(t.shape);
+                return "the fp32 master " + groups.paths[g][j] +
+                       " rounds to no module parameter of its shape " + shapeText(t.shape);
             masters.push_back(std::move(m));
         }
     // A master with one candidate owns it; that may leave others with one.
@@ -264,15 +260,18 @@ std::optional<std::string> matchByValue(Match& match, const std::vector<ModuleEn
         alike[m.candidates].push_back(&m);
     }
     for (auto& [candidates, ms] : alike) {
-        const auto sameAsFirst = [&](const Master* m) {
-            return m->bytes.size() == ms.front()->bytes.size() &&
-                   std::memcmp(m->bytes.data(), ms.front()->bytes.data(), m->bytes.size()) == 0;
+        const io::ByteSpan first = ms.front()->bytes; // (clang: no structured binding in a lambda)
+        const auto sameAsFirst = [first](const Master* m) {
+            return m->bytes.size() == first.size() &&
+                   std::memcmp(m->bytes.data(), first.data(), first.size()) == 0;
         };
-        if (ms.size() > 1 && (ms.size() != candidates.size() || !std::all_of(ms.begin(), ms.end(), sameAsFirst))) {
+        if (ms.size() > 1 &&
+            (ms.size() != candidates.size() || !std::all_of(ms.begin(), ms.end(), sameAsFirst))) {
             std::string names;
             for (size_t i : candidates)
                 names += (names.empty() ? "'" : ", '") + entries[i].name + "'";
-            return names + " hold the same " + std::string(torch::name(entries[*candidates.begin()].tensor->dtype)) +
+            return names + " hold the same " +
+                   std::string(torch::name(entries[*candidates.begin()].tensor->dtype)) +
                    " values, and their fp32 masters differ: no master says which is whose";
         }
         auto next = candidates.begin();
@@ -285,8 +284,8 @@ std::optional<std::string> matchByValue(Match& match, const std::vector<ModuleEn
 // Which module parameter each master belongs to, per group and parameter, or why that is not
 // certain. The order of the groups says it where every shape's masters lie in one group and no
 // frozen parameter shares their shape; the rest are placed by value, when the masters were saved.
-std::variant<Match, std::string> matchMasters(const std::vector<ModuleEntry>& entries, const MasterGroups& groups,
-                                              const OpenFile& m0)
+std::variant<Match, std::string> matchMasters(const std::vector<ModuleEntry>& entries,
+                                              const MasterGroups& groups, const OpenFile& m0)
 {
     const auto unsure = shapesOrderCannotPlace(entries, groups);
     std::set<std::vector<int64_t>> byValue;
