@@ -94,7 +94,8 @@ public:
                 s.rank = r;
                 s.paramOffset = at;
                 s.length = mine->numel();
-                s.master.push_back({t.files[size_t(r)].path, info.name, 0, s.length, info.dtype, {}, {}});
+                s.master.push_back(
+                    layout::Source::flat(t.files[size_t(r)].path, info.name, 0, s.length, info.dtype));
                 at += s.length;
                 p.slices.push_back(std::move(s));
             }

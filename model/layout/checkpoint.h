@@ -70,8 +70,10 @@ private:
 // a path, or the id a recognizer gave an archive member or a span of a shard file).
 // Flat: `count` elements from logical element `offset` of that tensor; concatenated in order,
 // a parameter's flat sources give the parameter (partitions of ZeRO, whole tensors of a file).
-// N-d chunk (`chunkOffsets` non-empty): that whole tensor is the block of the parameter with
-// these per-dimension offsets and the source tensor's shape (DCP shards, any sharded dimension).
+// N-d chunk (`chunkOffsets` non-empty): a block of the parameter, at these per-dimension
+// offsets and of shape `chunkShape`, filled from the stored tensor: the whole stored tensor (DCP
+// shards, any sharded dimension), or, with `regionStrides`, a region of it (one layer of a
+// stacked `layers.*` tensor, the q rows of a fused QKV, one expert of a grouped tensor).
 struct Source
 {
     SharedText file;
@@ -81,6 +83,38 @@ struct Source
     torch::DType dtype = torch::DType::Float32; // as stored: moments need not be fp32
     std::vector<int64_t> chunkOffsets;
     std::vector<int64_t> chunkShape;
+    // The region: chunk element (i0, i1, ...) is the stored tensor's element regionOffset +
+    // sum(ik * regionStrides[k]), counted in its logical (row-major) order, whatever its layout
+    // on disk. Rows are read whole: the last stride is 1. Empty: the whole tensor, row-major.
+    std::vector<int64_t> regionStrides;
+    int64_t regionOffset = 0;
+
+    // `count` elements from logical element `offset` of the tensor at `tensorPath` in `file`.
+    static Source flat(SharedText file, SharedText tensorPath, uint64_t offset, uint64_t count,
+                       torch::DType dtype)
+    {
+        Source s;
+        s.file = std::move(file), s.tensorPath = std::move(tensorPath);
+        s.offset = offset, s.count = count, s.dtype = dtype;
+        return s;
+    }
+    // The whole tensor at `tensorPath`, the block of the parameter at `offsets` of shape `shape`.
+    static Source chunk(SharedText file, SharedText tensorPath, torch::DType dtype,
+                        std::vector<int64_t> offsets, std::vector<int64_t> shape)
+    {
+        Source s = flat(std::move(file), std::move(tensorPath), 0, 0, dtype);
+        s.chunkOffsets = std::move(offsets), s.chunkShape = std::move(shape);
+        return s;
+    }
+    // A region of that tensor as the block (see regionStrides).
+    static Source region(SharedText file, SharedText tensorPath, torch::DType dtype,
+                         std::vector<int64_t> offsets, std::vector<int64_t> shape, int64_t regionOffset,
+                         std::vector<int64_t> regionStrides)
+    {
+        Source s = chunk(std::move(file), std::move(tensorPath), dtype, std::move(offsets), std::move(shape));
+        s.regionOffset = regionOffset, s.regionStrides = std::move(regionStrides);
+        return s;
+    }
 };
 
 // One rank's share of a parameter.

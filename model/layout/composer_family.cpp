@@ -355,7 +355,7 @@ void fillFromStates(Tag& tag, const torch::TorchFile& f, const std::string& id)
         } else {
             RankSlice s;
             s.length = p.numel();
-            s.master.push_back({id, t.path, 0, s.length, t.dtype, {}, {}});
+            s.master.push_back(Source::flat(id, t.path, 0, s.length, t.dtype));
             p.slices.push_back(std::move(s));
         }
         (t.path.starts_with(modelPrefix) ? tag.params : tag.otherTensors).push_back(std::move(p));

@@ -229,9 +229,9 @@ public:
                 }
                 // A whole tensor (a replicated one, a 0-d step) reads flat, in place.
                 if (whole)
-                    s.master.push_back({id, "", 0, numel, e.dtype, {}, {}});
+                    s.master.push_back(Source::flat(id, "", 0, numel, e.dtype));
                 else
-                    s.master.push_back({id, "", 0, s.length, e.dtype, c.offsets, c.sizes});
+                    s.master.push_back(Source::chunk(id, "", e.dtype, c.offsets, c.sizes));
                 p.slices.push_back(std::move(s));
             }
             (model ? tag.params : tag.otherTensors).push_back(std::move(p));
@@ -334,7 +334,7 @@ private:
             RankSlice s;
             s.rank = rankOf(e.item.file);
             s.length = p.numel();
-            s.master.push_back({id, t.path, 0, s.length, t.dtype, {}, {}});
+            s.master.push_back(Source::flat(id, t.path, 0, s.length, t.dtype));
             p.slices.push_back(std::move(s));
             tag.otherTensors.push_back(std::move(p));
         }

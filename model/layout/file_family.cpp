@@ -20,7 +20,7 @@ Parameter wholeTensor(const std::string& file, const std::string& name, torch::D
     p.shape = shape;
     RankSlice s;
     s.length = p.numel();
-    s.master.push_back({file, name, 0, s.length, dtype, {}, {}});
+    s.master.push_back(Source::flat(file, name, 0, s.length, dtype));
     p.slices.push_back(std::move(s));
     return p;
 }

@@ -388,7 +388,7 @@ private:
             p.shape = x->shape;
         }
         s.length = p.numel();
-        s.master.push_back({f.path(), name, 0, s.length, p.dtype, {}, {}});
+        s.master.push_back(Source::flat(f.path(), name, 0, s.length, p.dtype));
         p.slices.push_back(std::move(s));
         return p;
     }

@@ -347,7 +347,7 @@ bool readMoments(const std::string& pname, const torch::Tensor& t, RankSlice& s,
             throw Error("holds " + std::to_string(st.numel()) + " elements, fp32.pt beside it " +
                             std::to_string(t.numel()),
                         sp);
-        s.states.push_back({state, {{sp, st.path, 0, st.numel(), st.dtype, {}, {}}}});
+        s.states.push_back({state, {Source::flat(sp, st.path, 0, st.numel(), st.dtype)}});
         moments = true;
     }
     return moments;
@@ -377,7 +377,7 @@ Parameter readParameter(const std::string& pname, const ModelNames& names, const
     }
     RankSlice s;
     s.length = t.numel();
-    s.master.push_back({fp32, t.path, 0, s.length, t.dtype, {}, {}});
+    s.master.push_back(Source::flat(fp32, t.path, 0, s.length, t.dtype));
     const bool moments = readMoments(pname, t, s, folder, files, tag);
     if (folder.has(stateFile(pname, "step"))) addFile(tag, folder, stateFile(pname, "step"), FileRole::Other);
     p.kind = moments                      ? Parameter::Kind::Trainable
@@ -401,7 +401,7 @@ void readFromModelFile(Parameter& p, const torch::Tensor& t, const std::string& 
     p.shape = t.shape;
     RankSlice s;
     s.length = t.numel();
-    s.master.push_back({modelFile, t.path, 0, s.length, t.dtype, {}, {}});
+    s.master.push_back(Source::flat(modelFile, t.path, 0, s.length, t.dtype));
     p.slices.assign(1, std::move(s));
 }
 

@@ -78,6 +78,18 @@ struct Reader
         std::string tensorPath;
         uint64_t offset, count;                        // flat
         std::vector<int64_t> chunkOffsets, chunkShape; // N-d chunk
+        std::vector<int64_t> regionStrides;            // the chunk is a region of the stored tensor
+        int64_t regionOffset = 0;
+
+        // The stored tensor's logical element where row `r` of the chunk starts.
+        uint64_t rowStart(uint64_t r, const std::vector<int64_t>& idx) const
+        {
+            if (regionStrides.empty()) return r * uint64_t(chunkShape.empty() ? 1 : chunkShape.back());
+            int64_t at = regionOffset;
+            for (size_t i = 0; i < idx.size(); ++i)
+                at += idx[i] * regionStrides[i];
+            return uint64_t(at);
+        }
     };
     std::vector<Piece> pieces;
     std::vector<int64_t> shape; // of the parameter
@@ -201,7 +213,7 @@ struct Reader
                 const uint64_t lo = std::max(at, first), hi = std::min(at + uint64_t(rowLen), end);
                 if (lo < hi) {
                     if (!bytes) bytes = p.file->bytes(p.tensorPath);
-                    copy(p, *bytes, r * uint64_t(rowLen) + (lo - at), hi - lo, dst + (lo - first) * ts,
+                    copy(p, *bytes, p.rowStart(r, idx) + (lo - at), hi - lo, dst + (lo - first) * ts,
                          staging);
                 }
                 for (size_t i = idx.size(); i-- > 0;) { // next row, row-major
@@ -229,6 +241,32 @@ bool ignored(const std::string& path, const std::vector<std::string>& globs)
 
 namespace {
 
+// A region of a stored tensor (Source::regionStrides) lies inside it, one stride per dimension of
+// the chunk, rows whole: else a recognizer's mistake would read another tensor's bytes.
+void checkRegion(const layout::Source& src, const layout::TensorFile& f, const std::string& param)
+{
+    const auto fail = [&](const std::string& what) {
+        throw Error("the region of '" + std::string(src.tensorPath) + "' read for '" + param + "' " + what,
+                    src.file);
+    };
+    if (src.chunkOffsets.empty() || src.regionStrides.size() != src.chunkShape.size())
+        fail("has no stride for each dimension of its chunk");
+    if (!src.chunkShape.empty() && src.chunkShape.back() > 1 && src.regionStrides.back() != 1)
+        fail("does not read whole rows (its last stride is not 1)");
+    uint64_t stored = 1;
+    for (int64_t d : f.bytes(src.tensorPath, false).shape)
+        stored *= uint64_t(d);
+    int64_t lo = src.regionOffset, hi = src.regionOffset;
+    for (size_t i = 0; i < src.chunkShape.size(); ++i) {
+        if (src.chunkShape[i] == 0) return; // an empty chunk reads nothing
+        const int64_t reach = (src.chunkShape[i] - 1) * src.regionStrides[i];
+        (reach < 0 ? lo : hi) += reach;
+    }
+    if (lo < 0 || uint64_t(hi) >= stored)
+        fail("lies outside it (elements " + std::to_string(lo) + ".." + std::to_string(hi) + " of " +
+             std::to_string(stored) + ")");
+}
+
 // The parameter's sources as the reader's pieces (each file asked of the FileSet once, held as
 // long as the set); returns how many elements they hold.
 uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::FileSet& files,
@@ -244,7 +282,15 @@ uint64_t addPieces(Reader& reader, const layout::Parameter& p, const layout::Fil
             const layout::TensorFile& f = *kept->second;
             if (!f.has(src.tensorPath)) throw Error("tensor '" + src.tensorPath + "' vanished", src.file);
             reader.from = f.dtypeOf(src.tensorPath);
-            Reader::Piece piece{&f, src.tensorPath, src.offset, src.count, src.chunkOffsets, src.chunkShape};
+            Reader::Piece piece{&f,
+                                src.tensorPath,
+                                src.offset,
+                                src.count,
+                                src.chunkOffsets,
+                                src.chunkShape,
+                                src.regionStrides,
+                                src.regionOffset};
+            if (!src.regionStrides.empty()) checkRegion(src, f, p.name);
             if (src.chunkOffsets.empty()) {
                 available += src.count;
             } else {

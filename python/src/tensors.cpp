@@ -92,7 +92,7 @@ std::optional<layout::Parameter> stepOf(const layout::OpenedTag& in, const layou
         step.dtype = f->dtypeOf(path);
         layout::RankSlice r;
         r.length = 1;
-        r.master.push_back({file, path, 0, 1, step.dtype, {}, {}});
+        r.master.push_back(layout::Source::flat(file, path, 0, 1, step.dtype));
         step.slices.push_back(std::move(r));
         return step;
     }

@@ -26,7 +26,6 @@
 
 namespace ckpt::layout::ds {
 
-
 [[noreturn]] void fail(const std::string& what, const std::string& file)
 {
     throw Error(what, file);
@@ -42,7 +41,7 @@ const torch::Tensor& tensorAt(const OpenFile& f, const std::string& path)
 
 Source source(const OpenFile& f, const std::string& path, uint64_t offset, uint64_t count)
 {
-    return {f.info.path, path, offset, count, tensorAt(f, path).dtype, {}, {}};
+    return Source::flat(f.info.path, path, offset, count, tensorAt(f, path).dtype);
 }
 
 // A whole tensor of a file as a parameter.
@@ -61,7 +60,6 @@ Parameter wholeTensor(const OpenFile& f, const std::string& name, const std::str
     p.slices.push_back(std::move(s));
     return p;
 }
-
 
 std::string dtypeOfConfig(const nlohmann::ordered_json& cfg)
 {

@@ -260,7 +260,7 @@ void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trai
                     s.rank = m.info.dpRank;
                     s.paramOffset = got;
                     s.length = std::min<uint64_t>(it->second.numel, n - got);
-                    s.master.push_back({m.info.path, path, 0, s.length, it->second.dtype, {}, {}});
+                    s.master.push_back(Source::flat(m.info.path, path, 0, s.length, it->second.dtype));
                     got += s.length;
                     p.slices.push_back(std::move(s));
                 }
