@@ -72,7 +72,8 @@ void appendRows(std::vector<float>& out, const std::vector<float>& p, int64_t co
 }
 
 // What tensor-parallel rank `r` stores, as Megatron lays it out.
-std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rankTensors(const Model& m, int64_t r)
+std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rankTensors(const Model& m,
+                                                                                       int64_t r)
 {
     const int64_t h = kHidden / kTp, f = kFfn / kTp, v = kVocab / kTp;
     std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> out;
@@ -85,12 +86,14 @@ std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rankT
     fc2.first = {kLayers, kHidden, f};
     norm.first = {kLayers, kHidden};
     for (int64_t l = 0; l < kLayers; ++l) {
-        for (const char* part : {"attn.q.weight", "attn.k.weight", "attn.v.weight"}) // fused, this rank's rows
+        for (const char* part :
+             {"attn.q.weight", "attn.k.weight", "attn.v.weight"}) // fused, this rank's rows
             appendRows(qkv.second, m.at(layer(l, part)), kHidden, r * h, h);
         appendRows(fc1.second, m.at(layer(l, "fc1.weight")), kHidden, r * f, f);
         const auto& w2 = m.at(layer(l, "fc2.weight")); // this rank's columns
         for (int64_t row = 0; row < kHidden; ++row)
-            fc2.second.insert(fc2.second.end(), w2.begin() + row * kFfn + r * f, w2.begin() + row * kFfn + (r + 1) * f);
+            fc2.second.insert(fc2.second.end(), w2.begin() + row * kFfn + r * f,
+                              w2.begin() + row * kFfn + (r + 1) * f);
         const auto& n = m.at(layer(l, "norm.weight"));
         norm.second.insert(norm.second.end(), n.begin(), n.end());
     }
@@ -102,7 +105,8 @@ std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> rankT
 
 void writeTag(const std::string& dir, const Model& m, int64_t layersSaid = kLayers)
 {
-    io::OutputTransaction tx({}, dir, io::OutputTransaction::Shape::Folder, io::OutputTransaction::Existing::Replace);
+    io::OutputTransaction tx({}, dir, io::OutputTransaction::Shape::Folder,
+                             io::OutputTransaction::Existing::Replace);
     for (int64_t r = 0; r < kTp; ++r) {
         std::vector<torch::OutTensor> tensors;
         for (auto& [name, t] : rankTensors(m, r)) {
@@ -117,7 +121,8 @@ void writeTag(const std::string& dir, const Model& m, int64_t layersSaid = kLaye
             tensors.push_back(std::move(o));
         }
         io::AtomicFile& f = tx.create("tp" + std::to_string(r) + ".safetensors");
-        const auto hashes = ops::writeSafetensors(f, tensors, {{"layers", std::to_string(layersSaid)}}, {}, {});
+        const auto hashes =
+            ops::writeSafetensors(f, tensors, {{"layers", std::to_string(layersSaid)}}, {}, {});
         ops::verifySafetensors(f, tensors, hashes, {});
     }
     tx.commit();
@@ -166,7 +171,8 @@ public:
         // A parameter whose pieces are one per rank: rank r's block at `at(r)` of shape `chunk`,
         // read from `stored` at regionOffset `from(r)` with `strides` (empty: the whole tensor).
         auto add = [&](const std::string& name, std::vector<int64_t> shape, const std::string& stored,
-                       std::vector<int64_t> chunk, auto at, auto from, std::vector<int64_t> strides, int ranks) {
+                       std::vector<int64_t> chunk, auto at, auto from, std::vector<int64_t> strides,
+                       int ranks) {
             layout::Parameter p;
             p.name = name;
             p.shape = std::move(shape);
@@ -175,31 +181,46 @@ public:
                 layout::RankSlice s;
                 s.rank = r;
                 s.length = gpu::numelOf(chunk);
-                s.master.push_back(strides.empty()
-                                       ? layout::Source::chunk(rank[size_t(r)], stored, torch::DType::Float32, at(r), chunk)
-                                       : layout::Source::region(rank[size_t(r)], stored, torch::DType::Float32, at(r),
-                                                                chunk, from(r), strides));
+                s.master.push_back(
+                    strides.empty()
+                        ? layout::Source::chunk(rank[size_t(r)], stored, torch::DType::Float32, at(r), chunk)
+                        : layout::Source::region(rank[size_t(r)], stored, torch::DType::Float32, at(r), chunk,
+                                                 from(r), strides));
                 p.slices.push_back(std::move(s));
             }
             t.params.push_back(std::move(p));
         };
         const auto zero = [](int) { return int64_t(0); };
-        add("embed.weight", {kVocab, kHidden}, "embed.weight", {v, kHidden},
-            [&](int r) { return std::vector<int64_t>{r * v, 0}; }, zero, {}, int(kTp));
+        add(
+            "embed.weight", {kVocab, kHidden}, "embed.weight", {v, kHidden},
+            [&](int r) {
+                return std::vector<int64_t>{r * v, 0};
+            },
+            zero, {}, int(kTp));
         for (int64_t l = 0; l < layers; ++l) {
             const int64_t qkvLayer = l * 3 * h * kHidden; // layer l's first element in the stacked qkv
             const char* parts[] = {"attn.q.weight", "attn.k.weight", "attn.v.weight"};
             for (int64_t part = 0; part < 3; ++part)
-                add(layer(l, parts[part]), {kHidden, kHidden}, "decoder.qkv.weight", {h, kHidden},
-                    [&](int r) { return std::vector<int64_t>{r * h, 0}; },
+                add(
+                    layer(l, parts[part]), {kHidden, kHidden}, "decoder.qkv.weight", {h, kHidden},
+                    [&](int r) {
+                        return std::vector<int64_t>{r * h, 0};
+                    },
                     [&](int) { return qkvLayer + part * h * kHidden; }, {kHidden, 1}, int(kTp));
-            add(layer(l, "fc1.weight"), {kFfn, kHidden}, "decoder.fc1.weight", {f, kHidden},
-                [&](int r) { return std::vector<int64_t>{r * f, 0}; }, [&](int) { return l * f * kHidden; },
-                {kHidden, 1}, int(kTp));
-            add(layer(l, "fc2.weight"), {kHidden, kFfn}, "decoder.fc2.weight", {kHidden, f},
-                [&](int r) { return std::vector<int64_t>{0, r * f}; }, [&](int) { return l * kHidden * f; },
-                {f, 1}, int(kTp));
-            add(layer(l, "norm.weight"), {kHidden}, "decoder.norm.weight", {kHidden},
+            add(
+                layer(l, "fc1.weight"), {kFfn, kHidden}, "decoder.fc1.weight", {f, kHidden},
+                [&](int r) {
+                    return std::vector<int64_t>{r * f, 0};
+                },
+                [&](int) { return l * f * kHidden; }, {kHidden, 1}, int(kTp));
+            add(
+                layer(l, "fc2.weight"), {kHidden, kFfn}, "decoder.fc2.weight", {kHidden, f},
+                [&](int r) {
+                    return std::vector<int64_t>{0, r * f};
+                },
+                [&](int) { return l * kHidden * f; }, {f, 1}, int(kTp));
+            add(
+                layer(l, "norm.weight"), {kHidden}, "decoder.norm.weight", {kHidden},
                 [](int) { return std::vector<int64_t>{0}; }, [&](int) { return l * kHidden; }, {1}, 1);
         }
         return t;
@@ -242,7 +263,8 @@ private slots:
     void exportJoinsTheRegions()
     {
         const std::string out = m_tmp.filePath("exported").toStdString();
-        const auto r = ops::consolidate(layout::tagOf(layout::openCheckpoint(m_dir), "iter_2"), out, {}, {}, {});
+        const auto r =
+            ops::consolidate(layout::tagOf(layout::openCheckpoint(m_dir), "iter_2"), out, {}, {}, {});
         const auto want = makeModel(layer(1, "attn.k.weight"), 1.0f);
         QCOMPARE(r.tensors, want.size());
         const auto back = safetensors::SafetensorsFile::open(out + "/model.safetensors");
@@ -263,7 +285,8 @@ private slots:
         QCOMPARE(d.tensors.size(), modelShapes().size());
         for (const auto& t : d.tensors) {
             const bool bumped = t.name == layer(1, "attn.k.weight");
-            QVERIFY2(t.status == (bumped ? ops::DiffStatus::Changed : ops::DiffStatus::Identical), t.name.c_str());
+            QVERIFY2(t.status == (bumped ? ops::DiffStatus::Changed : ops::DiffStatus::Identical),
+                     t.name.c_str());
             if (bumped) QCOMPARE(t.diff.maxAbsDiff, 1.0);
         }
     }
@@ -296,8 +319,8 @@ private slots:
         writeTag(dir + "/iter_1", makeModel(), kLayers + 1);
         std::ofstream(dir + "/STACKED_CHECKPOINT") << "iter_1\n";
         try {
-            ops::consolidate(layout::tagOf(layout::openCheckpoint(dir), ""), tmp.filePath("out").toStdString(), {},
-                             {}, {});
+            ops::consolidate(layout::tagOf(layout::openCheckpoint(dir), ""),
+                             tmp.filePath("out").toStdString(), {}, {}, {});
             QFAIL("exported a region outside its tensor");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("lies outside it") != std::string::npos, e.what());
