@@ -388,9 +388,14 @@ QString MainWindow::shortcutsText() const
 
 QString MainWindow::aboutText() const
 {
+    // What a company's legal review asks first: our licence, and those of what the binary links.
     return tr("<h3>Checkpoint Studio %1</h3><p>Inspect, export, convert and compare DeepSpeed, Composer, "
               "PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and "
-              "nothing is written into a checkpoint.</p><p>Compute: %2<br>Qt %3</p>")
+              "nothing is written into a checkpoint.</p><p>Compute: %2<br>Qt %3</p>"
+              "<p>Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), "
+              "libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash "
+              "(BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts "
+              "are in the package's copyright file.</p>")
         .arg(QStringLiteral(CKPT_VERSION), m_compute.toHtmlEscaped(), QString::fromLatin1(qVersion()));
 }
 

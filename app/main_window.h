@@ -87,6 +87,9 @@ public:
     // optimizer moments along ("<param>/exp_avg", ...). tensorsExported() tells the outcome.
     void exportTensors(const QString& treePath, const QString& out, bool withMoments);
 
+    // Help > About's text: what the program is, its licence and those of what it links.
+    QString aboutText() const;
+
 signals:
     void loaded(bool ok);
     void tensorsExported(bool ok, const QString& message);
@@ -109,7 +112,6 @@ private:
     void buildHelpMenu();
     void fillRecentMenu();
     QString shortcutsText() const;
-    QString aboutText() const;
     void onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r);
     void addRecent(const QString& path);
     void refreshRecent();

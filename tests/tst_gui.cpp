@@ -495,6 +495,24 @@ private slots:
         d->close();
     }
 
+    // Issue 36 #8: the licence, ours and that of what the program links, where a legal review
+    // looks: Help > About, the LICENSE file and the package metadata.
+    void aboutSaysTheLicences()
+    {
+        app::MainWindow w;
+        const QString about = w.aboutText();
+        for (const char* said :
+             {"Apache License 2.0", "Qt (LGPL-3.0, linked dynamically)", "libarchive", "OpenSSL"})
+            QVERIFY2(about.contains(QLatin1String(said)), said);
+        QFile license(QStringLiteral(CKPT_SOURCE_DIR "/LICENSE"));
+        QVERIFY(license.open(QIODevice::ReadOnly));
+        QVERIFY(license.readAll().contains(
+            "Apache License\n                           Version 2.0, January 2004"));
+        QFile pyproject(QStringLiteral(CKPT_SOURCE_DIR "/python/pyproject.toml"));
+        QVERIFY(pyproject.open(QIODevice::ReadOnly));
+        QVERIFY(pyproject.readAll().contains("license = {text = \"Apache-2.0\"}"));
+    }
+
     // Issue 36 #5 in the window: a ZeRO-0 bf16 tag whose masters no order or value can place
     // (real DeepSpeed, two look-alike LayerNorms in a second group) is no "0 tensors": the
     // overview says why the masters are not used, and Export writes the module's own bf16 weights

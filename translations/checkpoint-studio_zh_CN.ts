@@ -841,109 +841,109 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="63" />
+        <location filename="../app/export_dialog.cpp" line="64" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="65" />
+        <location filename="../app/export_dialog.cpp" line="66" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="67" />
+        <location filename="../app/export_dialog.cpp" line="68" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="71" />
+        <location filename="../app/export_dialog.cpp" line="72" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="71" />
+        <location filename="../app/export_dialog.cpp" line="72" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="83" />
-        <location filename="../app/export_dialog.cpp" line="111" />
+        <location filename="../app/export_dialog.cpp" line="84" />
+        <location filename="../app/export_dialog.cpp" line="112" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="87" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="88" />
+        <location filename="../app/export_dialog.cpp" line="89" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="89" />
+        <location filename="../app/export_dialog.cpp" line="90" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="90" />
+        <location filename="../app/export_dialog.cpp" line="91" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="92" />
-        <location filename="../app/export_dialog.cpp" line="113" />
+        <location filename="../app/export_dialog.cpp" line="93" />
+        <location filename="../app/export_dialog.cpp" line="114" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="99" />
+        <location filename="../app/export_dialog.cpp" line="100" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="99" />
+        <location filename="../app/export_dialog.cpp" line="100" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="112" />
+        <location filename="../app/export_dialog.cpp" line="113" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="134" />
+        <location filename="../app/export_dialog.cpp" line="135" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="135" />
+        <location filename="../app/export_dialog.cpp" line="136" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="152" />
+        <location filename="../app/export_dialog.cpp" line="153" />
         <source>This tag cannot be read, so it has no model to export: %1</source>
         <translation>无法读取此标签，因此没有可导出的模型：%1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="162" />
+        <location filename="../app/export_dialog.cpp" line="163" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="183" />
+        <location filename="../app/export_dialog.cpp" line="184" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="187" />
+        <location filename="../app/export_dialog.cpp" line="188" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="99" />
+        <location filename="../app/export_dialog.cpp" line="100" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
@@ -953,27 +953,27 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>按检查点的默认方式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="59" />
+        <location filename="../app/export_dialog.cpp" line="60" />
         <source>Floating tensors' type in the export. "As the checkpoint exports": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.</source>
         <translation>导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="228" />
+        <location filename="../app/export_dialog.cpp" line="229" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="232" />
+        <location filename="../app/export_dialog.cpp" line="233" />
         <source>Tag %1 cannot be read: %2 Choose a tag that can be read.</source>
         <translation>无法读取标签 %1：%2 请选择一个可以读取的标签。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="259" />
+        <location filename="../app/export_dialog.cpp" line="260" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="294" />
+        <location filename="../app/export_dialog.cpp" line="295" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1224,7 +1224,7 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::MainWindow</name>
     <message>
         <location filename="../app/main_window.cpp" line="81" />
-        <location filename="../app/main_window.cpp" line="409" />
+        <location filename="../app/main_window.cpp" line="414" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
@@ -1459,17 +1459,12 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="391" />
-        <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;</source>
-        <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;</translation>
-    </message>
-    <message>
-        <location filename="../app/main_window.cpp" line="475" />
+        <location filename="../app/main_window.cpp" line="480" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="488" />
+        <location filename="../app/main_window.cpp" line="493" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
@@ -1479,94 +1474,99 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="450" />
+        <location filename="../app/main_window.cpp" line="392" />
+        <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
+        <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="455" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="453" />
+        <location filename="../app/main_window.cpp" line="458" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="498" />
+        <location filename="../app/main_window.cpp" line="503" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="503" />
+        <location filename="../app/main_window.cpp" line="508" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="507" />
+        <location filename="../app/main_window.cpp" line="512" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="535" />
+        <location filename="../app/main_window.cpp" line="540" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="554" />
+        <location filename="../app/main_window.cpp" line="559" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="555" />
+        <location filename="../app/main_window.cpp" line="560" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="808" />
+        <location filename="../app/main_window.cpp" line="813" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="814" />
+        <location filename="../app/main_window.cpp" line="819" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="818" />
+        <location filename="../app/main_window.cpp" line="823" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="828" />
+        <location filename="../app/main_window.cpp" line="833" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="829" />
+        <location filename="../app/main_window.cpp" line="834" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="841" />
+        <location filename="../app/main_window.cpp" line="846" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="842" />
+        <location filename="../app/main_window.cpp" line="847" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="844" />
+        <location filename="../app/main_window.cpp" line="849" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="849" />
+        <location filename="../app/main_window.cpp" line="854" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="851" />
+        <location filename="../app/main_window.cpp" line="856" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>

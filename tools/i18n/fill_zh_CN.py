@@ -413,7 +413,7 @@ ZH = {
     "&About Checkpoint Studio": "关于 Checkpoint Studio(&A)",
     "About Checkpoint Studio": "关于 Checkpoint Studio",
     "About &Qt": "关于 &Qt",
-    "<h3>Checkpoint Studio %1</h3><p>Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.</p><p>Compute: %2<br>Qt %3</p>": "<h3>Checkpoint Studio %1</h3><p>无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。</p><p>计算设备：%2<br>Qt %3</p>",
+    "<h3>Checkpoint Studio %1</h3><p>Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.</p><p>Compute: %2<br>Qt %3</p><p>Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.</p>": "<h3>Checkpoint Studio %1</h3><p>无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。</p><p>计算设备：%2<br>Qt %3</p><p>依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。</p>",
     "Could not open %1: %2\nStill showing %3.": "无法打开 %1：%2\n仍显示 %3。",
     "Could not open %1: %2": "无法打开 %1：%2",
     "cannot be read": "无法读取",

@@ -101,7 +101,6 @@ int preflight(const std::vector<layout::RankFile>& files, const std::string& tag
 // (merge_tp_slices). With one tensor-parallel rank only the keys it writes and the vocabulary
 // cut remain.
 
-
 Pattern compiled(const std::string& s, const std::string& file)
 {
     try {
@@ -118,8 +117,6 @@ bool reMatch(const Pattern& p, const std::string& name)
 {
     return std::regex_search(name, p.re, std::regex_constants::match_continuous);
 }
-
-
 
 Rules readRules(const Value* info, const std::string& file)
 {

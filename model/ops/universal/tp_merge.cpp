@@ -88,9 +88,6 @@ torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, co
 // them: each TP rank's slice is its data-parallel fragments (read in place), viewed with a shape;
 // the merged tensor is a concatenation along one dimension of blocks of those slices.
 
-
-
-
 int64_t product(const std::vector<int64_t>& s, size_t from, size_t to)
 {
     int64_t n = 1;
