@@ -208,7 +208,10 @@ Command addScan(CLI::App& app)
 {
     auto a = std::make_shared<ckpt::cli::ScanArgs>();
     auto* sub = app.add_subcommand("scan", "List pickle globals; exit 3 if any is dangerous");
-    sub->add_option("path", a->path, "file to scan")->required();
+    sub->add_option("path", a->path,
+                    "file, archive or checkpoint folder to scan (every pickle of every file, archive members "
+                    "included)")
+        ->required();
     addJson(sub, a->json);
     return {sub, [a](const CancelToken&) { return ckpt::cli::runScan(*a); }};
 }

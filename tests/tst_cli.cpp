@@ -2,6 +2,7 @@
 // scan's exit 3, and no output left behind by a failed export.
 #include "testutil.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -82,6 +83,37 @@ private slots:
         const Run ins = ckptRun({"inspect", data("/torch/torch-2.x/dangerous.pt")});
         QCOMPARE(ins.code, 0);
         QVERIFY(ins.err.contains("dangerous global posix.system"));
+    }
+
+    // Issue 36 #9: a whole checkpoint is scanned before anyone loads it: every pickle of every
+    // file at any depth, and the members of its tarballs; exit 3 naming each dangerous one.
+    void scanOfAFolderReadsEveryFileAndArchive()
+    {
+        const Run run = ckptRun({"scan", data("/composer-tar/zero2_fp32_w2"), "--json"});
+        QCOMPARE(run.code, 0);
+        const QJsonObject doc = QJsonDocument::fromJson(run.out).object();
+        QStringList files;
+        for (const auto& f : doc["files"].toArray())
+            files << f.toObject()["file"].toString();
+        QVERIFY2(files.size() >= 2 && std::all_of(files.begin(), files.end(),
+                                                  [](const QString& f) { return f.contains(".tar!"); }),
+                 qPrintable(files.join(' ')));
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkpath("sub"));
+        QVERIFY(QFile::copy(data("/torch/torch-2.x/dangerous.pt"), dir.filePath("sub/dangerous.pt")));
+        QVERIFY(QFile::copy(data("/torch/torch-2.x/state_dict.pt"), dir.filePath("state_dict.pt")));
+        QProcess tar;
+        tar.setWorkingDirectory(dir.path());
+        tar.start("tar", {"czf", "bundle.tar.gz", "sub/dangerous.pt"});
+        QVERIFY(tar.waitForFinished(30000) && tar.exitCode() == 0);
+        const Run bad = ckptRun({"scan", dir.path()});
+        QCOMPARE(bad.code, 3);
+        QVERIFY2(bad.out.contains("sub/dangerous.pt") && bad.out.contains("bundle.tar.gz!sub/dangerous.pt") &&
+                     bad.out.contains("dangerous posix.system") && bad.out.contains("state_dict.pt"),
+                 qPrintable(bad.out));
+        QVERIFY(bad.err.contains("2 file(s) with dangerous globals"));
+        QCOMPARE(ckptRun({"scan", dir.filePath("bundle.tar.gz")}).code, 3);
+        QCOMPARE(ckptRun({"scan", data("/deepspeed/zero2_bf16_w2")}).code, 0);
     }
 
     // Every tensor entry of every file, whatever the family: a Composer file lists its optimizer

@@ -9,10 +9,14 @@ namespace ckpt::ops {
 
 FileKind detect(const std::string& path)
 {
-    const auto f = io::MappedFile::open(path);
-    if (f->size() == 0) throw Error("file is empty", path);
-    f->ensure(0, 4096);
-    const io::ByteSpan head = f->bytes().subspan(0, std::min<uint64_t>(f->size(), 4096));
+    return detect(*io::MappedFile::open(path), path);
+}
+
+FileKind detect(const io::MappedFile& f, const std::string& name)
+{
+    if (f.size() == 0) throw Error("file is empty", name);
+    f.ensure(0, 4096);
+    const io::ByteSpan head = f.bytes().subspan(0, std::min<uint64_t>(f.size(), 4096));
     if (io::ZipReader::looksLikeZip(head)) return FileKind::TorchZip;
     if (torch::TorchFile::looksLikeTorch(head)) return FileKind::TorchLegacy;
     if (safetensors::SafetensorsFile::looksLikeSafetensors(head)) return FileKind::Safetensors;

@@ -1,7 +1,13 @@
 #include "ops/scan.h"
 
+#include "io/archive.h"
+#include "io/job.h"
+#include "io/location.h"
 #include "io/zip_reader.h"
 #include "ops/detect.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace ckpt::ops {
 
@@ -52,13 +58,16 @@ uint64_t scanPickle(ScanReport& r, io::ByteSpan data, const std::string& where, 
 
 } // namespace
 
-ScanReport scanFile(const std::string& path)
+namespace {
+
+// The pickles of one file, opened: a torch.save zip's .pkl entries, a legacy file's five pickles
+// back to back, or a plain pickle.
+ScanReport scanMapped(const std::shared_ptr<const io::MappedFile>& file, const std::string& name,
+                      FileKind kind)
 {
     ScanReport r;
-    r.file = path;
-    const FileKind kind = detect(path);
+    r.file = name;
     r.format = kindName(kind);
-    const auto file = io::MappedFile::open(path);
     try {
         switch (kind) {
         case FileKind::TorchZip: {
@@ -90,9 +99,76 @@ ScanReport scanFile(const std::string& path)
             break; // no pickle, nothing can run
         }
     } catch (const Error& e) {
-        throw e.withFile(path);
+        throw e.withFile(name);
     }
     return r;
+}
+
+bool holdsPickles(FileKind k)
+{
+    return k == FileKind::TorchZip || k == FileKind::TorchLegacy || k == FileKind::Pickle;
+}
+
+// One file of a folder: its own report, or its members' when it is an archive; else skipped.
+void scanOne(const std::string& path, const std::string& relative, FolderScan& out)
+{
+    if (!io::wrapperOfFile(path).empty()) {
+        for (const auto& m : io::unwrap(path).members) {
+            if (m.directory || !m.data || m.data->size() == 0) continue;
+            const std::string id = io::memberId(relative, m.name.empty() ? io::fileName(path) : m.name);
+            const FileKind kind = detect(*m.data, id);
+            if (holdsPickles(kind))
+                out.files.push_back(scanMapped(m.data, id, kind));
+            else
+                out.skipped.push_back(id);
+        }
+        return;
+    }
+    const auto file = io::MappedFile::open(path);
+    const FileKind kind = file->size() ? detect(*file, path) : FileKind::Unknown;
+    if (holdsPickles(kind))
+        out.files.push_back(scanMapped(file, relative, kind));
+    else
+        out.skipped.push_back(relative);
+}
+
+} // namespace
+
+ScanReport scanFile(const std::string& path)
+{
+    const auto file = io::MappedFile::open(path);
+    return scanMapped(file, path, detect(*file, path));
+}
+
+bool FolderScan::dangerous() const
+{
+    return std::any_of(files.begin(), files.end(), [](const ScanReport& r) { return r.dangerous(); });
+}
+
+FolderScan scanFolder(const std::string& path, const std::function<bool()>& cancelled)
+{
+    FolderScan out;
+    out.path = path;
+    if (io::pathKind(path) == io::PathKind::File) { // an archive (or any one file) on its own
+        scanOne(path, io::fileName(path), out);
+        return out;
+    }
+    for (const auto& f : io::listFilesBelow(path)) {
+        if (cancelled && cancelled()) throw Cancelled();
+        scanOne(f.path, f.relative, out);
+    }
+    if (out.files.empty() && out.skipped.empty()) throw Error("the folder holds no file", path);
+    return out;
+}
+
+nlohmann::ordered_json toJson(const FolderScan& r)
+{
+    nlohmann::ordered_json doc{{"path", r.path}, {"dangerous", r.dangerous()}};
+    auto& files = doc["files"] = nlohmann::ordered_json::array();
+    for (const auto& f : r.files)
+        files.push_back(toJson(f));
+    doc["skipped"] = r.skipped;
+    return doc;
 }
 
 } // namespace ckpt::ops

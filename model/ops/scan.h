@@ -5,6 +5,7 @@
 #include "pickle/machine.h"
 #include "pickle/safety.h"
 
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -33,5 +34,20 @@ struct ScanReport
 nlohmann::ordered_json toJson(const ScanReport& r);
 
 ScanReport scanFile(const std::string& path);
+
+// `ckpt scan` of a whole checkpoint, before anyone torch.loads it: every file under `path` (any
+// depth, links not followed, local or listed in an object store) that holds pickles, and every
+// such member of the tar and compressed files there (Composer's per-rank tarballs). `path` may
+// also be one archive file: its members.
+struct FolderScan
+{
+    std::string path;
+    std::vector<ScanReport> files;    // by relative path; a member as "<archive>!<member>"
+    std::vector<std::string> skipped; // files that hold no pickle (safetensors, JSON, text): nothing to run
+    bool dangerous() const;
+};
+// `cancelled` is asked between two files: true stops the scan with Cancelled.
+FolderScan scanFolder(const std::string& path, const std::function<bool()>& cancelled = {});
+nlohmann::ordered_json toJson(const FolderScan& r);
 
 } // namespace ckpt::ops
