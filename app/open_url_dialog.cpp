@@ -72,6 +72,8 @@ void OpenUrlDialog::setUrl(const QString& url)
 QString OpenUrlDialog::problemOf(const QString& url)
 {
     if (url.isEmpty()) return {};
+    if (const std::string meant = io::meantUrl(url.toStdString()); !meant.empty())
+        return tr("%1 is not a URL as written: did you mean %2 ?").arg(url, QString::fromStdString(meant));
     if (!io::isRemotePath(url.toStdString()))
         return tr("%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or "
                   "https://HOST/PATH")

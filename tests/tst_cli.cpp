@@ -85,6 +85,30 @@ private slots:
         QVERIFY(ins.err.contains("dangerous global posix.system"));
     }
 
+    // Issue 36 #13: a URL typed wrong is said to be one, naming what was typed and what was
+    // meant, by every command (they all open through the engine), never "no such file".
+    void aMistypedUrlIsSaidToBeOne()
+    {
+        const std::pair<const char*, const char*> cases[] = {
+            {"s3:/bucket/run", "s3://bucket/run"},
+            {"S3://bucket/run", "s3://bucket/run"},
+            {"hf:org/repo/model.safetensors", "hf://org/repo/model.safetensors"},
+            {"HTTPS://host/x.pt", "https://host/x.pt"}};
+        for (const auto& [typed, meant] : cases)
+            for (const char* cmd : {"inspect", "scan", "export"}) {
+                QStringList args{cmd, typed};
+                if (QLatin1String(cmd) == QLatin1String("export")) args << "/nonexistent-out";
+                const Run r = ckptRun(args);
+                QCOMPARE(r.code, 1);
+                QVERIFY2(r.err.contains(QByteArray(typed) + ": not a URL as written") &&
+                             r.err.contains(QByteArray("did you mean ") + meant),
+                         r.err.constData());
+            }
+        // A local path is never taken for a URL.
+        const Run local = ckptRun({"inspect", "/nonexistent/s3:/x"});
+        QVERIFY2(local.err.contains("cannot open: No such file"), local.err.constData());
+    }
+
     // Issue 36 #9: a whole checkpoint is scanned before anyone loads it: every pickle of every
     // file at any depth, and the members of its tarballs; exit 3 naming each dangerous one.
     void scanOfAFolderReadsEveryFileAndArchive()

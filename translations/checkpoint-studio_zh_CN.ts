@@ -1600,6 +1600,11 @@ Still showing %3.</source>
     </message>
     <message>
         <location filename="../app/open_url_dialog.cpp" line="76" />
+        <source>%1 is not a URL as written: did you mean %2 ?</source>
+        <translation>%1 不是有效的 URL 写法：您是否想输入 %2 ？</translation>
+    </message>
+    <message>
+        <location filename="../app/open_url_dialog.cpp" line="78" />
         <source>%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or https://HOST/PATH</source>
         <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、gs://BUCKET/KEY、hf://ORG/REPO/PATH 或 https://HOST/PATH</translation>
     </message>

@@ -1,5 +1,7 @@
 #include "io/input_file.h"
 
+#include "io/location.h"
+
 #include "io/mapped_file.h"
 #include "io/remote/url.h"
 
@@ -33,13 +35,20 @@ std::string kindOf(mode_t mode)
 
 } // namespace
 
+Error cannotOpen(const std::string& path, int err)
+{
+    if (const std::string meant = meantUrl(path); !meant.empty() && err == ENOENT)
+        return Error("not a URL as written (and no local file of that name): did you mean " + meant + " ?",
+                     path);
+    return Error(std::string("cannot open: ") + std::strerror(err), path);
+}
+
 std::string nonRegularKind(const std::string& path)
 {
     struct stat st
     {
     };
-    if (::stat(path.c_str(), &st) != 0)
-        throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    if (::stat(path.c_str(), &st) != 0) throw cannotOpen(path, errno);
     return kindOf(st.st_mode);
 }
 
@@ -54,7 +63,7 @@ int openRegularFile(const std::string& path)
     // devices has side effects.
     requireRegularFile(path);
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+    if (fd < 0) throw cannotOpen(path, errno);
     struct stat st
     {
     };

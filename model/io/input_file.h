@@ -3,6 +3,8 @@
 // and the opened descriptor is checked to be the file that was inspected (no swap in between).
 #pragma once
 
+#include "io/error.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +17,9 @@ std::string nonRegularKind(const std::string& path);
 
 // Throws Error naming the path unless it is a regular file (following symlinks).
 void requireRegularFile(const std::string& path);
+// Why `path` cannot be opened (errno `err`), naming it; a URL typed wrong ("s3:/b/k") is said to
+// be one, with the URL meant, instead of "no such file".
+Error cannotOpen(const std::string& path, int err);
 
 // Opens a regular file read-only (O_NONBLOCK, O_NOCTTY, O_CLOEXEC); throws Error naming the path
 // otherwise. The caller owns the returned descriptor.

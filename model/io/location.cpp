@@ -89,6 +89,11 @@ void checkRemoteUrl(const std::string& url)
     remote::parseUrl(url);
 }
 
+std::string meantUrl(const std::string& text)
+{
+    return remote::meantUrl(text);
+}
+
 PathKind pathKind(const std::string& path)
 {
     if (isRemotePath(path)) return remoteKind(path);

@@ -25,6 +25,8 @@ bool isRemotePath(const std::string& path);
 // Throws Error naming `url` when it is no URL the engine can open (malformed). Asks no server (a window
 // checks what the user typed with it).
 void checkRemoteUrl(const std::string& url);
+// A URL typed wrong ("s3:/b/k", "S3://b/k"): the URL meant, else empty (see remote/url.h).
+std::string meantUrl(const std::string& text);
 // Never throws for a local path (an unreadable one is Missing); a URL whose server cannot be
 // asked throws Error naming it.
 PathKind pathKind(const std::string& path);

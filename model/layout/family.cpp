@@ -51,8 +51,7 @@ const Family& familyOf(const std::string& path)
         struct stat st
         {
         };
-        if (::stat(path.c_str(), &st) != 0)
-            throw Error(std::string("cannot open: ") + std::strerror(errno), path);
+        if (::stat(path.c_str(), &st) != 0) throw io::cannotOpen(path, errno);
         if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
     }
     if (io::isRemotePath(path) && !io::canList(path) && io::pathKind(path) == io::PathKind::Folder) {

@@ -1,5 +1,8 @@
 #include "io/remote/url.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "io/error.h"
 
 namespace ckpt::io::remote {
@@ -66,6 +69,24 @@ void splitHuggingFace(Url& u, const std::string& rest)
 }
 
 } // namespace
+
+std::string meantUrl(const std::string& text)
+{
+    if (isRemote(text)) return {};
+    const auto colon = text.find(':');
+    if (colon == std::string::npos || colon == 0 || colon > 5) return {};
+    std::string scheme = text.substr(0, colon);
+    for (char& c : scheme)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    static const char* const kSchemes[] = {"s3", "gs", "hf", "http", "https"};
+    if (std::find(std::begin(kSchemes), std::end(kSchemes), scheme) == std::end(kSchemes)) return {};
+    size_t rest = colon + 1;
+    while (rest < text.size() && (text[rest] == '/' || text[rest] == '\\'))
+        ++rest;
+    if (rest == text.size()) return {};
+    const std::string meant = scheme + "://" + text.substr(rest);
+    return isRemote(meant) ? meant : std::string();
+}
 
 bool isRemote(const std::string& text)
 {

@@ -27,6 +27,10 @@ struct Url
 bool isRemote(const std::string& text);
 // Throws ckpt::Error naming `text` when it is not a well-formed remote URL.
 Url parseUrl(const std::string& text);
+// What `text` was meant to be when it is a URL typed wrong ("s3:/b/k", "S3://b/k", "hf:org/r"):
+// the URL with the scheme's "://" and lower case; empty when it is no such thing (a local path,
+// a URL already). Local paths are never taken for URLs: only the schemes this engine reads.
+std::string meantUrl(const std::string& text);
 // RFC 3986 percent-encoding of everything but unreserved characters (and '/', when kept), as
 // SigV4 canonical URIs and query strings need it.
 std::string uriEncode(const std::string& s, bool keepSlash);
