@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "name_delegate.h"
+
 #include "bloat_view.h"
 #include "compare_window.h"
 #include "compute_backend.h"
@@ -173,8 +175,10 @@ QWidget* MainWindow::buildBrowser()
     m_tree->sortByColumn(-1, Qt::AscendingOrder);
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
-    // A long tensor name keeps its start and its end, and the other columns stay in view.
+    // A long tensor name keeps what tells it apart (its layer, its projection, its last words),
+    // and the other columns stay in view.
     m_tree->setTextElideMode(Qt::ElideMiddle);
+    m_tree->setItemDelegateForColumn(0, new NameDelegate(m_tree));
     m_tree->viewport()->installEventFilter(this); // the name column follows the tree's width
     // Two tags selected together are what "Compare" compares.
     m_tree->setSelectionMode(QAbstractItemView::ExtendedSelection);

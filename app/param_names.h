@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QString>
+#include <functional>
 
 namespace ckpt::app {
 
@@ -16,5 +17,11 @@ struct LayerName
     qlonglong number = 0;
 };
 LayerName splitLayer(const QString& name);
+
+// A dotted tensor name made to fit `available` (as `width` measures text), keeping what tells
+// it from its neighbours: whole leading segments go first ("base_model.model.model." of a PEFT
+// name), then the middle between the layer number and the name's last segments, so
+// "…layers.17.…q_proj.lora_A.default.weight" stays told apart from layer 18's and from v_proj's.
+QString elideName(const QString& name, const std::function<int(const QString&)>& width, int available);
 
 } // namespace ckpt::app

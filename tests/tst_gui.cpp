@@ -12,8 +12,10 @@
 #include "layout/deepspeed.h"
 #include "layout/family.h"
 #include "main_window.h"
+#include "name_delegate.h"
 #include "ops/tensor_source.h"
 #include "ops/universal.h"
+#include "param_names.h"
 #include "snapshot.h"
 #include "stall_meter.h"
 #include "testutil.h"
@@ -493,6 +495,38 @@ private slots:
         QCOMPARE(d->tag(), QStringLiteral("global_step4_universal"));
         exportBinMatchesZeroToFp32(d, "zero2_bf16_w2", "global_step4");
         d->close();
+    }
+
+    // Issue 36 #14: long PEFT/LoRA names, elided to a column's width, stay told apart: the layer
+    // number, the projection and lora_A/lora_B survive where Qt's middle elision cut them.
+    void longNamesKeepWhatDiffers()
+    {
+        const auto chars = [](const QString& s) { return int(s.size()); };
+        const QString base =
+            QStringLiteral("base_model.model.model.layers.%1.self_attn.%2.lora_%3.default.weight");
+        QSet<QString> shown;
+        for (int layer : {17, 18})
+            for (const char* proj : {"q_proj", "v_proj"})
+                for (const char* ab : {"A", "B"}) {
+                    const QString name = base.arg(layer).arg(QLatin1String(proj)).arg(QLatin1String(ab));
+                    for (int width : {48, 40}) {
+                        const QString e = app::elideName(name, chars, width);
+                        QVERIFY2(e.size() <= width, qPrintable(e));
+                        QVERIFY2(e.contains(QStringLiteral("layers.%1.").arg(layer)) &&
+                                     e.contains(QLatin1String(proj)) &&
+                                     e.contains(QStringLiteral("lora_") + ab),
+                                 qPrintable(e));
+                        shown.insert(QString::number(width) + QLatin1Char(':') + e);
+                    }
+                }
+        QCOMPARE(shown.size(), 16); // at each width, each of the 8 names its own text
+        QCOMPARE(app::elideName(QStringLiteral("fc1.weight"), chars, 40), QStringLiteral("fc1.weight"));
+        // No layer number: leading segments go, then characters, the end kept.
+        QCOMPARE(app::elideName(QStringLiteral("transformer.wte.weight"), chars, 12),
+                 QStringLiteral("\u2026wte.weight"));
+        // The window's tree draws its names through it.
+        app::MainWindow w;
+        QVERIFY(dynamic_cast<app::NameDelegate*>(w.tree()->itemDelegateForColumn(0)));
     }
 
     // Issue 36 #8: the licence, ours and that of what the program links, where a legal review
