@@ -64,6 +64,13 @@ QString CompareModel::statusText(ops::DiffStatus s)
     return {};
 }
 
+QString CompareModel::cosineText(double cosine)
+{
+    const QString shown = QString::number(cosine, 'g', 4);
+    if (cosine == 1.0 || shown != QLatin1String("1")) return shown;
+    return QStringLiteral("1 \u2212 %1").arg(QString::number(1.0 - cosine, 'e', 1));
+}
+
 int CompareModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : int(m_rows.size());
@@ -140,6 +147,10 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
             return tr("dtype changed: %1 → %2")
                 .arg(QLatin1String(torch::name(d.dtypeA).data(), qsizetype(torch::name(d.dtypeA).size())),
                      QLatin1String(torch::name(d.dtypeB).data(), qsizetype(torch::name(d.dtypeB).size())));
+        }
+        if (c == Cosine) {
+            const QVariant v = number(d, c);
+            return v.isValid() ? cosineText(v.toDouble()) : QString();
         }
         if (c == BitwiseEqual) {
             const QVariant v = number(d, c);

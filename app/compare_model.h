@@ -40,6 +40,9 @@ public:
     const std::vector<ops::TensorDiff>& rows() const { return m_rows; }
     int rowOf(const QString& name) const; // -1 when absent
     static QString statusText(ops::DiffStatus s);
+    // A cosine as the table shows it: never "1" for a tensor that changed (0.9999997 reads
+    // "1 − 3.0e-07"), "1" only when it is 1.
+    static QString cosineText(double cosine);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

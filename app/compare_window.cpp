@@ -283,7 +283,12 @@ void CompareWindow::showStarting()
     m_sides->setText(
         tr("<b>A</b> %1<br><b>B</b> %2").arg(side(m_a, m_request.tagA), side(m_b, m_request.tagB)));
     m_summary->setText(tr("Reading both sides..."));
-    setWindowTitle(tr("%1 vs %2 - Compare").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName()));
+    // Both sides by name, and by tag where one is chosen: two tags of one run read "run @ a vs run @ b".
+    auto titled = [](const QString& path, const QString& tag) {
+        const QString name = QFileInfo(path).fileName().isEmpty() ? path : QFileInfo(path).fileName();
+        return tag.isEmpty() ? name : QStringLiteral("%1 @ %2").arg(name, tag);
+    };
+    setWindowTitle(tr("%1 vs %2 - Compare").arg(titled(m_a, m_request.tagA), titled(m_b, m_request.tagB)));
     m_progress->setValue(0);
     m_progress->setFormat(tr("Opening"));
     m_progress->show();

@@ -451,6 +451,9 @@ private slots:
         QVERIFY2(w.outcome().ok(), qPrintable(w.outcome().error));
         QCOMPARE(w.outcome().value->a.tag, std::string("global_step2"));
         QCOMPARE(w.outcome().value->b.tag, std::string("global_step4"));
+        // Issue 36 #15: the title names both tags (it read "zero2_fp32_w2 vs zero2_fp32_w2").
+        QCOMPARE(w.windowTitle(),
+                 QStringLiteral("zero2_fp32_w2 @ global_step2 vs zero2_fp32_w2 @ global_step4 - Compare"));
         QVERIFY(w.momentsBox()->isChecked());
         const int withMoments = w.model()->rowCount();
         QVERIFY(w.model()->rowOf(QStringLiteral("fc1.weight/exp_avg_sq")) >= 0);
@@ -519,6 +522,15 @@ private slots:
     }
 
     // The table's headers and their tooltips come from its column table, translated.
+    // Issue 36 #15: a changed tensor's cosine never reads "1".
+    void cosineOfAChangedTensorNeverReadsOne()
+    {
+        QCOMPARE(app::CompareModel::cosineText(1.0), QStringLiteral("1"));
+        QCOMPARE(app::CompareModel::cosineText(0.5), QStringLiteral("0.5"));
+        QCOMPARE(app::CompareModel::cosineText(0.99987), QStringLiteral("0.9999"));
+        QCOMPARE(app::CompareModel::cosineText(1.0 - 3e-7), QStringLiteral("1 \u2212 3.0e-07"));
+    }
+
     void headersFromTheColumnTable()
     {
         app::CompareModel m;
