@@ -19,6 +19,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QCoreApplication>
+#include <QDesktopServices>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -42,6 +43,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QTreeView>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -69,6 +71,15 @@ QString shown(const QString& path)
 }
 
 } // namespace
+
+QString MainWindow::documentation()
+{
+    const QString installed =
+        QCoreApplication::applicationDirPath() + QStringLiteral("/../share/doc/checkpoint-studio/README.md");
+    for (const QString& p : {installed, QStringLiteral(CKPT_SOURCE_DOCS "/README.md")})
+        if (QFileInfo(p).isFile()) return QFileInfo(p).canonicalFilePath();
+    return {};
+}
 
 QString MainWindow::exampleCheckpoint()
 {
@@ -297,6 +308,7 @@ void MainWindow::buildFileMenu()
         if (path.isEmpty() && m_model->snapshot()) path = QString::fromStdString(m_model->snapshot()->path);
         if (!path.isEmpty()) openSlimDialog(path);
     });
+    m_slimAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
     m_slimAction->setEnabled(false);
     m_universalAction =
@@ -310,11 +322,13 @@ void MainWindow::buildFileMenu()
         const QString d = QFileDialog::getExistingDirectory(this, tr("Folder to analyse"));
         if (!d.isEmpty()) showBloat(d);
     });
-    fileMenu->addAction(tr("&Compare..."), this, &MainWindow::askCompare);
+    fileMenu->addAction(tr("&Compare..."), this, &MainWindow::askCompare)
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D)); // "diff", as `ckpt diff`
     m_compareTags = fileMenu->addAction(tr("Compare Selected &Tags"), this, [this] {
         const QStringList tags = selectedTagPaths();
         if (tags.size() == 2) openCompare(tags[0], tags[1]);
     });
+    m_compareTags->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
     m_compareTags->setToolTip(
         tr("Select two tags in the tree (Ctrl+click) to compare them tensor by tensor"));
     m_compareTags->setEnabled(false);
@@ -372,6 +386,13 @@ void MainWindow::buildHelpMenu()
         QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsText());
     });
     keys->setShortcuts(QKeySequence::HelpContents);
+    help->addAction(tr("&Documentation"), this, [this] {
+        const QString readme = documentation();
+        if (readme.isEmpty() || !QDesktopServices::openUrl(QUrl::fromLocalFile(readme)))
+            QMessageBox::information(this, tr("Documentation"),
+                                     tr("The documentation is the README and the docs/ folder of the source, "
+                                        "installed in /usr/share/doc/checkpoint-studio."));
+    });
     help->addAction(tr("&About Checkpoint Studio"), this,
                     [this] { QMessageBox::about(this, tr("About Checkpoint Studio"), aboutText()); });
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);

@@ -89,6 +89,9 @@ public:
 
     // Help > About's text: what the program is, its licence and those of what it links.
     QString aboutText() const;
+    // The README Help > Documentation opens: the installed one (/usr/share/doc/...), else the
+    // source tree's; empty when neither is there.
+    static QString documentation();
 
 signals:
     void loaded(bool ok);

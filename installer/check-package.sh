@@ -82,6 +82,7 @@ dpkg-deb -x "$deb" "$root"
 section "contents of $(basename "$deb")"
 expect=(usr/bin/ckpt usr/share/man/man1/ckpt.1.gz usr/share/bash-completion/completions/ckpt
         usr/share/doc/checkpoint-studio/copyright usr/share/doc/checkpoint-studio/changelog.Debian.gz
+        usr/share/doc/checkpoint-studio/README.md usr/share/doc/checkpoint-studio/docs/cli.md
         usr/share/checkpoint-studio/examples/deepspeed-zero2-bf16-w2/latest)
 if [ $gui = yes ]; then
   expect+=(usr/bin/checkpoint-studio usr/share/man/man1/checkpoint-studio.1.gz

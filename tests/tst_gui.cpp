@@ -529,6 +529,31 @@ private slots:
         QVERIFY(dynamic_cast<app::NameDelegate*>(w.tree()->itemDelegateForColumn(0)));
     }
 
+    // Issue 36 #15: Compare and Slim have shortcuts; Help opens the documentation.
+    void compareAndSlimHaveShortcutsAndHelpLinksTheDocs()
+    {
+        app::MainWindow w;
+        QMap<QString, QAction*> byText;
+        for (QAction* a : w.findChildren<QAction*>())
+            byText[a->text().remove(QLatin1Char('&'))] = a;
+        QVERIFY(byText.contains(QStringLiteral("Compare...")) && byText.contains(QStringLiteral("Slim...")));
+        QCOMPARE(byText[QStringLiteral("Compare...")]->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_D));
+        QCOMPARE(byText[QStringLiteral("Slim...")]->shortcut(),
+                 QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+        QVERIFY(!byText[QStringLiteral("Compare Selected Tags")]->shortcut().isEmpty());
+        QVERIFY(byText.contains(QStringLiteral("Documentation")));
+        const QString readme = app::MainWindow::documentation();
+        QVERIFY2(readme.endsWith(QLatin1String("README.md")) && QFileInfo(readme).isFile(),
+                 qPrintable(readme));
+        // Every shortcut once: a second action on one key would take neither.
+        QSet<QString> keys;
+        for (QAction* a : w.findChildren<QAction*>())
+            for (const QKeySequence& k : a->shortcuts()) {
+                QVERIFY2(!keys.contains(k.toString()), qPrintable(k.toString() + QStringLiteral(" twice")));
+                keys.insert(k.toString());
+            }
+    }
+
     // Issue 36 #8: the licence, ours and that of what the program links, where a legal review
     // looks: Help > About, the LICENSE file and the package metadata.
     void aboutSaysTheLicences()

@@ -160,53 +160,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="520" />
-        <location filename="../app/compare_window.cpp" line="531" />
+        <location filename="../app/compare_window.cpp" line="525" />
+        <location filename="../app/compare_window.cpp" line="536" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="544" />
+        <location filename="../app/compare_window.cpp" line="549" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="545" />
+        <location filename="../app/compare_window.cpp" line="550" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="546" />
+        <location filename="../app/compare_window.cpp" line="551" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="548" />
+        <location filename="../app/compare_window.cpp" line="553" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="552" />
+        <location filename="../app/compare_window.cpp" line="557" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="556" />
+        <location filename="../app/compare_window.cpp" line="561" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="524" />
+        <location filename="../app/compare_window.cpp" line="529" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="524" />
+        <location filename="../app/compare_window.cpp" line="529" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="527" />
+        <location filename="../app/compare_window.cpp" line="532" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -379,82 +379,82 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>dtype 已改变</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="125" />
+        <location filename="../app/compare_model.cpp" line="132" />
         <source>A: %1</source>
         <translation>A：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="127" />
+        <location filename="../app/compare_model.cpp" line="134" />
         <source>B: %1</source>
         <translation>B：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="140" />
+        <location filename="../app/compare_model.cpp" line="147" />
         <source>dtype changed: %1 → %2</source>
         <translation>dtype 已改变：%1 → %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="163" />
+        <location filename="../app/compare_model.cpp" line="174" />
         <source>||a - b|| / ||a||</source>
         <translation>||a - b|| / ||a||</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="164" />
+        <location filename="../app/compare_model.cpp" line="175" />
         <source>a.b / (||a|| ||b||)</source>
         <translation>a.b / (||a|| ||b||)</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="165" />
+        <location filename="../app/compare_model.cpp" line="176" />
         <source>Share of elements whose bits are equal</source>
         <translation>比特完全相同的元素所占比例</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="160" />
+        <location filename="../app/compare_model.cpp" line="171" />
         <source>Tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="161" />
+        <location filename="../app/compare_model.cpp" line="172" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="162" />
+        <location filename="../app/compare_model.cpp" line="173" />
         <source>max |a-b|</source>
         <translation>最大 |a-b|</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="163" />
+        <location filename="../app/compare_model.cpp" line="174" />
         <source>rel. L2</source>
         <translation>相对 L2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="164" />
+        <location filename="../app/compare_model.cpp" line="175" />
         <source>cosine</source>
         <translation>余弦</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="165" />
+        <location filename="../app/compare_model.cpp" line="176" />
         <source>bitwise equal</source>
         <translation>按位相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="166" />
+        <location filename="../app/compare_model.cpp" line="177" />
         <source>mean A</source>
         <translation>A 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="167" />
+        <location filename="../app/compare_model.cpp" line="178" />
         <source>mean B</source>
         <translation>B 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="168" />
+        <location filename="../app/compare_model.cpp" line="179" />
         <source>std A</source>
         <translation>A 标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="169" />
+        <location filename="../app/compare_model.cpp" line="180" />
         <source>std B</source>
         <translation>B 标准差</translation>
     </message>
@@ -533,7 +533,7 @@ The files it wrote are removed and the new ones put in their place in one step; 
     </message>
     <message>
         <location filename="../app/compare_window.cpp" line="284" />
-        <location filename="../app/compare_window.cpp" line="367" />
+        <location filename="../app/compare_window.cpp" line="372" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
@@ -543,74 +543,74 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="286" />
+        <location filename="../app/compare_window.cpp" line="291" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="288" />
-        <location filename="../app/compare_window.cpp" line="318" />
+        <location filename="../app/compare_window.cpp" line="293" />
+        <location filename="../app/compare_window.cpp" line="323" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="308" />
+        <location filename="../app/compare_window.cpp" line="313" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="346" />
+        <location filename="../app/compare_window.cpp" line="351" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="352" />
+        <location filename="../app/compare_window.cpp" line="357" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="373" />
+        <location filename="../app/compare_window.cpp" line="378" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="375" />
+        <location filename="../app/compare_window.cpp" line="380" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="399" />
+        <location filename="../app/compare_window.cpp" line="404" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="400" />
+        <location filename="../app/compare_window.cpp" line="405" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="461" />
+        <location filename="../app/compare_window.cpp" line="466" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="408" />
+        <location filename="../app/compare_window.cpp" line="413" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="449" />
-        <location filename="../app/compare_window.cpp" line="456" />
+        <location filename="../app/compare_window.cpp" line="454" />
+        <location filename="../app/compare_window.cpp" line="461" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="450" />
+        <location filename="../app/compare_window.cpp" line="455" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="457" />
+        <location filename="../app/compare_window.cpp" line="462" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -1223,350 +1223,365 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="81" />
-        <location filename="../app/main_window.cpp" line="414" />
+        <location filename="../app/main_window.cpp" line="94" />
+        <location filename="../app/main_window.cpp" line="439" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="260" />
+        <location filename="../app/main_window.cpp" line="275" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="268" />
+        <location filename="../app/main_window.cpp" line="283" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="269" />
+        <location filename="../app/main_window.cpp" line="284" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="261" />
+        <location filename="../app/main_window.cpp" line="276" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="244" />
+        <location filename="../app/main_window.cpp" line="259" />
         <source>Compute: ...</source>
         <translation>计算设备：……</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="263" />
+        <location filename="../app/main_window.cpp" line="278" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="264" />
+        <location filename="../app/main_window.cpp" line="279" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="273" />
+        <location filename="../app/main_window.cpp" line="288" />
         <source>Open &amp;URL...</source>
         <translation>打开 URL(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="275" />
+        <location filename="../app/main_window.cpp" line="290" />
         <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
         <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="279" />
+        <location filename="../app/main_window.cpp" line="294" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="283" />
+        <location filename="../app/main_window.cpp" line="298" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="286" />
+        <location filename="../app/main_window.cpp" line="301" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="289" />
+        <location filename="../app/main_window.cpp" line="304" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="296" />
+        <location filename="../app/main_window.cpp" line="312" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="299" />
+        <location filename="../app/main_window.cpp" line="315" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="300" />
+        <location filename="../app/main_window.cpp" line="316" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="303" />
+        <location filename="../app/main_window.cpp" line="319" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="306" />
+        <location filename="../app/main_window.cpp" line="322" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="309" />
+        <location filename="../app/main_window.cpp" line="325" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="310" />
+        <location filename="../app/main_window.cpp" line="327" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="315" />
+        <location filename="../app/main_window.cpp" line="333" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="318" />
+        <location filename="../app/main_window.cpp" line="336" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="324" />
+        <location filename="../app/main_window.cpp" line="342" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="325" />
+        <location filename="../app/main_window.cpp" line="343" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="332" />
+        <location filename="../app/main_window.cpp" line="350" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="333" />
+        <location filename="../app/main_window.cpp" line="351" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="335" />
+        <location filename="../app/main_window.cpp" line="353" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="107" />
+        <location filename="../app/main_window.cpp" line="120" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="113" />
+        <location filename="../app/main_window.cpp" line="126" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="116" />
+        <location filename="../app/main_window.cpp" line="129" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="117" />
+        <location filename="../app/main_window.cpp" line="130" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="131" />
+        <location filename="../app/main_window.cpp" line="144" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="140" />
+        <location filename="../app/main_window.cpp" line="153" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="144" />
+        <location filename="../app/main_window.cpp" line="157" />
         <source>Open the bundled example</source>
         <translation>打开自带示例</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="166" />
+        <location filename="../app/main_window.cpp" line="179" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="167" />
+        <location filename="../app/main_window.cpp" line="180" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="236" />
+        <location filename="../app/main_window.cpp" line="251" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="353" />
+        <location filename="../app/main_window.cpp" line="371" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="356" />
+        <location filename="../app/main_window.cpp" line="374" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="366" />
+        <location filename="../app/main_window.cpp" line="384" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="367" />
+        <location filename="../app/main_window.cpp" line="385" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="368" />
+        <location filename="../app/main_window.cpp" line="386" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="371" />
+        <location filename="../app/main_window.cpp" line="389" />
+        <source>&amp;Documentation</source>
+        <translation>文档(&amp;D)</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="392" />
+        <source>Documentation</source>
+        <translation>文档</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="393" />
+        <source>The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.</source>
+        <translation>文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="396" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="372" />
+        <location filename="../app/main_window.cpp" line="397" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="373" />
+        <location filename="../app/main_window.cpp" line="398" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="480" />
+        <location filename="../app/main_window.cpp" line="505" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="493" />
+        <location filename="../app/main_window.cpp" line="518" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="249" />
+        <location filename="../app/main_window.cpp" line="264" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="392" />
+        <location filename="../app/main_window.cpp" line="417" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="455" />
+        <location filename="../app/main_window.cpp" line="480" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="458" />
+        <location filename="../app/main_window.cpp" line="483" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="503" />
+        <location filename="../app/main_window.cpp" line="528" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="508" />
+        <location filename="../app/main_window.cpp" line="533" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="512" />
+        <location filename="../app/main_window.cpp" line="537" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="540" />
+        <location filename="../app/main_window.cpp" line="565" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="559" />
+        <location filename="../app/main_window.cpp" line="584" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="560" />
+        <location filename="../app/main_window.cpp" line="585" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="813" />
+        <location filename="../app/main_window.cpp" line="838" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="819" />
+        <location filename="../app/main_window.cpp" line="844" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="823" />
+        <location filename="../app/main_window.cpp" line="848" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="833" />
+        <location filename="../app/main_window.cpp" line="858" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="834" />
+        <location filename="../app/main_window.cpp" line="859" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="846" />
+        <location filename="../app/main_window.cpp" line="871" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="847" />
+        <location filename="../app/main_window.cpp" line="872" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="849" />
+        <location filename="../app/main_window.cpp" line="874" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="854" />
+        <location filename="../app/main_window.cpp" line="879" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="856" />
+        <location filename="../app/main_window.cpp" line="881" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>

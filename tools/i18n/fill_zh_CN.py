@@ -10,6 +10,9 @@ import xml.etree.ElementTree as ET
 TS = pathlib.Path(__file__).resolve().parents[2] / "translations/checkpoint-studio_zh_CN.ts"
 
 ZH = {
+    "&Documentation": "文档(&D)",
+    "Documentation": "文档",
+    "The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.": "文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。",
     "%1 is not a URL as written: did you mean %2 ?": "%1 不是有效的 URL 写法：您是否想输入 %2 ？",
     "as the checkpoint exports": "按检查点的默认方式",
     "Floating tensors' type in the export. \"As the checkpoint exports\": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.": "导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。",
