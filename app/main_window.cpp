@@ -149,12 +149,22 @@ QWidget* MainWindow::buildStartPage()
 {
     auto* start = new QWidget(this);
     auto* sl = new QVBoxLayout(start);
-    auto* title =
-        new QLabel(tr("<h2>Checkpoint Studio</h2><p>Open a checkpoint folder or file, drop one here, or pick "
-                      "a recent item.</p>"),
-                   start);
+    // What can be opened, said once, where a new user starts.
+    auto* title = new QLabel(
+        tr("<h2>Checkpoint Studio</h2><p>Open, or drop here:</p><ul>"
+           "<li><b>a run folder</b>: DeepSpeed (with <code>latest</code>), a Hugging Face Trainer output "
+           "folder, Composer, PyTorch DCP, a Universal checkpoint (File &gt; Open Folder, Ctrl+Shift+O)</li>"
+           "<li><b>one tag</b>: <code>global_step1000/</code>, <code>checkpoint-500/</code></li>"
+           "<li><b>a file</b>: <code>.pt</code>, <code>.bin</code>, <code>.safetensors</code>, a Composer "
+           "<code>.pt.tar</code> (File &gt; Open File, Ctrl+O)</li>"
+           "<li><b>a URL</b>: <code>s3://</code>, <code>gs://</code>, <code>hf://</code>, "
+           "<code>https://</code> (File &gt; Open URL, Ctrl+L)</li></ul>"
+           "<p>Nothing is ever written into what you open. Recent items:</p>"),
+        start);
+    title->setWordWrap(true);
     m_recent = new QListWidget(start);
-    auto* example = new QPushButton(tr("Open the bundled example"), start);
+    auto* example = new QPushButton(
+        tr("Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)"), start);
     m_startError = errorLabel(start);
     sl->addWidget(title);
     sl->addWidget(m_startError);

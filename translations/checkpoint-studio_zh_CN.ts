@@ -1224,147 +1224,157 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::MainWindow</name>
     <message>
         <location filename="../app/main_window.cpp" line="94" />
-        <location filename="../app/main_window.cpp" line="439" />
+        <location filename="../app/main_window.cpp" line="449" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="275" />
+        <location filename="../app/main_window.cpp" line="285" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="283" />
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="284" />
+        <location filename="../app/main_window.cpp" line="294" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="286" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="259" />
+        <location filename="../app/main_window.cpp" line="154" />
+        <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open, or drop here:&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;a run folder&lt;/b&gt;: DeepSpeed (with &lt;code&gt;latest&lt;/code&gt;), a Hugging Face Trainer output folder, Composer, PyTorch DCP, a Universal checkpoint (File &amp;gt; Open Folder, Ctrl+Shift+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;one tag&lt;/b&gt;: &lt;code&gt;global_step1000/&lt;/code&gt;, &lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;a file&lt;/b&gt;: &lt;code&gt;.pt&lt;/code&gt;, &lt;code&gt;.bin&lt;/code&gt;, &lt;code&gt;.safetensors&lt;/code&gt;, a Composer &lt;code&gt;.pt.tar&lt;/code&gt; (File &amp;gt; Open File, Ctrl+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;a URL&lt;/b&gt;: &lt;code&gt;s3://&lt;/code&gt;, &lt;code&gt;gs://&lt;/code&gt;, &lt;code&gt;hf://&lt;/code&gt;, &lt;code&gt;https://&lt;/code&gt; (File &amp;gt; Open URL, Ctrl+L)&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;Nothing is ever written into what you open. Recent items:&lt;/p&gt;</source>
+        <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开或拖放到此处：&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;训练目录&lt;/b&gt;：DeepSpeed（含 &lt;code&gt;latest&lt;/code&gt;）、Hugging Face Trainer 输出目录、Composer、PyTorch DCP、Universal 检查点（文件 &amp;gt; 打开文件夹，Ctrl+Shift+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;单个标签&lt;/b&gt;：&lt;code&gt;global_step1000/&lt;/code&gt;、&lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;文件&lt;/b&gt;：&lt;code&gt;.pt&lt;/code&gt;、&lt;code&gt;.bin&lt;/code&gt;、&lt;code&gt;.safetensors&lt;/code&gt;、Composer &lt;code&gt;.pt.tar&lt;/code&gt;（文件 &amp;gt; 打开文件，Ctrl+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;URL&lt;/b&gt;：&lt;code&gt;s3://&lt;/code&gt;、&lt;code&gt;gs://&lt;/code&gt;、&lt;code&gt;hf://&lt;/code&gt;、&lt;code&gt;https://&lt;/code&gt;（文件 &amp;gt; 打开 URL，Ctrl+L）&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;从不向打开的内容写入任何东西。最近打开：&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="167" />
+        <source>Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)</source>
+        <translation>打开自带示例（真实的 DeepSpeed 训练目录：ZeRO-2、bf16、2 个 rank、2 个标签）</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="269" />
         <source>Compute: ...</source>
         <translation>计算设备：……</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="278" />
+        <location filename="../app/main_window.cpp" line="288" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="279" />
+        <location filename="../app/main_window.cpp" line="289" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="288" />
+        <location filename="../app/main_window.cpp" line="298" />
         <source>Open &amp;URL...</source>
         <translation>打开 URL(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="290" />
+        <location filename="../app/main_window.cpp" line="300" />
         <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
         <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="301" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="294" />
+        <location filename="../app/main_window.cpp" line="304" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="298" />
+        <location filename="../app/main_window.cpp" line="308" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="301" />
+        <location filename="../app/main_window.cpp" line="311" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="304" />
+        <location filename="../app/main_window.cpp" line="314" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="312" />
+        <location filename="../app/main_window.cpp" line="322" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="315" />
+        <location filename="../app/main_window.cpp" line="325" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="316" />
+        <location filename="../app/main_window.cpp" line="326" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="319" />
+        <location filename="../app/main_window.cpp" line="329" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="322" />
+        <location filename="../app/main_window.cpp" line="332" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="325" />
+        <location filename="../app/main_window.cpp" line="335" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="327" />
+        <location filename="../app/main_window.cpp" line="337" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="333" />
+        <location filename="../app/main_window.cpp" line="343" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="336" />
+        <location filename="../app/main_window.cpp" line="346" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="342" />
+        <location filename="../app/main_window.cpp" line="352" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="343" />
+        <location filename="../app/main_window.cpp" line="353" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="350" />
+        <location filename="../app/main_window.cpp" line="360" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="351" />
+        <location filename="../app/main_window.cpp" line="361" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="353" />
+        <location filename="../app/main_window.cpp" line="363" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
@@ -1394,194 +1404,184 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="153" />
-        <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open a checkpoint folder or file, drop one here, or pick a recent item.&lt;/p&gt;</source>
-        <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开检查点文件夹或文件，拖放到此处，或选择最近打开的项目。&lt;/p&gt;</translation>
-    </message>
-    <message>
-        <location filename="../app/main_window.cpp" line="157" />
-        <source>Open the bundled example</source>
-        <translation>打开自带示例</translation>
-    </message>
-    <message>
-        <location filename="../app/main_window.cpp" line="179" />
+        <location filename="../app/main_window.cpp" line="189" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="180" />
+        <location filename="../app/main_window.cpp" line="190" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="251" />
+        <location filename="../app/main_window.cpp" line="261" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="371" />
+        <location filename="../app/main_window.cpp" line="381" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="374" />
+        <location filename="../app/main_window.cpp" line="384" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="384" />
+        <location filename="../app/main_window.cpp" line="394" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="385" />
+        <location filename="../app/main_window.cpp" line="395" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="386" />
+        <location filename="../app/main_window.cpp" line="396" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="389" />
+        <location filename="../app/main_window.cpp" line="399" />
         <source>&amp;Documentation</source>
         <translation>文档(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="392" />
+        <location filename="../app/main_window.cpp" line="402" />
         <source>Documentation</source>
         <translation>文档</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="393" />
+        <location filename="../app/main_window.cpp" line="403" />
         <source>The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.</source>
         <translation>文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="396" />
+        <location filename="../app/main_window.cpp" line="406" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="397" />
+        <location filename="../app/main_window.cpp" line="407" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="398" />
+        <location filename="../app/main_window.cpp" line="408" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="505" />
+        <location filename="../app/main_window.cpp" line="515" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="518" />
+        <location filename="../app/main_window.cpp" line="528" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="264" />
+        <location filename="../app/main_window.cpp" line="274" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="417" />
+        <location filename="../app/main_window.cpp" line="427" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="480" />
+        <location filename="../app/main_window.cpp" line="490" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="483" />
+        <location filename="../app/main_window.cpp" line="493" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="528" />
+        <location filename="../app/main_window.cpp" line="538" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="533" />
+        <location filename="../app/main_window.cpp" line="543" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="537" />
+        <location filename="../app/main_window.cpp" line="547" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="565" />
+        <location filename="../app/main_window.cpp" line="575" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="584" />
+        <location filename="../app/main_window.cpp" line="594" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="585" />
+        <location filename="../app/main_window.cpp" line="595" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="838" />
+        <location filename="../app/main_window.cpp" line="848" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="844" />
+        <location filename="../app/main_window.cpp" line="854" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="848" />
+        <location filename="../app/main_window.cpp" line="858" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="858" />
+        <location filename="../app/main_window.cpp" line="868" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="859" />
+        <location filename="../app/main_window.cpp" line="869" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="871" />
+        <location filename="../app/main_window.cpp" line="881" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="872" />
+        <location filename="../app/main_window.cpp" line="882" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="874" />
+        <location filename="../app/main_window.cpp" line="884" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="879" />
+        <location filename="../app/main_window.cpp" line="889" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="881" />
+        <location filename="../app/main_window.cpp" line="891" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 TS = pathlib.Path(__file__).resolve().parents[2] / "translations/checkpoint-studio_zh_CN.ts"
 
 ZH = {
+    "<h2>Checkpoint Studio</h2><p>Open, or drop here:</p><ul><li><b>a run folder</b>: DeepSpeed (with <code>latest</code>), a Hugging Face Trainer output folder, Composer, PyTorch DCP, a Universal checkpoint (File &gt; Open Folder, Ctrl+Shift+O)</li><li><b>one tag</b>: <code>global_step1000/</code>, <code>checkpoint-500/</code></li><li><b>a file</b>: <code>.pt</code>, <code>.bin</code>, <code>.safetensors</code>, a Composer <code>.pt.tar</code> (File &gt; Open File, Ctrl+O)</li><li><b>a URL</b>: <code>s3://</code>, <code>gs://</code>, <code>hf://</code>, <code>https://</code> (File &gt; Open URL, Ctrl+L)</li></ul><p>Nothing is ever written into what you open. Recent items:</p>": "<h2>Checkpoint Studio</h2><p>打开或拖放到此处：</p><ul><li><b>训练目录</b>：DeepSpeed（含 <code>latest</code>）、Hugging Face Trainer 输出目录、Composer、PyTorch DCP、Universal 检查点（文件 &gt; 打开文件夹，Ctrl+Shift+O）</li><li><b>单个标签</b>：<code>global_step1000/</code>、<code>checkpoint-500/</code></li><li><b>文件</b>：<code>.pt</code>、<code>.bin</code>、<code>.safetensors</code>、Composer <code>.pt.tar</code>（文件 &gt; 打开文件，Ctrl+O）</li><li><b>URL</b>：<code>s3://</code>、<code>gs://</code>、<code>hf://</code>、<code>https://</code>（文件 &gt; 打开 URL，Ctrl+L）</li></ul><p>从不向打开的内容写入任何东西。最近打开：</p>",
+    "Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)": "打开自带示例（真实的 DeepSpeed 训练目录：ZeRO-2、bf16、2 个 rank、2 个标签）",
     "&Documentation": "文档(&D)",
     "Documentation": "文档",
     "The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.": "文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。",
