@@ -3,6 +3,7 @@
 
 #include "compute_backend.h"
 #include "io/error.h"
+#include "layout/family.h"
 #include "torch/torch_file.h"
 
 #include <QCryptographicHash>
@@ -103,5 +104,47 @@ inline std::vector<uint8_t> contiguousBytes(const ckpt::torch::TorchFile& f, con
     ckpt::gpu::cpuBackend().gather(v, 0, t.numel(), out.data());
     return out;
 }
+
+// A family of the tests' own, recognised by a marker file in its folder that lists the tags one
+// per line (the last is the latest): the tests proving that a family is its recognizer and
+// nothing else (tst_fake_family, tst_stacked_family) differ only in how a tag is opened.
+class MarkerFamily : public ckpt::layout::Family
+{
+public:
+    explicit MarkerFamily(std::string marker)
+        : m_marker(std::move(marker)), m_lookedFor("a " + m_marker + " file")
+    {
+    }
+    std::string_view lookedFor() const override { return m_lookedFor; }
+    bool match(const std::string& path) const override
+    {
+        std::error_code ec;
+        return std::filesystem::is_regular_file(std::filesystem::path(path) / m_marker, ec);
+    }
+    ckpt::layout::TagList listTags(const std::string& path) const override
+    {
+        ckpt::layout::TagList l;
+        l.root = path;
+        std::ifstream in(std::filesystem::path(path) / m_marker);
+        for (std::string name; std::getline(in, name);)
+            if (!name.empty())
+                l.tags.push_back({name, (std::filesystem::path(path) / name).string()}), l.latest = name;
+        return l;
+    }
+
+protected:
+    // Tag `index` of the list: its name, folder and whether it is the latest.
+    static ckpt::layout::Tag listedTag(const ckpt::layout::TagList& list, size_t index)
+    {
+        ckpt::layout::Tag t;
+        t.name = list.tags[index].first;
+        t.dir = list.tags[index].second;
+        t.latest = t.name == list.latest;
+        return t;
+    }
+
+private:
+    std::string m_marker, m_lookedFor;
+};
 
 } // namespace testutil

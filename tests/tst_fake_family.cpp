@@ -41,32 +41,15 @@ std::vector<int64_t> shapeOf(const std::string& text)
     return shape;
 }
 
-class FakeFamily final : public layout::Family
+class FakeFamily final : public testutil::MarkerFamily
 {
 public:
+    FakeFamily() : MarkerFamily("FAKE_CHECKPOINT") {}
     std::string_view id() const override { return "fake"; }
     std::string_view displayName() const override { return "Fake checkpoint"; }
-    std::string_view lookedFor() const override { return "a FAKE_CHECKPOINT file"; }
-    bool match(const std::string& path) const override
-    {
-        std::error_code ec;
-        return fs::is_regular_file(fs::path(path) / "FAKE_CHECKPOINT", ec);
-    }
-    layout::TagList listTags(const std::string& path) const override
-    {
-        layout::TagList l;
-        l.root = path;
-        std::ifstream in(fs::path(path) / "FAKE_CHECKPOINT");
-        for (std::string name; std::getline(in, name);)
-            if (!name.empty()) l.tags.push_back({name, (fs::path(path) / name).string()}), l.latest = name;
-        return l;
-    }
     layout::Tag openTag(const layout::TagList& list, size_t index, layout::FileSet& files) const override
     {
-        layout::Tag t;
-        t.name = list.tags[index].first;
-        t.dir = list.tags[index].second;
-        t.latest = t.name == list.latest;
+        layout::Tag t = listedTag(list, index);
         t.worldSize = kRanks;
         t.sharding = layout::Sharding::ParameterPartitions;
         t.facts = {{"fake format", "1"}, {"ranks", std::to_string(kRanks)}};

@@ -128,32 +128,15 @@ void writeTag(const std::string& dir, const Model& m, int64_t layersSaid = kLaye
     tx.commit();
 }
 
-class StackedFamily final : public layout::Family
+class StackedFamily final : public testutil::MarkerFamily
 {
 public:
+    StackedFamily() : MarkerFamily("STACKED_CHECKPOINT") {}
     std::string_view id() const override { return "stacked"; }
     std::string_view displayName() const override { return "Stacked tensor-parallel checkpoint"; }
-    std::string_view lookedFor() const override { return "a STACKED_CHECKPOINT file"; }
-    bool match(const std::string& path) const override
-    {
-        std::error_code ec;
-        return fs::is_regular_file(fs::path(path) / "STACKED_CHECKPOINT", ec);
-    }
-    layout::TagList listTags(const std::string& path) const override
-    {
-        layout::TagList l;
-        l.root = path;
-        std::ifstream in(fs::path(path) / "STACKED_CHECKPOINT");
-        for (std::string name; std::getline(in, name);)
-            if (!name.empty()) l.tags.push_back({name, (fs::path(path) / name).string()}), l.latest = name;
-        return l;
-    }
     layout::Tag openTag(const layout::TagList& list, size_t index, layout::FileSet& files) const override
     {
-        layout::Tag t;
-        t.name = list.tags[index].first;
-        t.dir = list.tags[index].second;
-        t.latest = t.name == list.latest;
+        layout::Tag t = listedTag(list, index);
         t.mpWorldSize = int(kTp);
         std::vector<std::string> rank;
         for (int64_t r = 0; r < kTp; ++r) {
