@@ -271,10 +271,9 @@ QString DetailsPane::showPartitions(const layout::Parameter& p)
             if (c == 1) item->setToolTip(cells[c]);
             m_partitions->setItem(int(r), c, item);
         }
-        for (const auto& st : s.states)
-            if (!states.contains(QString::fromStdString(st.first)))
-                states << QString::fromStdString(st.first);
     }
+    for (const auto& st : p.state)
+        states << QString::fromStdString(st.name);
     if (!states.isEmpty()) html += row(tr("Optimizer state"), states.join(QLatin1String(", ")));
     m_bar->setSlices(std::move(slices), p.numel());
     m_bar->setVisible(p.tiedTo.empty());

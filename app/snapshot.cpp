@@ -83,8 +83,8 @@ void describeParameter(Node* n, const layout::Parameter& p, int tag, int index, 
     n->ranks = int(p.slices.size());
 }
 
-// The tag's parameters, each with its optimizer moments (`moments`: ops::momentParameters of the
-// tag, whichever way the family keeps them) below it.
+// The tag's parameters, each with its optimizer moments (`moments`: layout::momentTensors of the
+// tag) below it.
 void addParameters(Node* tagNode, const layout::Tag& t, int tag,
                    const std::vector<layout::Parameter>& moments)
 {
@@ -295,7 +295,7 @@ void addTag(Snapshot& s, size_t ti, TreeProgress& progress)
     Node* cfg = add(tn, "configuration", NodeKind::Config, "configuration");
     cfg->text = layout::configurationText(t);
     addRankFiles(tn, t, *s.opened->files, progress);
-    s.moments.push_back(ops::momentParameters(t));
+    s.moments.push_back(layout::momentTensors(t));
     addParameters(tn, t, int(ti), s.moments.back());
     addOtherTensors(tn, t, int(ti));
 }

@@ -61,7 +61,7 @@ struct Snapshot
     // it took 43 ms of the GUI thread when a tag was selected); may be shorter than `tags`.
     std::vector<std::shared_ptr<const layout::ShardingLayout>> layouts;
     // Each tag's optimizer moments as parameters of their own ("<param>/exp_avg"), whichever way
-    // the family keeps them (rank slices, or DCP/Composer optimizer tensors): ops::momentParameters.
+    // the family keeps them: layout::momentTensors.
     std::vector<std::vector<layout::Parameter>> moments;
     std::vector<std::string> warnings;
     std::unique_ptr<Node> root;

@@ -156,8 +156,8 @@ Command addDiff(CLI::App& app)
     sub->add_option("--tag-a", a->tagA, "Tag of A (overrides --tag for A)");
     sub->add_option("--tag-b", a->tagB, "Tag of B (overrides --tag for B)");
     sub->add_flag("--moments", a->moments,
-                  "Compare the optimizer moments too: each parameter's exp_avg and exp_avg_sq, as "
-                  "<param>/exp_avg and <param>/exp_avg_sq");
+                  "Compare the optimizer moments too: each parameter's exp_avg and exp_avg_sq (SGD's "
+                  "momentum_buffer), as <param>/exp_avg and <param>/exp_avg_sq");
     addDevice(sub, a->device);
     addJson(sub, a->json);
     addQuiet(sub, a->quiet);

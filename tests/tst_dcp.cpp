@@ -213,6 +213,56 @@ private slots:
         compare(hashed(ops::anyTensors(dir.toStdString(), all)), want);
     }
 
+    // The optimizer's state keyed by parameter name (FSDP, torchtitan, Composer) is the state
+    // of that parameter, under the optimizer's names; its moments read the reference's values.
+    // Torch's own id-keyed state (dtensor_mixed_w3) ties to no name and is listed by path.
+    void optimizerStateBelongsToItsParameter_data() { addFixtureRows(); }
+    void optimizerStateBelongsToItsParameter()
+    {
+        QFETCH(QString, dir);
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        const auto in = layout::openTag(dir.toStdString(), "", {});
+        const layout::Tag& tag = *in;
+        layout::Tag moments;
+        moments.params = layout::momentTensors(tag);
+        const auto got = hashed(ops::tagTensors(in.checkpoint, moments, {}));
+        size_t keyed = 0, unowned = 0;
+        for (const auto& t : exp["dcp_to_torch_save"]["tensors"]) {
+            const std::string path = t["path"];
+            std::string owner, leaf;
+            if (const size_t flat = path.find("/state."); flat != std::string::npos) { // torchtitan
+                const size_t dot = path.rfind('.');
+                owner = path.substr(flat + 7, dot - flat - 7), leaf = path.substr(dot + 1);
+            } else {
+                const size_t cut = path.rfind('/'), up = path.rfind('/', cut - 1);
+                const size_t stateAt = path.rfind("state/", up);
+                if (cut == std::string::npos || up == std::string::npos || stateAt == std::string::npos ||
+                    stateAt + 5 != up)
+                    continue;
+                owner = path.substr(up + 1, cut - up - 1), leaf = path.substr(cut + 1);
+            }
+            const auto p = std::find_if(tag.params.begin(), tag.params.end(),
+                                        [&](const auto& q) { return q.name == owner; });
+            const bool moment = leaf == "exp_avg" || leaf == "exp_avg_sq";
+            std::string name = path;
+            if (p != tag.params.end()) {
+                const layout::OptimizerState* st = p->stateNamed(leaf);
+                QVERIFY2(st, (owner + " lacks its " + leaf).c_str());
+                QCOMPARE(st->shape, t["shape"].get<std::vector<int64_t>>());
+                name = owner + "/" + leaf;
+                ++keyed;
+            } else if (moment) {
+                ++unowned;
+            }
+            if (!moment) continue;
+            QVERIFY2(got.count(name), ("no moment " + name).c_str());
+            QVERIFY2(got.at(name).sha256 == t["sha256"].get<std::string>(), ("values of " + name).c_str());
+        }
+        QVERIFY(keyed + unowned > 0);
+        QCOMPARE(tag.unownedMoments.size(), unowned);
+    }
+
     void exportMatchesDcpToTorchSave_data() { addFixtureRows(); }
     void exportMatchesDcpToTorchSave()
     {

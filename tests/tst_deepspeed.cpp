@@ -225,9 +225,21 @@ private slots:
             for (const auto& s : p.slices) {
                 held += s.length;
                 QCOMPARE(s.length + s.padding, (p.numel() + 3) / 4); // ceil(n/W) per rank
-                if (s.length) QVERIFY(!s.states.empty());
             }
             QCOMPARE(held, p.numel());
+            // Both moments, sliced as the parameter: each rank holding elements holds their state.
+            QCOMPARE(p.state.size(), size_t(2));
+            for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+                const layout::OptimizerState* st = p.stateNamed(name);
+                QVERIFY(st && st->perSlice && st->complete() && st->slices.size() == p.slices.size());
+                for (size_t i = 0; i < p.slices.size(); ++i) {
+                    QCOMPARE(st->slices[i].paramOffset, p.slices[i].paramOffset);
+                    uint64_t n = 0;
+                    for (const auto& src : st->slices[i].master)
+                        n += src.count;
+                    QCOMPARE(n, p.slices[i].length);
+                }
+            }
         }
         QVERIFY(groups.size() > 2); // sub_group_size 100 splits the params into several sub-groups
         const auto doc =

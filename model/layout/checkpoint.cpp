@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -71,6 +72,119 @@ const char* roleName(FileRole r)
 uint64_t Parameter::numel() const
 {
     return gpu::numelOf(shape);
+}
+
+const OptimizerState* Parameter::stateNamed(std::string_view stateName) const
+{
+    for (const auto& s : state)
+        if (s.name == stateName) return &s;
+    return nullptr;
+}
+
+void Parameter::addStatePieces(std::string_view stateName, size_t slice, std::vector<Source> pieces)
+{
+    if (pieces.empty()) return;
+    auto it = std::find_if(state.begin(), state.end(), [&](const auto& s) { return s.name == stateName; });
+    if (it == state.end())
+        it = state.insert(state.end(),
+                          OptimizerState{std::string(stateName), shape, pieces.front().dtype, {}, true});
+    if (it->slices.size() <= slice) it->slices.resize(slice + 1);
+    auto& master = it->slices[slice].master;
+    master.insert(master.end(), std::make_move_iterator(pieces.begin()),
+                  std::make_move_iterator(pieces.end()));
+}
+
+void Parameter::alignStates()
+{
+    for (auto& st : state) {
+        if (!st.perSlice) continue;
+        st.slices.resize(slices.size());
+        for (size_t i = 0; i < slices.size(); ++i) {
+            RankSlice& r = st.slices[i];
+            r.rank = slices[i].rank, r.paramOffset = slices[i].paramOffset;
+            r.length = slices[i].length, r.padding = slices[i].padding;
+        }
+    }
+}
+
+bool OptimizerState::complete() const
+{
+    if (slices.empty()) return false;
+    return std::all_of(slices.begin(), slices.end(),
+                       [](const RankSlice& s) { return !s.master.empty() || s.length == 0; });
+}
+
+std::vector<Parameter> momentTensors(const Tag& tag)
+{
+    std::vector<Parameter> out;
+    for (const auto& p : tag.params) {
+        if (!p.tiedTo.empty() || !p.unreadable.empty()) continue; // an alias has no state of its own
+        for (const auto& st : p.state) {
+            if (!st.elementwise(p.shape) || !st.complete()) continue;
+            Parameter m;
+            m.name = p.name + "/" + st.name;
+            m.shape = st.shape;
+            m.dtype = st.dtype;
+            m.kind = p.kind;
+            m.group = p.group;
+            for (const auto& s : st.slices)
+                if (!s.master.empty()) m.slices.push_back(s);
+            out.push_back(std::move(m));
+        }
+    }
+    out.insert(out.end(), tag.unownedMoments.begin(), tag.unownedMoments.end());
+    return out;
+}
+
+namespace {
+
+// "a/state/<owner>/<leaf>", or as torch's flatten_optimizer_state_dict writes it (torchtitan)
+// "a/state.<owner>.<leaf>" -> {owner, leaf}; nullopt when the path is not optimizer state.
+std::optional<std::pair<std::string, std::string>> stateKey(const std::string& path)
+{
+    const size_t cut = path.rfind('/');
+    const size_t last = cut == std::string::npos ? 0 : cut + 1;
+    if (path.compare(last, 6, "state.") == 0) {
+        const size_t dot = path.rfind('.');
+        if (dot <= last + 6 || dot + 1 == path.size()) return std::nullopt;
+        return std::pair{path.substr(last + 6, dot - last - 6), path.substr(dot + 1)};
+    }
+    if (cut == std::string::npos || cut == 0) return std::nullopt;
+    const size_t up = path.rfind('/', cut - 1);
+    if (up == std::string::npos || up < 5 || path.compare(up - 5, 6, "state/") != 0) return std::nullopt;
+    if (up > 5 && path[up - 6] != '/') return std::nullopt; // "optimizer_state/...", not "state/"
+    return std::pair{path.substr(up + 1, cut - up - 1), path.substr(cut + 1)};
+}
+
+bool isMoment(const std::string& leaf)
+{
+    return leaf == "exp_avg" || leaf == "exp_avg_sq" || leaf == "momentum_buffer";
+}
+
+} // namespace
+
+void attachKeyedOptimizerState(Tag& tag)
+{
+    for (const auto& p : tag.params)
+        if (!p.state.empty()) return; // the family stated it (ZeRO partitions); its files are not keyed
+    std::unordered_map<std::string, Parameter*> byName;
+    for (auto& p : tag.params)
+        byName.emplace(p.name, &p);
+    std::vector<const Parameter*> unowned;
+    bool attached = false;
+    for (const auto& o : tag.otherTensors) {
+        const auto key = stateKey(o.name);
+        if (!key || !o.unreadable.empty()) continue;
+        if (const auto it = byName.find(key->first); it != byName.end()) {
+            it->second->state.push_back(OptimizerState{key->second, o.shape, o.dtype, o.slices, false});
+            attached = true;
+        } else if (isMoment(key->second)) {
+            unowned.push_back(&o);
+        }
+    }
+    if (attached) return;
+    for (const Parameter* o : unowned)
+        tag.unownedMoments.push_back(*o);
 }
 
 const Tag* Checkpoint::latest() const

@@ -126,8 +126,30 @@ struct RankSlice
     uint64_t padding = 0;     // padding elements after it in this rank's partition
     // fp32 master copy: usually one source; two when a ZeRO-3 slice crosses sub-groups
     std::vector<Source> master;
-    // optimizer moments for the same range, by name ("exp_avg", "exp_avg_sq")
-    std::vector<std::pair<std::string, std::vector<Source>>> states;
+};
+
+// One tensor of a parameter's optimizer state, named as the optimizer names it ("exp_avg",
+// "exp_avg_sq", SGD's and Muon's "momentum_buffer", "step"), whatever the family: the one place
+// operations find it (diff's moments, the tree, Python's optimizer_state), so no operation knows
+// where a family keeps it.
+struct OptimizerState
+{
+    std::string name;
+    std::vector<int64_t> shape;                 // the parameter's for a moment; [] for a step, a factor's own
+    torch::DType dtype = torch::DType::Float32; // as stored
+    // Its pieces (each slice's `master`), as a parameter's. `perSlice`: slices[i] holds the
+    // state of the parameter's slices[i] (ZeRO's partitions), and is empty where that rank
+    // saved none; otherwise the slices are the state's own (a tensor keyed by parameter name).
+    std::vector<RankSlice> slices;
+    bool perSlice = false;
+    // One value per element of the parameter (a moment), as opposed to a factor or the step
+    // (a count, even where a scalar parameter's shape is its own).
+    bool elementwise(const std::vector<int64_t>& paramShape) const
+    {
+        return perSlice || (shape == paramShape && name != "step");
+    }
+    // Every element has its pieces (a rank holding only padding has none to hold).
+    bool complete() const;
 };
 
 struct Parameter
@@ -144,7 +166,15 @@ struct Parameter
     // Its `/` path in the checkpoint's object tree ("state/model/fc.weight"), which --ignore
     // globs match as Composer's ignore_keys do; empty: the name is the path.
     std::string path;
+    std::vector<OptimizerState> state; // its optimizer's state, in the order the optimizer keeps it
     uint64_t numel() const;
+    const OptimizerState* stateNamed(std::string_view stateName) const;
+    // Adds `pieces` of the per-slice state `name` to slice `slice` (the one about to be added
+    // when it is p.slices.size()), making that state (of this parameter's shape) at first use.
+    void addStatePieces(std::string_view stateName, size_t slice, std::vector<Source> pieces);
+    // Gives every per-slice state one slice per parameter slice, with the parameter's ranges:
+    // called once the parameter's slices are all there.
+    void alignStates();
 };
 
 // One fact about a tag for people ("ZeRO stage" "2", "world size" "4", "model_type" "llama"):
@@ -198,6 +228,10 @@ struct Tag
     // Tensors outside the model (optimizer state, RNG, ...) named by their `/` path: exported
     // only with --all, shown in the tree, compared by diff when asked.
     std::vector<Parameter> otherTensors;
+    // Moments of the optimizer's state that no parameter carries: torch's own state dict keys
+    // them by integer ids, which a checkpoint without the optimizer's parameter order cannot tie
+    // to a name. Listed by their path ("optimizer/state/0/exp_avg"), beside the parameters' own.
+    std::vector<Parameter> unownedMoments;
     // Small files an export writes beside the weights so the folder loads offline (config.json,
     // tokenizer files embedded in a Composer checkpoint): name -> content.
     std::vector<std::pair<std::string, std::string>> exportFiles;
@@ -208,6 +242,19 @@ struct Tag
     std::optional<TrainerState> trainerState;
     std::vector<std::string> warnings;
 };
+
+// Each parameter's element-wise optimizer state (its moments) as parameters of their own, named
+// "<param>/<state>" (fc.weight/exp_avg), stored dtype, then the tag's unownedMoments: what diff
+// --moments and the window's tree read. Aliases and unreadable parameters have none; a state some
+// ranks lack is left out.
+std::vector<Parameter> momentTensors(const Tag& tag);
+
+// Optimizer state kept as tensors of its own, keyed by parameter name (".../state/<param>/exp_avg"
+// in DCP, Composer, FSDP, a torch.save file): attached to the tag's parameter of that name as its
+// state; moments keyed by id become the tag's unownedMoments. Every opened tag goes through it
+// (layout::openedTag); a family that states its parameters' state itself (DeepSpeed) is left as
+// it is.
+void attachKeyedOptimizerState(Tag& tag);
 
 // The tag's configuration as the training saved it (DeepSpeed's ds_config, the client state, the
 // LR scheduler), as indented JSON text for people.

@@ -330,9 +330,9 @@ std::string stateFile(const std::string& pname, const char* state)
     return "zero/" + pname + "/" + state + ".pt";
 }
 
-// The parameter's Adam moments beside its fp32.pt, as states of its slice; whether it has any
-// (only a trained parameter does).
-bool readMoments(const std::string& pname, const torch::Tensor& t, RankSlice& s, const FolderFiles& folder,
+// The parameter's Adam moments beside its fp32.pt, as its state; whether it has any (only a
+// trained parameter does).
+bool readMoments(const std::string& pname, const torch::Tensor& t, Parameter& p, const FolderFiles& folder,
                  FileSet& files, Tag& tag)
 {
     bool moments = false;
@@ -347,7 +347,7 @@ bool readMoments(const std::string& pname, const torch::Tensor& t, RankSlice& s,
             throw Error("holds " + std::to_string(st.numel()) + " elements, fp32.pt beside it " +
                             std::to_string(t.numel()),
                         sp);
-        s.states.push_back({state, {Source::flat(sp, st.path, 0, st.numel(), st.dtype)}});
+        p.addStatePieces(state, 0, {Source::flat(sp, st.path, 0, st.numel(), st.dtype)});
         moments = true;
     }
     return moments;
@@ -378,12 +378,13 @@ Parameter readParameter(const std::string& pname, const ModelNames& names, const
     RankSlice s;
     s.length = t.numel();
     s.master.push_back(Source::flat(fp32, t.path, 0, s.length, t.dtype));
-    const bool moments = readMoments(pname, t, s, folder, files, tag);
+    const bool moments = readMoments(pname, t, p, folder, files, tag);
     if (folder.has(stateFile(pname, "step"))) addFile(tag, folder, stateFile(pname, "step"), FileRole::Other);
     p.kind = moments                      ? Parameter::Kind::Trainable
              : names.buffers.count(pname) ? Parameter::Kind::Buffer
                                           : Parameter::Kind::Frozen;
     p.slices.push_back(std::move(s));
+    p.alignStates();
     return p;
 }
 

@@ -325,62 +325,7 @@ private:
     std::vector<Run> m_runs;
 };
 
-constexpr const char* kMoments[] = {"exp_avg", "exp_avg_sq"};
-
 } // namespace
-
-std::vector<layout::Parameter> momentParameters(const layout::Tag& tag)
-{
-    std::vector<layout::Parameter> out;
-    for (const auto& p : tag.params) {
-        if (!p.tiedTo.empty() || !p.unreadable.empty()) continue; // an alias has no moments of its own
-        for (const char* st : kMoments) {
-            layout::Parameter m;
-            m.name = p.name + "/" + st;
-            m.shape = p.shape;
-            m.kind = p.kind;
-            m.group = p.group;
-            bool complete = !p.slices.empty();
-            for (const auto& s : p.slices) {
-                auto it = std::find_if(s.states.begin(), s.states.end(),
-                                       [&](const auto& x) { return x.first == st; });
-                if (it == s.states.end() || it->second.empty()) {
-                    complete = complete && s.length == 0; // a rank holding only padding has none
-                    continue;
-                }
-                layout::RankSlice r;
-                r.rank = s.rank;
-                r.paramOffset = s.paramOffset;
-                r.length = s.length;
-                r.padding = s.padding;
-                r.master = it->second;
-                m.dtype = it->second.front().dtype;
-                m.slices.push_back(std::move(r));
-            }
-            // Frozen parameters have none; a moment some ranks lack cannot be put together.
-            if (complete && !m.slices.empty()) out.push_back(std::move(m));
-        }
-    }
-    if (!out.empty()) return out;
-    std::set<std::string> params;
-    for (const auto& p : tag.params)
-        params.insert(p.name);
-    for (const auto& p : tag.otherTensors) {
-        const size_t cut = p.name.rfind('/');
-        if (cut == std::string::npos) continue;
-        const std::string leaf = p.name.substr(cut + 1);
-        if (leaf != kMoments[0] && leaf != kMoments[1]) continue;
-        // ".../state/<param>/exp_avg": named after its parameter when the tag has one by that
-        // name (optimizer state keyed by parameter name), else by its whole path.
-        const std::string head = p.name.substr(0, cut);
-        const size_t up = head.rfind('/');
-        const std::string owner = up == std::string::npos ? head : head.substr(up + 1);
-        layout::Parameter m = p;
-        if (params.count(owner)) m.name = owner + "/" + leaf;
-        out.push_back(std::move(m));
-    }
-    return out;
-}
 
 TensorSet diffTensors(const std::string& path, const SourceOptions& options, bool moments)
 {
@@ -395,7 +340,7 @@ TensorSet diffTensors(const layout::OpenedTag& in, const SourceOptions& options,
     layout::Tag m;
     m.name = tag.name;
     m.dir = tag.dir;
-    m.params = momentParameters(tag); // exportDtype none: moments are compared as stored
+    m.params = layout::momentTensors(tag); // exportDtype none: moments are compared as stored
     if (m.params.empty()) {
         set.warnings.push_back("no optimizer moments (exp_avg, exp_avg_sq) to compare");
         return set;

@@ -107,17 +107,12 @@ struct DiffOptions
     SourceOptions a, b;     // per side: tag (empty = latest), dtype, backend for casts
     bool sideStats = false; // mean/std/... of A and B as well (one more reduction per side)
     int histogramBins = 0;  // > 0: histograms of A, B and a-b (a second pass over chunked tensors)
-    // The optimizer moments of each parameter too, as tensors "<param>/exp_avg" and
-    // "<param>/exp_avg_sq", compared as stored (see momentTensors).
+    // The optimizer moments of each parameter too, as tensors "<param>/exp_avg",
+    // "<param>/exp_avg_sq" (or as its optimizer names them), compared as stored
+    // (layout::momentTensors).
     bool moments = false;
 };
 
-// The Adam moments of a tag as tensors of their own, named "<param>/exp_avg" and
-// "<param>/exp_avg_sq", in the tag's parameter order: from each rank slice's states where the
-// layout keeps them beside the master (DeepSpeed ZeRO 1/2/3, Universal), else from the tag's
-// other tensors whose path ends in a moment (DCP, Composer: ".../state/<param>/exp_avg").
-// Empty when the tag holds none (a file, a Hugging Face folder, a ZeRO-0 save).
-std::vector<layout::Parameter> momentParameters(const layout::Tag& tag);
 // The model tensors of `path`'s tag, as diff reads them, followed by its moments when asked
 // (a warning in the set when it has none).
 TensorSet diffTensors(const layout::OpenedTag& in, const SourceOptions& options, bool moments);

@@ -346,13 +346,15 @@ ordered_json CheckpointListing::parameter(size_t tag, size_t index) const
     if (!p.tiedTo.empty()) pj["tied_to"] = p.tiedTo;
     if (p.group >= 0) pj["group"] = p.group, pj["group_offset"] = p.groupOffset;
     ordered_json parts = ordered_json::array();
-    for (const auto& s : p.slices) {
+    for (size_t i = 0; i < p.slices.size(); ++i) {
+        const layout::RankSlice& s = p.slices[i];
         ordered_json sj{
             {"rank", s.rank}, {"offset", s.paramOffset}, {"length", s.length}, {"padding", s.padding}};
         if (sources) {
             sj["master"] = sourcesJson(s.master);
-            for (const auto& [name, src] : s.states)
-                sj["states"][name] = sourcesJson(src);
+            for (const auto& st : p.state) // the partition's share of each state sliced as it is
+                if (st.perSlice && i < st.slices.size() && !st.slices[i].master.empty())
+                    sj["states"][st.name] = sourcesJson(st.slices[i].master);
         }
         parts.push_back(std::move(sj));
     }

@@ -68,37 +68,6 @@ ops::TensorSet deepspeedSet(const layout::OpenedTag& in, ops::SourceOptions opti
     return set;
 }
 
-// The step of a parameter's optimizer group as the optimizer saved it (a tensor since torch
-// 1.12), the tensor ds_to_universal writes as step.pt: ".../state/<group>/step" of the file
-// holding the parameter's first master slice. nullopt where there is none (or it is a number).
-std::optional<layout::Parameter> stepOf(const layout::OpenedTag& in, const layout::Parameter& p)
-{
-    // Optimizer state keyed by parameter name (DCP, Composer): ".../state/<name>/step".
-    for (const auto& o : in->otherTensors)
-        if (o.name.ends_with("state/" + p.name + "/step")) {
-            layout::Parameter step = o;
-            step.name = "step";
-            return step;
-        }
-    for (const auto& s : p.slices) {
-        if (s.master.empty()) continue;
-        const std::string& file = s.master.front().file;
-        const std::string path =
-            "optimizer_state_dict/base_optimizer_state/state/" + std::to_string(p.group) + "/step";
-        const auto f = in.files().get(file);
-        if (!f->has(path)) return std::nullopt;
-        layout::Parameter step;
-        step.name = "step";
-        step.dtype = f->dtypeOf(path);
-        layout::RankSlice r;
-        r.length = 1;
-        r.master.push_back(layout::Source::flat(file, path, 0, 1, step.dtype));
-        step.slices.push_back(std::move(r));
-        return step;
-    }
-    return std::nullopt;
-}
-
 // One parameter's fp32 master, exp_avg, exp_avg_sq (and step), the names of ds_to_universal's
 // files for it.
 ops::TensorSet optimizerSet(const layout::OpenedTag& in, const ops::SourceOptions& options,
@@ -114,14 +83,23 @@ ops::TensorSet optimizerSet(const layout::OpenedTag& in, const ops::SourceOption
     ops::SourceOptions o = options;
     o.dtype = torch::DType::Float32;
     ops::TensorSet set = ops::tagTensors(in.checkpoint, subTag(tag, {master}, torch::DType::Float32), o);
+    // Its state as the family states it, under the optimizer's names: the moments sliced as
+    // the parameter, then the step (a tensor of its own).
     std::vector<layout::Parameter> stored;
-    for (auto& m : ops::momentParameters(tag))
+    for (auto& m : layout::momentTensors(tag))
         if (m.name == p->name + "/exp_avg" || m.name == p->name + "/exp_avg_sq") {
             m.name = m.name.substr(p->name.size() + 1);
             stored.push_back(std::move(m));
         }
     if (stored.empty()) throw Error("no optimizer moments for '" + name + "' in tag " + tag.name, tag.dir);
-    if (auto step = stepOf(in, *p)) stored.push_back(std::move(*step));
+    if (const layout::OptimizerState* st = p->stateNamed("step"); st && st->complete()) {
+        layout::Parameter step;
+        step.name = "step";
+        step.shape = st->shape;
+        step.dtype = st->dtype;
+        step.slices = st->slices;
+        stored.push_back(std::move(step));
+    }
     o.dtype.reset();
     ops::TensorSet moments = ops::tagTensors(in.checkpoint, subTag(tag, std::move(stored), std::nullopt), o);
     for (auto& t : moments.tensors)
@@ -263,7 +241,7 @@ std::vector<std::string> optimizerParameters(const layout::Tag& tag)
 {
     std::vector<std::string> out;
     std::set<std::string> seen;
-    for (const auto& m : ops::momentParameters(tag)) {
+    for (const auto& m : layout::momentTensors(tag)) {
         const std::string name = m.name.substr(0, m.name.rfind('/'));
         if (seen.insert(name).second) out.push_back(name);
     }

@@ -57,6 +57,25 @@ std::optional<Parameter> fromModule(const OpenFile& m0, const std::string& name,
     return p;
 }
 
+namespace {
+
+// The step of a parameter's optimizer group as the optimizer saved it, from the file holding its
+// first partition: what ds_to_universal writes as its step.pt. Only a tensor (torch >= 1.12) has
+// pieces to read; a plain number is left to the conversion, which copies the pickle.
+void addGroupStep(Parameter& p, size_t g, const OpenFile* holder)
+{
+    if (!holder) return;
+    const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + std::to_string(g) + "/step";
+    const torch::Tensor* t = holder->file->tensor(sp);
+    if (!t) return;
+    RankSlice r;
+    r.length = t->numel();
+    r.master.push_back(source(*holder, sp, 0, t->numel()));
+    p.state.push_back(OptimizerState{"step", t->shape, t->dtype, {std::move(r)}, false});
+}
+
+} // namespace
+
 // Step 8a, ZeRO-1/2 and BF16_Optimizer: each flat group is cut into one partition per rank of
 // the group's partition (`byRank`: every rank, or an MoE expert group's expert-data-parallel
 // ranks); rank r holds [r * P, r * P + L_r) of it. Slices are labelled with the files' ranks.
@@ -83,9 +102,11 @@ void flatGroup(const Tag& tag, size_t g, const Value* shapes, const OpenFile& m0
     for (const auto& [k, v] : shapes->entries) {
         Parameter p = shapedParameter(k, v, int(g), offset, m0);
         const uint64_t n = p.numel();
+        const OpenFile* firstHolder = nullptr;
         for (uint64_t r = 0; r < W; ++r) {
             const uint64_t lo = std::max(offset, start[r]), hi = std::min(offset + n, start[r] + saved[r]);
             if (lo >= hi) continue;
+            if (!firstHolder) firstHolder = byRank[r];
             RankSlice s;
             s.rank = byRank[r]->info.dpRank;
             s.paramOffset = lo - offset;
@@ -96,10 +117,13 @@ void flatGroup(const Tag& tag, size_t g, const Value* shapes, const OpenFile& m0
                                       lo - start[r], hi - lo));
             for (const char* st : {"exp_avg", "exp_avg_sq"}) {
                 const std::string sp = "optimizer_state_dict/base_optimizer_state/state/" + gs + "/" + st;
-                if (o.file->tensor(sp)) s.states.push_back({st, {source(o, sp, lo - start[r], hi - lo)}});
+                if (o.file->tensor(sp))
+                    p.addStatePieces(st, p.slices.size(), {source(o, sp, lo - start[r], hi - lo)});
             }
             p.slices.push_back(std::move(s));
         }
+        p.alignStates();
+        addGroupStep(p, g, firstHolder);
         uint64_t covered = 0;
         for (const auto& s : p.slices)
             covered += s.length;
@@ -182,10 +206,7 @@ std::vector<Parameter> subGroupParameters(const Tag& tag, const Value* paramShap
                             const std::string sp =
                                 "optimizer_state_dict/optimizer_state_dict/state/" + gs + "/" + st;
                             if (!o.file->tensor(sp)) continue;
-                            auto it = std::find_if(s.states.begin(), s.states.end(),
-                                                   [&](const auto& x) { return x.first == st; });
-                            if (it == s.states.end()) it = s.states.insert(s.states.end(), {st, {}});
-                            it->second.push_back(source(o, sp, want - fsr[sg], take));
+                            p.addStatePieces(st, p.slices.size(), {source(o, sp, want - fsr[sg], take)});
                         }
                         want += take, left -= take, ++sg;
                     }
@@ -193,6 +214,7 @@ std::vector<Parameter> subGroupParameters(const Tag& tag, const Value* paramShap
                 p.slices.push_back(std::move(s));
             }
             O += per;
+            p.alignStates();
             trainable.push_back(std::move(p));
         }
     }

@@ -351,13 +351,15 @@ private:
     }
 
     // The sources of one state of a slice: its master (fp32) or that moment.
-    const std::vector<layout::Source>& sourcesOf(const layout::RankSlice& s, const char* state,
-                                                 const std::string& param) const
+    const std::vector<layout::Source>& sourcesOf(const layout::Parameter& part, const layout::RankSlice& s,
+                                                 const char* state) const
     {
         if (std::strcmp(state, "fp32") == 0) return s.master;
-        for (const auto& [name, v] : s.states)
-            if (name == state) return v;
-        throw Error(std::string("no '") + state + "' optimizer state for parameter '" + param +
+        if (const layout::OptimizerState* st = part.stateNamed(state); st && st->perSlice) {
+            const size_t i = size_t(&s - part.slices.data());
+            if (i < st->slices.size() && !st->slices[i].master.empty()) return st->slices[i].master;
+        }
+        throw Error(std::string("no '") + state + "' optimizer state for parameter '" + part.name +
                         "': DeepSpeed's Universal format holds Adam-style moments (exp_avg, exp_avg_sq) only",
                     s.master.empty() ? m_tag.dir : s.master.front().file.str());
     }
@@ -372,7 +374,7 @@ private:
         bool typed = false;
         for (size_t t = 0; t < parts.size(); ++t)
             for (const layout::RankSlice* s : held[t])
-                for (const layout::Source& src : sourcesOf(*s, state, p.name)) {
+                for (const layout::Source& src : sourcesOf(*parts[t], *s, state)) {
                     torch::DType d = dtype;
                     (*slices)[t].add(pieceOf(m_files, src, d));
                     if (typed && d != dtype)
