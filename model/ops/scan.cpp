@@ -137,7 +137,11 @@ void scanOne(const std::string& path, const std::string& relative, FolderScan& o
 ScanReport scanFile(const std::string& path)
 {
     const auto file = io::MappedFile::open(path);
-    return scanMapped(file, path, detect(*file, path));
+    ScanReport r = scanMapped(file, path, detect(*file, path));
+    // Nothing read before the pickle broke: no report to give, the file is not what it claims.
+    if (!r.errors.empty() && r.findings.empty())
+        throw Error("could not parse its pickle data: " + r.errors.front(), path);
+    return r;
 }
 
 bool FolderScan::dangerous() const

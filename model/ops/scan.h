@@ -33,6 +33,8 @@ struct ScanReport
 // `ckpt scan --json`: the globals referenced, with their safety, and the pickles left unread.
 nlohmann::ordered_json toJson(const ScanReport& r);
 
+// One file's pickles. Throws when none of them could be read up to a single global (the file is
+// not what it claims); a pickle that breaks later is reported in `errors`, beside what it held.
 ScanReport scanFile(const std::string& path);
 
 // `ckpt scan` of a whole checkpoint, before anyone torch.loads it: every file under `path` (any
