@@ -83,8 +83,9 @@ void Workspace::analyse(const std::string& path, QObject* receiver, AnalysisDone
     // Reading every pickle of the files (or their parsed forms): never on the GUI thread.
     m_jobs.run(
         channelOf(key),
-        [key, files = files()](const ops::ProgressSink& sink, const ops::CancelToken& cancel) {
-            return ops::analyzeFolderBloat(key, sink, cancel, files.get());
+        [key, opened = opened()](const ops::ProgressSink& sink, const ops::CancelToken& cancel) {
+            return ops::analyzeFolderBloat(key, sink, cancel, opened ? opened->files.get() : nullptr,
+                                           opened ? &opened->model : nullptr);
         },
         [this, key](const JobResult<ops::FolderBloat>& r) { analysed(key, r); },
         [this, key](const JobProgress& p) {

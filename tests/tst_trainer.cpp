@@ -216,7 +216,8 @@ private slots:
 
     // The byte summary of a plain Trainer checkpoint: model.safetensors is the model's weights, the
     // RNG state and the Trainer's other pickles are not (rng_state.pth's "cpu" tensor counted as
-    // weights, and the 88 KB of weights as "other").
+    // weights, and the 88 KB of weights as "other"). The family says which file is which (file
+    // roles); bloat goes by them, not by names.
     void bytesByRoleOfAPlainCheckpoint()
     {
         const std::string dir = runDir("gpt2_plain_w1") + "/checkpoint-2";
@@ -224,7 +225,15 @@ private slots:
         uint64_t weights = 0;
         for (const auto& t : st->tensors())
             weights += t.end - t.begin;
-        const ops::FolderBloat b = ops::analyzeFolderBloat(dir, {}, {});
+        const auto opened = layout::openCheckpoint(dir);
+        std::map<std::string, layout::FileRole> roles;
+        for (const auto& f : opened->model.tags.at(0).files)
+            roles[f.name] = f.role;
+        QVERIFY(roles.at("rng_state.pth") == layout::FileRole::Rng);
+        QVERIFY(roles.at("scheduler.pt") == layout::FileRole::Scheduler);
+        QVERIFY(roles.at("training_args.bin") == layout::FileRole::RunConfig);
+        QVERIFY(roles.at("optimizer.pt") == layout::FileRole::OptimStates);
+        const ops::FolderBloat b = ops::analyzeFolderBloat(dir, {}, {}, opened->files.get(), &opened->model);
         QCOMPARE(b.roleBytes[size_t(ops::ByteRole::ModelWeights)], weights);
         QVERIFY(b.roleBytes[size_t(ops::ByteRole::ExpAvg)] > 0);
         for (const auto& f : b.files)

@@ -743,7 +743,7 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>扁平分组</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="278" />
+        <location filename="../app/details_pane.cpp" line="277" />
         <source>Optimizer state</source>
         <translation>优化器状态</translation>
     </message>
@@ -758,82 +758,82 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>错误</translation>
     </message>
     <message>
-        <location filename="../app/details_pane.cpp" line="299" />
+        <location filename="../app/details_pane.cpp" line="298" />
         <source>Computing...</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="51" />
         <source>DeepSpeed checkpoint</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="52" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="50" />
+        <location filename="../app/kinds.cpp" line="53" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="51" />
+        <location filename="../app/kinds.cpp" line="54" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="52" />
+        <location filename="../app/kinds.cpp" line="55" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="53" />
+        <location filename="../app/kinds.cpp" line="56" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="54" />
+        <location filename="../app/kinds.cpp" line="57" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="55" />
+        <location filename="../app/kinds.cpp" line="58" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="56" />
+        <location filename="../app/kinds.cpp" line="59" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="57" />
+        <location filename="../app/kinds.cpp" line="60" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="58" />
+        <location filename="../app/kinds.cpp" line="61" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="59" />
+        <location filename="../app/kinds.cpp" line="62" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="60" />
+        <location filename="../app/kinds.cpp" line="63" />
         <source>model states</source>
         <translation>模型状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="61" />
+        <location filename="../app/kinds.cpp" line="64" />
         <source>optimizer states</source>
         <translation>优化器状态文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="62" />
+        <location filename="../app/kinds.cpp" line="65" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
@@ -981,142 +981,142 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::Fact</name>
     <message>
-        <location filename="../app/kinds.cpp" line="65" />
+        <location filename="../app/kinds.cpp" line="68" />
         <source>optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="66" />
+        <location filename="../app/kinds.cpp" line="69" />
         <source>data-parallel ranks</source>
         <translation>数据并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="68" />
+        <location filename="../app/kinds.cpp" line="71" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="64" />
+        <location filename="../app/kinds.cpp" line="67" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="67" />
+        <location filename="../app/kinds.cpp" line="70" />
         <source>model-parallel ranks</source>
         <translation>模型并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="69" />
+        <location filename="../app/kinds.cpp" line="72" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="70" />
+        <location filename="../app/kinds.cpp" line="73" />
         <source>step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="71" />
+        <location filename="../app/kinds.cpp" line="74" />
         <source>skipped steps</source>
         <translation>跳过的步数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="72" />
+        <location filename="../app/kinds.cpp" line="75" />
         <source>role</source>
         <translation>角色</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="73" />
+        <location filename="../app/kinds.cpp" line="76" />
         <source>data-parallel rank</source>
         <translation>数据并行 rank</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="74" />
+        <location filename="../app/kinds.cpp" line="77" />
         <source>tensor-parallel rank</source>
         <translation>张量并行 rank</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="75" />
+        <location filename="../app/kinds.cpp" line="78" />
         <source>0 (disabled: plain data parallelism)</source>
         <translation>0（未启用：普通数据并行）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="76" />
+        <location filename="../app/kinds.cpp" line="79" />
         <source>1 (optimizer states partitioned)</source>
         <translation>1（切分优化器状态）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="77" />
+        <location filename="../app/kinds.cpp" line="80" />
         <source>2 (optimizer states and gradients partitioned)</source>
         <translation>2（切分优化器状态和梯度）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="78" />
+        <location filename="../app/kinds.cpp" line="81" />
         <source>3 (optimizer states, gradients and parameters partitioned)</source>
         <translation>3（切分优化器状态、梯度和参数）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="79" />
+        <location filename="../app/kinds.cpp" line="82" />
         <source>DeepSpeed ZeRO optimizer</source>
         <translation>DeepSpeed ZeRO 优化器</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="80" />
+        <location filename="../app/kinds.cpp" line="83" />
         <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
         <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="81" />
+        <location filename="../app/kinds.cpp" line="84" />
         <source>none saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="82" />
+        <location filename="../app/kinds.cpp" line="85" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="84" />
+        <location filename="../app/kinds.cpp" line="87" />
         <source>global step</source>
         <translation>全局步数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="85" />
+        <location filename="../app/kinds.cpp" line="88" />
         <source>epoch</source>
         <translation>轮次</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="86" />
+        <location filename="../app/kinds.cpp" line="89" />
         <source>best checkpoint</source>
         <translation>最佳检查点</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="87" />
+        <location filename="../app/kinds.cpp" line="90" />
         <source>best metric</source>
         <translation>最佳指标</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="88" />
+        <location filename="../app/kinds.cpp" line="91" />
         <source>log entries</source>
         <translation>日志条目</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="89" />
+        <location filename="../app/kinds.cpp" line="92" />
         <source>Trainer files</source>
         <translation>Trainer 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="90" />
+        <location filename="../app/kinds.cpp" line="93" />
         <source>DeepSpeed tag</source>
         <translation>DeepSpeed 标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="91" />
+        <location filename="../app/kinds.cpp" line="94" />
         <source>pipeline stages</source>
         <translation>流水线阶段</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="92" />
+        <location filename="../app/kinds.cpp" line="95" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
@@ -2327,21 +2327,36 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../app/kinds.cpp" line="44" />
+        <source>RNG state</source>
+        <translation>随机数状态</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="45" />
+        <source>LR scheduler</source>
+        <translation>学习率调度器</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="46" />
+        <source>training arguments</source>
+        <translation>训练参数</translation>
+    </message>
+    <message>
+        <location filename="../app/kinds.cpp" line="47" />
         <source>other</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="45" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>other tensors</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="46" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="47" />
+        <location filename="../app/kinds.cpp" line="50" />
         <source>folder</source>
         <translation>文件夹</translation>
     </message>

@@ -63,6 +63,12 @@ const char* roleName(FileRole r)
         return "MoE expert";
     case FileRole::ExpertOptim:
         return "MoE expert optimizer";
+    case FileRole::Rng:
+        return "RNG state";
+    case FileRole::Scheduler:
+        return "LR scheduler";
+    case FileRole::RunConfig:
+        return "training arguments";
     case FileRole::Other:
         return "other";
     }

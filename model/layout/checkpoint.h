@@ -18,7 +18,20 @@
 
 namespace ckpt::layout {
 
-enum class FileRole { ModelStates, OptimStates, Layer, Expert, ExpertOptim, Other };
+// What a file of a tag holds, as the family that read it says: what bloat and the byte summary go
+// by, never the file's name. A file a family does not list, or lists as Other, is judged by its
+// tensors' paths alone.
+enum class FileRole {
+    ModelStates, // the model's weights (DeepSpeed's *_model_states.pt, a Trainer's model files)
+    OptimStates, // optimizer state (and fp32 masters): every tensor of it is optimizer bytes
+    Layer,       // a pipeline layer's weights
+    Expert,      // an MoE expert's weights
+    ExpertOptim, // an MoE expert's optimizer state
+    Rng,         // RNG states (a Trainer's rng_state*.pth): no weights, whatever they are called
+    Scheduler,   // the LR scheduler's state
+    RunConfig,   // the run's arguments (a Trainer's training_args.bin)
+    Other,
+};
 const char* roleName(FileRole r);
 
 struct RankFile

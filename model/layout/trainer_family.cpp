@@ -243,7 +243,10 @@ void addTrainerFiles(Tag& t, const std::string& dir, const std::set<std::string>
         RankFile f;
         f.path = path;
         f.name = n;
-        f.role = n == "optimizer.pt" ? FileRole::OptimStates : FileRole::Other;
+        f.role = n == "optimizer.pt"        ? FileRole::OptimStates
+                 : n == "scheduler.pt"      ? FileRole::Scheduler
+                 : n == "training_args.bin" ? FileRole::RunConfig
+                                            : FileRole::Rng;
         f.size = io::fileSize(path);
         t.files.push_back(std::move(f));
     }

@@ -5,6 +5,7 @@
 #include "safetensors/safetensors_file.h"
 
 #include <algorithm>
+#include <map>
 
 namespace ckpt::ops {
 
@@ -166,18 +167,30 @@ ByteRole roleOf(const std::string& path)
 
 namespace {
 
-// What a file's name says of all its tensors, before their paths: a Trainer's own pickles
-// (training_args.bin, scheduler.pt, rng_state*.pth) hold no weights, whatever their tensors are
-// called (rng_state.pth's "cpu" tensor read as a plain state dict's weight); an optimizer file's
-// tensors other than the moments and masters are optimizer state.
-ByteRole roleIn(const std::string& fileName, const std::string& tensorPath)
+// What the family says a file holds decides for all its tensors, before their paths: RNG,
+// scheduler and run files hold no weights, whatever their tensors are called (a Trainer's
+// rng_state.pth's "cpu" tensor reads as a plain state dict's weight); an optimizer file's tensors
+// other than the moments and masters are optimizer state.
+ByteRole roleIn(layout::FileRole fileRole, const std::string& tensorPath)
 {
-    if (fileName == "training_args.bin" || fileName == "scheduler.pt" || fileName.rfind("rng_state", 0) == 0)
+    using layout::FileRole;
+    if (fileRole == FileRole::Rng || fileRole == FileRole::Scheduler || fileRole == FileRole::RunConfig)
         return ByteRole::Other;
     const ByteRole r = roleOf(tensorPath);
-    if (fileName.rfind("optimizer", 0) == 0 && (r == ByteRole::ModelWeights || r == ByteRole::Other))
-        return ByteRole::OtherOptimizer;
+    const bool optimizer = fileRole == FileRole::OptimStates || fileRole == FileRole::ExpertOptim;
+    if (optimizer && (r == ByteRole::ModelWeights || r == ByteRole::Other)) return ByteRole::OtherOptimizer;
     return r;
+}
+
+// Each file of the checkpoint's tags by path, with the role its family gave it.
+std::map<std::string, layout::FileRole> fileRoles(const layout::Checkpoint* model)
+{
+    std::map<std::string, layout::FileRole> roles;
+    if (model)
+        for (const auto& t : model->tags)
+            for (const auto& f : t.files)
+                roles.emplace(f.path, f.role);
+    return roles;
 }
 
 // A safetensors file is weights: its tensors' bytes, the header beside them other bytes. A file
@@ -199,8 +212,10 @@ void safetensorsRoles(const std::string& path, FolderFile& f)
 } // namespace
 
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
-                               const CancelToken& cancel, const layout::FileSet* fileSet)
+                               const CancelToken& cancel, const layout::FileSet* fileSet,
+                               const layout::Checkpoint* model)
 {
+    const std::map<std::string, layout::FileRole> roles = fileRoles(model);
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
     const bool folder = io::pathKind(path) == io::PathKind::Folder;
     if (folder)
@@ -233,13 +248,15 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             }
         }
         if (f.torch) {
+            const auto known = roles.find(files[i].first);
+            const layout::FileRole fileRole = known == roles.end() ? layout::FileRole::Other : known->second;
             f.fileBytes = tf->fileSize();
             f.bloat = analyzeBloat(*tf);
             for (const auto& s : f.bloat.storages) {
                 if (tf->storages()[size_t(s.storage)].viewOf >= 0) continue;
-                const ByteRole r = s.tensors.empty() ? ByteRole::Other
-                                                     : roleIn(io::fileName(files[i].first),
-                                                              tf->tensors()[size_t(s.tensors.front())].path);
+                const ByteRole r = s.tensors.empty()
+                                       ? ByteRole::Other
+                                       : roleIn(fileRole, tf->tensors()[size_t(s.tensors.front())].path);
                 f.roleBytes[size_t(r)] += s.nbytes;
             }
             f.roleBytes[size_t(ByteRole::Other)] += f.bloat.overheadBytes;

@@ -5,6 +5,7 @@
 // torch.save writes the whole storage behind every view (DeepSpeed #3303, a saved slice).
 #pragma once
 
+#include "layout/checkpoint.h"
 #include "layout/file_set.h"
 #include "torch/torch_file.h"
 
@@ -79,9 +80,11 @@ struct FolderBloat
 
 // Every file under `path` (a checkpoint root, a tag folder, any folder, or one file), each torch
 // file parsed once, no tensor bytes read: "where did my terabyte go".
-// With `files` (an opened checkpoint's), torch files are taken from it: parsed at most once.
+// With `files` (an opened checkpoint's), torch files are taken from it: parsed at most once; with
+// `model` (its domain model), each file's bytes go by the role its family gave it.
 FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& progress,
-                               const CancelToken& cancel, const layout::FileSet* files = nullptr);
+                               const CancelToken& cancel, const layout::FileSet* files = nullptr,
+                               const layout::Checkpoint* model = nullptr);
 
 // As `ckpt inspect --json` carries a tag's bytes: the totals, by role, and per file.
 nlohmann::ordered_json folderBloatJson(const FolderBloat& bloat);

@@ -254,14 +254,14 @@ FolderBloat tagBloat(const layout::Tag& t, const layout::Checkpoint& ck, const C
     const std::string below = t.dir + "/";
     if (std::none_of(ck.tags.begin(), ck.tags.end(),
                      [&](const layout::Tag& o) { return &o != &t && o.dir.rfind(below, 0) == 0; }))
-        return analyzeFolderBloat(t.dir, {}, cancel, files);
+        return analyzeFolderBloat(t.dir, {}, cancel, files, &ck);
     FolderBloat out;
     for (const io::FolderEntry& e :
          io::canList(t.dir) ? io::listFolder(t.dir) : std::vector<io::FolderEntry>()) {
         const std::string path = io::childPath(t.dir, e.name);
         std::error_code ec;
         if (e.folder || fs::is_symlink(path, ec)) continue;
-        const FolderBloat one = analyzeFolderBloat(path, {}, cancel, files);
+        const FolderBloat one = analyzeFolderBloat(path, {}, cancel, files, &ck);
         for (size_t r = 0; r < kByteRoles; ++r)
             out.roleBytes[r] += one.roleBytes[r];
         out.fileBytes += one.fileBytes;
