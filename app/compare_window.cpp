@@ -488,15 +488,8 @@ bool CompareWindow::askSides(QWidget* parent, QString& a, QString& b)
     d.momentsBox()->hide(); // two paths carry no moments: the window's checkbox asks for them
     if (d.exec() != QDialog::Accepted) return false;
     // A tag travels as its location, which opens as that tag (as the tree's tags do).
-    const CompareRequest q = d.request();
-    auto located = [](QString path, const QString& tag) {
-        QString selected;
-        for (const auto& [name, location] : CompareDialog::tagsOf(path, selected))
-            if (name == tag) return location;
-        return path;
-    };
-    a = q.tagA.isEmpty() ? q.a : located(q.a, q.tagA);
-    b = q.tagB.isEmpty() ? q.b : located(q.b, q.tagB);
+    a = d.location(0);
+    b = d.location(1);
     return true;
 }
 
@@ -518,6 +511,7 @@ CompareDialog::~CompareDialog()
     // emit editingFinished: by then this is a QDialog no longer able to list tags.
     for (QLineEdit* edit : m_path)
         disconnect(edit, nullptr, this, nullptr);
+    m_lane.cancelAll(); // a listing still under way delivers nothing to a dialog that is gone
 }
 
 CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : QDialog(parent)
@@ -533,9 +527,11 @@ CompareDialog::CompareDialog(const CompareRequest& prefill, QWidget* parent) : Q
     m_moments->setChecked(prefill.moments);
     form->addRow(QString(), m_moments);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Compare"));
+    m_compare = buttons->button(QDialogButtonBox::Ok);
+    m_compare->setText(tr("Compare"));
+    m_compare->setEnabled(listed());
     connect(buttons, &QDialogButtonBox::accepted, this, [this] {
-        if (!m_path[0]->text().isEmpty() && !m_path[1]->text().isEmpty()) accept();
+        if (!m_path[0]->text().isEmpty() && !m_path[1]->text().isEmpty() && listed()) accept();
     });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     form->addRow(buttons);
@@ -561,8 +557,8 @@ QLayout* CompareDialog::sideRow(int side, const QString& path)
         const QString p = QFileDialog::getOpenFileName(this, tr("Checkpoint file"), edit->text());
         if (!p.isEmpty()) edit->setText(p);
     });
-    // Listing reads the disk on the GUI thread: a path being typed is listed once it rests for
-    // 300 ms (or when it is left), never at every key.
+    // A path being typed is listed once it rests for 300 ms (or when it is left), never at every
+    // key: each listing reads a folder, or asks a server for a URL.
     m_typing[side] = new QTimer(this);
     m_typing[side]->setSingleShot(true);
     m_typing[side]->setInterval(300);
@@ -582,13 +578,13 @@ QLayout* CompareDialog::sideRow(int side, const QString& path)
     return row;
 }
 
-QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString& selected)
+SideTags tagsOf(const QString& path, const QString& want)
 {
     auto list = [](const QString& p) {
         const std::string s = p.toStdString();
         return layout::familyOf(s).listTags(s);
     };
-    QList<std::pair<QString, QString>> out;
+    SideTags out{path, want, {}};
     try {
         layout::TagList l = list(path);
         // A tag folder: its checkpoint's tags, this one selected, so that another can be picked.
@@ -600,8 +596,8 @@ QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString&
                 for (const auto& [name, location] : up.tags)
                     if (QFileInfo(QString::fromStdString(location)).absoluteFilePath() == self &&
                         up.tags.size() > 1) {
-                        selected = QString::fromStdString(name);
-                        path = parent;
+                        out.selected = QString::fromStdString(name);
+                        out.path = parent;
                         l = up;
                         break;
                     }
@@ -609,9 +605,9 @@ QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString&
                 // the folder above is no checkpoint: this one stands alone
             }
         }
-        if (selected.isEmpty()) selected = QString::fromStdString(l.latest);
+        if (out.selected.isEmpty()) out.selected = QString::fromStdString(l.latest);
         for (const auto& [name, location] : l.tags)
-            out.push_back({QString::fromStdString(name), QString::fromStdString(location)});
+            out.tags.push_back({QString::fromStdString(name), QString::fromStdString(location)});
     } catch (const std::exception&) {
         // nothing to list yet (a path being typed, a file that is no checkpoint): no tags shown
     }
@@ -621,21 +617,48 @@ QList<std::pair<QString, QString>> CompareDialog::tagsOf(QString& path, QString&
 void CompareDialog::listTags(int side, const QString& want)
 {
     m_typing[side]->stop();
-    QString path = m_path[side]->text().trimmed(), selected = want;
-    // Listed already (typing rested, then the field was left): the box is up to date.
+    const QString path = m_path[side]->text().trimmed();
+    // Listed already (typing rested, then the field was left): the box is (or will be) up to date.
     if (want.isEmpty() && m_listed[side] == path) return;
-    const auto tags = path.isEmpty() ? QList<std::pair<QString, QString>>{} : tagsOf(path, selected);
     m_listed[side] = path;
+    if (path.isEmpty()) {
+        m_lane.drop(QString::number(side));
+        showTags(side, {});
+        return;
+    }
+    if (m_compare) m_compare->setEnabled(false);
+    // The latest request of a side wins: a listing of a path since retyped is never shown.
+    m_lane.run(
+        QString::number(side),
+        [path, want](const ops::ProgressSink&, const ops::CancelToken&) { return tagsOf(path, want); },
+        [this, side](const JobResult<SideTags>& r) {
+            if (r.ok()) showTags(side, *r.value);
+            if (m_compare) m_compare->setEnabled(listed());
+        });
+}
+
+void CompareDialog::showTags(int side, const SideTags& tags)
+{
+    m_locations[side] = tags.tags;
     QComboBox* box = m_tag[side];
     box->clear();
-    for (const auto& [name, location] : tags)
+    for (const auto& [name, location] : tags.tags)
         box->addItem(name, name);
-    if (const int latest = box->findData(selected); latest >= 0) box->setCurrentIndex(latest);
-    box->setVisible(tags.size() > 1);
-    if (path != m_path[side]->text().trimmed()) {
+    if (const int latest = box->findData(tags.selected); latest >= 0) box->setCurrentIndex(latest);
+    box->setVisible(tags.tags.size() > 1);
+    if (!tags.path.isEmpty() && tags.path != m_path[side]->text().trimmed()) {
         const QSignalBlocker block(m_path[side]);
-        m_path[side]->setText(path);
+        m_path[side]->setText(tags.path);
+        m_listed[side] = tags.path;
     }
+}
+
+QString CompareDialog::location(int side) const
+{
+    const QString tag = m_tag[side]->count() > 1 ? m_tag[side]->currentData().toString() : QString();
+    for (const auto& [name, location] : m_locations[side])
+        if (!tag.isEmpty() && name == tag) return location;
+    return m_path[side]->text().trimmed();
 }
 
 CompareRequest CompareDialog::request() const

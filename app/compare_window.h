@@ -42,9 +42,19 @@ struct CompareRequest
     bool moments = false;
 };
 
+// The tags a side's path holds, as (name, location), and the one to select (its latest); for a
+// tag folder, its checkpoint's tags with that one selected (`path` is then the checkpoint).
+struct SideTags
+{
+    QString path, selected;
+    QList<std::pair<QString, QString>> tags;
+};
+// Reads the folder (or asks the store, for a URL): run on a worker, never on the GUI thread.
+SideTags tagsOf(const QString& path, const QString& want);
+
 // The sides of a comparison, each a path and, when it holds several, one of its tags (listed
-// cheaply, from names and `latest` only, and only once a typed path rests); whether to compare
-// the optimizer moments too.
+// cheaply, from names and `latest` only, on a worker, once a typed path rests); whether to compare
+// the optimizer moments too. Compare waits for a listing under way.
 class CompareDialog : public QDialog
 {
     Q_OBJECT
@@ -55,19 +65,24 @@ public:
     QLineEdit* pathEdit(int side) const { return m_path[side]; }
     QComboBox* tagBox(int side) const { return m_tag[side]; }
     QCheckBox* momentsBox() const { return m_moments; }
-    // The tags `path` holds, as (name, location), latest first selected; a tag folder is shown
-    // with its checkpoint's tags (`path` becomes the checkpoint, `selected` the tag).
-    static QList<std::pair<QString, QString>> tagsOf(QString& path, QString& selected);
+    // The side's chosen tag as its location (a tag folder, a URL), else its path as typed.
+    QString location(int side) const;
+    // No side's tags are being listed.
+    bool listed() const { return m_lane.idle(); }
 
 private:
     QLayout* sideRow(int side, const QString& path);
     void listTags(int side, const QString& want);
+    void showTags(int side, const SideTags& tags);
 
     QLineEdit* m_path[2];
     QComboBox* m_tag[2];
     QTimer* m_typing[2];                // restarted at each key: the tags are listed once it rests
-    std::optional<QString> m_listed[2]; // the path whose tags the box shows
+    std::optional<QString> m_listed[2]; // the path whose tags the box shows (or will)
+    QList<std::pair<QString, QString>> m_locations[2];
     QCheckBox* m_moments;
+    QPushButton* m_compare = nullptr;
+    JobLane m_lane{nullptr}; // the dialog's own worker: it lives beside any window's
 };
 
 class CompareWindow : public QMainWindow

@@ -419,6 +419,8 @@ private slots:
         const QString root = QString::fromStdString(fixture("zero2_fp32_w2"));
         app::CompareDialog d(
             app::CompareRequest{root + QStringLiteral("/global_step2"), root, {}, {}, false});
+        // Listed on a worker: nothing is asked of the disk on the GUI thread, and Compare waits.
+        QTRY_VERIFY(d.listed());
         for (int side : {0, 1}) {
             QCOMPARE(d.tagBox(side)->count(), 2);
             QVERIFY(d.tagBox(side)->isVisibleTo(&d));
@@ -434,9 +436,13 @@ private slots:
         QCOMPARE(q.tagA, QStringLiteral("global_step2"));
         QCOMPARE(q.tagB, QStringLiteral("global_step2"));
         QVERIFY(q.moments);
+        // Each side's tag as the location that opens it (what the window's tree-less callers pass).
+        QCOMPARE(QFileInfo(d.location(1)).absoluteFilePath(),
+                 QFileInfo(root + "/global_step2").absoluteFilePath());
         // A file has one tag: no choice shown, none asked for.
         d.pathEdit(1)->setText(
             QString::fromStdString(testutil::dataDir() + "/torch/torch-2.x/state_dict.pt"));
+        QTRY_VERIFY(d.listed());
         QVERIFY(!d.tagBox(1)->isVisibleTo(&d));
         QVERIFY(d.request().tagB.isEmpty());
 
