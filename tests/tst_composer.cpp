@@ -369,7 +369,7 @@ private slots:
         const layout::Tag& tag = opened->model.tags.front();
         QCOMPARE(tag.name, e["rank_files"][0].get<std::string>());
         QCOMPARE(tag.badges["deepspeed_tag"].get<std::string>(), e["tag"].get<std::string>());
-        QVERIFY(tag.zeroStage >= 1);
+        QVERIFY(tag.deepspeed->zeroStage >= 1);
         QVERIFY(!tag.convertsToUniversal); // archive members: the conversion reads rank files on disk
         QCOMPARE(tag.badges["batch"].get<int64_t>(), int64_t(4));
         auto expected = e["deepspeed"]["tags"]["deepspeed"]["bin"]["tensors"];

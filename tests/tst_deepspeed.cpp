@@ -210,7 +210,7 @@ private slots:
         QCOMPARE(ck.tags.size(), size_t(2));
         QVERIFY(ck.latest() && ck.latest()->name == "global_step4");
         const layout::Tag& t = *ck.latest();
-        QCOMPARE(t.zeroStage, 3);
+        QCOMPARE(t.deepspeed->zeroStage, 3);
         QCOMPARE(t.worldSize, 4);
         QCOMPARE(t.dtype, std::string("bf16"));
         QCOMPARE(t.globalSteps, int64_t(4));

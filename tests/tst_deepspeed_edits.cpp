@@ -65,7 +65,7 @@ private slots:
             QFAIL(e.what());
         }
         QCOMPARE(tag.globalSteps, int64_t(-1));
-        QCOMPARE(tag.zeroStage, 2);
+        QCOMPARE(tag.deepspeed->zeroStage, 2);
         QVERIFY(!tag.params.empty());
         // and the consolidated model is there, same as the unedited save's
         const auto edited = ops::checkpointTensors(tagDir, {});

@@ -37,7 +37,7 @@ layout::Tag syntheticTag(int stage, int ranks, int count)
 {
     layout::Tag t;
     t.name = "synthetic";
-    t.zeroStage = stage;
+    t.deepspeed.emplace().zeroStage = stage;
     t.sharding = stage == 3 ? layout::Sharding::ParameterPartitions : layout::Sharding::FlatPartitions;
     t.worldSize = ranks;
     const uint64_t W = uint64_t(ranks);
@@ -147,8 +147,8 @@ private slots:
         for (const auto& tag : s->tags()) {
             const app::ShardingLayout l = app::shardingLayout(tag);
             QCOMPARE(l.ranks, tag.worldSize);
-            QCOMPARE(l.mode,
-                     tag.zeroStage == 3 ? app::ShardingLayout::Mode::Grid : app::ShardingLayout::Mode::Lanes);
+            QCOMPARE(l.mode, tag.deepspeed->zeroStage == 3 ? app::ShardingLayout::Mode::Grid
+                                                           : app::ShardingLayout::Mode::Lanes);
             QVERIFY(!l.segments.empty());
             checkGeometry(tag, l);
             // Hovering a segment's centre finds that segment.

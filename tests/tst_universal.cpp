@@ -579,7 +579,7 @@ private slots:
             QVERIFY(t.latest);
             // The fixtures' two buffers (scale, counter) have no folder in a ZeRO-3 conversion:
             // they are read from the model file, as DeepSpeed restores them.
-            QCOMPARE(t.params.size(), r.parameters + (t.zeroStage == 3 ? 2u : 0u));
+            QCOMPARE(t.params.size(), r.parameters + (t.deepspeed->zeroStage == 3 ? 2u : 0u));
             size_t tied = 0;
             for (const auto& p : t.params) {
                 if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty())
@@ -592,7 +592,7 @@ private slots:
             }
             // At stage 3 the model file holds no module weights: ds_to_universal writes no folder
             // for the alias, and DeepSpeed ties it again when the model is built.
-            QCOMPARE(tied, size_t(t.zeroStage == 3 ? 0 : 1));
+            QCOMPARE(tied, size_t(t.deepspeed->zeroStage == 3 ? 0 : 1));
         }
         const ops::TensorSet ours = ops::anyTensors(out, {});
         const ops::TensorSet zero = ops::anyTensors(in, {});
@@ -671,7 +671,7 @@ private slots:
         const layout::Tag* uni = c->model.find("global_step4_universal");
         QVERIFY(uni);
         QVERIFY2(uni->unreadable.empty(), uni->unreadable.c_str());
-        QCOMPARE(uni->optimizer, std::string("universal"));
+        QCOMPARE(uni->deepspeed->optimizer, std::string("universal"));
         QVERIFY(!uni->convertsToUniversal);
         QCOMPARE(c->model.latest()->name, std::string("global_step4"));
         // Every tensor the conversion holds (ZeRO-3's has no frozen parameters: ds_to_universal

@@ -205,17 +205,52 @@ enum class Sharding {
     NdChunks,            // each rank an N-d block of a parameter (PyTorch DCP)
 };
 
+// One pipeline stage of a DeepSpeed PipelineModule's save: its model file, ranks and layers.
+struct PipelineStage
+{
+    int stage = 0;
+    std::string file;
+    int firstRank = 0, ranks = 1;
+    std::optional<std::pair<int, int>> layers; // first and last global layer index; none numbered
+};
+
+// A DeepSpeed MoE save's experts: the MoE layers' expert counts as saved, the expert files, and
+// which experts each rank holds.
+struct MoeExperts
+{
+    nlohmann::ordered_json numExperts;
+    size_t expertFiles = 0;
+    nlohmann::ordered_json byRank;
+};
+
+// What a DeepSpeed save says of a tag beyond the generic model: its optimizer, ZeRO stage and
+// version, its pipeline stages and experts. Set by the families that read DeepSpeed's files
+// (DeepSpeed, Universal, Composer's DeepSpeed tags); facts are written from it, and
+// `ckpt inspect --json` keeps its keys for every tag (zero_stage -1, "" without it).
+struct DeepSpeedTag
+{
+    std::string
+        optimizer; // "zero", "bf16_optimizer", "fp16_unfused", "fp16_fused", "torch", "none", "universal"
+    int zeroStage = -1;
+    std::string version; // ds_version
+    std::vector<PipelineStage> pipelineStages;
+    std::optional<MoeExperts> experts;
+    // A ZeRO 1-3 save with flat partitions the Universal conversion reads (no pipeline, no experts).
+    bool zeroPartitions() const
+    {
+        return (optimizer == "zero" || optimizer == "bf16_optimizer") && zeroStage >= 1 && zeroStage <= 3;
+    }
+};
+
 struct Tag
 {
     std::string name;
     std::string dir;
     bool latest = false;
-    std::string optimizer; // "zero", "bf16_optimizer", "none"
-    int zeroStage = -1;
-    int worldSize = 0; // ZeRO partition count
-    int mpWorldSize = 1;
-    std::string dtype; // "fp32", "bf16", "fp16"
-    std::string dsVersion;
+    std::optional<DeepSpeedTag> deepspeed;
+    int worldSize = 0;   // ZeRO partition count
+    int mpWorldSize = 1; // tensor-parallel ranks
+    std::string dtype;   // "fp32", "bf16", "fp16"
     int64_t globalSteps = -1, globalSamples = -1, skippedSteps = -1;
     nlohmann::ordered_json config;      // ds_config
     nlohmann::ordered_json clientState; // keys DeepSpeed does not own, rendered

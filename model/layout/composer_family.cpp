@@ -201,11 +201,17 @@ std::string timedeltaText(const Value* v)
     return buf;
 }
 
-void readBadges(Tag& tag, const torch::TorchFile& f)
+// Composer's batch and sample counters (-1: not saved).
+struct Counters
+{
+    int64_t batch = -1, sample = -1;
+};
+
+// The Composer state's metadata and timestamp as the contract's badges, into `b`; its counters.
+Counters readBadges(nlohmann::ordered_json& b, const torch::TorchFile& f)
 {
     const Value* state = f.value("state");
     const Value* meta = dictGet(state, "metadata");
-    nlohmann::ordered_json& b = tag.badges;
     b["family"] = "composer";
     const Value* version = dictGet(dictGet(meta, "composer_env_info"), "composer_version");
     if (!version) version = dictGet(meta, "composer_version"); // before composer_env_info nested it
@@ -228,9 +234,9 @@ void readBadges(Tag& tag, const torch::TorchFile& f)
     for (const char* k : {"epoch", "batch", "sample", "token"})
         if (auto n = torch::asInt(dictGet(ts, k))) b[k] = *n;
     if (const Value* wct = dictGet(ts, "total_wct")) b["total_wct"] = timedeltaText(wct);
-    if (auto n = torch::asInt(dictGet(ts, "batch"))) tag.globalSteps = *n;
-    if (auto n = torch::asInt(dictGet(ts, "sample"))) tag.globalSamples = *n;
     if (dictGet(dictGet(state, "integrations"), "huggingface")) b["huggingface"] = true;
+    return {torch::asInt(dictGet(ts, "batch")).value_or(-1),
+            torch::asInt(dictGet(ts, "sample")).value_or(-1)};
 }
 
 // What the embedded files may expand to, in bytes, for each byte of the checkpoint file (and 1 MiB
@@ -332,7 +338,9 @@ void fillFromStates(Tag& tag, const torch::TorchFile& f, const std::string& id)
 {
     for (const auto& w : f.warnings())
         tag.warnings.push_back(w);
-    readBadges(tag, f);
+    const Counters counters = readBadges(tag.badges, f);
+    if (counters.batch >= 0) tag.globalSteps = counters.batch;
+    if (counters.sample >= 0) tag.globalSamples = counters.sample;
     readEmbeddedFiles(tag, f);
     const bool hf = f.value("state/integrations/huggingface") != nullptr;
     const std::string modelPrefix = "state/model/";
@@ -415,10 +423,7 @@ Tag openDeepSpeedTarballs(const std::vector<std::pair<int, std::string>>& tars, 
     tag.facts = deepSpeedFacts(tag);
     tag.badges["deepspeed_tag"] = "deepspeed";
     if (states) {
-        Tag facts;
-        readBadges(facts, *states);
-        for (const auto& [k, v] : facts.badges.items())
-            tag.badges[k] = v;
+        readBadges(tag.badges, *states); // its counters are DeepSpeed's own, from the model files
         tag.files.insert(tag.files.begin(), rankFile(statesId, kStatesMember, states->fileSize()));
     }
     tag.badges["rank_files"] = tars.size();
@@ -589,8 +594,7 @@ public:
         tag = openCheckpointFile(location, std::move(tag), files);
         // Other ranks' files of a save that is not DeepSpeed's (legacy FSDP 'local' shards, say)
         // are listed so they are seen, though the model is rank 0's.
-        if (const auto n = parseRunName(io::fileName(location));
-            n && tag.badges.value("deepspeed_tag", "").empty()) {
+        if (const auto n = parseRunName(io::fileName(location)); n && !tag.deepspeed) {
             const std::string parent = io::parentPath(location);
             for (const auto& [rank, other] : rankFilesOf(parent.empty() ? "." : parent, *n))
                 if (!samePath(other, location))

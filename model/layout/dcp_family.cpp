@@ -177,11 +177,12 @@ void composerBadges(Tag& tag)
         {"sample", "/state/timestamp/Timestamp/sample"}};
     for (const auto& [badge, where] : kFacts) {
         const nlohmann::ordered_json::json_pointer at(where);
-        if (tag.clientState.contains(at) && !tag.clientState[at].is_null())
-            tag.badges[badge] = tag.clientState[at];
+        if (!tag.clientState.contains(at) || tag.clientState[at].is_null()) continue;
+        const auto& value = tag.clientState[at];
+        tag.badges[badge] = value;
+        if (std::string_view(badge) == "batch" && value.is_number_integer())
+            tag.globalSteps = value.get<int64_t>();
     }
-    if (tag.badges.contains("batch") && tag.badges["batch"].is_number_integer())
-        tag.globalSteps = tag.badges["batch"].get<int64_t>();
 }
 
 class Opener

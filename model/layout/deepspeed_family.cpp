@@ -31,11 +31,10 @@ public:
         Tag tag = openDeepSpeedTag(dir, name, name == list.latest, &files);
         // Only here, not in openDeepSpeedTag: Composer's per-rank tarballs are DeepSpeed tags too,
         // but their files are archive members, which the conversion does not read.
-        const bool zero = tag.optimizer == "zero" || tag.optimizer == "bf16_optimizer";
         // Pipeline stages and MoE expert groups are not what the conversion reads: it would take
         // mp rank 0 alone, or the experts' local names.
-        const bool partsElsewhere = tag.badges.contains("pipeline_stages") || tag.badges.contains("experts");
-        tag.convertsToUniversal = zero && tag.zeroStage >= 1 && tag.zeroStage <= 3 && !partsElsewhere;
+        const DeepSpeedTag& ds = *tag.deepspeed;
+        tag.convertsToUniversal = ds.zeroPartitions() && ds.pipelineStages.empty() && !ds.experts;
         tag.facts = deepSpeedFacts(tag);
         return tag;
     }
@@ -45,49 +44,45 @@ public:
 
 std::vector<Fact> deepSpeedFacts(const Tag& tag)
 {
-    if (!tag.unreadable.empty()) return {};
+    if (!tag.unreadable.empty() || !tag.deepspeed) return {};
+    const DeepSpeedTag& ds = *tag.deepspeed;
     static const char* const kStages[] = {"0 (disabled: plain data parallelism)",
                                           "1 (optimizer states partitioned)",
                                           "2 (optimizer states and gradients partitioned)",
                                           "3 (optimizer states, gradients and parameters partitioned)"};
     const auto known = [](int64_t n) { return n >= 0 ? std::to_string(n) : std::string("unknown"); };
     std::vector<Fact> f;
-    f.push_back({"ZeRO stage", tag.zeroStage >= 0 && tag.zeroStage <= 3 ? kStages[tag.zeroStage]
-                                                                        : std::to_string(tag.zeroStage)});
-    f.push_back({"optimizer", tag.optimizer == "bf16_optimizer" ? "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"
-                              : tag.optimizer == "zero"         ? "DeepSpeed ZeRO optimizer"
-                              : tag.optimizer == "fp16_unfused"
+    f.push_back({"ZeRO stage", ds.zeroStage >= 0 && ds.zeroStage <= 3 ? kStages[ds.zeroStage]
+                                                                      : std::to_string(ds.zeroStage)});
+    f.push_back({"optimizer", ds.optimizer == "bf16_optimizer" ? "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"
+                              : ds.optimizer == "zero"         ? "DeepSpeed ZeRO optimizer"
+                              : ds.optimizer == "fp16_unfused"
                                   ? "DeepSpeed FP16_UnfusedOptimizer (fp32 masters in the model file)"
-                              : tag.optimizer == "fp16_fused"
+                              : ds.optimizer == "fp16_fused"
                                   ? "DeepSpeed FP16_Optimizer (fp32 masters in the model file)"
-                              : tag.optimizer == "torch" ? "torch optimizer (state in the model file)"
-                                                         : "none saved"});
+                              : ds.optimizer == "torch" ? "torch optimizer (state in the model file)"
+                                                        : "none saved"});
     if (tag.worldSize > 0) f.push_back({"data-parallel ranks", std::to_string(tag.worldSize)});
     f.push_back({"model-parallel ranks", std::to_string(tag.mpWorldSize)});
-    if (tag.badges.contains("pipeline_stages")) {
+    if (!ds.pipelineStages.empty()) {
         // "2: layers 0-2 on ranks 0-1, layers 4-6 on ranks 2-3"
-        const auto& stages = tag.badges["pipeline_stages"];
-        std::string text = std::to_string(stages.size()) + ":";
-        for (const auto& s : stages) {
-            const int first = s.value("first_rank", 0), n = s.value("ranks", 1);
-            const auto& layers = s["layers"];
-            text += std::string(&s == &stages.front() ? " " : ", ") + "layers " +
-                    (layers.size() == 2
-                         ? std::to_string(layers[0].get<int>()) + "-" + std::to_string(layers[1].get<int>())
-                         : std::string("(none numbered)")) +
+        std::string text = std::to_string(ds.pipelineStages.size()) + ":";
+        for (const PipelineStage& s : ds.pipelineStages) {
+            text += std::string(&s == &ds.pipelineStages.front() ? " " : ", ") + "layers " +
+                    (s.layers ? std::to_string(s.layers->first) + "-" + std::to_string(s.layers->second)
+                              : std::string("(none numbered)")) +
                     " on rank" +
-                    (n > 1 ? "s " + std::to_string(first) + "-" + std::to_string(first + n - 1)
-                           : " " + std::to_string(first));
+                    (s.ranks > 1 ? "s " + std::to_string(s.firstRank) + "-" +
+                                       std::to_string(s.firstRank + s.ranks - 1)
+                                 : " " + std::to_string(s.firstRank));
         }
         f.push_back({"pipeline stages", text});
     }
-    if (tag.badges.contains("experts")) {
-        const auto& e = tag.badges["experts"];
-        f.push_back({"experts", e["num_experts"].dump() + " (MoE layers' expert counts), " +
-                                    std::to_string(e.value("expert_files", 0)) + " expert files"});
-    }
+    if (ds.experts)
+        f.push_back({"experts", ds.experts->numExperts.dump() + " (MoE layers' expert counts), " +
+                                    std::to_string(ds.experts->expertFiles) + " expert files"});
     if (!tag.dtype.empty()) f.push_back({"dtype", tag.dtype});
-    f.push_back({"DeepSpeed version", tag.dsVersion.empty() ? "unknown" : tag.dsVersion});
+    f.push_back({"DeepSpeed version", ds.version.empty() ? "unknown" : ds.version});
     f.push_back({"step / samples", known(tag.globalSteps) + " / " + known(tag.globalSamples)});
     if (tag.skippedSteps > 0) f.push_back({"skipped steps", std::to_string(tag.skippedSteps)});
     return f;

@@ -145,9 +145,11 @@ filesBesideWeights(const std::string& dir, const std::set<std::string>& inDir, c
     return out;
 }
 
-// The model of a checkpoint folder, by the family that reads it.
-Tag openModel(const std::string& path, FileSet& files)
+// The model of a checkpoint folder, by the family that reads it; `configRead`: that family read
+// the model's config.json (Hugging Face's does).
+Tag openModel(const std::string& path, FileSet& files, bool& configRead)
 {
+    configRead = false;
     if (looksLikeDeepSpeed(path)) {
         const TagList sub = deepSpeedFamily().listTags(path);
         size_t index = sub.tags.size();
@@ -170,6 +172,7 @@ Tag openModel(const std::string& path, FileSet& files)
         TagList sub;
         sub.root = path;
         sub.tags.push_back({io::fileName(withoutTrailingSlash(path)), path});
+        configRead = true;
         return huggingFaceFamily().openTag(sub, 0, files);
     }
     throw Error("a Trainer checkpoint without model weights (no DeepSpeed tag folder, model.safetensors, "
@@ -210,7 +213,7 @@ std::vector<Fact> trainerFacts(const TrainerState& s)
 // family did not read it (a DeepSpeed tag, whose config is its ds_config).
 void addModelConfigBadges(Tag& t, const std::string& dir, const std::set<std::string>& inDir)
 {
-    if (t.badges.contains("model_type") || !inDir.count("config.json")) return;
+    if (!inDir.count("config.json")) return;
     const auto j = nlohmann::json::parse(io::readSmallFile(io::childPath(dir, "config.json"), 16u << 20),
                                          nullptr, false);
     if (!j.is_object()) {
@@ -254,9 +257,9 @@ void addTrainerFiles(Tag& t, const std::string& dir, const std::set<std::string>
 
 // What the Trainer adds to the model's tag: its state, its files, and the files an export copies.
 void addTrainerView(Tag& t, const std::string& dir, const std::set<std::string>& inDir,
-                    const std::string& run)
+                    const std::string& run, bool configRead)
 {
-    addModelConfigBadges(t, dir, inDir);
+    if (!configRead) addModelConfigBadges(t, dir, inDir);
     std::vector<Fact> facts;
     if (inDir.count("trainer_state.json")) {
         t.trainerState = readTrainerState(io::childPath(dir, "trainer_state.json"));
@@ -326,11 +329,12 @@ public:
         // The run folder above a checkpoint (its parent), or the run itself for its final model.
         const bool final = location == list.root && list.tags.size() > 1;
         const std::string run = final ? dir : io::parentPath(normalFolder(location));
-        Tag t = openModel(dir, files);
+        bool configRead = false;
+        Tag t = openModel(dir, files, configRead);
         t.name = name;
         t.latest = name == list.latest;
         const std::set<std::string> inDir = filesIn(dir);
-        addTrainerView(t, dir, inDir, run);
+        addTrainerView(t, dir, inDir, run, configRead);
         addTrainerFiles(t, dir, inDir, files);
         return t;
     }

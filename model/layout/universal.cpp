@@ -231,7 +231,7 @@ void addFile(Tag& tag, const FolderFiles& folder, const std::string& rel, FileRo
 // Counters and names from the first model file, as DeepSpeed's load_universal reads it.
 void readCounters(const Value* mroot, Tag& tag)
 {
-    tag.dsVersion = asString(dictGet(mroot, "ds_version")).value_or("");
+    tag.deepspeed->version = asString(dictGet(mroot, "ds_version")).value_or("");
     tag.globalSteps = asInt(dictGet(mroot, "global_steps")).value_or(-1);
     tag.globalSamples = asInt(dictGet(mroot, "global_samples")).value_or(-1);
     tag.skippedSteps = asInt(dictGet(mroot, "skipped_steps")).value_or(-1);
@@ -243,7 +243,7 @@ void readCounters(const Value* mroot, Tag& tag)
 void readOptimizerState(const TensorFile& osd, Tag& tag)
 {
     if (!osd.torch()) return;
-    tag.zeroStage = int(asInt(dictGet(osd.torch()->root(), "zero_stage")).value_or(-1));
+    tag.deepspeed->zeroStage = int(asInt(dictGet(osd.torch()->root(), "zero_stage")).value_or(-1));
     const Value* pc = dictGet(osd.torch()->root(), "partition_count");
     if (auto n = asInt(pc))
         tag.worldSize = int(*n);
@@ -449,10 +449,11 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
 {
     const auto& [name, dir] = list.tags.at(index);
     Tag tag;
+    tag.deepspeed.emplace();
     tag.name = name;
     tag.dir = dir;
     tag.latest = name == list.latest;
-    tag.optimizer = "universal";
+    tag.deepspeed->optimizer = "universal";
     tag.dtype = "fp32";
     tag.exportDtype = torch::DType::Float32;
     FolderFiles folder(dir);

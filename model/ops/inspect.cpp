@@ -245,6 +245,31 @@ std::string trainerLogLine(const ordered_json& state)
     return line;
 }
 
+// The contract's badges: a DeepSpeed tag's pipeline stages and experts (typed in the model, and
+// shown as its facts), then the family's own.
+ordered_json badgesJson(const layout::Tag& t)
+{
+    ordered_json b = ordered_json::object();
+    if (t.deepspeed && !t.deepspeed->pipelineStages.empty()) {
+        ordered_json& list = b["pipeline_stages"] = ordered_json::array();
+        for (const layout::PipelineStage& s : t.deepspeed->pipelineStages)
+            list.push_back({{"stage", s.stage},
+                            {"file", s.file},
+                            {"first_rank", s.firstRank},
+                            {"ranks", s.ranks},
+                            {"layers", s.layers ? ordered_json::array({s.layers->first, s.layers->second})
+                                                : ordered_json::array()}});
+    }
+    if (t.deepspeed && t.deepspeed->experts) {
+        const layout::MoeExperts& e = *t.deepspeed->experts;
+        b["experts"] = {
+            {"num_experts", e.numExperts}, {"expert_files", e.expertFiles}, {"by_rank", e.byRank}};
+    }
+    for (const auto& [key, value] : t.badges.items())
+        b[key] = value;
+    return b;
+}
+
 // The bytes of a tag's folder; of its own files only when other tags lie below it (a Trainer
 // run's final model at the top of the folder holding its checkpoints), else they would count twice.
 FolderBloat tagBloat(const layout::Tag& t, const layout::Checkpoint& ck, const CancelToken& cancel,
@@ -293,16 +318,19 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         ordered_json j;
         j["name"] = t.name;
         j["latest"] = t.latest;
-        j["optimizer"] = t.optimizer;
-        j["zero_stage"] = t.zeroStage;
+        const layout::DeepSpeedTag none;
+        const layout::DeepSpeedTag& ds =
+            t.deepspeed ? *t.deepspeed : none; // the contract's keys for every tag
+        j["optimizer"] = ds.optimizer;
+        j["zero_stage"] = ds.zeroStage;
         j["world_size"] = t.worldSize;
         j["mp_world_size"] = t.mpWorldSize;
         j["dtype"] = t.dtype;
-        j["ds_version"] = t.dsVersion;
+        j["ds_version"] = ds.version;
         j["global_steps"] = t.globalSteps;
         j["global_samples"] = t.globalSamples;
         j["skipped_steps"] = t.skippedSteps;
-        if (!t.badges.empty()) j["badges"] = t.badges;
+        if (ordered_json badges = badgesJson(t); !badges.empty()) j["badges"] = std::move(badges);
         j["facts"] = ordered_json::array();
         for (const auto& f : t.facts)
             j["facts"].push_back({{"label", f.label}, {"value", f.value}});

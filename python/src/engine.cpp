@@ -54,12 +54,14 @@ nb::dict tagInfo(const layout::Tag& t)
     d["name"] = t.name;
     d["dir"] = t.dir;
     d["latest"] = t.latest;
-    d["optimizer"] = t.optimizer;
-    d["zero_stage"] = t.zeroStage;
+    const layout::DeepSpeedTag none;
+    const layout::DeepSpeedTag& ds = t.deepspeed ? *t.deepspeed : none; // TagInfo's keys for every tag
+    d["optimizer"] = ds.optimizer;
+    d["zero_stage"] = ds.zeroStage;
     d["world_size"] = t.worldSize;
     d["mp_world_size"] = t.mpWorldSize;
     d["dtype"] = t.dtype;
-    d["ds_version"] = t.dsVersion;
+    d["ds_version"] = ds.version;
     d["global_steps"] = t.globalSteps;
     d["global_samples"] = t.globalSamples;
     d["skipped_steps"] = t.skippedSteps;

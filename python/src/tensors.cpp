@@ -50,7 +50,7 @@ ops::TensorSet deepspeedSet(const layout::OpenedTag& in, ops::SourceOptions opti
 {
     const layout::Tag& tag = *in;
     const bool zero = tag.convertsToUniversal;
-    options.excludeFrozen = options.excludeFrozen || (zero && tag.zeroStage == 1);
+    options.excludeFrozen = options.excludeFrozen || (zero && tag.deepspeed && tag.deepspeed->zeroStage == 1);
     ops::TensorSet set = ops::tagTensors(in.checkpoint, tag, options);
     if (!zero || options.excludeFrozen) return set;
     std::vector<layout::Parameter> frozen;

@@ -84,7 +84,8 @@ std::vector<Parameter> moeParameters(Tag& tag, const OpenTag& open, const FilesB
     const Value* paramShapes = dictGet(m0.file->root(), "param_shapes");
     if (!paramShapes || paramShapes->kind != Kind::List)
         fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
-    if (tag.zeroStage > 2) fail("an MoE model with ZeRO stage 3 is not consolidated", o0.info.path);
+    if (tag.deepspeed->zeroStage > 2)
+        fail("an MoE model with ZeRO stage 3 is not consolidated", o0.info.path);
     const auto counts = asInts(o0.file->value("optimizer_state_dict/partition_count"));
     if (!counts || counts->size() != paramShapes->items.size())
         fail("partition_count does not list one count per param_shapes group", o0.info.path);
@@ -141,9 +142,8 @@ std::vector<Parameter> moeParameters(Tag& tag, const OpenTag& open, const FilesB
             Parameter p = wholeTensor(*at.second, name, name, Parameter::Kind::Frozen);
             tag.params.push_back(std::move(p));
         }
-    tag.badges["experts"] = {{"num_experts", torch::pickleToJson(dictGet(m0.file->root(), "num_experts"))},
-                             {"expert_files", experts.size()},
-                             {"by_rank", ranks}};
+    tag.deepspeed->experts =
+        MoeExperts{torch::pickleToJson(dictGet(m0.file->root(), "num_experts")), experts.size(), ranks};
     return trainable;
 }
 

@@ -44,10 +44,12 @@ std::vector<Parameter> stageParameters(Tag& tag, const OpenTag& open, const Open
     Tag kind = tag; // each stage's optimizer files say its stage and partition count; all must agree
     readOptimizerKind(kind, *first);
     if (stage == 0)
-        tag.optimizer = kind.optimizer, tag.zeroStage = kind.zeroStage, tag.worldSize = kind.worldSize;
-    else if (kind.zeroStage != tag.zeroStage || kind.worldSize != tag.worldSize)
+        tag.deepspeed->optimizer = kind.deepspeed->optimizer,
+        tag.deepspeed->zeroStage = kind.deepspeed->zeroStage, tag.worldSize = kind.worldSize;
+    else if (kind.deepspeed->zeroStage != tag.deepspeed->zeroStage || kind.worldSize != tag.worldSize)
         fail("ZeRO stage or partition count differs from pipeline stage 0's", first->info.path);
-    if (tag.zeroStage > 2) fail("a pipeline with ZeRO stage 3 is not consolidated", first->info.path);
+    if (tag.deepspeed->zeroStage > 2)
+        fail("a pipeline with ZeRO stage 3 is not consolidated", first->info.path);
     const FilesByRank byRank = optimizerFilesByRank(tag, open, stage);
     checkOptimizerFilesAgree(tag, byRank);
     std::vector<Parameter> params = trainableParameters(tag, model, byRank);
@@ -102,7 +104,7 @@ void addPipelineStages(Tag& tag, const std::vector<const OpenFile*>& stages,
     int lastFile = -1;
     for (const RankFile& f : tag.files)
         if (f.role == FileRole::Layer) lastFile = std::max(lastFile, layerIndex(f));
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    std::vector<PipelineStage> list;
     for (size_t s = 0; s < stages.size(); ++s) {
         std::set<int> layers = numbered[s];
         if (!layers.empty()) {
@@ -112,16 +114,15 @@ void addPipelineStages(Tag& tag, const std::vector<const OpenFile*>& stages,
             else if (s + 1 == stages.size() && lastFile > *layers.rbegin())
                 layers.insert(lastFile);
         }
-        nlohmann::ordered_json st;
-        st["stage"] = s;
-        st["file"] = stages[s]->info.name;
-        st["first_rank"] = s * size_t(tag.worldSize);
-        st["ranks"] = tag.worldSize;
-        st["layers"] = layers.empty() ? nlohmann::ordered_json::array()
-                                      : nlohmann::ordered_json::array({*layers.begin(), *layers.rbegin()});
+        PipelineStage st;
+        st.stage = int(s);
+        st.file = stages[s]->info.name;
+        st.firstRank = int(s) * tag.worldSize;
+        st.ranks = tag.worldSize;
+        if (!layers.empty()) st.layers = std::pair{*layers.begin(), *layers.rbegin()};
         list.push_back(std::move(st));
     }
-    tag.badges["pipeline_stages"] = std::move(list);
+    tag.deepspeed->pipelineStages = std::move(list);
 }
 
 // Pipeline: `module` is None in every mp_rank_MM file (one per stage, MM = stage without tensor

@@ -159,7 +159,7 @@ void readModelFacts(Tag& tag, const OpenFile& m0)
             tag.clientState[k->text] = torch::pickleToJson(v);
     tag.config = torch::pickleToJson(dictGet(root, "ds_config"));
     tag.lrScheduler = torch::pickleToJson(dictGet(root, "lr_scheduler"));
-    tag.dsVersion = asString(dictGet(root, "ds_version")).value_or("");
+    tag.deepspeed->version = asString(dictGet(root, "ds_version")).value_or("");
     tag.globalSteps = asInt(dictGet(root, "global_steps")).value_or(-1);
     tag.globalSamples = asInt(dictGet(root, "global_samples")).value_or(-1);
     tag.skippedSteps = asInt(dictGet(root, "skipped_steps")).value_or(-1);
@@ -186,11 +186,11 @@ void readOptimizerKind(Tag& tag, const OpenFile& o0)
     const Value* osd0 = dictGet(o0.file->root(), "optimizer_state_dict");
     if (!osd0) fail("optimizer states file has no 'optimizer_state_dict'", o0.info.path);
     if (auto z = asInt(dictGet(osd0, "zero_stage"))) {
-        tag.optimizer = "zero";
-        tag.zeroStage = int(*z);
+        tag.deepspeed->optimizer = "zero";
+        tag.deepspeed->zeroStage = int(*z);
     } else if (dictGet(osd0, "single_partition_of_fp32_groups")) {
-        tag.optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
-        tag.zeroStage = 1;
+        tag.deepspeed->optimizer = "bf16_optimizer"; // BF16_Optimizer: ZeRO-1 layout, padded partitions
+        tag.deepspeed->zeroStage = 1;
     } else {
         fail("optimizer states file is neither a ZeRO nor a BF16_Optimizer checkpoint", o0.info.path);
     }
@@ -232,7 +232,7 @@ FilesByRank optimizerFilesByRank(const Tag& tag, const OpenTag& open, int mp)
 std::string optimizerStep(const Tag& tag, const OpenFile& o)
 {
     const Value* inner = dictGet(o.file->root(), "optimizer_state_dict");
-    const Value* st = tag.zeroStage == 3
+    const Value* st = tag.deepspeed->zeroStage == 3
                           ? dictGet(dictGet(dictGet(inner, "optimizer_state_dict"), "state"), "0")
                           : dictGet(dictGet(dictGet(inner, "base_optimizer_state"), "state"), "0");
     std::string step;
@@ -240,7 +240,7 @@ std::string optimizerStep(const Tag& tag, const OpenFile& o)
         if (auto i = asInt(s))
             step = std::to_string(*i);
         else {
-            const std::string p = tag.zeroStage == 3
+            const std::string p = tag.deepspeed->zeroStage == 3
                                       ? "optimizer_state_dict/optimizer_state_dict/state/0/step"
                                       : "optimizer_state_dict/base_optimizer_state/state/0/step";
             if (const torch::Tensor* t = o.file->tensor(p); t && t->numel() == 1 && t->storage >= 0) {

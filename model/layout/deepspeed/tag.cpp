@@ -29,6 +29,7 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     tag.name = tagName;
     tag.dir = tagDir;
     tag.latest = latest;
+    tag.deepspeed.emplace();
     // zero_to_fp32 writes every floating tensor as float32, buffers and frozen ones included.
     tag.exportDtype = torch::DType::Float32;
     std::sort(rankFiles.begin(), rankFiles.end(),
@@ -42,8 +43,8 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     const Value* module = dictGet(m0.file->root(), "module");
     if (!open.layers.empty() && (!module || module->kind == Kind::None)) { // a PipelineModule's save
         if (open.optims.empty()) {
-            tag.zeroStage = 0;
-            tag.optimizer = "none";
+            tag.deepspeed->zeroStage = 0;
+            tag.deepspeed->optimizer = "none";
             tag.notExportable = m0.info.name + ": a pipeline saved without ZeRO optimizer files, which this "
                                                "version does not consolidate";
             return tag;
@@ -61,7 +62,7 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     }
     readOptimizerKind(tag, open.optims.front());
     // ZeRO-3 splits each parameter over the ranks; ZeRO-1/2 and BF16_Optimizer split flat groups.
-    tag.sharding = tag.zeroStage == 3 ? Sharding::ParameterPartitions : Sharding::FlatPartitions;
+    tag.sharding = tag.deepspeed->zeroStage == 3 ? Sharding::ParameterPartitions : Sharding::FlatPartitions;
     const FilesByRank byRank = optimizerFilesByRank(tag, open);
     checkOptimizerFilesAgree(tag, byRank);
     std::vector<Parameter> trainable = open.experts.empty() ? trainableParameters(tag, m0, byRank)

@@ -139,7 +139,7 @@ void flatGroup(const Tag& tag, size_t g, const Value* shapes, const OpenFile& m0
     for (uint64_t r = 0; r < W; ++r)
         total += saved[r];
     const uint64_t align = 2 * W;
-    if ((offset + align - 1) / align != (total + align - 1) / align && tag.optimizer == "zero")
+    if ((offset + align - 1) / align != (total + align - 1) / align && tag.deepspeed->optimizer == "zero")
         fail("consumed " + std::to_string(offset) + " elements out of " + std::to_string(total) +
                  " in group " + std::to_string(g) + ": partition layout does not match param_shapes",
              byRank[0]->info.path);
@@ -231,9 +231,9 @@ std::vector<Parameter> trainableParameters(const Tag& tag, const OpenFile& m0, c
     const Value* paramShapes = dictGet(m0.file->root(), "param_shapes");
     if (!paramShapes || paramShapes->kind != Kind::List)
         fail("model states file has no param_shapes (not saved by a ZeRO optimizer?)", m0.info.path);
-    if (tag.zeroStage <= 2) return flatGroupParameters(tag, paramShapes, m0, byRank);
-    if (tag.zeroStage == 3) return subGroupParameters(tag, paramShapes, m0, byRank);
-    fail("unknown ZeRO stage " + std::to_string(tag.zeroStage), byRank.front()->info.path);
+    if (tag.deepspeed->zeroStage <= 2) return flatGroupParameters(tag, paramShapes, m0, byRank);
+    if (tag.deepspeed->zeroStage == 3) return subGroupParameters(tag, paramShapes, m0, byRank);
+    fail("unknown ZeRO stage " + std::to_string(tag.deepspeed->zeroStage), byRank.front()->info.path);
 }
 
 // Step 9: buffers, whole in the first model file's `module`.
@@ -269,7 +269,7 @@ void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trai
             p.shape = *dims;
             const uint64_t n = p.numel();
             const std::string path = "frozen_param_fragments/" + p.name;
-            if (tag.zeroStage == 3) {
+            if (tag.deepspeed->zeroStage == 3) {
                 // each rank's model file holds a ceil(n/W) fragment
                 uint64_t got = 0;
                 for (const auto& m : open.digests) {
@@ -298,7 +298,7 @@ void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trai
             }
             tag.params.push_back(std::move(p));
         }
-    } else if (tag.zeroStage == 1 && module) {
+    } else if (tag.deepspeed->zeroStage == 1 && module) {
         // zero_to_fp32 silently drops stage-1 frozen parameters; they are whole in `module`.
         std::set<std::string> known;
         for (const auto& p : trainable)

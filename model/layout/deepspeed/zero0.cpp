@@ -304,21 +304,21 @@ std::variant<Match, std::string> matchMasters(const std::vector<ModuleEntry>& en
 
 void openStageZero(Tag& tag, const OpenFile& m0)
 {
-    tag.zeroStage = 0;
+    tag.deepspeed->zeroStage = 0;
     tag.worldSize = int(asInt(dictGet(m0.file->root(), "dp_world_size")).value_or(0));
     const Value* module = dictGet(m0.file->root(), "module");
     if (!module || module->kind == Kind::None) {
-        tag.optimizer = "none";
+        tag.deepspeed->optimizer = "none";
         tag.notExportable = "tag '" + tag.name +
                             "' has neither ZeRO optimizer states nor weights in the 'module' of " +
                             m0.info.name;
         return;
     }
     const Value* optimizer = dictGet(m0.file->root(), "optimizer");
-    tag.optimizer = dictGet(optimizer, "fp32_groups")            ? "fp16_unfused"
-                    : dictGet(optimizer, "fp32_groups_flat")     ? "fp16_fused"
-                    : optimizer && optimizer->kind != Kind::None ? "torch"
-                                                                 : "none";
+    tag.deepspeed->optimizer = dictGet(optimizer, "fp32_groups")            ? "fp16_unfused"
+                               : dictGet(optimizer, "fp32_groups_flat")     ? "fp16_fused"
+                               : optimizer && optimizer->kind != Kind::None ? "torch"
+                                                                            : "none";
     std::set<std::string> buffers;
     if (const Value* names = dictGet(m0.file->root(), "buffer_names"))
         for (const Value* b : names->items)
@@ -329,14 +329,14 @@ void openStageZero(Tag& tag, const OpenFile& m0)
                              ? std::variant<Match, std::string>(std::string("no optimizer state names them"))
                              : matchMasters(entries, groups, m0);
     const auto* match = std::get_if<0>(&matched);
-    if (tag.optimizer == "fp16_fused") {
+    if (tag.deepspeed->optimizer == "fp16_fused") {
         // fp32_groups_flat: one flat tensor per group, not yet cut by parameter
         tag.notExportable = m0.info.name +
                             ": the fp32 masters are FP16_Optimizer's flat groups "
                             "(fp32_groups_flat), which this version does not cut into parameters";
         return;
     }
-    if (tag.optimizer == "fp16_unfused" && !match) {
+    if (tag.deepspeed->optimizer == "fp16_unfused" && !match) {
         // The module's own weights are the model DeepSpeed last synchronised from the masters:
         // exported as the module holds them (bf16), never widened to look like the masters.
         tag.exportDtype = std::nullopt;

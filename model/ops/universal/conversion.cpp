@@ -93,14 +93,16 @@ bool hasRankFilesOnDisk(const std::vector<layout::RankFile>& files)
 void checkConvertible(const TpRanks& ranks)
 {
     const layout::Tag& tag = *ranks.tags.front();
-    if (tag.optimizer != "zero" && tag.optimizer != "bf16_optimizer")
+    if (!tag.deepspeed ||
+        (tag.deepspeed->optimizer != "zero" && tag.deepspeed->optimizer != "bf16_optimizer"))
         throw Error("no ZeRO optimizer partitions: nothing to convert to Universal", tag.dir);
-    if (tag.zeroStage < 1 || tag.zeroStage > 3)
-        throw Error("ZeRO stage " + std::to_string(tag.zeroStage) + " cannot be converted", tag.dir);
+    if (tag.deepspeed->zeroStage < 1 || tag.deepspeed->zeroStage > 3)
+        throw Error("ZeRO stage " + std::to_string(tag.deepspeed->zeroStage) + " cannot be converted",
+                    tag.dir);
     for (size_t t = 1; t < ranks.tags.size(); ++t) {
         const layout::Tag& other = *ranks.tags[t];
-        if (other.zeroStage != tag.zeroStage || other.optimizer != tag.optimizer ||
-            other.worldSize != tag.worldSize)
+        if (!other.deepspeed || other.deepspeed->zeroStage != tag.deepspeed->zeroStage ||
+            other.deepspeed->optimizer != tag.deepspeed->optimizer || other.worldSize != tag.worldSize)
             throw Error("tensor-parallel rank " + std::to_string(t) +
                             " was saved by another optimizer or data-parallel world size than rank 0",
                         other.files.empty() ? tag.dir : other.files.front().path);
@@ -123,7 +125,7 @@ Plan planFiles(const layout::Tag& tag, bool stage3)
     if (!stage3 &&
         (plan.copies.empty() || fs::path(plan.model0).filename().string().rfind("mp_rank_", 0) != 0))
         throw Error("no mp_rank_*_model_states.pt file (DeepSpeedCheckpoint needs one for ZeRO stage " +
-                        std::to_string(tag.zeroStage) + ")",
+                        std::to_string(tag.deepspeed->zeroStage) + ")",
                     tag.dir);
     return plan;
 }
@@ -167,7 +169,7 @@ public:
 
     Conversion(const TpRanks& ranks, RankFiles& files, const Plan& plan, Rules& rules, bool tpMerge)
         : m_ranks(ranks), m_tag(*ranks.tags.front()), m_files(files), m_plan(plan), m_rules(rules),
-          m_stage3(m_tag.zeroStage == 3), m_tpMerge(tpMerge)
+          m_stage3(m_tag.deepspeed->zeroStage == 3), m_tpMerge(tpMerge)
     {
         for (const layout::Tag* t : ranks.tags) {
             m_byName.emplace_back();
@@ -641,7 +643,7 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     const TpRanks ranks = tensorParallelRanks(in, tpDegree);
     checkConvertible(ranks);
     const layout::Tag& tag = *ranks.tags.front();
-    const bool stage3 = tag.zeroStage == 3;
+    const bool stage3 = tag.deepspeed->zeroStage == 3;
     const Plan plan = planFiles(*in, stage3);     // the opened tag: every mp rank's files
     const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
     std::vector<std::string> notes;
@@ -666,10 +668,10 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     result.tagDir = tag.dir;
     result.output = dest.out.string();
     result.latestFile = dest.latest.string();
-    result.zeroStage = tag.zeroStage;
+    result.zeroStage = tag.deepspeed->zeroStage;
     result.worldSize = tag.worldSize;
     result.tensorParallel = tpDegree;
-    result.optimizer = tag.optimizer;
+    result.optimizer = tag.deepspeed->optimizer;
     result.parameters = conversion.parameters();
     result.files = written.files;
     result.bytesWritten = written.bytes;
