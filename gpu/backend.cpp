@@ -65,12 +65,6 @@ public:
         run([&](ComputeBackend& x) { d = x.diff(a, ta, b, tb); });
         return d;
     }
-    uint64_t hash(const uint8_t* p, uint64_t n) override
-    {
-        uint64_t h = 0;
-        run([&](ComputeBackend& b) { h = b.hash(p, n); });
-        return h;
-    }
     std::vector<std::string> takeWarnings() override
     {
         std::lock_guard<std::mutex> lock(m_mutex);

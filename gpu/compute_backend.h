@@ -99,17 +99,10 @@ struct DiffStats
     void merge(const DiffStats& other);
 };
 
-// Content hash, the same on every backend: bytes are cut into 1 MiB chunks; a chunk's value is
-// the wrapping sum over its 8-byte little-endian words w_j (the last one zero-padded) of
-// mix(w_j + j * 0x9E3779B97F4A7C15), xor mix(chunk length); chunks are folded in order by
-// h = mix(h ^ chunk) + 1. mix is the splitmix64 finaliser. Order-sensitive, parallel-friendly.
-constexpr uint64_t kHashChunk = 1u << 20;
-using kernels::hashMix;
-
 enum class Device { Auto, Cpu, Cuda };
 
 // The operations of a backend, for supports().
-enum class Op { Gather, Cast, Stats, Histogram, Diff, Hash };
+enum class Op { Gather, Cast, Stats, Histogram, Diff };
 
 // Whether the CPU kernels define `op` on `type`: casts between F64/F32/F16/BF16 only, the
 // others on every Scalar. What a backend cannot run on its own device it hands to the CPU.
@@ -140,7 +133,6 @@ public:
     virtual Histogram histogram(const StridedView& v, Scalar type, int bins, bool log10, double lo,
                                 double hi) = 0;
     virtual DiffStats diff(const StridedView& a, Scalar ta, const StridedView& b, Scalar tb) = 0;
-    virtual uint64_t hash(const uint8_t* data, uint64_t size) = 0;
 
     // The warnings channel: what went wrong without failing the job (a device that failed and
     // was replaced by the CPU), each handed out once. Library code never prints; the operation
@@ -179,7 +171,7 @@ std::string autoChoice();
 
 // The self-check of a device's results (a GPU can make a job slower, never wrong): calls to
 // `primary` whose sequence number per operation is 0 or a multiple of `every` are recomputed on
-// the CPU and compared, bit for bit where the result is exact (casts, gathers, hashes, counts,
+// the CPU and compared, bit for bit where the result is exact (casts, gathers, counts,
 // minima and maxima, histogram bins) and within agree()'s tolerance for floating sums; the last
 // elements of every cast and gather are compared too. A mismatch is one warning and
 // SelfCheckFailed. `every` = 1 checks everything; 0 turns the check off.

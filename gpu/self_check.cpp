@@ -124,8 +124,6 @@ const char* opName(Op op)
         return "histogram";
     case Op::Diff:
         return "diff";
-    case Op::Hash:
-        return "hash";
     }
     return "?";
 }
@@ -189,13 +187,6 @@ public:
         std::string why;
         if (sampled(Op::Diff) && !agree(d, cpuBackend().diff(a, ta, b, tb), &why)) wrong(Op::Diff, why);
         return d;
-    }
-
-    uint64_t hash(const uint8_t* p, uint64_t n) override
-    {
-        const uint64_t h = m_primary->hash(p, n);
-        if (sampled(Op::Hash) && h != cpuBackend().hash(p, n)) wrong(Op::Hash, "values differ");
-        return h;
     }
 
     std::vector<std::string> takeWarnings() override { return m_primary->takeWarnings(); }

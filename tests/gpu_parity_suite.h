@@ -147,9 +147,6 @@ inline Tally run(ComputeBackend& dut, uint64_t staging, bool exactBins)
             ok = agree(dut.diff(contiguous, t, vc, u), cpu.diff(contiguous, t, vc, u), &why);
             tally.check(ok, label("diff", t, n, std::string(" vs ") + nameOf(u)) + ": " + why);
 
-            tally.check(dut.hash(a.data() + pad, a.size() - pad) == cpu.hash(a.data() + pad, a.size() - pad),
-                        label("hash", t, n));
-
             if (!kernels::castable(t)) continue;
             for (Scalar to : kFloats) {
                 const uint32_t ts = scalarSize(to);
@@ -183,11 +180,6 @@ inline Tally run(ComputeBackend& dut, uint64_t staging, bool exactBins)
             tally.check(x == y, label("gather from 13", t, n, kinds[k]));
         }
     }
-    // The hash over several of its 1 MiB chunks, the last one partial and not a whole word.
-    const auto bytes = sample(Scalar::U8, (2u << 20) + 5, 99);
-    for (uint64_t size : {uint64_t(0), uint64_t(3), uint64_t(1) << 20, uint64_t(bytes.size())})
-        tally.check(dut.hash(bytes.data(), size) == cpu.hash(bytes.data(), size),
-                    "hash " + std::to_string(size) + " bytes");
     return tally;
 }
 

@@ -1,5 +1,5 @@
 // The CPU compute backend, the oracle: casts bit for bit against what PyTorch's .to() recorded,
-// statistics, histograms, diffs and the content hash against naive references written here
+// statistics, histograms and diffs against naive references written here
 // from the definitions, on random and adversarial data of every element type.
 #include "cast.h"
 #include "compute_backend.h"
@@ -32,7 +32,6 @@ public:
     gpu::Stats stats(const gpu::StridedView&, Scalar) override { fail(); }
     gpu::Histogram histogram(const gpu::StridedView&, Scalar, int, bool, double, double) override { fail(); }
     gpu::DiffStats diff(const gpu::StridedView&, Scalar, const gpu::StridedView&, Scalar) override { fail(); }
-    uint64_t hash(const uint8_t*, uint64_t) override { fail(); }
     bool supports(gpu::Op op, Scalar t) const override { return gpu::cpuDefines(op, t); }
 
 private:
@@ -71,7 +70,6 @@ public:
     {
         return gpu::cpuBackend().diff(a, ta, b, tb);
     }
-    uint64_t hash(const uint8_t* p, uint64_t n) override { return gpu::cpuBackend().hash(p, n); }
 
     std::atomic<int> gathers{0}, casts{0};
 
@@ -191,23 +189,6 @@ std::vector<uint8_t> sample(Scalar t, size_t n, uint32_t seed)
                 x &= 1;
     }
     return b;
-}
-
-uint64_t naiveHash(const uint8_t* p, uint64_t size)
-{
-    uint64_t h = gpu::hashMix(size);
-    for (uint64_t c = 0; c * gpu::kHashChunk < size || (size == 0 && c == 0); ++c) {
-        if (size == 0) break;
-        const uint64_t len = std::min(gpu::kHashChunk, size - c * gpu::kHashChunk);
-        uint64_t acc = 0;
-        for (uint64_t j = 0; j * 8 < len; ++j) {
-            uint64_t w = 0;
-            std::memcpy(&w, p + c * gpu::kHashChunk + j * 8, std::min<uint64_t>(8, len - j * 8));
-            acc += gpu::hashMix(w + j * 0x9E3779B97F4A7C15ull);
-        }
-        h = gpu::hashMix(h ^ (acc ^ gpu::hashMix(len))) + 1;
-    }
-    return h;
 }
 
 } // namespace
@@ -469,23 +450,6 @@ private slots:
         if (special) QVERIFY(std::isnan(d.sumSqDiff) || std::isinf(d.sumSqDiff));
     }
 
-    void hashFollowsItsDefinition()
-    {
-        std::vector<uint8_t> data(3 * gpu::kHashChunk + 13);
-        std::mt19937_64 rng(1);
-        for (auto& x : data)
-            x = uint8_t(rng());
-        for (uint64_t n : {uint64_t(0), uint64_t(1), uint64_t(7), uint64_t(8), gpu::kHashChunk - 1,
-                           gpu::kHashChunk, gpu::kHashChunk + 9, uint64_t(data.size())})
-            QCOMPARE(gpu::cpuBackend().hash(data.data(), n), naiveHash(data.data(), n));
-        const uint64_t h = gpu::cpuBackend().hash(data.data(), data.size());
-        data[gpu::kHashChunk + 5] ^= 1;
-        QVERIFY(gpu::cpuBackend().hash(data.data(), data.size()) != h);
-        data[gpu::kHashChunk + 5] ^= 1;
-        std::swap(data[0], data[8]); // order matters within a chunk
-        QVERIFY(data[0] == data[8] || gpu::cpuBackend().hash(data.data(), data.size()) != h);
-    }
-
     // castElements throws for an output type it cannot write; in a worker thread of parallelFor
     // that used to end the process (std::terminate) instead of reaching the caller.
     void workerExceptionsReachTheCaller()
@@ -638,8 +602,7 @@ private slots:
     void supportsSaysWhatRunsWhere()
     {
         gpu::ComputeBackend& cpu = gpu::cpuBackend();
-        for (const auto op :
-             {gpu::Op::Gather, gpu::Op::Stats, gpu::Op::Histogram, gpu::Op::Diff, gpu::Op::Hash})
+        for (const auto op : {gpu::Op::Gather, gpu::Op::Stats, gpu::Op::Histogram, gpu::Op::Diff})
             for (const auto t : {Scalar::F32, Scalar::BF16, Scalar::I64, Scalar::F8E4M3FN, Scalar::Bool})
                 QVERIFY(cpu.supports(op, t));
         for (const auto t : {Scalar::F64, Scalar::F32, Scalar::F16, Scalar::BF16})
@@ -649,8 +612,6 @@ private slots:
         // The fallback wrapper answers for the device it currently runs on.
         auto wrapped = gpu::withCpuFallback(std::make_shared<CountingBackend>(false));
         QVERIFY(!wrapped->supports(gpu::Op::Cast, Scalar::F32));
-        std::vector<uint8_t> b(8);
-        QCOMPARE(wrapped->hash(b.data(), b.size()), cpu.hash(b.data(), b.size()));
     }
 
     void backendChoice()

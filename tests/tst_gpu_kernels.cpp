@@ -40,7 +40,7 @@ gpu::StridedView view(const std::vector<uint8_t>& b, Scalar t)
 
 // A device that answers through the shared kernels but gets call number `badCall` of one
 // operation wrong, in the way a broken kernel would: one element in the middle of a cast's
-// output, a mean, a count, a bin, a hash.
+// output, a mean, a count, a bin.
 class WrongOnce final : public gpu::ComputeBackend
 {
 public:
@@ -79,11 +79,6 @@ public:
         auto d = m_dut->diff(a, ta, b, tb);
         if (hit(gpu::Op::Diff)) ++d.bitwiseEqual;
         return d;
-    }
-    uint64_t hash(const uint8_t* p, uint64_t n) override
-    {
-        const uint64_t h = m_dut->hash(p, n);
-        return hit(gpu::Op::Hash) ? h + 1 : h;
     }
 
     std::atomic<int> calls{0};
@@ -278,7 +273,6 @@ private slots:
                      [&](gpu::ComputeBackend& c) { c.histogram(v, Scalar::F32, 10, false, 0, 0); });
         expectCaught(gpu::Op::Diff, "diff",
                      [&](gpu::ComputeBackend& c) { c.diff(v, Scalar::F32, v, Scalar::F32); });
-        expectCaught(gpu::Op::Hash, "hash", [&](gpu::ComputeBackend& c) { c.hash(b.data(), b.size()); });
 
         // Sampling: call 3 of 16 is not recomputed in full, but a cast's last elements always are.
         auto quiet = std::make_shared<WrongOnce>(gpu::Op::Stats, 3);

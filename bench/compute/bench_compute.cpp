@@ -119,7 +119,6 @@ public:
         d.count = a.numel();
         return d;
     }
-    uint64_t hash(const uint8_t* p, uint64_t n) override { return cpuBackend().hash(p, n); }
 
     uint64_t bytes = 0, sink = 0;
 };
@@ -156,7 +155,6 @@ void run(ComputeBackend& b, const char* label, const std::vector<uint8_t>& x, co
     row(label, "stats f32", double(x.size()), seconds([&] { b.stats(vx, Scalar::F32); }), ref);
     row(label, "diff f32 (both inputs)", 2.0 * double(x.size()),
         seconds([&] { b.diff(vx, Scalar::F32, vy, Scalar::F32); }), ref);
-    row(label, "hash", double(x.size()), seconds([&] { b.hash(x.data(), x.size()); }), ref);
     row(label, "cast f32->bf16 (read+write)", double(x.size() + out.size()),
         seconds([&] { b.cast(Scalar::F32, Scalar::BF16, x.data(), out.data(), n); }), ref);
     row(label, "histogram 256 bins", double(x.size()),

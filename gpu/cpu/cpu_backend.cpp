@@ -124,19 +124,6 @@ void DiffStats::merge(const DiffStats& o)
 
 namespace {
 
-// The wrapping sum of one chunk's mixed words: integer lanes, so it vectorises in any order.
-CKPT_WIDE_SIMD uint64_t hashWords(const uint8_t* p, uint64_t words)
-{
-    uint64_t acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (uint64_t j = 0; j < words; ++j) {
-        uint64_t x;
-        std::memcpy(&x, p + j * 8, 8);
-        acc += hashMix(x + j * 0x9E3779B97F4A7C15ull);
-    }
-    return acc;
-}
-
 // float8 and e8m0 decoding tables, built once from the shared definition (kernels/elements.h).
 struct Fp8Tables
 {
@@ -963,34 +950,6 @@ public:
                 d.merge(partial[size_t(i)]);
         }
         return d;
-    }
-
-    uint64_t hash(const uint8_t* data, uint64_t size) override
-    {
-        const uint64_t chunks = (size + kHashChunk - 1) / kHashChunk;
-        std::vector<uint64_t> values(chunks);
-        int parts = 0;
-        parallelFor(
-            chunks, 4,
-            [&](uint64_t b, uint64_t e, int) {
-                for (uint64_t c = b; c < e; ++c) {
-                    const uint8_t* p = data + c * kHashChunk;
-                    const uint64_t len = std::min(kHashChunk, size - c * kHashChunk);
-                    const uint64_t words = len / 8;
-                    uint64_t acc = hashWords(p, words);
-                    if (len % 8) {
-                        uint64_t w = 0;
-                        std::memcpy(&w, p + words * 8, len % 8);
-                        acc += hashMix(w + words * 0x9E3779B97F4A7C15ull);
-                    }
-                    values[c] = acc ^ hashMix(len);
-                }
-            },
-            parts);
-        uint64_t h = hashMix(size);
-        for (uint64_t v : values)
-            h = hashMix(h ^ v) + 1;
-        return h;
     }
 };
 

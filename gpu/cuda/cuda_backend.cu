@@ -175,10 +175,6 @@ public:
     {
         return guarded([&] { return m_kernels.diff(a, ta, b, tb); });
     }
-    uint64_t hash(const uint8_t* p, uint64_t n) override
-    {
-        return guarded([&] { return m_kernels.hash(p, n); });
-    }
 
 private:
     template <typename Fn> auto guarded(Fn fn) -> decltype(fn())

@@ -163,48 +163,4 @@ void histogram(const Exec& exec, const uint8_t* p, uint64_t n, Scalar type, int 
         BinElement{p, type, scalarSize(type), log10, lo, hi, double(bins) / (hi - lo), bins, counters});
 }
 
-// The content hash's chunk values (compute_backend.h): word g of the bytes belongs to chunk
-// g / (kHashChunk / 8); its term is hashWord(word, index in its chunk), the last word
-// zero-padded; a chunk's value is the wrapping sum of its terms xor hashMix(its length).
-constexpr Index kWordsPerChunk = kHashChunk / 8;
-struct ChunkOfWord
-{
-    CKPT_HOST_DEVICE Index operator()(Index g) const { return g / kWordsPerChunk; }
-};
-struct WordTerm
-{
-    const uint8_t* p;
-    uint64_t size;
-    CKPT_HOST_DEVICE unsigned long long operator()(Index g) const
-    {
-        uint64_t w = 0;
-        const uint64_t at = g * 8, len = size - at < 8 ? size - at : 8;
-        memcpy(&w, p + at, len);
-        return hashWord(w, g % kWordsPerChunk);
-    }
-};
-struct FinishChunk
-{
-    uint64_t size;
-    unsigned long long* values;
-    CKPT_HOST_DEVICE void operator()(Index c) const
-    {
-        const uint64_t start = c * kHashChunk, len = size - start < kHashChunk ? size - start : kHashChunk;
-        values[c] ^= hashMix(len);
-    }
-};
-
-// values[c] for every chunk c of bytes [0, size) (size > 0), chunks counted from p.
-template <typename Exec>
-void hashChunks(const Exec& exec, const uint8_t* p, uint64_t size, unsigned long long* values)
-{
-    const Index words = (size + 7) / 8, chunks = (size + kHashChunk - 1) / kHashChunk;
-    const thrust::counting_iterator<Index> g(0);
-    thrust::reduce_by_key(exec, thrust::make_transform_iterator(g, ChunkOfWord{}),
-                          thrust::make_transform_iterator(g + words, ChunkOfWord{}),
-                          thrust::make_transform_iterator(g, WordTerm{p, size}),
-                          thrust::make_discard_iterator(), values);
-    thrust::for_each_n(exec, thrust::counting_iterator<Index>(0), chunks, FinishChunk{size, values});
-}
-
 } // namespace ckpt::gpu::kernels

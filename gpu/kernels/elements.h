@@ -1,5 +1,5 @@
-// One element at a time: decoding every Scalar to double, the four floating casts bit for bit,
-// and the content hash's word mix. Written once as CKPT_HOST_DEVICE inline functions: the CPU
+// One element at a time: decoding every Scalar to double and the four floating casts bit for
+// bit. Written once as CKPT_HOST_DEVICE inline functions: the CPU
 // oracle (gpu/cpu), the host build of the shared kernels (gpu/kernels/host_backend.cpp) and the
 // CUDA build (gpu/cuda) all call these, so a cast or a decode cannot drift between devices.
 //
@@ -276,22 +276,6 @@ CKPT_HOST_DEVICE inline void castOne(Scalar from, Scalar to, const uint8_t* src,
         store<uint16_t>(dst, floatToHalf(f));
     else
         store<uint16_t>(dst, floatToBFloat16(f));
-}
-
-// The content hash's per-word term (see compute_backend.h): the splitmix64 finaliser of the
-// word plus its index times the golden ratio.
-CKPT_HOST_DEVICE inline uint64_t hashMix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    x ^= x >> 31;
-    return x;
-}
-CKPT_HOST_DEVICE inline uint64_t hashWord(uint64_t word, uint64_t index)
-{
-    return hashMix(word + index * 0x9E3779B97F4A7C15ull);
 }
 
 } // namespace ckpt::gpu::kernels

@@ -144,28 +144,6 @@ public:
         return toDiffStats(acc);
     }
 
-    uint64_t hash(const uint8_t* data, uint64_t size) override
-    {
-        std::lock_guard<std::mutex> lock(m_mutex);
-        const uint64_t chunks = (size + kHashChunk - 1) / kHashChunk;
-        const uint64_t perGroup = std::max<uint64_t>(m_device.staging() / kHashChunk, 1);
-        std::vector<unsigned long long> values(chunks);
-        for (uint64_t c = 0; c < chunks; c += perGroup) {
-            const uint64_t group = std::min(perGroup, chunks - c);
-            const uint64_t bytes = std::min(size - c * kHashChunk, group * kHashChunk);
-            const uint8_t* d = m_device.upload(0, data + c * kHashChunk, bytes);
-            auto* out =
-                reinterpret_cast<unsigned long long*>(m_device.output(group * sizeof(unsigned long long)));
-            hashChunks(m_device.exec(), d, bytes, out);
-            m_device.download(reinterpret_cast<uint8_t*>(values.data() + c),
-                              reinterpret_cast<const uint8_t*>(out), group * sizeof(unsigned long long));
-        }
-        uint64_t h = hashMix(size);
-        for (uint64_t v : values)
-            h = hashMix(h ^ v) + 1;
-        return h;
-    }
-
     Device& dev() { return m_device; }
 
 private:
