@@ -437,9 +437,22 @@ private slots:
         QTemporaryDir tmp;
         const std::string out = tmp.filePath("out").toStdString();
         const std::vector<WorkUnit> units{{{"a.bin"}, 10}, {{"b.bin"}, 10}};
+        // Shard `spec` fails writing its unit: its marker says how, and the error reaches its caller.
+        const auto failShard = [&](const ShardSpec& spec) {
+            const ShardedOutput o(std::vector<std::string>{}, out, spec, 42, units, {});
+            std::unique_ptr<ckpt::io::OutputTransaction> tx;
+            QVERIFY_THROWS_EXCEPTION(ckpt::Error, o.writeMine(
+                                                      [&]() -> ckpt::io::OutputTransaction& {
+                                                          tx = o.transaction();
+                                                          return *tx;
+                                                      },
+                                                      [&](size_t, ckpt::io::OutputTransaction&) {
+                                                          throw ckpt::Error("No space left on device",
+                                                                            out + "/b.bin");
+                                                      }));
+        };
         ShardSpec one = parseShard("1/2");
-        ShardedOutput(std::vector<std::string>{}, out, one, 42, units, {})
-            .markShard("No space left on device");
+        failShard(one);
         ShardSpec zero = parseShard("0/2");
         zero.waitSeconds = 30;
         const ShardedOutput rank0({}, out, zero, 42, units, {});
@@ -458,8 +471,7 @@ private slots:
         relaunched.job = "slurm 2.0 ";
         relaunched.waitSeconds = 0.3;
         one.job = "slurm 1.0 ";
-        ShardedOutput(std::vector<std::string>{}, out, one, 42, units, {})
-            .markShard("No space left on device");
+        failShard(one);
         try {
             ShardedOutput({}, out, relaunched, 42, units, {}).waitForOtherShards({}, cancel);
             QFAIL("a marker of another launch was taken");
@@ -472,7 +484,15 @@ private slots:
         ShardSpec three = parseShard("0/3");
         three.waitSeconds = 0.3;
         ShardSpec two = parseShard("2/3");
-        ShardedOutput(std::vector<std::string>{}, out2, two, 7, units, {}).markShard();
+        const ShardedOutput done2(std::vector<std::string>{}, out2, two, 7, units, {});
+        QVERIFY(done2.mine().empty()); // two units over three shards: shard 2 has none to write
+        std::unique_ptr<ckpt::io::OutputTransaction> tx2;
+        done2.writeMine(
+            [&]() -> ckpt::io::OutputTransaction& {
+                tx2 = done2.transaction();
+                return *tx2;
+            },
+            [](size_t, ckpt::io::OutputTransaction&) {});
         try {
             ShardedOutput({}, out2, three, 7, units, {}).waitForOtherShards({}, cancel);
             QFAIL("waited for ever");

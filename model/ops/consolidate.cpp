@@ -355,24 +355,20 @@ ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::str
             result.warnings.push_back("this split leaves " + spec.label() +
                                       " nothing to write: the export has " + std::to_string(units.size()) +
                                       " shard file(s); a smaller --max-shard-size makes more");
-        try {
-            auto tx = out.transaction();
-            reportNotes(progress, tx->notes());
-            for (size_t s : mine) {
-                if (out.done(s)) {
-                    result.warnings.push_back(units[s].files.front() +
-                                              " was written by an earlier run: kept");
-                    continue;
-                }
-                writer.writeShard(*tx, s, result);
-                out.commitUnit(s, *tx);
+        std::unique_ptr<io::OutputTransaction> tx;
+        out.writeMine(
+            [&]() -> io::OutputTransaction& {
+                tx = out.transaction();
+                reportNotes(progress, tx->notes());
+                return *tx;
+            },
+            [&](size_t s, io::OutputTransaction& t) {
+                writer.writeShard(t, s, result);
                 result.files.push_back((fs::path(outDir) / units[s].files.front()).string());
-            }
-            out.markShard();
-        } catch (const std::exception& e) {
-            out.markShard(e.what());
-            throw;
-        }
+            },
+            [&](size_t s) {
+                result.warnings.push_back(units[s].files.front() + " was written by an earlier run: kept");
+            });
         if (!spec.finalizeWhenAllDone) {
             if (progress) progress({1000, "done", writer.done(), writer.total()});
             return result;

@@ -349,6 +349,27 @@ void ShardedOutput::commitUnit(size_t unit, io::OutputTransaction& tx) const
     tx.commitPart(); // the files first, the marker last
 }
 
+void ShardedOutput::writeMine(const std::function<io::OutputTransaction&()>& transaction,
+                              const std::function<void(size_t, io::OutputTransaction&)>& writeUnit,
+                              const std::function<void(size_t)>& kept) const
+{
+    try {
+        io::OutputTransaction& tx = transaction();
+        for (size_t u : m_mine) {
+            if (done(u)) {
+                if (kept) kept(u);
+                continue;
+            }
+            writeUnit(u, tx);
+            commitUnit(u, tx);
+        }
+        markShard();
+    } catch (const std::exception& e) {
+        markShard(e.what());
+        throw;
+    }
+}
+
 void ShardedOutput::markShard(const std::string& error) const
 {
     if (m_spec.count == 0 || m_spec.finalize) return;

@@ -81,8 +81,14 @@ public:
     // After `tx` holds the unit's files, written and verified: its marker joins the
     // transaction, last, and everything is renamed in.
     void commitUnit(size_t unit, io::OutputTransaction& tx) const;
-    // All of this shard's units are done (or it failed: `error` says how).
-    void markShard(const std::string& error = {}) const;
+    // This process's part of the split run, the one driver every sharded operation uses: each of
+    // its units that an earlier run has not written (`kept` is told of those) is written by
+    // `writeUnit` into `transaction()` (asked once, first), verified, then committed with its
+    // marker; the shard's own marker then says it finished, or how it failed (and the error is
+    // rethrown).
+    void writeMine(const std::function<io::OutputTransaction&()>& transaction,
+                   const std::function<void(size_t unit, io::OutputTransaction& tx)>& writeUnit,
+                   const std::function<void(size_t unit)>& kept = {}) const;
 
     // Rank 0 of a launched group: returns when every other shard's marker is there; throws if
     // one failed, on timeout, or when cancelled.
@@ -101,6 +107,8 @@ public:
     void removeMarkers() const;
 
 private:
+    // All of this shard's units are done (or it failed: `error` says how).
+    void markShard(const std::string& error = {}) const;
     std::string markerDir() const;
     std::string unitMarker(size_t unit) const;
     std::string shardMarker(int index, int count) const;

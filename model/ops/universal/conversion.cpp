@@ -573,21 +573,14 @@ Writer::Totals writeConversionPart(const layout::OpenedTag& in, const UniversalO
     Writer::Totals totals;
     if (!spec.finalize) {
         Writer writer(tx, progress, cancel, out.bytesOf(out.mine()));
-        try {
-            for (size_t u : out.mine()) {
-                if (out.done(u)) continue;
-                for (size_t i : split.itemsOf[u]) {
-                    items[i].write(writer);
-                    items[i].write = nullptr;
-                }
-                writer.verified();
-                out.commitUnit(u, tx);
-            }
-            out.markShard();
-        } catch (const std::exception& e) {
-            out.markShard(e.what());
-            throw;
-        }
+        out.writeMine([&]() -> io::OutputTransaction& { return tx; },
+                      [&](size_t u, io::OutputTransaction&) {
+                          for (size_t i : split.itemsOf[u]) {
+                              items[i].write(writer);
+                              items[i].write = nullptr;
+                          }
+                          writer.verified();
+                      });
         totals = {writer.files(), writer.written(), out.bytesOf(out.mine())};
         if (!spec.finalizeWhenAllDone) {
             if (progress) progress({1000, "done", totals.planned, totals.planned});
