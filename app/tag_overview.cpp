@@ -122,9 +122,9 @@ void TagOverview::setRunTags(const std::vector<layout::Tag>& tags)
     m_run.reset();
     m_runCheckpoints.clear();
     for (const auto& t : tags) {
-        if (!t.trainerState) continue;
-        m_runCheckpoints.push_back({t.name, t.trainerState->globalStep});
-        if (!m_run || t.trainerState->globalStep > m_run->globalStep) m_run = *t.trainerState;
+        if (!t.trainingLog) continue;
+        m_runCheckpoints.push_back({t.name, t.trainingLog->globalStep});
+        if (!m_run || t.trainingLog->globalStep > m_run->globalStep) m_run = *t.trainingLog;
     }
 }
 

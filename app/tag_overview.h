@@ -73,7 +73,7 @@ private:
     std::optional<RoleBytesResult> m_roles;
     QTextBrowser* m_text;
     TrainingChart* m_chart;
-    std::optional<layout::TrainerState> m_run; // the newest trainer_state.json of the run
+    std::optional<layout::TrainingLog> m_run; // the newest trainer_state.json of the run
     std::vector<RunCheckpoint> m_runCheckpoints;
     ShardingMap* m_map;
     Workspace& m_workspace; // reads the bytes by role, once per tag for every view

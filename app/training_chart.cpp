@@ -22,8 +22,8 @@ namespace {
 
 // A curve of one log_history value against step; entries without it (an evaluation has no
 // training loss) or with NaN/inf (a diverged step, which Python's json writes bare) are left out.
-QLineSeries* curve(const std::vector<layout::TrainerLogEntry>& log,
-                   std::optional<double> layout::TrainerLogEntry::*v, const QString& name, QColor color,
+QLineSeries* curve(const std::vector<layout::TrainingLogEntry>& log,
+                   std::optional<double> layout::TrainingLogEntry::*v, const QString& name, QColor color,
                    Qt::PenStyle style = Qt::SolidLine)
 {
     auto* s = new QLineSeries;
@@ -80,7 +80,7 @@ int TrainingChart::lines(const QString& kind) const
     return n;
 }
 
-void TrainingChart::setRun(const layout::TrainerState& state, const std::vector<RunCheckpoint>& checkpoints,
+void TrainingChart::setRun(const layout::TrainingLog& state, const std::vector<RunCheckpoint>& checkpoints,
                            const std::string& current)
 {
     m_state = state;
@@ -102,7 +102,7 @@ void TrainingChart::render()
     for (QAbstractAxis* a : c->axes())
         c->removeAxis(a), delete a;
     const QLocale loc;
-    const layout::TrainerState& s = m_state;
+    const layout::TrainingLog& s = m_state;
     QString summary = tr("Step %1").arg(loc.toString(qlonglong(s.globalStep)));
     if (s.epoch) summary += tr(", epoch %1").arg(loc.toString(*s.epoch, 'g', 4));
     if (s.maxSteps) summary += tr(" of %1 steps").arg(loc.toString(qlonglong(*s.maxSteps)));
@@ -114,7 +114,7 @@ void TrainingChart::render()
     const QPalette pal = palette();
     const bool dark = pal.color(QPalette::Base).lightness() < 128;
     const auto& log = s.logHistory;
-    using E = layout::TrainerLogEntry;
+    using E = layout::TrainingLogEntry;
     QLineSeries* loss =
         curve(log, &E::loss, tr("loss"), dark ? QColor(0x6c, 0xb6, 0xff) : QColor(0x1f, 0x5f, 0xbf));
     QLineSeries* evalLoss = curve(log, &E::evalLoss, tr("eval loss"),

@@ -4,7 +4,7 @@
 // best, picked out). A dumb widget: it draws the plain values it is given.
 #pragma once
 
-#include "layout/trainer_state.h"
+#include "layout/training_log.h"
 
 #include <QWidget>
 #include <string>
@@ -30,7 +30,7 @@ public:
     explicit TrainingChart(QWidget* parent = nullptr);
     // `state`: the newest trainer_state.json the run holds (its log_history is the whole run's
     // so far); `current`: the checkpoint the window shows.
-    void setRun(const layout::TrainerState& state, const std::vector<RunCheckpoint>& checkpoints,
+    void setRun(const layout::TrainingLog& state, const std::vector<RunCheckpoint>& checkpoints,
                 const std::string& current);
     QChart* chart() const;
     // Points of the curve named so ("loss", "eval loss", "grad norm", "learning rate"; -1: not
@@ -44,7 +44,7 @@ protected:
 private:
     void render();
 
-    layout::TrainerState m_state;
+    layout::TrainingLog m_state;
     std::vector<RunCheckpoint> m_checkpoints;
     std::string m_current;
     QChartView* m_view;

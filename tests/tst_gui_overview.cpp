@@ -7,6 +7,7 @@
 #include "bloat_view.h"
 #include "details_pane.h"
 #include "layout/family.h"
+#include "layout/trainer_state.h"
 #include "main_window.h"
 #include "ops/universal.h"
 #include "sharding_map.h"
@@ -330,7 +331,7 @@ private slots:
         app::TagOverview* o = w.details()->overview();
         app::TrainingChart* chart = o->trainingChart();
         QTRY_VERIFY(chart->isVisible());
-        const layout::TrainerState state = layout::readTrainerState(
+        const layout::TrainingLog state = layout::readTrainerState(
             testutil::dataDir() + "/trainer/gpt2_zero2_fp32_w2/checkpoint-4/trainer_state.json");
         int losses = 0, evals = 0, grads = 0, rates = 0;
         for (const auto& e : state.logHistory)

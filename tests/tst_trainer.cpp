@@ -242,9 +242,9 @@ private slots:
                 QCOMPARE(f.roleBytes[size_t(ops::ByteRole::ModelWeights)], uint64_t(0));
     }
 
-    void trainerState_data() { runFolderTags_data(); }
+    void trainingLog_data() { runFolderTags_data(); }
     // trainer_state.json's summary as the generator recorded it from the same file.
-    void trainerState()
+    void trainingLog()
     {
         QFETCH(QString, run);
         const std::string r = run.toStdString();
@@ -252,11 +252,11 @@ private slots:
         for (const auto& t : opened->model.tags) {
             const auto expect = testutil::readJson(expectedDir(r) + "/" + t.name + ".json");
             if (t.name == "final") { // save_model writes no trainer_state.json
-                QVERIFY(!t.trainerState);
+                QVERIFY(!t.trainingLog);
                 continue;
             }
-            QVERIFY2(t.trainerState, t.name.c_str());
-            const auto& s = *t.trainerState;
+            QVERIFY2(t.trainingLog, t.name.c_str());
+            const auto& s = *t.trainingLog;
             const auto& e = expect["trainer_state"];
             QCOMPARE(s.globalStep, e["global_step"].get<int64_t>());
             QCOMPARE(*s.epoch, e["epoch"].get<double>());
@@ -495,7 +495,7 @@ private slots:
         QCOMPARE(names, (std::vector<std::string>{"checkpoint-9", "checkpoint-10", "checkpoint-11",
                                                   "checkpoint-12"}));
         QVERIFY(opened->model.tags[1].unreadable.empty());
-        QVERIFY(opened->model.tags[1].trainerState);
+        QVERIFY(opened->model.tags[1].trainingLog);
         QVERIFY2(opened->model.tags[2].unreadable.find("without model weights") != std::string::npos,
                  opened->model.tags[2].unreadable.c_str());
         QVERIFY2(opened->model.tags[3].unreadable.find("checkpoint-12/trainer_state.json") !=
@@ -529,7 +529,7 @@ private slots:
         const layout::Tag& t = run->model.tags.front();
         QCOMPARE(t.name, std::string("checkpoint-5"));
         QVERIFY2(t.unreadable.empty(), t.unreadable.c_str());
-        QVERIFY(t.trainerState);
+        QVERIFY(t.trainingLog);
         const auto dcp = layout::openCheckpoint(testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
         const layout::Tag& d = dcp->model.tags.front();
         QVERIFY(!d.params.empty());

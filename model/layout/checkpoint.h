@@ -5,7 +5,7 @@
 
 #include "io/error.h"
 
-#include "layout/trainer_state.h"
+#include "layout/training_log.h"
 #include "torch/dtype.h"
 
 #include <cstdint>
@@ -286,8 +286,9 @@ struct Tag
     // Files an export copies beside the weights, read only then (a tokenizer.json may be tens of
     // MB, and opening a run reads every checkpoint): name in the output -> path to copy.
     std::vector<std::pair<std::string, std::string>> exportCopies;
-    // What a Hugging Face Trainer saved about the run at this tag (trainer_state.json).
-    std::optional<TrainerState> trainerState;
+    // What the run logged of its training up to this tag (a Trainer's trainer_state.json), for
+    // any family whose framework keeps one.
+    std::optional<TrainingLog> trainingLog;
     std::vector<std::string> warnings;
 };
 

@@ -9,6 +9,7 @@
 #include "io/location.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
+#include "layout/trainer_state.h"
 
 #include <algorithm>
 #include <charconv>
@@ -198,7 +199,7 @@ std::string numberText(double v)
     return buf;
 }
 
-std::vector<Fact> trainerFacts(const TrainerState& s)
+std::vector<Fact> trainerFacts(const TrainingLog& s)
 {
     std::vector<Fact> f;
     f.push_back({"global step", std::to_string(s.globalStep)});
@@ -262,8 +263,8 @@ void addTrainerView(Tag& t, const std::string& dir, const std::set<std::string>&
     if (!configRead) addModelConfigBadges(t, dir, inDir);
     std::vector<Fact> facts;
     if (inDir.count("trainer_state.json")) {
-        t.trainerState = readTrainerState(io::childPath(dir, "trainer_state.json"));
-        facts = trainerFacts(*t.trainerState);
+        t.trainingLog = readTrainerState(io::childPath(dir, "trainer_state.json"));
+        facts = trainerFacts(*t.trainingLog);
     }
     facts.push_back({"Trainer files", trainerFiles(inDir)});
     t.facts.insert(t.facts.begin(), facts.begin(), facts.end());

@@ -99,11 +99,11 @@ public:
         return it->get<std::string>();
     }
 
-    TrainerLogEntry entry(const Json& e, size_t index) const
+    TrainingLogEntry entry(const Json& e, size_t index) const
     {
         const std::string where = "log_history[" + std::to_string(index) + "].";
         if (!e.is_object()) fail("log_history[" + std::to_string(index) + "] is not an object");
-        TrainerLogEntry out;
+        TrainingLogEntry out;
         out.step = integer(e, "step", where).value_or(-1);
         out.epoch = number(e, "epoch", where);
         out.loss = number(e, "loss", where);
@@ -150,7 +150,7 @@ Json parseBounded(std::string_view text, const Reader& r)
 
 } // namespace
 
-std::string TrainerState::bestCheckpointName() const
+std::string TrainingLog::bestCheckpointName() const
 {
     std::string s = bestModelCheckpoint;
     while (!s.empty() && (s.back() == '/' || s.back() == '\\'))
@@ -159,12 +159,12 @@ std::string TrainerState::bestCheckpointName() const
     return slash == std::string::npos ? s : s.substr(slash + 1);
 }
 
-TrainerState parseTrainerState(std::string_view text, const std::string& file)
+TrainingLog parseTrainerState(std::string_view text, const std::string& file)
 {
     const Reader r(file);
     const Json j = parseBounded(text, r);
     if (!j.is_object()) r.fail("not a JSON object");
-    TrainerState s;
+    TrainingLog s;
     const auto step = r.integer(j, "global_step", "");
     if (!step) r.fail("has no global_step");
     s.globalStep = *step;
@@ -187,7 +187,7 @@ TrainerState parseTrainerState(std::string_view text, const std::string& file)
     return s;
 }
 
-TrainerState readTrainerState(const std::string& path)
+TrainingLog readTrainerState(const std::string& path)
 {
     return parseTrainerState(io::readSmallFile(path, kMaxStateBytes), path);
 }

@@ -189,7 +189,7 @@ ordered_json fileListings(const layout::Tag& t, const layout::FileSet& files)
 
 // trainer_state.json as `ckpt inspect --json` gives it: the summary and every log entry, with
 // the keys the Trainer uses (a value an entry lacks is left out; NaN and infinities are null).
-ordered_json trainerStateJson(const layout::TrainerState& s)
+ordered_json trainerStateJson(const layout::TrainingLog& s)
 {
     ordered_json j;
     j["global_step"] = s.globalStep;
@@ -335,7 +335,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         for (const auto& f : t.facts)
             j["facts"].push_back({{"label", f.label}, {"value", f.value}});
         if (!t.unreadable.empty()) j["unreadable"] = t.unreadable;
-        if (t.trainerState) j["trainer_state"] = trainerStateJson(*t.trainerState);
+        if (t.trainingLog) j["trainer_state"] = trainerStateJson(*t.trainingLog);
         if (!t.dir.empty() && t.unreadable.empty()) {
             static const CancelToken never;
             j["bloat"] = folderBloatJson(tagBloat(t, ck, never, l.opened->files.get()));
