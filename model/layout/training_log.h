@@ -13,8 +13,8 @@
 
 namespace ckpt::layout {
 
-// One logged entry (a Trainer's log_history entry): a training log (loss, learning_rate, grad_norm), an evaluation
-// (eval_loss, eval_*), or the run's closing summary (train_loss, train_runtime, ...). A value the
+// One logged entry (a Trainer's log_history entry): a training log (loss, learning_rate, grad_norm), an
+// evaluation (eval_loss, eval_*), or the run's closing summary (train_loss, train_runtime, ...). A value the
 // entry does not have is nullopt; NaN and infinities, which Python's json writes bare, are kept.
 struct TrainingLogEntry
 {
