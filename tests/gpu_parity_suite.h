@@ -2,7 +2,7 @@
 // operation x every dtype x the size classes where kernels break (0, 1, odd, one element past a
 // staging buffer), unaligned bases and offsets, strided and broadcast views, and the values
 // where devices drift (NaN with payloads and either sign, infinities, subnormals, -0.0).
-// Exact where the definition is exact (casts, gathers, hashes, counts, minima, maxima, bins);
+// Exact where the definition is exact (casts, gathers, counts, minima, maxima, bins);
 // floating sums within agree()'s stated tolerance. Plain C++ (no Qt): gpu_parity runs it on a
 // GPU machine that has no Qt, gpu_parity_host in CI on the shared kernels' host build.
 #pragma once
