@@ -120,22 +120,33 @@ bool OptimizerState::complete() const
                        [](const RankSlice& s) { return !s.master.empty() || s.length == 0; });
 }
 
+Parameter stateTensor(const Parameter& owner, const OptimizerState& state, std::string name)
+{
+    Parameter m;
+    m.name = std::move(name);
+    m.shape = state.shape;
+    m.dtype = state.dtype;
+    m.kind = owner.kind;
+    m.group = owner.group;
+    for (const auto& s : state.slices)
+        if (!s.master.empty()) m.slices.push_back(s); // a rank that saved none of a per-slice state
+    return m;
+}
+
+const DeepSpeedTag& deepSpeedOrNone(const Tag& tag)
+{
+    static const DeepSpeedTag none;
+    return tag.deepspeed ? *tag.deepspeed : none;
+}
+
 std::vector<Parameter> momentTensors(const Tag& tag)
 {
     std::vector<Parameter> out;
     for (const auto& p : tag.params) {
         if (!p.tiedTo.empty() || !p.unreadable.empty()) continue; // an alias has no state of its own
         for (const auto& st : p.state) {
-            if (!st.elementwise(p.shape) || !st.complete()) continue;
-            Parameter m;
-            m.name = p.name + "/" + st.name;
-            m.shape = st.shape;
-            m.dtype = st.dtype;
-            m.kind = p.kind;
-            m.group = p.group;
-            for (const auto& s : st.slices)
-                if (!s.master.empty()) m.slices.push_back(s);
-            out.push_back(std::move(m));
+            if (st.elementwise(p.shape) && st.complete())
+                out.push_back(stateTensor(p, st, p.name + "/" + st.name));
         }
     }
     out.insert(out.end(), tag.unownedMoments.begin(), tag.unownedMoments.end());

@@ -292,6 +292,14 @@ struct Tag
     std::vector<std::string> warnings;
 };
 
+// One state of a parameter as a parameter of its own named `name`, read as stored (its shape,
+// dtype and pieces; the owner's kind and group), as diff and Python read it.
+Parameter stateTensor(const Parameter& owner, const OptimizerState& state, std::string name);
+
+// The tag's DeepSpeed record, or an empty one (zero stage -1) for a tag that has none: what the
+// --json contract and Python's TagInfo write for every tag.
+const DeepSpeedTag& deepSpeedOrNone(const Tag& tag);
+
 // Each parameter's element-wise optimizer state (its moments) as parameters of their own, named
 // "<param>/<state>" (fc.weight/exp_avg), stored dtype, then the tag's unownedMoments: what diff
 // --moments and the window's tree read. Aliases and unreadable parameters have none; a state some

@@ -318,9 +318,7 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
         ordered_json j;
         j["name"] = t.name;
         j["latest"] = t.latest;
-        const layout::DeepSpeedTag none;
-        const layout::DeepSpeedTag& ds =
-            t.deepspeed ? *t.deepspeed : none; // the contract's keys for every tag
+        const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t); // the contract's keys for every tag
         j["optimizer"] = ds.optimizer;
         j["zero_stage"] = ds.zeroStage;
         j["world_size"] = t.worldSize;

@@ -54,8 +54,7 @@ nb::dict tagInfo(const layout::Tag& t)
     d["name"] = t.name;
     d["dir"] = t.dir;
     d["latest"] = t.latest;
-    const layout::DeepSpeedTag none;
-    const layout::DeepSpeedTag& ds = t.deepspeed ? *t.deepspeed : none; // TagInfo's keys for every tag
+    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t); // TagInfo's keys for every tag
     d["optimizer"] = ds.optimizer;
     d["zero_stage"] = ds.zeroStage;
     d["world_size"] = t.worldSize;

@@ -92,14 +92,8 @@ ops::TensorSet optimizerSet(const layout::OpenedTag& in, const ops::SourceOption
             stored.push_back(std::move(m));
         }
     if (stored.empty()) throw Error("no optimizer moments for '" + name + "' in tag " + tag.name, tag.dir);
-    if (const layout::OptimizerState* st = p->stateNamed("step"); st && st->complete()) {
-        layout::Parameter step;
-        step.name = "step";
-        step.shape = st->shape;
-        step.dtype = st->dtype;
-        step.slices = st->slices;
-        stored.push_back(std::move(step));
-    }
+    if (const layout::OptimizerState* st = p->stateNamed("step"); st && st->complete())
+        stored.push_back(layout::stateTensor(*p, *st, "step"));
     o.dtype.reset();
     ops::TensorSet moments = ops::tagTensors(in.checkpoint, subTag(tag, std::move(stored), std::nullopt), o);
     for (auto& t : moments.tensors)
