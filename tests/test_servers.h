@@ -101,6 +101,49 @@ inline std::unique_ptr<QProcess> startNginx(const QString& source, const QString
     return p;
 }
 
+// The project's venv of S3 servers (tools/servers/venv.sh: moto, rclone, boto3), made when a
+// developer runs a test before test.sh ever did; empty with `why` set when it cannot be made.
+inline QString serversVenv(const QString& source, QString& why)
+{
+    QProcess venv;
+    venv.start("bash", {source + "/tools/servers/venv.sh"});
+    venv.waitForFinished(600000);
+    const QString dir = QString::fromUtf8(venv.readAllStandardOutput()).trimmed();
+    if (venv.exitCode() == 0 && QFile::exists(dir + "/bin/moto_server")) return dir;
+    why = "moto could not be installed (tools/servers/venv.sh): " +
+          QString::fromUtf8(venv.readAllStandardError());
+    return {};
+}
+
+// moto on a free port, checking every SigV4 signature after tools/servers/moto_setup.py's three
+// setup calls, with `files` (relative to `root`) uploaded into `bucket`; `keys` gets the access
+// key and secret a client signs with. `env` adds moto's own settings. Null with `why` set when it
+// did not start or the upload failed.
+inline std::unique_ptr<QProcess> startMoto(const QString& source, const QString& venv, const QString& bucket,
+                                           const QString& root, const QStringList& files,
+                                           QProcessEnvironment env, int& port, QStringList& keys,
+                                           QString& why)
+{
+    env.insert("INITIAL_NO_AUTH_ACTION_COUNT", "3");
+    port = freePort();
+    auto moto = startServer(venv + "/bin/moto_server", {"-H", "127.0.0.1", "-p", QString::number(port)}, env);
+    if (!waitForPort(port, *moto, 30000)) {
+        why = "moto did not start: " + QString::fromUtf8(moto->readAll());
+        return nullptr;
+    }
+    QProcess setup;
+    setup.start(venv + "/bin/python", QStringList{source + "/tools/servers/moto_setup.py",
+                                                  QString("http://127.0.0.1:%1").arg(port), bucket, root} +
+                                          files);
+    setup.waitForFinished(120000);
+    keys = QString::fromUtf8(setup.readAllStandardOutput()).trimmed().split(' ');
+    if (setup.exitCode() != 0 || keys.size() != 2) {
+        why = "moto_setup.py failed: " + QString::fromUtf8(setup.readAllStandardError());
+        return nullptr;
+    }
+    return moto;
+}
+
 // tools/servers/fault_proxy.py in front of `upstream`, logging to `log`; null when it did not start.
 inline std::unique_ptr<QProcess> startFaultProxy(const QString& source, const QString& upstream,
                                                  const QString& log, int& port)

@@ -3,6 +3,8 @@
 
 #include "compute_backend.h"
 #include "io/error.h"
+#include "io/folder.h"
+#include "io/input_file.h"
 #include "layout/family.h"
 #include "torch/torch_file.h"
 
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -108,6 +111,9 @@ inline std::vector<uint8_t> contiguousBytes(const ckpt::torch::TorchFile& f, con
 // A family of the tests' own, recognised by a marker file in its folder that lists the tags one
 // per line (the last is the latest): the tests proving that a family is its recognizer and
 // nothing else (tst_fake_family, tst_stacked_family) differ only in how a tag is opened.
+// A family written only against io::Folder (as every family is): a folder holding a marker file
+// that names its tags, one per line, each a folder beside it. It opens wherever the folder lives,
+// local, in an object store or on a plain HTTP server (which it asks for the marker by name).
 class MarkerFamily : public ckpt::layout::Family
 {
 public:
@@ -116,19 +122,20 @@ public:
     {
     }
     std::string_view lookedFor() const override { return m_lookedFor; }
+    std::vector<std::string> namesAsked() const override { return {m_marker}; }
     bool match(const std::string& path) const override
     {
-        std::error_code ec;
-        return std::filesystem::is_regular_file(std::filesystem::path(path) / m_marker, ec);
+        const ckpt::io::Folder folder(path);
+        return folder.exists() && folder.sizeOf(m_marker);
     }
     ckpt::layout::TagList listTags(const std::string& path) const override
     {
+        const ckpt::io::Folder folder(path);
         ckpt::layout::TagList l;
         l.root = path;
-        std::ifstream in(std::filesystem::path(path) / m_marker);
+        std::istringstream in(ckpt::io::readSmallFile(folder.file(m_marker), 1 << 16));
         for (std::string name; std::getline(in, name);)
-            if (!name.empty())
-                l.tags.push_back({name, (std::filesystem::path(path) / name).string()}), l.latest = name;
+            if (!name.empty()) l.tags.push_back({name, folder.folder(name).path()}), l.latest = name;
         return l;
     }
 

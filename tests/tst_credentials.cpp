@@ -532,13 +532,11 @@ void TestCredentials::instanceMetadataAbsent()
 // no signatures reads the object; its 404 for a missing key names the source and the key id.
 void TestCredentials::instanceMetadataFromMotoSignsS3()
 {
-    QProcess venv;
-    venv.start("bash", {kSource + "/tools/servers/venv.sh"});
-    venv.waitForFinished(600000);
-    const QString dir = QString::fromUtf8(venv.readAllStandardOutput()).trimmed();
-    if (venv.exitCode() != 0 || !QFile::exists(dir + "/bin/moto_server")) {
-        if (qEnvironmentVariable("CI") == "true") QFAIL("tools/servers/venv.sh could not install moto");
-        QSKIP("moto could not be installed (tools/servers/venv.sh)");
+    QString why;
+    const QString dir = serversVenv(kSource, why);
+    if (dir.isEmpty()) {
+        if (qEnvironmentVariable("CI") == "true") QFAIL(qPrintable(why));
+        QSKIP(qPrintable(why));
     }
     const int port = freePort();
     auto moto = startServer(dir + "/bin/moto_server", {"-H", "127.0.0.1", "-p", QString::number(port)});

@@ -2,9 +2,13 @@
 // FAKE_CHECKPOINT file naming its tags, each tag a folder of two "rank" safetensors files that
 // each hold a flat share of every parameter (its shape in the metadata). Nothing in app/, cli/ or
 // model/ops knows it, yet the registry opens it, export and diff read it, and the window's tree,
-// overview and sharding map show it: adding a family is its recognizer and nothing else.
+// overview and sharding map show it: adding a family is its recognizer and nothing else. Written
+// only against io::Folder, it opens the same from a local folder, S3 (moto, checking signatures)
+// and a plain HTTP server that lists nothing (nginx), started here.
+#include "test_servers.h"
 #include "testutil.h"
 
+#include "io/folder.h"
 #include "io/output.h"
 #include "layout/family.h"
 #include "layout/sharding.h"
@@ -54,12 +58,15 @@ public:
         t.sharding = layout::Sharding::ParameterPartitions;
         t.facts = {{"fake format", "1"}, {"ranks", std::to_string(kRanks)}};
         std::vector<std::shared_ptr<const layout::TensorFile>> ranks;
+        const io::Folder dir(t.dir);
         for (int r = 0; r < kRanks; ++r) {
             layout::RankFile f;
-            f.path = t.dir + "/rank" + std::to_string(r) + ".safetensors";
-            f.name = fs::path(f.path).filename().string();
+            f.name = "rank" + std::to_string(r) + ".safetensors";
+            f.path = dir.file(f.name);
             f.dpRank = r;
-            f.size = fs::file_size(f.path);
+            const auto size = dir.sizeOf(f.name);
+            if (!size) throw Error("missing: FAKE_CHECKPOINT names this tag", f.path);
+            f.size = *size;
             ranks.push_back(files.get(f.path));
             t.files.push_back(f);
         }
@@ -143,35 +150,107 @@ class TestFakeFamily : public QObject
 
     QTemporaryDir m_tmp;
     std::string m_dir;
+    QString m_www; // what nginx serves and moto holds: the checkpoint's folder
+    int m_nginxPort = 0, m_motoPort = 0;
+    std::unique_ptr<QProcess> m_nginx, m_moto;
+    QString m_nginxSkip, m_motoSkip;
+
+    static constexpr const char* kBucket = "fake-bucket";
+    const QString kSource = QStringLiteral(CKPT_SOURCE_DIR);
+
+    // The checkpoint where `where` says: a local folder, s3:// or http:// (a folder's URL ends in
+    // '/' there, since nothing lists it).
+    std::string location(const QString& where)
+    {
+        if (where == "s3") {
+            if (!m_motoSkip.isEmpty()) QTest::qSkip(qPrintable(m_motoSkip), __FILE__, __LINE__);
+            return std::string("s3://") + kBucket + "/fake";
+        }
+        if (where == "http") {
+            if (!m_nginxSkip.isEmpty()) QTest::qSkip(qPrintable(m_nginxSkip), __FILE__, __LINE__);
+            return QString("http://127.0.0.1:%1/fake/").arg(m_nginxPort).toStdString();
+        }
+        return m_dir;
+    }
+    void rows()
+    {
+        QTest::addColumn<QString>("where");
+        for (const char* w : {"local", "s3", "http"})
+            QTest::newRow(w) << QString(w);
+    }
+    // Outside CI a machine without the servers skips their rows; CI installs them.
+    void unavailable(QString& skip, const QString& why)
+    {
+        if (qEnvironmentVariable("CI") == "true") QFAIL(qPrintable(why));
+        skip = why;
+    }
+    void startServers()
+    {
+        QString why;
+        m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_nginxPort, why);
+        if (!m_nginx || !why.isEmpty()) unavailable(m_nginxSkip, why);
+        const QString venv = testservers::serversVenv(kSource, why);
+        if (venv.isEmpty()) return unavailable(m_motoSkip, why);
+        QStringList files{"fake/FAKE_CHECKPOINT"};
+        for (const char* tag : {"step1", "step2"})
+            for (int r = 0; r < kRanks; ++r)
+                files << QString("fake/%1/rank%2.safetensors").arg(tag).arg(r);
+        QStringList keys;
+        m_moto = testservers::startMoto(kSource, venv, kBucket, m_www, files,
+                                        QProcessEnvironment::systemEnvironment(), m_motoPort, keys, why);
+        if (!m_moto) return unavailable(m_motoSkip, why);
+        qputenv("AWS_ACCESS_KEY_ID", keys[0].toUtf8());
+        qputenv("AWS_SECRET_ACCESS_KEY", keys[1].toUtf8());
+        qputenv("AWS_ENDPOINT_URL", QString("http://127.0.0.1:%1").arg(m_motoPort).toUtf8());
+    }
 
 private slots:
     void initTestCase()
     {
         static const FakeFamily fake;
         layout::registerFamily(fake);
-        m_dir = m_tmp.filePath("fake").toStdString();
+        m_www = m_tmp.filePath("www");
+        m_dir = (m_www + "/fake").toStdString();
         const std::map<std::string, std::string> shapes{{"layers.0.weight", "4,6"}, {"layers.1.bias", "5"}};
         writeTag(m_dir + "/step1", {{"layers.0.weight", ramp(24, 0)}, {"layers.1.bias", ramp(5, 1)}}, shapes);
         writeTag(m_dir + "/step2", {{"layers.0.weight", ramp(24, 0)}, {"layers.1.bias", ramp(5, 10)}},
                  shapes);
         std::ofstream(m_dir + "/FAKE_CHECKPOINT") << "step1\nstep2\n";
+        // Servers on 127.0.0.1: a proxy the machine may name must not stand between.
+        qputenv("NO_PROXY", "127.0.0.1,localhost");
+        qputenv("AWS_REGION", "us-east-1");
+        qputenv("CKPT_REMOTE_ATTEMPTS", "2");
+        startServers();
+    }
+    void cleanupTestCase()
+    {
+        testservers::stop(m_nginx);
+        testservers::stop(m_moto);
     }
 
+    void theRegistryOpensIt_data() { rows(); }
     void theRegistryOpensIt()
     {
-        QCOMPARE(std::string(layout::familyOf(m_dir).id()), std::string("fake"));
-        const auto opened = layout::openCheckpoint(m_dir);
+        QFETCH(QString, where);
+        const std::string at = location(where);
+        QCOMPARE(std::string(layout::familyOf(at).id()), std::string("fake"));
+        const auto opened = layout::openCheckpoint(at);
         QCOMPARE(opened->model.tags.size(), size_t(2));
         QCOMPARE(opened->model.latest()->name, std::string("step2"));
         QCOMPARE(opened->model.tags[0].params.size(), size_t(2));
         QCOMPARE(opened->model.tags[0].params[0].numel(), uint64_t(24));
+        // The sizes the folder gave, wherever it is.
+        QCOMPARE(opened->model.tags[1].files[1].size,
+                 uint64_t(fs::file_size(m_dir + "/step2/rank1.safetensors")));
     }
 
     // Export writes each parameter whole, in its shape, with the values of both ranks.
+    void exportReadsItsShares_data() { rows(); }
     void exportReadsItsShares()
     {
-        const auto opened = layout::openCheckpoint(m_dir);
-        const std::string out = m_tmp.filePath("exported").toStdString();
+        QFETCH(QString, where);
+        const auto opened = layout::openCheckpoint(location(where));
+        const std::string out = m_tmp.filePath("exported-" + where).toStdString();
         const auto r = ops::consolidate(layout::tagOf(opened, "step2"), out, {}, {}, {});
         QCOMPARE(r.tensors, size_t(2));
         const auto back = safetensors::SafetensorsFile::open(out + "/model.safetensors");
@@ -186,9 +265,11 @@ private slots:
         QCOMPARE(findIn(*back, "layers.0.weight")->shape, (std::vector<int64_t>{4, 6}));
     }
 
+    void diffComparesTwoTags_data() { rows(); }
     void diffComparesTwoTags()
     {
-        const auto opened = layout::openCheckpoint(m_dir);
+        QFETCH(QString, where);
+        const auto opened = layout::openCheckpoint(location(where));
         const auto d = ops::computeDiff(layout::tagOf(opened, "step1"), layout::tagOf(opened, "step2"), {},
                                         gpu::cpuBackend(), {}, {});
         QCOMPARE(d.tensors.size(), size_t(2));

@@ -476,34 +476,20 @@ void TestRemote::startNginx()
 
 void TestRemote::startMoto()
 {
-    // The venv is the project's (tools/servers/venv.sh); made here too when a developer runs
-    // this test before test.sh ever ran.
-    QProcess venv;
-    venv.start("bash", {kSource + "/tools/servers/venv.sh"});
-    venv.waitForFinished(600000);
-    m_venv = QString::fromUtf8(venv.readAllStandardOutput()).trimmed();
-    if (venv.exitCode() != 0 || !QFile::exists(m_venv + "/bin/moto_server")) {
-        if (qEnvironmentVariable("CI") == "true") QFAIL("tools/servers/venv.sh could not install moto");
-        m_motoSkip = "moto could not be installed (tools/servers/venv.sh): " + venv.readAllStandardError();
+    m_venv = serversVenv(kSource, m_motoSkip);
+    if (m_venv.isEmpty()) {
+        if (qEnvironmentVariable("CI") == "true") QFAIL(qPrintable(m_motoSkip));
         return;
     }
     auto env = QProcessEnvironment::systemEnvironment();
-    env.insert("INITIAL_NO_AUTH_ACTION_COUNT", "3"); // then every request's signature is checked
-    env.insert("MOTO_S3_DEFAULT_MAX_KEYS", "2");     // listings come in pages of two
-    m_motoPort = freePort();
-    m_moto =
-        startServer(m_venv + "/bin/moto_server", {"-H", "127.0.0.1", "-p", QString::number(m_motoPort)}, env);
-    QVERIFY2(waitForPort(m_motoPort, *m_moto, 30000), m_moto->readAll().constData());
-
-    QProcess setup;
-    setup.start(m_venv + "/bin/python",
-                QStringList{kSource + "/tools/servers/moto_setup.py",
-                            QString("http://127.0.0.1:%1").arg(m_motoPort), kBucket, m_www} +
-                    servedFiles() + deepSpeedFiles() + m_madeFiles + QStringList{"big.safetensors"});
-    QVERIFY(setup.waitForFinished(120000));
-    QVERIFY2(setup.exitCode() == 0, setup.readAllStandardError().constData());
-    const QStringList keys = QString::fromUtf8(setup.readAllStandardOutput()).trimmed().split(' ');
-    QCOMPARE(keys.size(), 2);
+    env.insert("MOTO_S3_DEFAULT_MAX_KEYS", "2"); // listings come in pages of two
+    QStringList keys;
+    QString why;
+    m_moto = testservers::startMoto(kSource, m_venv, kBucket, m_www,
+                                    servedFiles() + deepSpeedFiles() + m_madeFiles +
+                                        QStringList{"big.safetensors"},
+                                    env, m_motoPort, keys, why);
+    QVERIFY2(m_moto, qPrintable(why));
     qputenv("AWS_ACCESS_KEY_ID", keys[0].toUtf8());
     qputenv("AWS_SECRET_ACCESS_KEY", keys[1].toUtf8());
     // The S3 proxy logs what the client fetched; it is the endpoint the client sees.

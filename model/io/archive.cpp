@@ -220,6 +220,11 @@ std::string wrapperOfFile(const std::string& path) noexcept
     return wrapperOf(ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), head.size()));
 }
 
+bool fetchedWhole(const std::string& path, const std::string& wrapper)
+{
+    return isRemotePath(path) && !wrapper.empty() && wrapper != "tar";
+}
+
 UnpackLimits UnpackLimits::defaults()
 {
     UnpackLimits l;

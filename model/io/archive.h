@@ -22,6 +22,9 @@ namespace ckpt::io {
 std::string wrapperOf(ByteSpan head);
 // The same for a file (reads its first 512 bytes); "" when it cannot be read. Never throws.
 std::string wrapperOfFile(const std::string& path) noexcept;
+// Whether reading a file in this wrapper fetches all of it first: a compressed stream at a URL,
+// which no range reaches into (a tar's members are ranges of it).
+bool fetchedWhole(const std::string& path, const std::string& wrapper);
 
 struct UnpackLimits
 {

@@ -19,9 +19,14 @@ struct FolderEntry
     std::string name; // the last component
     bool folder = false;
     uint64_t size = 0; // files only
+    bool link = false; // a local symbolic link (followed for `folder` and `size`)
 };
 
 bool isRemotePath(const std::string& path);
+// Throws Error naming `path` when nothing can be opened there: a local path that is missing or
+// neither a folder nor a regular file (refused by its type, before any read); a URL the listing
+// of its folder does not have. A plain HTTP server is asked nothing: opening says what it answers.
+void requireOpenable(const std::string& path);
 // Throws Error naming `url` when it is no URL the engine can open (malformed). Asks no server (a window
 // checks what the user typed with it).
 void checkRemoteUrl(const std::string& url);
@@ -34,7 +39,8 @@ PathKind pathKind(const std::string& path);
 // names it looks for and ask for them (probeFiles).
 bool canList(const std::string& folder);
 // Which of these files exist, and their sizes (nullopt: missing or unreadable), asked all at once
-// (one wave of requests for remote files, whose heads then stay open for the parse).
+// (one wave of requests for remote files, whose heads then stay open for the parse). A local name
+// the system cannot look for (too long, say) throws Error naming it.
 std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& paths);
 // Files and folders directly in `folder` (not sorted). Throws Error naming the folder when it
 // cannot be listed (a plain HTTP server).
@@ -51,6 +57,14 @@ struct FileBelow
 // naming a folder whose listing fails.
 std::vector<FileBelow> listFilesBelow(const std::string& folder);
 std::string childPath(const std::string& folder, const std::string& name);
+// A folder's path as the questions above take it: without a trailing '/', except over plain
+// HTTP, where the '/' is what says "folder".
+std::string folderPath(const std::string& path);
+// A local folder as an absolute path without "." or ".." and no trailing separator (what names a
+// folder given as "."); a URL only loses its trailing '/'.
+std::string normalFolder(const std::string& path);
+// Whether two paths name one file (a local file by any of its paths; a URL by itself).
+bool sameFile(const std::string& a, const std::string& b);
 // A folder in `folder`, as every question above takes it: over plain HTTP, which lists nothing, a
 // folder's URL ends in '/' (else it is asked for as a file).
 std::string childFolder(const std::string& folder, const std::string& name);
@@ -58,5 +72,12 @@ std::string parentPath(const std::string& path);
 std::string fileName(const std::string& path);
 // Throws Error naming the path when it has no size to tell.
 uint64_t fileSize(const std::string& path);
+// A file's size when it can be told without a request (a local file; a remote one already open),
+// else nullopt.
+std::optional<uint64_t> knownSize(const std::string& path);
+// Bytes of the regular local files at `location` (a file, or a folder and its subfolders; links
+// not followed), counting at most 100,000 entries; 0 for a URL, whose bytes are counted as they
+// are fetched. What opening it may parse, for a percentage.
+uint64_t localBytesAt(const std::string& location);
 
 } // namespace ckpt::io

@@ -6,8 +6,8 @@
 // path, the one Composer's ignore_keys globs match.
 #include "io/archive.h"
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "io/mapped_file.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
@@ -15,7 +15,6 @@
 #include "torch/torch_file.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <regex>
 #include <unistd.h>
@@ -114,16 +113,11 @@ bool looksLikeComposerFile(const std::string& path)
 // latest-rank0.pt symlink is no checkpoint of its own). Nothing lists a plain HTTP folder.
 std::vector<io::FolderEntry> folderFiles(const std::string& dir)
 {
+    const io::Folder folder(dir);
     std::vector<io::FolderEntry> out;
-    if (!io::canList(dir)) return out;
-    for (auto& e : io::listFolder(dir)) {
-        if (e.folder) continue;
-        if (!io::isRemotePath(dir)) {
-            std::error_code ec;
-            if (std::filesystem::is_symlink(io::childPath(dir, e.name), ec)) continue;
-        }
-        out.push_back(std::move(e));
-    }
+    if (!folder.lists()) return out;
+    for (auto& e : folder.files())
+        if (!e.link) out.push_back(std::move(e));
     return out;
 }
 
@@ -133,29 +127,22 @@ std::string runFileName(const RunName& n, int rank)
            n.suffix;
 }
 
-// Whether two paths name one file (a local file by any of its paths).
-bool samePath(const std::string& a, const std::string& b)
-{
-    if (io::isRemotePath(a) || io::isRemotePath(b)) return a == b;
-    std::error_code ec;
-    return std::filesystem::equivalent(a, b, ec);
-}
-
 // A folder's checkpoint files of one save, by rank: the same epoch, batch and wrapper. Over
 // plain HTTP, which lists nothing, the ranks after `of`'s are asked for in growing waves (1, 2,
 // 4, ... at once) until one is missing: log2(W) round trips for W ranks.
 std::vector<std::pair<int, std::string>> rankFilesOf(const std::string& dir, const RunName& of)
 {
     std::vector<std::pair<int, std::string>> out;
-    if (!io::canList(dir)) {
-        out.push_back({of.rank, io::childPath(dir, runFileName(of, of.rank))});
+    const io::Folder folder(dir);
+    if (!folder.lists()) {
+        out.push_back({of.rank, folder.file(runFileName(of, of.rank))});
         for (int next = of.rank + 1, wave = 1; next < (1 << 20); wave *= 2) {
-            std::vector<std::string> paths;
+            std::vector<std::string> names;
             for (int r = next; r < next + wave; ++r)
-                paths.push_back(io::childPath(dir, runFileName(of, r)));
-            const auto found = io::probeFiles(paths);
+                names.push_back(runFileName(of, r));
+            const auto found = folder.probe(names);
             for (size_t i = 0; i < found.size() && found[i]; ++i)
-                out.push_back({next + int(i), paths[i]});
+                out.push_back({next + int(i), folder.file(names[i])});
             if (std::find(found.begin(), found.end(), std::nullopt) != found.end()) break;
             next += wave;
         }
@@ -403,7 +390,7 @@ Tag openDeepSpeedTarballs(const std::vector<std::pair<int, std::string>>& tars, 
     std::shared_ptr<const torch::TorchFile> states;
     std::string statesId;
     for (const auto& [rank, tar] : tars) {
-        const io::Unwrapped u = samePath(tar, openedPath) ? opened : io::unwrap(tar, wantedMember);
+        const io::Unwrapped u = io::sameFile(tar, openedPath) ? opened : io::unwrap(tar, wantedMember);
         for (const io::ArchiveMember& m : u.members) {
             if (!m.data) continue;
             if (m.name == kStatesMember) {
@@ -442,7 +429,7 @@ Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
         fillFromStates(tag, *file->torch(), p);
         return tag;
     }
-    if (io::isRemotePath(p) && wrapper != "tar") // no range reaches into a compressed stream
+    if (io::fetchedWhole(p, wrapper))
         tag.warnings.push_back(wrapper + "-compressed: all " + std::to_string(io::fileSize(p)) +
                                " bytes are fetched to read it (ranged reads need an uncompressed file)");
     bool deepspeed = false;
@@ -463,7 +450,7 @@ Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
             const std::string parent = io::parentPath(p);
             tars = rankFilesOf(parent.empty() ? "." : parent, *n);
         }
-        if (std::none_of(tars.begin(), tars.end(), [&](const auto& t) { return samePath(t.second, p); }))
+        if (std::none_of(tars.begin(), tars.end(), [&](const auto& t) { return io::sameFile(t.second, p); }))
             tars.insert(tars.begin(), {-1, p});
         Tag t = openDeepSpeedTarballs(tars, p, u, std::move(tag), files);
         t.badges["wrapper"] = u.wrapper;
@@ -519,17 +506,15 @@ std::vector<RunCheckpoint> runCheckpoints(const std::string& dir, std::vector<st
 // holding the target's name (what Composer uploads in its place). The target's file name.
 std::optional<std::pair<std::string, std::string>> latestPointer(const std::string& dir)
 {
-    if (!io::isRemotePath(dir)) {
-        std::error_code ec;
-        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-            const std::string n = e.path().filename().string();
-            if (n.starts_with("latest-rank0") && e.is_symlink(ec))
-                return std::pair{n, std::filesystem::read_symlink(e.path(), ec).filename().string()};
-        }
-    }
+    const io::Folder folder(dir);
+    if (!folder.lists()) return std::nullopt;
+    for (const auto& e : folder.entries())
+        if (const auto target =
+                e.link && e.name.starts_with("latest-rank0") ? folder.linkTarget(e.name) : std::nullopt)
+            return std::pair{e.name, *target};
     for (const auto& e : folderFiles(dir))
         if (e.name.starts_with("latest-rank0") && e.name.ends_with(".symlink")) {
-            std::string target = io::readSmallFile(io::childPath(dir, e.name), 4096);
+            std::string target = io::readSmallFile(folder.file(e.name), 4096);
             while (!target.empty() && std::isspace(uint8_t(target.back())))
                 target.pop_back();
             return std::pair{e.name, target.substr(target.rfind('/') + 1)};
@@ -597,7 +582,7 @@ public:
         if (const auto n = parseRunName(io::fileName(location)); n && !tag.deepspeed) {
             const std::string parent = io::parentPath(location);
             for (const auto& [rank, other] : rankFilesOf(parent.empty() ? "." : parent, *n))
-                if (!samePath(other, location))
+                if (!io::sameFile(other, location))
                     tag.files.push_back(rankFile(other, io::fileName(other), io::fileSize(other)));
         }
         return tag;

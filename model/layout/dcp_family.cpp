@@ -4,8 +4,8 @@
 // `.metadata` gives every entry's full shape, dtype and chunks; each chunk is an item of a data
 // file, itself a complete little torch.save zip, read in place from a slice of the mapped file.
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "io/mapped_file.h"
 #include "layout/dcp_metadata.h"
 #include "layout/families.h"
@@ -13,59 +13,43 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <map>
 #include <set>
-
-namespace fs = std::filesystem;
 
 namespace ckpt::layout {
 
 namespace {
 
-// A folder holding .metadata (a DCP pickle) and its .distcp files. Local folders and object
-// stores list their files; over plain HTTP, which lists nothing, .metadata names the files.
-bool isDcpFolder(const std::string& dir)
+// A folder holding .metadata (a DCP pickle) and its .distcp files. Where the folder lists its
+// files they are looked for; over plain HTTP, which lists nothing, .metadata names them.
+bool isDcpFolder(const io::Folder& dir)
 {
-    if (!io::isRemotePath(dir)) {
-        std::error_code ec;
-        if (!fs::is_directory(dir, ec) || !fs::is_regular_file(fs::path(dir) / ".metadata", ec)) return false;
-    } else if (io::pathKind(dir) != io::PathKind::Folder) {
-        return false;
-    }
-    const std::string md = io::childPath(dir, ".metadata");
-    if (io::isRemotePath(dir) && !io::probeFiles({md})[0]) return false;
-    if (!dcp::looksLikeMetadata(io::readHead(md, 4096))) return false;
-    if (!io::canList(dir)) return true;
-    for (const auto& e : io::listFolder(dir))
+    if (!dir.exists() || !dir.sizeOf(".metadata")) return false;
+    if (!dcp::looksLikeMetadata(io::readHead(dir.file(".metadata"), 4096))) return false;
+    if (!dir.lists()) return true;
+    for (const auto& e : dir.entries())
         if (!e.folder && e.name.ends_with(".distcp")) return true;
     return false;
 }
 
-// The subfolders of a run folder that are DCP checkpoints (not symlinks to them, locally:
-// Composer's latest-rank0.pt points at the newest).
-std::vector<std::string> dcpSubfolders(const std::string& dir)
+// The subfolders of a run folder that are DCP checkpoints (not links to them: Composer's
+// latest-rank0.pt points at the newest), by their .metadata: every subfolder's asked for in
+// one wave (not two round trips per subfolder in a row) and sniffed. Their .distcp files are
+// looked for when the tag opens, which names any that are missing. None over plain HTTP.
+std::vector<std::string> dcpSubfolders(const io::Folder& run)
 {
     std::vector<std::string> out;
-    if (!io::isRemotePath(dir)) {
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(dir, ec))
-            if (!e.is_symlink(ec) && e.is_directory(ec) && isDcpFolder(e.path().string()))
-                out.push_back(e.path().filename().string());
-        return out;
-    }
-    if (!io::canList(dir)) return out;
-    // Every subfolder's .metadata asked for in one wave (not two round trips per subfolder in a
-    // row) and sniffed; its .distcp files are checked when the tag opens.
+    if (!run.lists()) return out;
     std::vector<std::string> names, metadata;
-    for (const auto& e : io::listFolder(dir))
-        if (e.folder) {
+    for (const auto& e : run.entries())
+        if (e.folder && !e.link) {
             names.push_back(e.name);
-            metadata.push_back(io::childPath(io::childPath(dir, e.name), ".metadata"));
+            metadata.push_back(e.name + "/.metadata");
         }
-    const auto found = io::probeFiles(metadata);
+    const auto found = run.probe(metadata);
     for (size_t i = 0; i < names.size(); ++i)
-        if (found[i] && dcp::looksLikeMetadata(io::readHead(metadata[i], 4096))) out.push_back(names[i]);
+        if (found[i] && dcp::looksLikeMetadata(io::readHead(run.file(metadata[i]), 4096)))
+            out.push_back(names[i]);
     return out;
 }
 
@@ -305,13 +289,12 @@ private:
     std::shared_ptr<const io::MappedFile> dataFile(const std::string& name)
     {
         if (const auto it = m_data.find(name); it != m_data.end()) return it->second;
-        const std::string path = io::childPath(m_dir, name);
-        if (!io::isRemotePath(path)) { // a remote one says what its server answered when opened
-            std::error_code ec;
-            if (!fs::exists(path, ec)) throw Error("missing: .metadata stores items in it", path);
-            io::requireRegularFile(path);
-        }
-        return m_data.emplace(name, io::MappedFile::open(path)).first->second;
+        const io::Folder dir(m_dir);
+        // Where the folder lists its files, a missing one is said so; over plain HTTP its server
+        // says what it answered when the file is opened.
+        if (dir.lists() && !dir.has(name))
+            throw Error("missing: .metadata stores items in it", dir.file(name));
+        return m_data.emplace(name, io::MappedFile::open(dir.file(name))).first->second;
     }
 
     // A non-tensor leaf (BytesStorageMetadata): DCP's planner torch.save()s it into its item.
@@ -359,37 +342,32 @@ public:
     std::vector<std::string> namesAsked() const override { return {".metadata"}; }
     bool match(const std::string& path) const override
     {
-        if (io::pathKind(path) != io::PathKind::Folder) return false;
-        if (isDcpFolder(path)) return true;
-        if (io::isRemotePath(path)) return !dcpSubfolders(path).empty();
-        std::error_code ec;
-        return !fs::exists(fs::path(path) / ".metadata", ec) && !dcpSubfolders(path).empty();
+        const io::Folder dir(path);
+        if (!dir.exists()) return false;
+        return isDcpFolder(dir) || (!dcpSubfolders(dir).empty() && !dir.has(".metadata"));
     }
     TagList listTags(const std::string& path) const override
     {
+        const io::Folder dir(path);
         TagList l;
         l.root = path;
-        if (isDcpFolder(path)) {
+        if (isDcpFolder(dir)) {
             l.tags.push_back({lastName(path), path});
             l.latest = l.tags.front().first;
             return l;
         }
-        std::vector<std::string> names = dcpSubfolders(path);
+        std::vector<std::string> names = dcpSubfolders(dir);
         if (names.empty()) throw Error("no DCP checkpoint folders (.metadata and *.distcp) in it", path);
         std::sort(names.begin(), names.end(),
                   [](const auto& a, const auto& b) { return trainingOrder(a) < trainingOrder(b); });
         for (const auto& n : names)
-            l.tags.push_back({n, io::childPath(path, n)});
-        if (io::isRemotePath(path)) return l;
-        // Composer's `latest-rank0.pt` (and similar pointers) is a symlink to the newest folder.
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(path, ec)) {
-            if (!e.is_symlink(ec) || !e.path().filename().string().starts_with("latest")) continue;
-            fs::path target = fs::read_symlink(e.path(), ec);
-            if (target.filename().empty()) target = target.parent_path(); // "ep0-ba2/"
-            const std::string t = target.filename().string();
-            if (std::find(names.begin(), names.end(), t) != names.end()) l.latest = t;
-        }
+            l.tags.push_back({n, dir.file(n)});
+        // Composer's `latest-rank0.pt` (and similar pointers) is a link to the newest folder.
+        for (const auto& e : dir.entries())
+            if (const auto target =
+                    e.link && e.name.starts_with("latest") ? dir.linkTarget(e.name) : std::nullopt;
+                target && std::find(names.begin(), names.end(), *target) != names.end())
+                l.latest = *target;
         return l;
     }
     Tag openTag(const TagList& list, size_t index, FileSet& files) const override

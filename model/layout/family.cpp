@@ -1,16 +1,11 @@
 #include "layout/family.h"
 
 #include "io/error.h"
-#include "io/input_file.h"
-#include "io/location.h"
+#include "io/folder.h"
 #include "layout/families.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <optional>
-#include <sys/stat.h>
 
 namespace ckpt::layout {
 
@@ -43,26 +38,16 @@ void registerFamily(const Family& family)
 
 const Family& familyOf(const std::string& path)
 {
-    if (io::isRemotePath(path)) {
-        // s3:// asks the listing (one request, kept for the families' own questions); an HTTP
-        // server is asked nothing here: opening the file says what it answered.
-        if (io::pathKind(path) == io::PathKind::Missing) throw Error("no object or folder at this URL", path);
-    } else {
-        struct stat st
-        {
-        };
-        if (::stat(path.c_str(), &st) != 0) throw io::cannotOpen(path, errno);
-        if (!S_ISDIR(st.st_mode)) io::requireRegularFile(path); // refused by its type, before any read
-    }
-    if (io::isRemotePath(path) && !io::canList(path) && io::pathKind(path) == io::PathKind::Folder) {
-        std::vector<std::string> asked;
-        for (const Family* f : families())
-            for (const auto& n : f->namesAsked())
-                asked.push_back(io::childPath(path, n));
-        std::sort(asked.begin(), asked.end());
-        asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
-        io::probeFiles(asked); // one wave; each match then finds its answers here
-    }
+    io::requireOpenable(path);
+    // Where nothing lists the folder, every family's names in one wave: each match then finds
+    // its answers without a round trip of its own.
+    std::vector<std::string> asked;
+    for (const Family* f : families())
+        for (const auto& n : f->namesAsked())
+            asked.push_back(n);
+    std::sort(asked.begin(), asked.end());
+    asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+    io::Folder(path).askAhead(asked);
     for (const Family* f : families())
         if (f->match(path)) return *f;
     std::string lookedFor;
@@ -121,29 +106,6 @@ Tag openedTag(const Family& family, const TagList& list, size_t index, FileSet& 
     return t;
 }
 
-} // namespace
-
-namespace {
-
-// Bytes of the regular files at `location` (a file, or a folder and its subfolders; links not
-// followed): what opening a tag may parse, for a percentage. Bounded: a folder of more than
-// 100,000 entries counts only those.
-uint64_t bytesAt(const std::string& location)
-{
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::is_regular_file(fs::symlink_status(location, ec))) return fs::file_size(location, ec);
-    uint64_t total = 0;
-    size_t seen = 0;
-    for (fs::recursive_directory_iterator it(location, fs::directory_options::skip_permission_denied, ec),
-         end;
-         !ec && it != end && ++seen <= 100000; it.increment(ec)) {
-        std::error_code e2;
-        if (it->is_regular_file(e2) && !it->is_symlink(e2)) total += it->file_size(e2);
-    }
-    return total;
-}
-
 // Reports an opening's parses to its observer, against the bytes at the locations it will read,
 // for as long as it lives: the observer refers to the caller's locals, and the set is shared once
 // the opening returns.
@@ -156,7 +118,7 @@ public:
         if (!observer.progress && !observer.cancelled) return;
         if (observer.progress)
             for (const auto& l : locations)
-                m_total += bytesAt(l);
+                m_total += io::localBytesAt(l);
         files.observe({[this, &observer](const std::string& id, uint64_t bytes) {
                            m_done += bytes;
                            if (observer.progress) observer.progress(m_done, std::max(m_total, m_done), id);
@@ -272,7 +234,7 @@ OpenedTag openParsedFile(const std::string& id, std::shared_ptr<const TensorFile
     c->files->adopt(id, std::move(parsed));
     TagList list;
     list.root = id;
-    list.tags.push_back({std::filesystem::path(id).filename().string(), id});
+    list.tags.push_back({io::fileName(id), id});
     c->model.root = c->model.opened = id;
     c->model.family = std::string(c->family->id());
     c->model.familyName = std::string(c->family->displayName());

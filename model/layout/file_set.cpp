@@ -1,11 +1,10 @@
 #include "layout/file_set.h"
 
 #include "io/error.h"
-
+#include "io/location.h"
 #include "io/mapped_file.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
-#include <filesystem>
 #include <sys/stat.h>
 
 namespace ckpt::layout {
@@ -222,11 +221,7 @@ void FileSet::adopt(const std::string& id, std::shared_ptr<const TensorFile> fil
 {
     // Parsed by the recognizer itself: counted now (a stat only while someone watches), and the
     // next file is not begun if cancelled.
-    if (m_observer.parsed) {
-        std::error_code ec;
-        const auto bytes = std::filesystem::file_size(id, ec);
-        parsed(id, ec ? 0 : uint64_t(bytes));
-    }
+    if (m_observer.parsed) parsed(id, io::knownSize(id).value_or(0));
     {
         const uint64_t footprint = file->footprint();
         std::vector<std::shared_ptr<const TensorFile>> gone;

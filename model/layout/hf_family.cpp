@@ -3,19 +3,16 @@
 // index. One tag whose parameters span the shards; config.json is shown; the index is checked
 // against the shards (tensors missing from or extra to it are warnings naming them).
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "layout/families.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
-
-namespace fs = std::filesystem;
 
 namespace ckpt::layout {
 
@@ -44,25 +41,16 @@ constexpr const char* kKnown[] = {"model.safetensors.index.json",
 // transformers writes, asked for together.
 struct FolderFiles
 {
-    std::string dir;
+    io::Folder dir;
     std::map<std::string, uint64_t> files;
 
     explicit FolderFiles(const std::string& d) : dir(d)
     {
-        if (io::canList(dir)) {
-            for (const auto& e : io::listFolder(dir))
-                if (!e.folder) files[e.name] = e.size;
-            return;
-        }
-        std::vector<std::string> paths;
-        for (const char* n : kKnown)
-            paths.push_back(io::childPath(dir, n));
-        const auto sizes = io::probeFiles(paths);
-        for (size_t i = 0; i < paths.size(); ++i)
-            if (sizes[i]) files[kKnown[i]] = *sizes[i];
+        for (const auto& e : dir.files(std::vector<std::string>(std::begin(kKnown), std::end(kKnown))))
+            files[e.name] = e.size;
     }
     bool has(const std::string& name) const { return files.count(name) > 0; }
-    std::string path(const std::string& name) const { return io::childPath(dir, name); }
+    std::string path(const std::string& name) const { return dir.file(name); }
 };
 
 // The index files of a folder, safetensors first (transformers prefers them too).
@@ -139,7 +127,7 @@ public:
         const FolderFiles dir(list.tags.at(index).second);
         Tag tag;
         tag.name = list.tags[index].first;
-        tag.dir = dir.dir;
+        tag.dir = dir.dir.path();
         tag.latest = true;
         readConfig(dir, tag);
         WeightMap map = readWeightMap(dir, tag);
@@ -197,7 +185,7 @@ private:
         if (!m.indexed)
             for (const auto& f : singleWeightFiles(dir))
                 m.shardNames.push_back(f);
-        if (m.shardNames.empty()) throw Error("no weight files", dir.dir);
+        if (m.shardNames.empty()) throw Error("no weight files", dir.dir.path());
         return m;
     }
 
@@ -262,22 +250,13 @@ private:
         return out;
     }
 
-    // A shard's size, or nullopt when the folder does not hold it. A local name comes from the
-    // index and may be no name the system takes (too long, say): an Error, not a missing file.
+    // A shard's size, or nullopt when the folder does not hold it: from the listing, else asked
+    // (the index may name a shard in a subfolder). A name comes from the index and may be no name
+    // the system takes (too long, say): an Error, not a missing file.
     static std::optional<uint64_t> shardSize(const FolderFiles& dir, const std::string& s)
     {
-        if (io::isRemotePath(dir.dir)) {
-            if (const auto it = dir.files.find(s); it != dir.files.end()) return it->second;
-            return io::canList(dir.dir) ? std::nullopt : io::probeFiles({dir.path(s)})[0];
-        }
-        const fs::path p = fs::path(dir.dir) / s;
-        std::error_code ec;
-        const bool exists = fs::exists(p, ec);
-        if (ec) throw Error("the index names a shard that cannot be looked for: " + ec.message(), p.string());
-        if (!exists) return std::nullopt;
-        const uint64_t size = fs::file_size(p, ec);
-        if (ec) throw Error("cannot read the file's size: " + ec.message(), p.string());
-        return size;
+        if (const auto it = dir.files.find(s); it != dir.files.end()) return it->second;
+        return dir.dir.sizeOf(s);
     }
 
     // Without an index: every tensor of the file(s), in file order.
@@ -287,10 +266,10 @@ private:
         for (const auto& f : opened) {
             if (const auto* t = f->torch())
                 for (const auto& x : t->tensors())
-                    wanted.push_back({x.path, fs::path(f->path()).filename().string()});
+                    wanted.push_back({x.path, io::fileName(f->path())});
             else
                 for (const auto& x : f->safetensors()->tensors())
-                    wanted.push_back({x.name, fs::path(f->path()).filename().string()});
+                    wanted.push_back({x.name, io::fileName(f->path())});
         }
     }
 
@@ -328,7 +307,7 @@ private:
                 continue;
             }
             const TensorFile& f = *it->second.first;
-            if (fs::path(f.path()).filename().string() != shard) misplaced.push_back(name);
+            if (io::fileName(f.path()) != shard) misplaced.push_back(name);
             tag.params.push_back(paramFrom(f, name));
         }
         for (const auto& [name, target] : aliases) {

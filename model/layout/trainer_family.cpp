@@ -5,19 +5,16 @@
 // folder); this family adds what the Trainer says (trainer_state.json) and what an export needs
 // to load with from_pretrained (config, generation config, tokenizer files).
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
 #include "layout/trainer_state.h"
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
-
-namespace fs = std::filesystem;
 
 namespace ckpt::layout {
 
@@ -81,22 +78,13 @@ bool isRngState(const std::string& n)
 // to 64 processes), asked for together.
 std::set<std::string> filesIn(const std::string& dir)
 {
-    std::set<std::string> out;
-    if (io::canList(dir)) {
-        for (const auto& e : io::listFolder(dir))
-            if (!e.folder) out.insert(e.name);
-        return out;
-    }
     std::vector<std::string> names(std::begin(kBesideWeights), std::end(kBesideWeights));
     names.insert(names.end(), std::begin(kTrainerFiles), std::end(kTrainerFiles));
     for (int r = 0; r < 64; ++r)
         names.push_back("rng_state_" + std::to_string(r) + ".pth");
-    std::vector<std::string> paths;
-    for (const auto& n : names)
-        paths.push_back(io::childPath(dir, n));
-    const auto found = io::probeFiles(paths);
-    for (size_t i = 0; i < names.size(); ++i)
-        if (found[i]) out.insert(names[i]);
+    std::set<std::string> out;
+    for (const auto& e : io::Folder(dir).files(names))
+        out.insert(e.name);
     return out;
 }
 
@@ -104,11 +92,9 @@ std::set<std::string> filesIn(const std::string& dir)
 // global_step within its first few hundred bytes. A listed folder without one costs no request.
 bool hasTrainerState(const std::string& dir)
 {
-    const std::string state = io::childPath(dir, "trainer_state.json");
-    if (io::isRemotePath(dir) &&
-        (io::canList(dir) ? !filesIn(dir).count("trainer_state.json") : !io::probeFiles({state})[0]))
-        return false;
-    return io::readHead(state, 4096).find("\"global_step\"") != std::string::npos;
+    const io::Folder folder(dir);
+    if (!folder.has("trainer_state.json")) return false;
+    return io::readHead(folder.file("trainer_state.json"), 4096).find("\"global_step\"") != std::string::npos;
 }
 
 // The checkpoint-N folders of a run holding a trainer_state.json, in step order (none over plain
@@ -116,14 +102,15 @@ bool hasTrainerState(const std::string& dir)
 std::vector<std::pair<int64_t, std::string>> checkpointFolders(const std::string& run)
 {
     std::vector<std::pair<int64_t, std::string>> out;
-    if (!io::canList(run)) return out;
+    const io::Folder folder(run);
+    if (!folder.lists()) return out;
     std::vector<std::string> states;
-    for (const auto& e : io::listFolder(run))
+    for (const auto& e : folder.entries())
         if (const auto step = checkpointStep(e.name); step && e.folder) {
-            out.push_back({*step, io::childPath(run, e.name)});
-            states.push_back(io::childPath(out.back().second, "trainer_state.json"));
+            out.push_back({*step, folder.file(e.name)});
+            states.push_back(e.name + "/trainer_state.json");
         }
-    io::probeFiles(states); // a store's, in one wave: each is read next
+    folder.probe(states); // a store's, in one wave: each is read next
     std::erase_if(out, [](const auto& c) { return !hasTrainerState(c.second); });
     std::sort(out.begin(), out.end());
     return out;
@@ -276,17 +263,6 @@ void addTrainerView(Tag& t, const std::string& dir, const std::set<std::string>&
     });
 }
 
-// The folder as an absolute path without "." or ".." and no trailing separator: what names a
-// checkpoint folder given as "." (its tag was called ".") and finds the run above it. A URL
-// only loses its trailing '/'.
-std::string normalFolder(const std::string& path)
-{
-    if (io::isRemotePath(path)) return withoutTrailingSlash(path);
-    fs::path p = fs::absolute(fs::path(path)).lexically_normal();
-    if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
-    return p.string();
-}
-
 class TrainerFamily final : public Family
 {
 public:
@@ -313,7 +289,7 @@ public:
             if (!hasTrainerState(path))
                 throw Error("no trainer_state.json and no checkpoint-N folders", path);
             // Over plain HTTP a folder is its URL ending in '/'.
-            l.tags.push_back({io::fileName(normalFolder(path)), io::canList(path) ? path : given});
+            l.tags.push_back({io::fileName(io::normalFolder(path)), io::folderPath(given)});
         } else {
             for (const auto& [step, dir] : checkpoints)
                 l.tags.push_back({io::fileName(dir), dir});
@@ -329,7 +305,7 @@ public:
         const std::string& dir = location;
         // The run folder above a checkpoint (its parent), or the run itself for its final model.
         const bool final = location == list.root && list.tags.size() > 1;
-        const std::string run = final ? dir : io::parentPath(normalFolder(location));
+        const std::string run = final ? dir : io::parentPath(io::normalFolder(location));
         bool configRead = false;
         Tag t = openModel(dir, files, configRead);
         t.name = name;

@@ -2,8 +2,8 @@
 
 #include "compute_backend.h"
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "io/mapped_file.h"
 #include "layout/families.h"
 #include "torch/torch_file.h"
@@ -62,31 +62,28 @@ std::string optimizerStatePath(const std::string& dir)
 class FolderFiles
 {
 public:
-    explicit FolderFiles(std::string dir) : m_dir(std::move(dir)), m_listed(io::canList(m_dir))
+    explicit FolderFiles(std::string dir) : m_dir(std::move(dir))
     {
-        if (m_listed)
-            for (const auto& f : io::listFilesBelow(m_dir))
+        if (m_dir.lists())
+            for (const auto& f : m_dir.filesBelow())
                 m_size[f.relative] = f.size;
     }
-    const std::string& dir() const { return m_dir; }
-    std::string path(const std::string& rel) const { return io::childPath(m_dir, rel); }
+    const std::string& dir() const { return m_dir.path(); }
+    std::string path(const std::string& rel) const { return m_dir.file(rel); }
     bool has(const std::string& rel) const { return m_size.count(rel) > 0; }
     uint64_t size(const std::string& rel) const { return m_size.at(rel); }
-    // Asks for these names where nothing lists the folder, all in one wave. Where it is remote,
-    // opens those of `parsed` it has in one wave too (they are parsed next), so a tag of a
-    // thousand parameters is not a thousand round trips in a row; `listedOnly` are not opened.
+    // Asks for these names where nothing lists the folder, all in one wave. Where it lists, opens
+    // those of `parsed` it has in one wave too (they are parsed next), so a tag of a thousand
+    // remote parameters is not a thousand round trips in a row; `listedOnly` are not opened.
     void probe(const std::vector<std::string>& parsed, const std::vector<std::string>& listedOnly = {})
     {
-        if (m_listed && !io::isRemotePath(m_dir)) return;
-        std::vector<std::string> asked, paths;
+        const bool listed = m_dir.lists();
+        std::vector<std::string> asked;
         std::set<std::string> once; // the model file names a parameter twice (param_shapes, module)
         for (const auto* names : {&parsed, &listedOnly})
             for (const auto& r : *names)
-                if ((m_listed ? names == &parsed && has(r) : true) && once.insert(r).second) {
-                    asked.push_back(r);
-                    paths.push_back(path(r));
-                }
-        const auto sizes = io::probeFiles(paths);
+                if ((listed ? names == &parsed && has(r) : true) && once.insert(r).second) asked.push_back(r);
+        const auto sizes = m_dir.probe(asked);
         for (size_t i = 0; i < asked.size(); ++i)
             if (sizes[i]) m_size[asked[i]] = *sizes[i];
     }
@@ -109,8 +106,7 @@ public:
     }
 
 private:
-    std::string m_dir;
-    bool m_listed;
+    io::Folder m_dir;
     std::map<std::string, uint64_t> m_size;
 };
 
@@ -170,19 +166,19 @@ public:
     {
         // Over plain HTTP only a URL ending in '/' is a folder: a file's URL with a query would
         // otherwise answer for every name asked below it.
-        if (io::pathKind(path) != io::PathKind::Folder) return false;
+        const io::Folder folder(path);
+        if (!folder.exists()) return false;
         if (isUniversalFolder(path)) return true;
         // A root with latest_universal but no `latest`: with `latest`, the training tags are
-        // what the folder holds, and DeepSpeed's family shows them.
-        const std::string pointer = io::childPath(path, "latest_universal");
-        if (io::isRemotePath(path) && io::canList(path) && io::pathKind(pointer) != io::PathKind::File)
-            return false;
-        const auto found = io::probeFiles({pointer, io::childPath(path, "latest")});
+        // what the folder holds, and DeepSpeed's family shows them. A listing that has no
+        // latest_universal costs no request.
+        if (!folder.has("latest_universal")) return false;
+        const auto found = folder.probe({"latest_universal", "latest"});
         if (!found[0] || found[1]) return false;
         try {
-            const std::string name = readName(pointer);
+            const std::string name = readName(folder.file("latest_universal"));
             return !name.empty() && name.find('/') == std::string::npos &&
-                   isUniversalFolder(io::childFolder(path, name));
+                   isUniversalFolder(folder.folder(name).path());
         } catch (const Error&) {
             return false;
         }
@@ -195,18 +191,19 @@ public:
             const std::string parent = io::parentPath(folder);
             const std::string name = io::fileName(folder);
             l.root = parent.empty() ? "." : parent;
-            const std::string pointer = io::childPath(l.root, "latest_universal");
-            if (io::probeFiles({pointer})[0]) l.latest = readName(pointer);
+            if (const io::Folder root(l.root); root.sizeOf("latest_universal"))
+                l.latest = readName(root.file("latest_universal"));
             l.tags.push_back({name.empty() ? path : name, path});
             return l;
         }
         l.root = path;
-        l.latest = readName(io::childPath(path, "latest_universal"));
-        if (!io::canList(path)) { // plain HTTP: the one latest_universal names (a folder ends in '/')
-            if (const std::string folder = io::childFolder(path, l.latest); isUniversalFolder(folder))
+        const io::Folder root(path);
+        l.latest = readName(root.file("latest_universal"));
+        if (!root.lists()) { // plain HTTP: the one latest_universal names (a folder ends in '/')
+            if (const std::string folder = root.folder(l.latest).path(); isUniversalFolder(folder))
                 l.tags.push_back({l.latest, folder});
         } else {
-            for (const auto& e : io::listFolder(path))
+            for (const auto& e : root.entries())
                 if (e.folder && isUniversalFolder(io::childPath(path, e.name)))
                     l.tags.push_back({e.name, io::childPath(path, e.name)});
         }
@@ -505,27 +502,27 @@ Tag UniversalFamily::openTag(const TagList& list, size_t index, FileSet& files) 
 
 bool isUniversalFolder(const std::string& path)
 {
-    if (io::pathKind(path) != io::PathKind::Folder) return false;
-    if (!io::canList(path)) { // plain HTTP: the names DeepSpeed gives, asked for together
-        const auto found =
-            io::probeFiles({optimizerStatePath(path), io::childPath(path, modelFileNames(1, 1)[0]),
-                            io::childPath(path, modelFileNames(1, 1)[1])});
+    const io::Folder folder(path);
+    if (!folder.exists()) return false;
+    if (!folder.lists()) { // plain HTTP: the names DeepSpeed gives, asked for together
+        const auto models = modelFileNames(1, 1);
+        const auto found = folder.probe({"zero/optimizer_state.pt", models[0], models[1]});
         return found[0] && (found[1] || found[2]);
     }
     // Listed: zero/ and a model file, from the listing; then zero/optimizer_state.pt and the
     // model files, opened in one wave (the tag's open parses them next).
     bool zero = false;
     std::vector<std::pair<std::string, uint64_t>> open{{optimizerStatePath(path), 0}};
-    for (const auto& e : io::listFolder(path)) {
+    for (const auto& e : folder.entries()) {
         zero = zero || (e.folder && e.name == "zero");
-        if (!e.folder && isModelStates(e.name)) open.push_back({io::childPath(path, e.name), e.size});
+        if (!e.folder && isModelStates(e.name)) open.push_back({folder.file(e.name), e.size});
     }
     if (!zero || open.size() < 2) return false;
     // The latest_universal above, which says whether this folder is the latest, in the same wave.
-    const std::string above = io::childPath(io::parentPath(path), "latest_universal");
-    if (io::isRemotePath(path) && io::pathKind(above) == io::PathKind::File) open.push_back({above, 0});
+    const std::string above = folder.parent().file("latest_universal");
+    if (io::pathKind(above) == io::PathKind::File) open.push_back({above, 0});
     io::MappedFile::prefetch(open);
-    return bool(io::probeFiles({optimizerStatePath(path)})[0]);
+    return bool(folder.sizeOf("zero/optimizer_state.pt"));
 }
 
 const Family& universalFamily()

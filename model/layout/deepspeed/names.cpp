@@ -7,8 +7,8 @@
 
 #include "compute_backend.h"
 #include "io/error.h"
+#include "io/folder.h"
 #include "io/input_file.h"
-#include "io/location.h"
 #include "io/mapped_file.h"
 #include "io/zip_reader.h"
 #include "layout/sharding.h"
@@ -110,10 +110,7 @@ std::vector<io::FolderEntry> entriesByName(const std::string& dir)
     std::vector<io::FolderEntry> out;
     std::vector<std::string> patterns; // per-rank names whose rank 0 exists, "{}" for the rank
     const auto add = [&](const std::vector<std::string>& names) {
-        std::vector<std::string> paths;
-        for (const auto& n : names)
-            paths.push_back(io::childPath(dir, n));
-        const auto sizes = io::probeFiles(paths);
+        const auto sizes = io::Folder(dir).probe(names);
         for (size_t i = 0; i < names.size(); ++i)
             if (sizes[i]) out.push_back({names[i], false, *sizes[i]});
         return sizes;
@@ -136,19 +133,19 @@ std::vector<io::FolderEntry> entriesByName(const std::string& dir)
 
 bool hasRankFiles(const std::string& dir)
 {
-    const auto entries = io::canList(dir) ? entriesOf(dir) : entriesByName(dir);
-    if (io::isRemotePath(dir) && io::canList(dir)) {
-        // A store's rank files are sniffed below and opened next: all of them in one wave now,
-        // with the `latest` of the folder above (which says whether this tag is the latest).
-        std::vector<std::pair<std::string, uint64_t>> open;
-        for (const auto& e : entries)
-            if (!e.folder && e.name.ends_with("_states.pt"))
-                open.push_back({io::childPath(dir, e.name), e.size});
-        const std::string above = io::childPath(io::parentPath(dir), "latest");
-        if (!open.empty() && io::parentPath(dir) != dir && io::pathKind(above) == io::PathKind::File)
-            open.push_back({above, 0});
-        io::MappedFile::prefetch(open);
-    }
+    const io::Folder folder(dir);
+    const auto entries = folder.lists() ? entriesOf(dir) : entriesByName(dir);
+    // The rank files are sniffed below and opened next: remote ones all in one wave now, with the
+    // `latest` of the folder above where its listing has one (it says whether this tag is the
+    // latest; over plain HTTP it was asked for by name before the tag was).
+    std::vector<std::pair<std::string, uint64_t>> open;
+    for (const auto& e : entries)
+        if (!e.folder && e.name.ends_with("_states.pt")) open.push_back({folder.file(e.name), e.size});
+    const io::Folder above = folder.parent();
+    if (!open.empty() && above.path() != dir && above.lists() &&
+        io::pathKind(above.file("latest")) == io::PathKind::File)
+        open.push_back({above.file("latest"), 0});
+    io::MappedFile::prefetch(open);
     for (const auto& e : entries) {
         const std::string& n = e.name;
         if (!e.folder && n.size() > 3 && n.substr(n.size() - 3) == ".pt" &&
@@ -165,8 +162,7 @@ std::string readLatest(const std::string& root)
 {
     const std::string path = io::childPath(root, "latest");
     // Anything there is read, so that a FIFO or device named `latest` is refused, not skipped.
-    if (io::canList(root) ? io::pathKind(path) == io::PathKind::Missing : !io::probeFiles({path})[0])
-        return {};
+    if (!io::Folder(root).has("latest")) return {};
     // DeepSpeed writes the tag name and nothing else; anything longer is not a `latest` file.
     std::string s = io::readSmallFile(path, 4096);
     while (!s.empty() && std::isspace(uint8_t(s.back())))
@@ -180,7 +176,8 @@ std::string readLatest(const std::string& root)
 std::vector<RankFile> listTagFolder(const std::string& tagDir)
 {
     std::vector<RankFile> files;
-    for (const auto& e : io::canList(tagDir) ? io::listFolder(tagDir) : entriesByName(tagDir))
+    const io::Folder folder(tagDir);
+    for (const auto& e : folder.lists() ? folder.entries() : entriesByName(tagDir))
         if (!e.folder) files.push_back(classify(tagDir, e));
     std::sort(files.begin(), files.end(),
               [](const RankFile& a, const RankFile& b) { return naturalLess(a.name, b.name); });
@@ -218,17 +215,15 @@ std::vector<std::string> deepSpeedNamesAsked()
 
 bool looksLikeDeepSpeed(const std::string& path)
 {
+    const io::Folder folder(path);
     try {
-        if (io::pathKind(path) != io::PathKind::Folder) return false;
+        if (!folder.exists()) return false;
     } catch (const Error&) {
         return false; // match() never throws; opening says what is wrong
     }
     if (hasRankFiles(path)) return true;
     try {
-        const std::string latest = io::childPath(path, "latest");
-        if (io::canList(path) ? io::pathKind(latest) != io::PathKind::Missing
-                              : bool(io::probeFiles({latest})[0]))
-            return true;
+        if (folder.has("latest")) return true;
     } catch (const Error&) {
     }
     for (const auto& e : entriesOf(path))
@@ -239,21 +234,22 @@ bool looksLikeDeepSpeed(const std::string& path)
 TagList ds::findDeepSpeedTags(const std::string& path)
 {
     TagList f;
-    if (io::pathKind(path) != io::PathKind::Folder) throw Error("not a folder", path);
+    const io::Folder folder(path);
+    if (!folder.exists()) throw Error("not a folder", path);
     const bool tagFolder = hasRankFiles(path);
     if (tagFolder) { // a tag folder itself
         f.root = io::parentPath(path);
         f.tags.push_back({io::fileName(path), path});
-    } else if (!io::canList(path)) { // the one tag `latest` names is all that can be found
+    } else if (!folder.lists()) { // the one tag `latest` names is all that can be found
         f.root = path;
         const std::string latest = readLatest(path);
         // Written with its '/': over HTTP that is what says "folder".
-        const std::string dir = io::childFolder(path, latest);
+        const std::string dir = folder.folder(latest).path();
         if (!latest.empty() && latest.find('/') == std::string::npos && hasRankFiles(dir))
             f.tags.push_back({latest, dir});
     } else {
         f.root = path;
-        for (const auto& e : io::listFolder(path))
+        for (const auto& e : folder.entries())
             if (e.folder && hasRankFiles(io::childPath(path, e.name)))
                 f.tags.push_back({e.name, io::childPath(path, e.name)});
     }
