@@ -3,6 +3,7 @@
 #include "compare_heatmap.h"
 #include "compare_histograms.h"
 #include "compare_model.h"
+#include "preferences.h"
 
 #include "layout/family.h"
 
@@ -71,7 +72,7 @@ ops::DiffResult runCompare(const CompareRequest& q,
                            const PartialSink<ops::TensorDiff>& publish)
 {
     std::string reason;
-    std::shared_ptr<gpu::ComputeBackend> backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+    std::shared_ptr<gpu::ComputeBackend> backend = gpu::makeBackend(q.device, &reason);
     ops::DiffOptions o;
     o.a.backend = o.b.backend = backend;
     o.a.tag = q.tagA.toStdString();
@@ -246,6 +247,7 @@ void CompareWindow::start(const CompareRequest& request)
     m_request = request;
     m_request.a = m_a = absoluteLocation(request.a);
     m_request.b = m_b = absoluteLocation(request.b);
+    m_request.device = Preferences::load().computeDevice();
     {
         const QSignalBlocker block(m_momentsBox);
         m_momentsBox->setChecked(request.moments);

@@ -6,6 +6,7 @@
 // by `--compare A B`.
 #pragma once
 
+#include "compute_backend.h"
 #include "job_manager.h"
 #include "ops/analyze.h"
 #include "workspace.h"
@@ -40,6 +41,7 @@ struct CompareRequest
     QString a, b;
     QString tagA, tagB;
     bool moments = false;
+    gpu::Device device = gpu::Device::Auto; // Preferences', read on the GUI thread when it starts
 };
 
 // The tags a side's path holds, as (name, location), and the one to select (its latest); for a

@@ -1,5 +1,6 @@
 #include "export_dialog.h"
 
+#include "preferences.h"
 #include "workspace.h"
 
 #include "compute_backend.h"
@@ -77,10 +78,11 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
              {static_cast<QWidget*>(m_tag), static_cast<QWidget*>(m_format), static_cast<QWidget*>(m_dtype),
               static_cast<QWidget*>(m_shard), static_cast<QWidget*>(m_excludeFrozen)})
             w->hide();
-        // Beside the file; outputs stay local, so a URL's goes to the home folder.
+        // Beside the file (or in Preferences' output folder); outputs stay local, so a URL's goes
+        // to the home folder.
         const QFileInfo fi(source);
-        const QDir dir = io::isRemotePath(source.toStdString()) ? QDir::home() : fi.dir();
-        m_output->setText(dir.filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
+        m_output->setText(QDir(defaultOutputFolder(source))
+                              .filePath(fi.completeBaseName() + QStringLiteral(".safetensors")));
         form->addRow(tr("Output file"), outRow);
         form->addRow(QString(), m_skipUnsupported);
     } else {
@@ -111,7 +113,8 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
         const QString d = m_singleFile
                               ? QFileDialog::getSaveFileName(this, tr("Output file"), m_output->text(),
                                                              tr("safetensors (*.safetensors)"))
-                              : QFileDialog::getExistingDirectory(this, tr("Output folder"));
+                              : QFileDialog::getExistingDirectory(this, tr("Output folder"),
+                                                                  Preferences::load().outputFolder);
         if (!d.isEmpty()) m_output->setText(d);
     });
     connect(m_panel, &OperationPanel::startClicked, this, &ExportDialog::start);
@@ -263,15 +266,17 @@ void ExportDialog::start()
     if (!mayWriteInto(m_output->text())) return;
     opt.overwrite = true; // asked, or the folder is empty: either way nothing mixes
     const std::string in = m_checkpoint.toStdString(), out = m_output->text().toStdString();
+    const gpu::Device device = Preferences::load().computeDevice();
     // The worker gets plain values (and the shared, immutable opened checkpoint) and returns plain
     // values; the GUI thread updates widgets.
     m_panel->run<ExportOutcome>(
-        [in, out, opt, opened = m_opened](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+        [in, out, opt, device, opened = m_opened](const ops::ProgressSink& progress,
+                                                  const ops::CancelToken& cancel) {
             ExportOutcome r;
             ops::ConsolidateOptions o = opt;
             std::string reason; // the casts run where the status bar says: one backend per job
             try {
-                o.backend = gpu::makeBackend(gpu::Device::Auto, &reason);
+                o.backend = gpu::makeBackend(device, &reason);
             } catch (const std::exception& e) {
                 reason = std::string("cpu: ") + e.what();
             }

@@ -6,6 +6,8 @@
 #include "export_dialog.h"
 #include "io/interrupt.h"
 #include "main_window.h"
+#include "preferences.h"
+#include "preferences_dialog.h"
 #include "theme.h"
 #include "tree_model.h"
 
@@ -38,7 +40,8 @@ QIcon applicationIcon()
 // The options of the window's command line (besides --help, --version and PATH).
 struct Options
 {
-    QCommandLineOption shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments;
+    QCommandLineOption shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments,
+        shotPreferences;
 };
 
 Options addOptions(QCommandLineParser& cli)
@@ -85,8 +88,12 @@ Options addOptions(QCommandLineParser& cli)
     const QCommandLineOption moments(
         QStringLiteral("moments"),
         QApplication::translate("main", "With --compare: the optimizer moments (exp_avg, exp_avg_sq) too."));
-    cli.addOptions({palette, shot, shotExport, select, bloat, compare, tagA, tagB, moments});
-    return {shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments};
+    const QCommandLineOption shotPreferences(
+        QStringLiteral("screenshot-preferences"),
+        QApplication::translate("main", "Save a screenshot of the Preferences dialog, then exit."),
+        QStringLiteral("OUT.png"));
+    cli.addOptions({palette, shot, shotExport, select, bloat, compare, tagA, tagB, moments, shotPreferences});
+    return {shot, select, shotExport, palette, bloat, compare, tagA, tagB, moments, shotPreferences};
 }
 
 // Names, icon, language and the bundled example's place: what every window of the process uses.
@@ -201,6 +208,7 @@ int main(int argc, char** argv)
     QApplication app(argc, argv);
     QTranslator translator;
     setUpApplication(translator);
+    ckpt::app::Preferences::load().applyRemote(); // the environment still wins where it is set
     QCommandLineParser cli;
     cli.setApplicationDescription(
         QApplication::translate("main", "Inspect, consolidate and convert training checkpoints"));
@@ -229,6 +237,13 @@ int main(int argc, char** argv)
         return exitCode(ckpt::app::runBloatMode(window, cli.value(o.bloat), cli.value(o.shot),
                                                 cli.value(o.shotExport), cli.positionalArguments().value(0)));
     const QStringList args = cli.positionalArguments();
+    if (cli.isSet(o.shotPreferences)) {
+        QDialog* d = window.openPreferences();
+        QTimer::singleShot(300, d, [d, out = cli.value(o.shotPreferences)] {
+            QApplication::exit(d->grab().save(out) ? 0 : 1);
+        });
+        return exitCode(QApplication::exec());
+    }
     screenshotWhenReady(window, cli, o);
     QTemporaryDir exportDir;
     if (cli.isSet(o.shotExport) && !args.isEmpty())

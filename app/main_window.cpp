@@ -11,7 +11,9 @@
 #include "layout/deepspeed.h"
 #include "open_url_dialog.h"
 #include "ops/export.h"
+#include "preferences_dialog.h"
 #include "slim_dialog.h"
+#include "theme.h"
 #include "tree_model.h"
 #include "universal_dialog.h"
 
@@ -358,6 +360,10 @@ void MainWindow::buildFileMenu()
     m_closeAction->setShortcuts(closeKeys);
     m_closeAction->setEnabled(false);
     fileMenu->addAction(tr("Start &Page"), this, &MainWindow::showStartPage);
+    fileMenu->addSeparator();
+    auto* preferences = fileMenu->addAction(tr("&Preferences..."), this, &MainWindow::openPreferences);
+    preferences->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    preferences->setMenuRole(QAction::PreferencesRole);
     auto* quit = fileMenu->addAction(tr("&Quit"), qApp, &QApplication::quit);
     quit->setShortcuts(QKeySequence::Quit);
     m_toolbar = addToolBar(tr("Main"));
@@ -473,13 +479,37 @@ void MainWindow::showStartPage()
     m_stack->setCurrentIndex(0);
 }
 
-OpenUrlDialog* MainWindow::openUrlDialog()
+namespace {
+
+// A dialog of the window's shown without blocking it: `accepted` gets it when OK is pressed, and it
+// deletes itself once closed.
+template <typename Dialog, typename F> Dialog* shown(Dialog* d, QObject* context, F accepted)
 {
-    auto* d = new OpenUrlDialog(OpenUrlDialog::recentUrls(), this);
     d->setAttribute(Qt::WA_DeleteOnClose);
-    connect(d, &QDialog::accepted, this, [this, d] { open(d->url()); });
+    QObject::connect(d, &QDialog::accepted, context, [d, accepted] { accepted(*d); });
     d->open();
     return d;
+}
+
+} // namespace
+
+PreferencesDialog* MainWindow::openPreferences()
+{
+    return shown(new PreferencesDialog(Preferences::load(), this), this,
+                 [this](const PreferencesDialog& d) { applyPreferences(d.chosen()); });
+}
+
+void MainWindow::applyPreferences(const Preferences& p)
+{
+    p.save();
+    p.applyRemote();
+    applyPalette(p.palette);
+}
+
+OpenUrlDialog* MainWindow::openUrlDialog()
+{
+    return shown(new OpenUrlDialog(OpenUrlDialog::recentUrls(), this), this,
+                 [this](const OpenUrlDialog& d) { open(d.url()); });
 }
 
 void MainWindow::open(const QString& path)

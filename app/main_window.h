@@ -30,6 +30,8 @@ class CompareWindow;
 class DetailsPane;
 class ExportDialog;
 class OpenUrlDialog;
+class PreferencesDialog;
+struct Preferences;
 class SlimDialog;
 class FilterProxy;
 class TreeModel;
@@ -45,6 +47,12 @@ public:
     // File > Open URL...: the dialog, shown; what it accepts is opened. For tests and
     // screenshots it is returned (it deletes itself when closed).
     OpenUrlDialog* openUrlDialog();
+    // File > Preferences...: the dialog, shown (it deletes itself when closed); what it accepts is
+    // saved and applied by applyPreferences. Returned for tests and screenshots.
+    PreferencesDialog* openPreferences();
+    // Saves `p` and applies what applies at once: the palette and the remote settings (to the
+    // URLs opened after). The language applies when the app starts next.
+    void applyPreferences(const Preferences& p);
     // Stops the opening: loaded(false) follows, the tree keeps what it showed.
     void cancelOpen();
     bool loading() const;

@@ -23,8 +23,10 @@ OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDial
     auto* layout = new QVBoxLayout(this);
     auto* intro =
         new QLabel(tr("A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or "
-                      "an HTTP(S) server. Only the bytes the window needs are read; credentials come "
-                      "from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN)."),
+                      "an HTTP(S) server. Only the bytes the window needs are read; credentials and "
+                      "endpoints come from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, "
+                      "HF_TOKEN), else from File > Preferences, else the usual files (~/.aws, gcloud, "
+                      "~/.cache/huggingface)."),
                    this);
     intro->setWordWrap(true);
     // Editable, the recent URLs below it: typing one is as quick as picking one.
@@ -44,6 +46,12 @@ OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDial
     // the text above) as the user types.
     m_problem->setMinimumHeight(2 * m_problem->fontMetrics().lineSpacing());
     m_problem->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    // Which credentials and endpoint a valid URL will use: a wrong profile or a missing endpoint
+    // shows before anything is asked of a server.
+    m_source = new QLabel(this);
+    m_source->setWordWrap(true);
+    m_source->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_source->setEnabled(false);
     m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
     // Our words, translated with the rest (Qt's own translations are not loaded).
     m_buttons->button(QDialogButtonBox::Open)->setText(tr("Open"));
@@ -51,6 +59,7 @@ OpenUrlDialog::OpenUrlDialog(const QStringList& recent, QWidget* parent) : QDial
     layout->addWidget(intro);
     layout->addWidget(m_url);
     layout->addWidget(m_problem);
+    layout->addWidget(m_source);
     layout->addStretch(1);
     layout->addWidget(m_buttons);
     connect(m_buttons, &QDialogButtonBox::accepted, this, &OpenUrlDialog::accept);
@@ -86,10 +95,18 @@ QString OpenUrlDialog::problemOf(const QString& url)
     return {};
 }
 
+QString OpenUrlDialog::source() const
+{
+    return m_source->text();
+}
+
 void OpenUrlDialog::check()
 {
     const QString why = problem();
     m_problem->setText(why);
+    m_source->setText(why.isEmpty() && !url().isEmpty()
+                          ? QString::fromStdString(io::remoteSourceOf(url().toStdString()))
+                          : QString());
     m_buttons->button(QDialogButtonBox::Open)->setEnabled(!url().isEmpty() && why.isEmpty());
 }
 

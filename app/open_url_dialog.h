@@ -30,6 +30,8 @@ public:
     QString problem() const { return problemOf(url()); }
     QComboBox* field() const { return m_url; }
     QDialogButtonBox* buttons() const { return m_buttons; }
+    // Which credentials and endpoint the URL typed will use ("" for plain HTTP or no valid URL).
+    QString source() const;
 
     // Recent URLs as QSettings keeps them: most recent first, at most kRecent.
     static constexpr int kRecent = 10;
@@ -44,6 +46,7 @@ private:
 
     QComboBox* m_url;
     QLabel* m_problem;
+    QLabel* m_source;
     QDialogButtonBox* m_buttons;
 };
 

@@ -1,5 +1,6 @@
 #include "slim_dialog.h"
 
+#include "preferences.h"
 #include "workspace.h"
 
 #include "io/location.h"
@@ -209,7 +210,7 @@ QString SlimDialog::defaultOutput(const QString& input, bool folder)
 {
     // A URL's name, in the home folder: outputs are written on this computer.
     const QFileInfo fi(locationName(input));
-    const QString dir = localOutputFolder(input);
+    const QString dir = defaultOutputFolder(input);
     const QString base = folder ? fi.fileName() : fi.completeBaseName();
     const QString suffix = folder || fi.suffix().isEmpty() ? QString() : QLatin1Char('.') + fi.suffix();
     for (int n = 1;; ++n) {

@@ -205,11 +205,6 @@ std::optional<bool> knownFolder(const QString& path, const Snapshot* open)
     return std::nullopt;
 }
 
-QString localOutputFolder(const QString& input)
-{
-    return io::isRemotePath(input.toStdString()) ? QDir::homePath() : QFileInfo(input).absolutePath();
-}
-
 void setGuiThread(const void* thread)
 {
     g_guiThread = thread;

@@ -89,9 +89,6 @@ QString locationName(const QString& path);
 // there (its root, a tag folder, a rank file): nullopt for a URL it does not know. A local path
 // asks the file system. Never asks a server: the GUI thread must not wait for one.
 std::optional<bool> knownFolder(const QString& path, const Snapshot* open);
-// Where an output of `input` goes by default: beside a local input, and in the home folder for a
-// URL (outputs are written on this computer, never to a URL).
-QString localOutputFolder(const QString& input);
 
 // Builds the snapshot for a checkpoint folder or a single file. Throws ckpt::Error, and
 // Cancelled when `cancel` is set. Progress counts the bytes of the files parsed so far.

@@ -1,5 +1,6 @@
 #include "universal_dialog.h"
 
+#include "preferences.h"
 #include "workspace.h"
 
 #include "io/location.h"
@@ -112,18 +113,20 @@ QString UniversalDialog::defaultOutput(const QString& tagFolder)
 {
     const QString name = locationName(tagFolder) + QStringLiteral("_universal");
     const std::string at = tagFolder.toStdString();
+    const QString chosen = Preferences::load().outputFolder; // Preferences' output folder, if any
     if (!io::isRemotePath(at)) {
         // ~/runs/ckpt/global_step2 -> ~/runs/ckpt-universal/global_step2_universal: beside the
         // checkpoint, not in it (ds_to_universal's default, <checkpoint>/<tag>_universal, writes
         // into the input, and the folder then opened as a bogus tag of the run).
         const QFileInfo run(QFileInfo(tagFolder).absolutePath());
-        return QDir(run.absolutePath()).filePath(run.fileName() + QStringLiteral("-universal/") + name);
+        return QDir(chosen.isEmpty() ? run.absolutePath() : chosen)
+            .filePath(run.fileName() + QStringLiteral("-universal/") + name);
     }
     // Outputs are written on this computer: beside a local folder named as the checkpoint's
     // (~/run/global_step2_universal), so latest_universal lands in that folder, not in the
     // home folder, and load_checkpoint(~/run) finds it as it would in the remote one.
     const QString parent = QString::fromStdString(io::fileName(io::parentPath(at)));
-    const QDir home = QDir::home();
+    const QDir home(chosen.isEmpty() ? QDir::homePath() : chosen);
     return parent.isEmpty() || parent == locationName(tagFolder)
                ? home.filePath(name)
                : home.filePath(parent + QLatin1Char('/') + name);

@@ -6,16 +6,21 @@
 // running (no hang) while loading and exporting; the zh_CN translation is complete.
 #include "details_pane.h"
 #include "export_dialog.h"
+#include "io/location.h"
 #include "io/output.h"
+#include "io/remote/aws_config.h"
 #include "job_manager.h"
 #include "large_model.h"
 #include "layout/deepspeed.h"
 #include "layout/family.h"
 #include "main_window.h"
 #include "name_delegate.h"
+#include "open_url_dialog.h"
 #include "ops/tensor_source.h"
 #include "ops/universal.h"
 #include "param_names.h"
+#include "preferences_dialog.h"
+#include "slim_dialog.h"
 #include "snapshot.h"
 #include "stall_meter.h"
 #include "testutil.h"
@@ -30,6 +35,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDirIterator>
 #include <QElapsedTimer>
 #include <QFile>
@@ -1167,6 +1173,55 @@ private slots:
         QStringList list(missing.begin(), missing.end());
         list.sort();
         QVERIFY2(list.isEmpty(), qPrintable(list.join(QLatin1String(" | "))));
+    }
+
+    // File > Preferences: what it accepts is saved, the palette applies at once, the remote
+    // settings reach the engine for every variable the environment does not set (the one it sets
+    // wins, and the dialog says so), the Open URL dialog names the endpoint a URL will use, and
+    // outputs default to the chosen folder.
+    void preferencesReachTheEngineWhereTheEnvironmentIsSilent()
+    {
+        QTemporaryDir out;
+        qunsetenv("AWS_ENDPOINT_URL");
+        qunsetenv("AWS_ENDPOINT_URL_S3");
+        qunsetenv("AWS_PROFILE");
+        const QByteArray region = qgetenv("AWS_REGION");
+        qputenv("AWS_REGION", "us-east-2");
+        app::MainWindow w;
+        app::PreferencesDialog* d = w.openPreferences();
+        QVERIFY(d->remoteNote("AWS_REGION").contains(QLatin1String("us-east-2")));
+        QVERIFY(d->remoteNote("AWS_ENDPOINT_URL").isEmpty());
+        d->palette()->setCurrentIndex(d->palette()->findData(QStringLiteral("dark")));
+        d->device()->setCurrentIndex(d->device()->findData(QStringLiteral("cpu")));
+        d->outputFolder()->setText(out.path());
+        d->remoteField("AWS_ENDPOINT_URL")->setText(QStringLiteral(" http://127.0.0.1:9 "));
+        d->remoteField("AWS_REGION")->setText(QStringLiteral("eu-west-3"));
+        d->accept();
+
+        const app::Preferences p = app::Preferences::load();
+        QCOMPARE(p.palette, QStringLiteral("dark"));
+        QCOMPARE(p.outputFolder, out.path());
+        QVERIFY(p.computeDevice() == gpu::Device::Cpu);
+        QCOMPARE(p.remote.at("AWS_ENDPOINT_URL"), QStringLiteral("http://127.0.0.1:9"));
+        QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 128);
+        QCOMPARE(io::remote::processEnv("AWS_ENDPOINT_URL").value_or(""), std::string("http://127.0.0.1:9"));
+        QCOMPARE(io::remote::processEnv("AWS_REGION").value_or(""), std::string("us-east-2"));
+        const QString source = QString::fromStdString(io::remoteSourceOf("s3://bucket/run"));
+        QVERIFY2(source.contains(QLatin1String("endpoint http://127.0.0.1:9")), qPrintable(source));
+        app::OpenUrlDialog url({});
+        url.setUrl(QStringLiteral("s3://bucket/run"));
+        QCOMPARE(url.source(), source);
+        url.setUrl(QStringLiteral("https://host/model.safetensors"));
+        QVERIFY(url.source().isEmpty());
+        const QString file = QStringLiteral(CKPT_TEST_DATA "/torch/torch-2.x/dtypes.pt");
+        QCOMPARE(QFileInfo(app::SlimDialog::defaultOutput(file)).absolutePath(), out.path());
+
+        // Set back: the tests after see the defaults.
+        w.applyPreferences(app::Preferences{});
+        region.isNull() ? qunsetenv("AWS_REGION") : qputenv("AWS_REGION", region);
+        QVERIFY(!io::remote::processEnv("AWS_ENDPOINT_URL"));
+        QCOMPARE(QFileInfo(app::SlimDialog::defaultOutput(file)).absolutePath(),
+                 QFileInfo(file).absolutePath());
     }
 
     void chineseTranslationIsComplete()

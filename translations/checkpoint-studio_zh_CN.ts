@@ -1,6 +1,39 @@
 <?xml version='1.0' encoding='utf-8'?>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>Preferences</name>
+    <message>
+        <location filename="../app/preferences.cpp" line="22" />
+        <source>S3 endpoint URL</source>
+        <translation>S3 端点 URL</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences.cpp" line="23" />
+        <source>AWS profile</source>
+        <translation>AWS 配置文件（profile）</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences.cpp" line="24" />
+        <source>AWS region</source>
+        <translation>AWS 区域</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences.cpp" line="25" />
+        <source>Hugging Face endpoint</source>
+        <translation>Hugging Face 端点</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences.cpp" line="26" />
+        <source>Hugging Face token file</source>
+        <translation>Hugging Face 令牌文件</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences.cpp" line="27" />
+        <source>Google credentials file</source>
+        <translation>Google 凭据文件</translation>
+    </message>
+</context>
+<context>
     <name>ReplacePrompt</name>
     <message numerus="yes">
         <location filename="../app/replace_prompt.cpp" line="24" />
@@ -160,53 +193,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="525" />
-        <location filename="../app/compare_window.cpp" line="536" />
+        <location filename="../app/compare_window.cpp" line="521" />
+        <location filename="../app/compare_window.cpp" line="533" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="549" />
+        <location filename="../app/compare_window.cpp" line="547" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="550" />
+        <location filename="../app/compare_window.cpp" line="548" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="551" />
+        <location filename="../app/compare_window.cpp" line="549" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="553" />
+        <location filename="../app/compare_window.cpp" line="551" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="557" />
+        <location filename="../app/compare_window.cpp" line="555" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="561" />
+        <location filename="../app/compare_window.cpp" line="559" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="529" />
+        <location filename="../app/compare_window.cpp" line="525" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="529" />
+        <location filename="../app/compare_window.cpp" line="525" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="532" />
+        <location filename="../app/compare_window.cpp" line="528" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -462,155 +495,155 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="98" />
+        <location filename="../app/compare_window.cpp" line="99" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="132" />
+        <location filename="../app/compare_window.cpp" line="133" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="146" />
+        <location filename="../app/compare_window.cpp" line="147" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="149" />
+        <location filename="../app/compare_window.cpp" line="150" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="150" />
+        <location filename="../app/compare_window.cpp" line="151" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="155" />
+        <location filename="../app/compare_window.cpp" line="156" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="156" />
+        <location filename="../app/compare_window.cpp" line="157" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="158" />
+        <location filename="../app/compare_window.cpp" line="159" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="159" />
+        <location filename="../app/compare_window.cpp" line="160" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="210" />
+        <location filename="../app/compare_window.cpp" line="211" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="211" />
+        <location filename="../app/compare_window.cpp" line="212" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="212" />
+        <location filename="../app/compare_window.cpp" line="213" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="214" />
+        <location filename="../app/compare_window.cpp" line="215" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="281" />
+        <location filename="../app/compare_window.cpp" line="283" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="284" />
-        <location filename="../app/compare_window.cpp" line="372" />
+        <location filename="../app/compare_window.cpp" line="286" />
+        <location filename="../app/compare_window.cpp" line="374" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="285" />
+        <location filename="../app/compare_window.cpp" line="287" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="291" />
+        <location filename="../app/compare_window.cpp" line="293" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="293" />
-        <location filename="../app/compare_window.cpp" line="323" />
+        <location filename="../app/compare_window.cpp" line="295" />
+        <location filename="../app/compare_window.cpp" line="325" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="313" />
+        <location filename="../app/compare_window.cpp" line="315" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="351" />
+        <location filename="../app/compare_window.cpp" line="353" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="357" />
+        <location filename="../app/compare_window.cpp" line="359" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="378" />
+        <location filename="../app/compare_window.cpp" line="380" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="380" />
+        <location filename="../app/compare_window.cpp" line="382" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="404" />
+        <location filename="../app/compare_window.cpp" line="406" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="405" />
+        <location filename="../app/compare_window.cpp" line="407" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="466" />
+        <location filename="../app/compare_window.cpp" line="468" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="413" />
+        <location filename="../app/compare_window.cpp" line="415" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="454" />
-        <location filename="../app/compare_window.cpp" line="461" />
+        <location filename="../app/compare_window.cpp" line="456" />
+        <location filename="../app/compare_window.cpp" line="463" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="455" />
+        <location filename="../app/compare_window.cpp" line="457" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="462" />
+        <location filename="../app/compare_window.cpp" line="464" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -841,139 +874,139 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="64" />
+        <location filename="../app/export_dialog.cpp" line="65" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="66" />
+        <location filename="../app/export_dialog.cpp" line="67" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="68" />
+        <location filename="../app/export_dialog.cpp" line="69" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="72" />
+        <location filename="../app/export_dialog.cpp" line="73" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="72" />
+        <location filename="../app/export_dialog.cpp" line="73" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="84" />
-        <location filename="../app/export_dialog.cpp" line="112" />
+        <location filename="../app/export_dialog.cpp" line="86" />
+        <location filename="../app/export_dialog.cpp" line="114" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="87" />
+        <location filename="../app/export_dialog.cpp" line="89" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="89" />
+        <location filename="../app/export_dialog.cpp" line="91" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="90" />
+        <location filename="../app/export_dialog.cpp" line="92" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="91" />
+        <location filename="../app/export_dialog.cpp" line="93" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="93" />
-        <location filename="../app/export_dialog.cpp" line="114" />
+        <location filename="../app/export_dialog.cpp" line="95" />
+        <location filename="../app/export_dialog.cpp" line="116" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="100" />
+        <location filename="../app/export_dialog.cpp" line="102" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="100" />
+        <location filename="../app/export_dialog.cpp" line="102" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="113" />
+        <location filename="../app/export_dialog.cpp" line="115" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="135" />
+        <location filename="../app/export_dialog.cpp" line="138" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="136" />
+        <location filename="../app/export_dialog.cpp" line="139" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="153" />
+        <location filename="../app/export_dialog.cpp" line="156" />
         <source>This tag cannot be read, so it has no model to export: %1</source>
         <translation>无法读取此标签，因此没有可导出的模型：%1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="163" />
+        <location filename="../app/export_dialog.cpp" line="166" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="184" />
+        <location filename="../app/export_dialog.cpp" line="187" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="188" />
+        <location filename="../app/export_dialog.cpp" line="191" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="100" />
+        <location filename="../app/export_dialog.cpp" line="102" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="56" />
+        <location filename="../app/export_dialog.cpp" line="57" />
         <source>as the checkpoint exports</source>
         <translation>按检查点的默认方式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="60" />
+        <location filename="../app/export_dialog.cpp" line="61" />
         <source>Floating tensors' type in the export. "As the checkpoint exports": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.</source>
         <translation>导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="229" />
+        <location filename="../app/export_dialog.cpp" line="232" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="233" />
+        <location filename="../app/export_dialog.cpp" line="236" />
         <source>Tag %1 cannot be read: %2 Choose a tag that can be read.</source>
         <translation>无法读取标签 %1：%2 请选择一个可以读取的标签。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="260" />
+        <location filename="../app/export_dialog.cpp" line="263" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="295" />
+        <location filename="../app/export_dialog.cpp" line="300" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1223,365 +1256,370 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="94" />
-        <location filename="../app/main_window.cpp" line="449" />
+        <location filename="../app/main_window.cpp" line="96" />
+        <location filename="../app/main_window.cpp" line="455" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="285" />
+        <location filename="../app/main_window.cpp" line="287" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="293" />
+        <location filename="../app/main_window.cpp" line="295" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="294" />
+        <location filename="../app/main_window.cpp" line="296" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="286" />
+        <location filename="../app/main_window.cpp" line="288" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="154" />
+        <location filename="../app/main_window.cpp" line="156" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open, or drop here:&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;a run folder&lt;/b&gt;: DeepSpeed (with &lt;code&gt;latest&lt;/code&gt;), a Hugging Face Trainer output folder, Composer, PyTorch DCP, a Universal checkpoint (File &amp;gt; Open Folder, Ctrl+Shift+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;one tag&lt;/b&gt;: &lt;code&gt;global_step1000/&lt;/code&gt;, &lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;a file&lt;/b&gt;: &lt;code&gt;.pt&lt;/code&gt;, &lt;code&gt;.bin&lt;/code&gt;, &lt;code&gt;.safetensors&lt;/code&gt;, a Composer &lt;code&gt;.pt.tar&lt;/code&gt; (File &amp;gt; Open File, Ctrl+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;a URL&lt;/b&gt;: &lt;code&gt;s3://&lt;/code&gt;, &lt;code&gt;gs://&lt;/code&gt;, &lt;code&gt;hf://&lt;/code&gt;, &lt;code&gt;https://&lt;/code&gt; (File &amp;gt; Open URL, Ctrl+L)&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;Nothing is ever written into what you open. Recent items:&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开或拖放到此处：&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;训练目录&lt;/b&gt;：DeepSpeed（含 &lt;code&gt;latest&lt;/code&gt;）、Hugging Face Trainer 输出目录、Composer、PyTorch DCP、Universal 检查点（文件 &amp;gt; 打开文件夹，Ctrl+Shift+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;单个标签&lt;/b&gt;：&lt;code&gt;global_step1000/&lt;/code&gt;、&lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;文件&lt;/b&gt;：&lt;code&gt;.pt&lt;/code&gt;、&lt;code&gt;.bin&lt;/code&gt;、&lt;code&gt;.safetensors&lt;/code&gt;、Composer &lt;code&gt;.pt.tar&lt;/code&gt;（文件 &amp;gt; 打开文件，Ctrl+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;URL&lt;/b&gt;：&lt;code&gt;s3://&lt;/code&gt;、&lt;code&gt;gs://&lt;/code&gt;、&lt;code&gt;hf://&lt;/code&gt;、&lt;code&gt;https://&lt;/code&gt;（文件 &amp;gt; 打开 URL，Ctrl+L）&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;从不向打开的内容写入任何东西。最近打开：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="167" />
+        <location filename="../app/main_window.cpp" line="169" />
         <source>Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)</source>
         <translation>打开自带示例（真实的 DeepSpeed 训练目录：ZeRO-2、bf16、2 个 rank、2 个标签）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="269" />
+        <location filename="../app/main_window.cpp" line="271" />
         <source>Compute: ...</source>
         <translation>计算设备：……</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="288" />
+        <location filename="../app/main_window.cpp" line="290" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="289" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="298" />
+        <location filename="../app/main_window.cpp" line="300" />
         <source>Open &amp;URL...</source>
         <translation>打开 URL(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="300" />
+        <location filename="../app/main_window.cpp" line="302" />
         <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
         <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="301" />
+        <location filename="../app/main_window.cpp" line="303" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="304" />
+        <location filename="../app/main_window.cpp" line="306" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="308" />
+        <location filename="../app/main_window.cpp" line="310" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="311" />
+        <location filename="../app/main_window.cpp" line="313" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="314" />
+        <location filename="../app/main_window.cpp" line="316" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="322" />
+        <location filename="../app/main_window.cpp" line="324" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="325" />
+        <location filename="../app/main_window.cpp" line="327" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="326" />
+        <location filename="../app/main_window.cpp" line="328" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="329" />
+        <location filename="../app/main_window.cpp" line="331" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="332" />
+        <location filename="../app/main_window.cpp" line="334" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="335" />
+        <location filename="../app/main_window.cpp" line="337" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="337" />
+        <location filename="../app/main_window.cpp" line="339" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="343" />
+        <location filename="../app/main_window.cpp" line="345" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="346" />
+        <location filename="../app/main_window.cpp" line="348" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="352" />
+        <location filename="../app/main_window.cpp" line="354" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="353" />
+        <location filename="../app/main_window.cpp" line="355" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="360" />
+        <location filename="../app/main_window.cpp" line="362" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="361" />
+        <location filename="../app/main_window.cpp" line="364" />
+        <source>&amp;Preferences...</source>
+        <translation>首选项(&amp;P)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="367" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="363" />
+        <location filename="../app/main_window.cpp" line="369" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="120" />
+        <location filename="../app/main_window.cpp" line="122" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="126" />
+        <location filename="../app/main_window.cpp" line="128" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="129" />
+        <location filename="../app/main_window.cpp" line="131" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="130" />
+        <location filename="../app/main_window.cpp" line="132" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="144" />
+        <location filename="../app/main_window.cpp" line="146" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="189" />
+        <location filename="../app/main_window.cpp" line="191" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="190" />
+        <location filename="../app/main_window.cpp" line="192" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="261" />
+        <location filename="../app/main_window.cpp" line="263" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="381" />
+        <location filename="../app/main_window.cpp" line="387" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="384" />
+        <location filename="../app/main_window.cpp" line="390" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="394" />
+        <location filename="../app/main_window.cpp" line="400" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="395" />
+        <location filename="../app/main_window.cpp" line="401" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="396" />
+        <location filename="../app/main_window.cpp" line="402" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="399" />
+        <location filename="../app/main_window.cpp" line="405" />
         <source>&amp;Documentation</source>
         <translation>文档(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="402" />
+        <location filename="../app/main_window.cpp" line="408" />
         <source>Documentation</source>
         <translation>文档</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="403" />
+        <location filename="../app/main_window.cpp" line="409" />
         <source>The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.</source>
         <translation>文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="406" />
+        <location filename="../app/main_window.cpp" line="412" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="407" />
+        <location filename="../app/main_window.cpp" line="413" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="408" />
+        <location filename="../app/main_window.cpp" line="414" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="515" />
+        <location filename="../app/main_window.cpp" line="537" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="528" />
+        <location filename="../app/main_window.cpp" line="550" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="274" />
+        <location filename="../app/main_window.cpp" line="276" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="427" />
+        <location filename="../app/main_window.cpp" line="433" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="490" />
+        <location filename="../app/main_window.cpp" line="512" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="493" />
+        <location filename="../app/main_window.cpp" line="515" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="538" />
+        <location filename="../app/main_window.cpp" line="560" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="543" />
+        <location filename="../app/main_window.cpp" line="565" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="547" />
+        <location filename="../app/main_window.cpp" line="569" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="575" />
+        <location filename="../app/main_window.cpp" line="597" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="594" />
+        <location filename="../app/main_window.cpp" line="616" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="595" />
+        <location filename="../app/main_window.cpp" line="617" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="848" />
+        <location filename="../app/main_window.cpp" line="870" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="854" />
+        <location filename="../app/main_window.cpp" line="876" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="858" />
+        <location filename="../app/main_window.cpp" line="880" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="868" />
+        <location filename="../app/main_window.cpp" line="890" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="869" />
+        <location filename="../app/main_window.cpp" line="891" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="881" />
+        <location filename="../app/main_window.cpp" line="903" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="882" />
+        <location filename="../app/main_window.cpp" line="904" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="884" />
+        <location filename="../app/main_window.cpp" line="906" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="889" />
+        <location filename="../app/main_window.cpp" line="911" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="891" />
+        <location filename="../app/main_window.cpp" line="913" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1595,31 +1633,31 @@ Still showing %3.</source>
     </message>
     <message>
         <location filename="../app/open_url_dialog.cpp" line="25" />
-        <source>A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or an HTTP(S) server. Only the bytes the window needs are read; credentials come from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN).</source>
-        <translation>S3、Google Cloud Storage、Hugging Face Hub 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据来自环境变量（AWS_*、GS_* 或 GOOGLE_OAUTH_ACCESS_TOKEN、HF_TOKEN）。</translation>
+        <source>A checkpoint folder or file on S3, Google Cloud Storage, the Hugging Face Hub or an HTTP(S) server. Only the bytes the window needs are read; credentials and endpoints come from the environment (AWS_*, GS_* or GOOGLE_OAUTH_ACCESS_TOKEN, HF_TOKEN), else from File &gt; Preferences, else the usual files (~/.aws, gcloud, ~/.cache/huggingface).</source>
+        <translation>S3、Google Cloud Storage、Hugging Face Hub 或 HTTP(S) 服务器上的检查点文件夹或文件。只读取窗口需要的字节；凭据和端点来自环境变量（AWS_*、GS_* 或 GOOGLE_OAUTH_ACCESS_TOKEN、HF_TOKEN），其次来自“文件 &gt; 首选项”，再次来自常用文件（~/.aws、gcloud、~/.cache/huggingface）。</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="37" />
+        <location filename="../app/open_url_dialog.cpp" line="39" />
         <source>s3://bucket/run/global_step100 or https://host/model.safetensors</source>
         <translation>s3://bucket/run/global_step100 或 https://host/model.safetensors</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="49" />
+        <location filename="../app/open_url_dialog.cpp" line="57" />
         <source>Open</source>
         <translation>打开</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="50" />
+        <location filename="../app/open_url_dialog.cpp" line="58" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="76" />
+        <location filename="../app/open_url_dialog.cpp" line="85" />
         <source>%1 is not a URL as written: did you mean %2 ?</source>
         <translation>%1 不是有效的 URL 写法：您是否想输入 %2 ？</translation>
     </message>
     <message>
-        <location filename="../app/open_url_dialog.cpp" line="78" />
+        <location filename="../app/open_url_dialog.cpp" line="87" />
         <source>%1 is not a URL: use s3://BUCKET/KEY, gs://BUCKET/KEY, hf://ORG/REPO/PATH or https://HOST/PATH</source>
         <translation>%1 不是 URL：请使用 s3://BUCKET/KEY、gs://BUCKET/KEY、hf://ORG/REPO/PATH 或 https://HOST/PATH</translation>
     </message>
@@ -1656,6 +1694,111 @@ Still showing %3.</source>
         <location filename="../app/operation_panel.cpp" line="135" />
         <source>%1: %2</source>
         <translation>%1：%2</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::app::PreferencesDialog</name>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="41" />
+        <source>Preferences</source>
+        <translation>首选项</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="43" />
+        <location filename="../app/preferences_dialog.cpp" line="48" />
+        <source>System</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="44" />
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="45" />
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="52" />
+        <source>Automatic (the GPU where it is faster)</source>
+        <translation>自动（GPU 更快时使用 GPU）</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="53" />
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="54" />
+        <source>CUDA GPU</source>
+        <translation>CUDA GPU</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="57" />
+        <source>Beside the checkpoint (the home folder for a URL)</source>
+        <translation>检查点旁边（URL 则为主文件夹）</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="58" />
+        <source>Palette</source>
+        <translation>配色</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="59" />
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="60" />
+        <source>Takes effect when Checkpoint Studio starts next.</source>
+        <translation>下次启动 Checkpoint Studio 时生效。</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="61" />
+        <location filename="../app/preferences_dialog.cpp" line="106" />
+        <source>Output folder</source>
+        <translation>输出文件夹</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="62" />
+        <source>Compute device</source>
+        <translation>计算设备</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="64" />
+        <source>Remote storage</source>
+        <translation>远程存储</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="66" />
+        <source>Used for s3://, gs:// and hf:// URLs where the environment does not set the variable: a window started from the desktop has no shell environment.</source>
+        <translation>用于 s3://、gs:// 和 hf:// URL，仅在环境未设置相应变量时生效：从桌面启动的窗口没有 shell 环境。</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="82" />
+        <source>OK</source>
+        <translation>确定</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="83" />
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="102" />
+        <source>Browse...</source>
+        <translation>浏览...</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="105" />
+        <source>Choose a file</source>
+        <translation>选择文件</translation>
+    </message>
+    <message>
+        <location filename="../app/preferences_dialog.cpp" line="116" />
+        <source>%1 is set in the environment (%2): it wins over this setting.</source>
+        <translation>环境中已设置 %1（%2）：它优先于此设置。</translation>
     </message>
 </context>
 <context>
@@ -1733,160 +1876,160 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="70" />
+        <location filename="../app/slim_dialog.cpp" line="71" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="81" />
+        <location filename="../app/slim_dialog.cpp" line="82" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="84" />
+        <location filename="../app/slim_dialog.cpp" line="85" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="87" />
+        <location filename="../app/slim_dialog.cpp" line="88" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="99" />
+        <location filename="../app/slim_dialog.cpp" line="100" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="103" />
+        <location filename="../app/slim_dialog.cpp" line="104" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
-        <location filename="../app/slim_dialog.cpp" line="141" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="142" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
-        <location filename="../app/slim_dialog.cpp" line="141" />
+        <location filename="../app/slim_dialog.cpp" line="105" />
+        <location filename="../app/slim_dialog.cpp" line="142" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="108" />
+        <location filename="../app/slim_dialog.cpp" line="109" />
         <source>The input is read from its URL; the copy is written on this computer.</source>
         <translation>从 URL 读取输入；副本写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="118" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="118" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="118" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="118" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="117" />
+        <location filename="../app/slim_dialog.cpp" line="118" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="128" />
+        <location filename="../app/slim_dialog.cpp" line="129" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="128" />
+        <location filename="../app/slim_dialog.cpp" line="129" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="160" />
+        <location filename="../app/slim_dialog.cpp" line="161" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="166" />
+        <location filename="../app/slim_dialog.cpp" line="167" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="167" />
+        <location filename="../app/slim_dialog.cpp" line="168" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="181" />
+        <location filename="../app/slim_dialog.cpp" line="182" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="181" />
+        <location filename="../app/slim_dialog.cpp" line="182" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="183" />
+        <location filename="../app/slim_dialog.cpp" line="184" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="128" />
+        <location filename="../app/slim_dialog.cpp" line="129" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="235" />
+        <location filename="../app/slim_dialog.cpp" line="236" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="236" />
+        <location filename="../app/slim_dialog.cpp" line="237" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="238" />
+        <location filename="../app/slim_dialog.cpp" line="239" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="255" />
         <location filename="../app/slim_dialog.cpp" line="256" />
+        <location filename="../app/slim_dialog.cpp" line="257" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="262" />
+        <location filename="../app/slim_dialog.cpp" line="263" />
         <source>Predicting the savings...</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="290" />
+        <location filename="../app/slim_dialog.cpp" line="291" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="290" />
+        <location filename="../app/slim_dialog.cpp" line="291" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="299" />
+        <location filename="../app/slim_dialog.cpp" line="300" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>
@@ -2364,73 +2507,73 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::UniversalDialog</name>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="43" />
+        <location filename="../app/universal_dialog.cpp" line="44" />
         <source>Convert to Universal checkpoint</source>
         <translation>转换为 Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="52" />
+        <location filename="../app/universal_dialog.cpp" line="53" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="56" />
+        <location filename="../app/universal_dialog.cpp" line="57" />
         <source>Data parallelism only: convert without universal_checkpoint_info (DeepSpeed's --inject_missing_state)</source>
         <translation>仅数据并行：在没有 universal_checkpoint_info 的情况下转换（DeepSpeed 的 --inject_missing_state）</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="60" />
+        <location filename="../app/universal_dialog.cpp" line="61" />
         <source>Models trained without Megatron-style tensor parallelism (Hugging Face, plain DeepSpeed) save no universal_checkpoint_info; DeepSpeed's ds_to_universal then needs --inject_missing_state, which this does.</source>
         <translation>未使用 Megatron 式张量并行训练的模型（Hugging Face、普通 DeepSpeed）不保存 universal_checkpoint_info；此时 DeepSpeed 的 ds_to_universal 需要 --inject_missing_state，此选项即执行该操作。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="63" />
+        <location filename="../app/universal_dialog.cpp" line="64" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="64" />
-        <location filename="../app/universal_dialog.cpp" line="88" />
+        <location filename="../app/universal_dialog.cpp" line="65" />
+        <location filename="../app/universal_dialog.cpp" line="89" />
         <source>Universal folder</source>
         <translation>Universal 文件夹</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="69" />
+        <location filename="../app/universal_dialog.cpp" line="70" />
         <source>The tag is read from its URL; the Universal folder is written on this computer.</source>
         <translation>从 URL 读取该标签；Universal 文件夹写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="73" />
+        <location filename="../app/universal_dialog.cpp" line="74" />
         <source>latest_universal is written beside the Universal folder: resume with "checkpoint": {"load_universal": true} and load_checkpoint(its parent).</source>
         <translation>latest_universal 写在 Universal 文件夹旁：使用 "checkpoint": {"load_universal": true} 和 load_checkpoint(其父文件夹) 恢复训练。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Convert</source>
         <translation>转换</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Open result</source>
         <translation>打开结果</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="180" />
+        <location filename="../app/universal_dialog.cpp" line="183" />
         <source>Choose the Universal folder first.</source>
         <translation>请先选择 Universal 文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="189" />
+        <location filename="../app/universal_dialog.cpp" line="192" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the conversion in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="230" />
+        <location filename="../app/universal_dialog.cpp" line="233" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="77" />
+        <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
     </message>
@@ -2438,62 +2581,67 @@ Click to select it in the tree.</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="107" />
+        <location filename="../app/main.cpp" line="113" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="206" />
+        <location filename="../app/main.cpp" line="213" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="48" />
+        <location filename="../app/main.cpp" line="50" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="51" />
+        <location filename="../app/main.cpp" line="53" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="55" />
+        <location filename="../app/main.cpp" line="57" />
         <source>Save a screenshot of the export dialog while it runs, then exit.</source>
         <translation>导出运行时保存导出对话框的截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="59" />
+        <location filename="../app/main.cpp" line="61" />
         <source>Colours: system (follow the desktop), light or dark. The default is the "palette" setting, else system.</source>
         <translation>配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 "palette" 设置，否则为 system。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="64" />
+        <location filename="../app/main.cpp" line="66" />
         <source>Show where the bytes of this file or folder go (the Bloat view). With --screenshot, save the window once that is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.</source>
         <translation>在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="72" />
+        <location filename="../app/main.cpp" line="74" />
         <source>Compare A with the checkpoint, tag folder or file B given as the path (the comparison window). With --screenshot, save it once computed; with --select, that tensor selected.</source>
         <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="79" />
+        <location filename="../app/main.cpp" line="81" />
         <source>With --compare: the tag of A (default: its latest).</source>
         <translation>与 --compare 一起使用：A 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="83" />
+        <location filename="../app/main.cpp" line="85" />
         <source>With --compare: the tag of B (default: its latest).</source>
         <translation>与 --compare 一起使用：B 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="87" />
+        <location filename="../app/main.cpp" line="89" />
         <source>With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.</source>
         <translation>与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="211" />
+        <location filename="../app/main.cpp" line="92" />
+        <source>Save a screenshot of the Preferences dialog, then exit.</source>
+        <translation>保存首选项对话框的截图，然后退出。</translation>
+    </message>
+    <message>
+        <location filename="../app/main.cpp" line="218" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

@@ -3,6 +3,7 @@
 #include "io/error.h"
 #include "io/input_file.h"
 #include "io/mapped_file.h"
+#include "io/remote/aws_config.h"
 #include "io/remote/remote_object.h"
 #include "io/remote/url.h"
 
@@ -105,6 +106,21 @@ void requireOpenable(const std::string& path)
 void checkRemoteUrl(const std::string& url)
 {
     remote::parseUrl(url);
+}
+
+std::string remoteSourceOf(const std::string& url)
+{
+    try {
+        const remote::Url u = remote::parseUrl(url);
+        if (u.scheme == remote::Scheme::Http || u.scheme == remote::Scheme::Https) return {};
+        if (u.scheme != remote::Scheme::S3) return remote::Store::forUrl(u)->credentialNote();
+        // Not the store's note: that one fetches a container's or instance's credentials.
+        const remote::S3Settings s = remote::resolveS3Settings();
+        return "credentials: " + s.credentials.source + "; endpoint " +
+               (s.endpoint.empty() ? "AWS, region " + s.region : s.endpoint);
+    } catch (const Error& e) {
+        return e.what();
+    }
 }
 
 std::string meantUrl(const std::string& text)

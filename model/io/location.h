@@ -30,6 +30,10 @@ void requireOpenable(const std::string& path);
 // Throws Error naming `url` when it is no URL the engine can open (malformed). Asks no server (a window
 // checks what the user typed with it).
 void checkRemoteUrl(const std::string& url);
+// Who answers a URL and how it signs: "credentials: profile 'lab' in ~/.aws/credentials;
+// endpoint http://minio:9000" (the words errors use); "" for plain HTTP(S). Asks no server; a
+// setting that cannot be read is said so, and a URL that is none says why.
+std::string remoteSourceOf(const std::string& url);
 // A URL typed wrong ("s3:/b/k", "S3://b/k"): the URL meant, else empty (see remote/url.h).
 std::string meantUrl(const std::string& text);
 // Never throws for a local path (an unreadable one is Missing); a URL whose server cannot be

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 namespace ckpt::io::remote {
@@ -185,11 +187,26 @@ IniFile parseIni(std::string_view text)
     return ini;
 }
 
+namespace {
+
+std::mutex g_defaultsMutex;
+std::map<std::string, std::string> g_defaults;
+
+} // namespace
+
+void setEnvDefaults(std::map<std::string, std::string> values)
+{
+    std::lock_guard lock(g_defaultsMutex);
+    g_defaults = std::move(values);
+}
+
 std::optional<std::string> processEnv(const char* name)
 {
-    const char* v = std::getenv(name);
-    if (!v) return std::nullopt;
-    return std::string(v);
+    if (const char* v = std::getenv(name)) return std::string(v);
+    std::lock_guard lock(g_defaultsMutex);
+    const auto it = g_defaults.find(name);
+    if (it == g_defaults.end() || it->second.empty()) return std::nullopt;
+    return it->second;
 }
 
 S3Settings resolveS3Settings(const EnvLookup& env)

@@ -43,7 +43,12 @@ struct S3Settings
 
 // Looks an environment variable up; tests pass their own.
 using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+// The process environment, then the defaults set below for names it does not set.
 std::optional<std::string> processEnv(const char* name);
+// Values for variables the process environment does not set (a desktop-launched window has no
+// shell environment: its Preferences give the S3 endpoint, profile, ...). The environment wins
+// where set; the stores read them afresh, so a change applies to the URLs opened after it.
+void setEnvDefaults(std::map<std::string, std::string> values);
 
 // The chain, in botocore's order: environment keys; the profile's keys in the credentials file;
 // its credential_process; its keys in the config file; ECS container credentials
