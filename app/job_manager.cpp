@@ -16,6 +16,15 @@ constexpr auto kReportInterval = std::chrono::milliseconds(50);
 
 } // namespace
 
+QString fetchedText(quint64 bytes, double seconds)
+{
+    if (bytes == 0) return {};
+    if (seconds < 1) return JobManager::tr("Fetched %1 from the network.").arg(humanBytes(bytes));
+    return JobManager::tr("Fetched %1 from the network in %2 s (%3/s).")
+        .arg(humanBytes(bytes), QString::number(seconds, 'f', 1),
+             humanBytes(quint64(double(bytes) / seconds)));
+}
+
 QString progressText(const JobProgress& p)
 {
     if (p.secondsLeft < 0)
@@ -70,14 +79,25 @@ JobProgress toReport(const ops::Progress& p, const Throttle& t, std::chrono::ste
     return r;
 }
 
-// "fetching model_states.pt, 1.2 MiB of 4.0 MiB": what a job waiting on the network is doing.
+// "fetching model_states.pt, 1.2 MiB of 4.0 MiB, 41 MiB/s": what a job waiting on the network
+// is doing; a retry says why the line waits ("x.pt: the server answered 503; retrying in 1.2 s,
+// attempt 2 of 5").
 QString fetchStage(const io::FetchProgress& f)
 {
     const QString name = QString::fromStdString(f.url).section(QLatin1Char('/'), -1);
+    if (!f.retry.empty())
+        return JobManager::tr("%1: %2; retrying in %3 s, attempt %4 of %5")
+            .arg(name, QString::fromStdString(f.retry), QString::number(f.retryIn, 'f', 1))
+            .arg(f.attempt)
+            .arg(f.attempts);
     const QString what = f.objects > 1 ? JobManager::tr("%n file(s)", nullptr, int(f.objects)) : name;
-    if (f.waveTotal == 0) return JobManager::tr("fetching %1").arg(what);
-    return JobManager::tr("fetching %1, %2 of %3")
-        .arg(what, humanBytes(std::min(f.waveDone, f.waveTotal)), humanBytes(f.waveTotal));
+    QString s = f.waveTotal == 0
+                    ? JobManager::tr("fetching %1").arg(what)
+                    : JobManager::tr("fetching %1, %2 of %3")
+                          .arg(what, humanBytes(std::min(f.waveDone, f.waveTotal)), humanBytes(f.waveTotal));
+    if (f.bytesPerSecond > 0)
+        s += QStringLiteral(", ") + humanBytes(quint64(f.bytesPerSecond)) + QStringLiteral("/s");
+    return s;
 }
 
 } // namespace
@@ -110,7 +130,8 @@ JobManager::Started JobManager::begin(const QString& channel, ProgressHandler on
         {
             const std::lock_guard<std::mutex> hold(throttle->lock);
             p = throttle->said;
-            if (!throttle->pass(p, now)) return;
+            // A retry is said at once: the line would otherwise look frozen while it waits.
+            if (f.retry.empty() && !throttle->pass(p, now)) return;
         }
         JobProgress r = toReport(p, *throttle, now);
         r.stage = fetchStage(f);

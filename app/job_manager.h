@@ -42,14 +42,19 @@ struct JobProgress
 
 // "stage: 1.2 GiB of 4.0 GiB, 1.50 GB/s, 3 s left", as the dialogs show a report.
 QString progressText(const JobProgress& p);
+// "Fetched 1.3 GiB from the network in 31 s (41 MiB/s)." for a job that read remote files;
+// empty for one that fetched nothing.
+QString fetchedText(quint64 bytes, double seconds);
 
 // What a job's work returned, or why it returned nothing.
 template <typename T> struct JobResult
 {
     std::optional<T> value;
     bool cancelled = false;
-    QString error;     // the exception's message
-    QString errorFile; // the file a ckpt::Error names, when it names one
+    QString error;            // the exception's message
+    QString errorFile;        // the file a ckpt::Error names, when it names one
+    quint64 fetchedBytes = 0; // from the network, by the job's remote reads
+    double fetchSeconds = 0;  // since its first request
     bool ok() const { return value.has_value(); }
 };
 
@@ -199,6 +204,8 @@ private:
                      } catch (const std::exception& e) {
                          fail(*result, *token, QString::fromUtf8(e.what()), {});
                      }
+                     result->fetchedBytes = watch.fetched();
+                     result->fetchSeconds = watch.seconds();
                      // Queued to the manager, so dropped with it should it be destroyed first.
                      QMetaObject::invokeMethod(
                          this,

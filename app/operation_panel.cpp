@@ -142,7 +142,7 @@ void OperationPanel::ended(bool cancelled, const QString& error, const QString& 
 void OperationPanel::succeeded(const QString& summary, bool again)
 {
     m_progress->setValue(1000);
-    m_status->setText(summary);
+    m_status->setText(m_fetched.isEmpty() ? summary : summary + QLatin1Char(' ') + m_fetched);
     m_start->setEnabled(again);
     m_result->setVisible(true);
     m_result->setDefault(true);

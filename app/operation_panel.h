@@ -49,6 +49,7 @@ public:
         m_jobs.run(
             kChannel, std::move(work),
             [this, finished = std::move(finished)](const JobResult<T>& r) {
+                m_fetched = fetchedText(r.fetchedBytes, r.fetchSeconds);
                 ended(r.cancelled, r.error, r.errorFile);
                 finished(r);
             },
@@ -94,6 +95,7 @@ private:
     QPushButton* m_cancel;
     QPushButton* m_start;
     QStringList m_notes;
+    QString m_fetched; // what the last run fetched from the network, said after its summary
     QElapsedTimer m_clock;
     JobLane m_jobs; // last: its destructor cancels the job and waits for it
 };

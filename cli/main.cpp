@@ -227,11 +227,18 @@ std::string versionText()
 int runGiven(const std::vector<Command>& commands, std::string& error)
 {
     // A signal's cancel reaches remote transfers in flight too (io/fetch_watch.h).
-    const ckpt::io::FetchWatch watch(&g_cancel);
+    // Retries are said by the command's progress printer while it draws, else here.
+    const ckpt::io::FetchWatch watch(&g_cancel, [](const ckpt::io::FetchProgress& f) {
+        if (!f.retry.empty()) ckpt::cli::printRetry(f);
+    });
     const ckpt::io::FetchWatch::Scope scope(&watch);
     try {
         for (const Command& c : commands)
-            if (*c.sub) return c.run(g_cancel);
+            if (*c.sub) {
+                const int rc = c.run(g_cancel);
+                ckpt::cli::printFetched(watch);
+                return rc;
+            }
         return 2;
     } catch (const ckpt::Cancelled&) {
         error = "cancelled; partial output removed";

@@ -40,6 +40,25 @@ ProgressPrinter::~ProgressPrinter()
     if (m_drawn && m_tty) std::fputc('\n', stderr);
 }
 
+void printRetry(const io::FetchProgress& f)
+{
+    std::fprintf(stderr, "%s%s: %s; retrying in %.1f s, attempt %d of %d\n", logPrefix().c_str(),
+                 f.url.substr(f.url.rfind('/') + 1).c_str(), f.retry.c_str(), f.retryIn, f.attempt,
+                 f.attempts);
+}
+
+void printFetched(const io::FetchWatch& watch)
+{
+    const uint64_t bytes = watch.fetched();
+    if (bytes == 0) return; // local files: nothing to say
+    const double s = watch.seconds();
+    std::fprintf(stderr, "%sfetched %s from the network", logPrefix().c_str(),
+                 ops::humanBytes(bytes).c_str());
+    if (s >= 1)
+        std::fprintf(stderr, " in %.1f s (%s/s)", s, ops::humanBytes(uint64_t(double(bytes) / s)).c_str());
+    std::fputc('\n', stderr);
+}
+
 void ProgressPrinter::operator()(const ops::Progress& p)
 {
     const std::lock_guard hold(m_lock);
@@ -56,12 +75,19 @@ void ProgressPrinter::operator()(const ops::Progress& p)
 void ProgressPrinter::fetched(const io::FetchProgress& f)
 {
     const std::lock_guard hold(m_lock);
-    ops::Progress p = m_said;
     const std::string name = f.url.substr(f.url.rfind('/') + 1);
+    if (!f.retry.empty()) { // a line of its own at once, quiet or not: the run is waiting on it
+        if (m_drawn && m_tty) std::fputc('\n', stderr);
+        m_drawn = false;
+        printRetry(f);
+        return;
+    }
+    ops::Progress p = m_said;
     p.stage = "fetching " + (f.objects > 1 ? std::to_string(f.objects) + " files" : name);
     if (f.waveTotal)
         p.stage +=
             ", " + ops::humanBytes(std::min(f.waveDone, f.waveTotal)) + " of " + ops::humanBytes(f.waveTotal);
+    if (f.bytesPerSecond > 0) p.stage += ", " + ops::humanBytes(uint64_t(f.bytesPerSecond)) + "/s";
     draw(p);
 }
 

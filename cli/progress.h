@@ -15,6 +15,12 @@ namespace ckpt::cli {
 // job split across processes, "ckpt [shard 2/4]: " (many processes share one log under srun).
 std::string logPrefix();
 void setLogLabel(const std::string& label);
+// "ckpt: x.pt: the server answered 503; retrying in 1.2 s, attempt 2 of 5": said as a retry is
+// scheduled, so a slow server reads as that and not as a frozen line.
+void printRetry(const io::FetchProgress& f);
+// "ckpt: fetched 1.3 GiB from the network in 31.2 s (41 MiB/s)": a run's last line, when it read
+// remote files (nothing for local ones).
+void printFetched(const io::FetchWatch& watch);
 
 class ProgressPrinter
 {

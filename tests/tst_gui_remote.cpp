@@ -9,9 +9,11 @@
 #include "bloat_view.h"
 #include "compare_window.h"
 #include "export_dialog.h"
+#include "io/mapped_file.h"
 #include "io/output.h"
 #include "main_window.h"
 #include "open_url_dialog.h"
+#include "operation_panel.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
 #include "slim_dialog.h"
@@ -39,6 +41,7 @@
 #include <QTest>
 #include <QThreadPool>
 #include <QTreeView>
+#include <optional>
 
 using namespace ckpt;
 
@@ -186,6 +189,7 @@ private slots:
     void cancelStopsAUrlOpeningInFlight();
     void bloatAndCompareTakeUrls();
     void cancelStopsAnExportInFlight();
+    void anOperationSaysWhatItFetched();
     void slimAndUniversalOfAUrlWriteLocally();
 };
 
@@ -406,6 +410,33 @@ void TestGuiRemote::cancelStopsAnExportInFlight()
 // their input (not a local path made of it), suggest a local output named after it in the home
 // folder, refuse a URL as the output in the operation's words, and write what the same
 // operation writes from the local copy, byte for byte.
+// An operation's last line says what it fetched from the network, from the job's own watch.
+void TestGuiRemote::anOperationSaysWhatItFetched()
+{
+    requireNginx();
+    io::MappedFile::dropRemoteCache(); // nothing fetched before
+    app::OperationPanel panel(QStringLiteral("Go"), QStringLiteral("Open"), QStringLiteral("Failed"), nullptr,
+                              nullptr);
+    std::optional<app::JobResult<uint64_t>> got;
+    const std::string file = url(QStringLiteral("ds/global_step2/mp_rank_00_model_states.pt")).toStdString();
+    panel.run<uint64_t>(
+        [file](const ops::ProgressSink&, const ops::CancelToken&) {
+            const auto f = io::MappedFile::open(file);
+            f->ensure(0, f->size());
+            return f->size();
+        },
+        [&](const app::JobResult<uint64_t>& r) {
+            got = r;
+            if (r.ok()) panel.succeeded(QStringLiteral("Done."), true);
+        });
+    QTRY_VERIFY_WITH_TIMEOUT(got.has_value(), 60000);
+    QVERIFY2(got->ok(), qPrintable(got->error));
+    QVERIFY(got->fetchedBytes >= *got->value);
+    QVERIFY2(panel.status().startsWith(QLatin1String("Done. Fetched ")) &&
+                 panel.status().contains(QLatin1String(" from the network")),
+             qPrintable(panel.status()));
+}
+
 void TestGuiRemote::slimAndUniversalOfAUrlWriteLocally()
 {
     const QString root = hf("ds");

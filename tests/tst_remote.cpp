@@ -306,6 +306,7 @@ private slots:
 
     // --- fault proxy in front of nginx ---
     void throttlingIsRetriedHonouringRetryAfter();
+    void cliSaysRetriesAndWhatItFetched();
     void throttlingBeyondTheBudgetIsOneError();
     void droppedAndStalledConnectionsAreRetried();
     void aStallThatNeverEndsTimesOut();
@@ -913,7 +914,28 @@ void TestRemote::throttlingIsRetriedHonouringRetryAfter()
     const auto f = io::MappedFile::open(proxied("random.bin"));
     QFile::resize(m_tmp.filePath("proxy.log"), 0);
     fault("fail_first=2&status=503&retry_after=1");
-    f->ensure(1 << 20, 1000);
+    std::mutex seenLock;
+    std::vector<io::FetchProgress> retries;
+    const io::FetchWatch watch(nullptr, [&](const io::FetchProgress& p) {
+        const std::lock_guard hold(seenLock);
+        if (!p.retry.empty()) retries.push_back(p);
+    });
+    {
+        const io::FetchWatch::Scope scope(&watch);
+        f->ensure(1 << 20, 1000);
+    }
+    // Each retry was said as it was scheduled: the answer, the attempt next of the budget (4
+    // here, CKPT_REMOTE_ATTEMPTS), the wait (Retry-After's second at least). The job's watch
+    // counted what finally came.
+    QCOMPARE(retries.size(), size_t(2));
+    for (int i = 0; i < 2; ++i) {
+        QVERIFY2(retries[size_t(i)].retry == "the server answered 503", retries[size_t(i)].retry.c_str());
+        QCOMPARE(retries[size_t(i)].attempt, i + 2);
+        QCOMPARE(retries[size_t(i)].attempts, 4);
+        QVERIFY(retries[size_t(i)].retryIn >= 1.0);
+        QVERIFY(retries[size_t(i)].url.ends_with("random.bin"));
+    }
+    QVERIFY(watch.fetched() >= 1000);
     // Two 503s, then the answer; each retry came at least the Retry-After second after the
     // refusal (the proxy's arrival times: load can only lengthen the gaps, never shorten them).
     QList<QJsonObject> log = proxyLog();
@@ -931,6 +953,26 @@ void TestRemote::throttlingIsRetriedHonouringRetryAfter()
     fault("fail_first=1&status=429");
     f->ensure(2 << 20, 1000);
     fault("");
+}
+
+// ckpt says a retry on a line of its own as it is scheduled (not a frozen progress line), and its
+// last line what the run fetched from the network.
+void TestRemote::cliSaysRetriesAndWhatItFetched()
+{
+    requireNginx();
+    fault("fail_first=1&status=503");
+    const Run r = runCkpt({"inspect", QString::fromStdString(proxied("model.safetensors"))});
+    fault("");
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.contains("ckpt: model.safetensors: the server answered 503; retrying in ") &&
+                 r.err.contains(", attempt 2 of "),
+             r.err.constData());
+    const QList<QByteArray> lines = r.err.trimmed().split('\n');
+    QVERIFY2(lines.last().startsWith("ckpt: fetched ") && lines.last().contains(" from the network"),
+             r.err.constData());
+    // A local file fetches nothing, and says nothing of it.
+    const Run local = runCkpt({"inspect", m_www + "/model.safetensors"});
+    QVERIFY2(!local.err.contains("from the network"), local.err.constData());
 }
 
 void TestRemote::throttlingBeyondTheBudgetIsOneError()

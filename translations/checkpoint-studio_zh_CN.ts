@@ -1229,26 +1229,41 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::JobManager</name>
     <message>
         <location filename="../app/job_manager.cpp" line="22" />
+        <source>Fetched %1 from the network.</source>
+        <translation>已从网络获取 %1。</translation>
+    </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="23" />
+        <source>Fetched %1 from the network in %2 s (%3/s).</source>
+        <translation>已在 %2 秒内从网络获取 %1（%3/s）。</translation>
+    </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="30" />
         <source>%1: %2 of %3</source>
         <translation>%1：%2 / %3</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="24" />
+        <location filename="../app/job_manager.cpp" line="32" />
         <source>%1: %2 of %3, %4/s, %5 s left</source>
         <translation>%1：%2 / %3，%4/秒，剩余 %5 秒</translation>
     </message>
+    <message>
+        <location filename="../app/job_manager.cpp" line="88" />
+        <source>%1: %2; retrying in %3 s, attempt %4 of %5</source>
+        <translation>%1：%2；%3 秒后重试，第 %4 次（共 %5 次）</translation>
+    </message>
     <message numerus="yes">
-        <location filename="../app/job_manager.cpp" line="77" />
+        <location filename="../app/job_manager.cpp" line="92" />
         <source>%n file(s)</source>
         <translation><numerusform>%n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="78" />
+        <location filename="../app/job_manager.cpp" line="93" />
         <source>fetching %1</source>
         <translation>正在获取 %1</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="79" />
+        <location filename="../app/job_manager.cpp" line="94" />
         <source>fetching %1, %2 of %3</source>
         <translation>正在获取 %1，%2 / %3</translation>
     </message>
@@ -1512,12 +1527,12 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="537" />
+        <location filename="../app/main_window.cpp" line="545" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="550" />
+        <location filename="../app/main_window.cpp" line="558" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
@@ -1532,94 +1547,94 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="512" />
+        <location filename="../app/main_window.cpp" line="520" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="515" />
+        <location filename="../app/main_window.cpp" line="523" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="560" />
+        <location filename="../app/main_window.cpp" line="568" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="565" />
+        <location filename="../app/main_window.cpp" line="573" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="569" />
+        <location filename="../app/main_window.cpp" line="577" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="597" />
+        <location filename="../app/main_window.cpp" line="605" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="616" />
+        <location filename="../app/main_window.cpp" line="624" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="617" />
+        <location filename="../app/main_window.cpp" line="625" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="870" />
+        <location filename="../app/main_window.cpp" line="878" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="876" />
+        <location filename="../app/main_window.cpp" line="884" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="880" />
+        <location filename="../app/main_window.cpp" line="888" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="890" />
+        <location filename="../app/main_window.cpp" line="898" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="891" />
+        <location filename="../app/main_window.cpp" line="899" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="903" />
+        <location filename="../app/main_window.cpp" line="911" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="904" />
+        <location filename="../app/main_window.cpp" line="912" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="906" />
+        <location filename="../app/main_window.cpp" line="914" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="911" />
+        <location filename="../app/main_window.cpp" line="919" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="913" />
+        <location filename="../app/main_window.cpp" line="921" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -1699,104 +1714,104 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::PreferencesDialog</name>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="41" />
+        <location filename="../app/preferences_dialog.cpp" line="42" />
         <source>Preferences</source>
         <translation>首选项</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="43" />
-        <location filename="../app/preferences_dialog.cpp" line="48" />
+        <location filename="../app/preferences_dialog.cpp" line="44" />
+        <location filename="../app/preferences_dialog.cpp" line="49" />
         <source>System</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="44" />
+        <location filename="../app/preferences_dialog.cpp" line="45" />
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="45" />
+        <location filename="../app/preferences_dialog.cpp" line="46" />
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="52" />
+        <location filename="../app/preferences_dialog.cpp" line="53" />
         <source>Automatic (the GPU where it is faster)</source>
         <translation>自动（GPU 更快时使用 GPU）</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="53" />
+        <location filename="../app/preferences_dialog.cpp" line="54" />
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="54" />
+        <location filename="../app/preferences_dialog.cpp" line="55" />
         <source>CUDA GPU</source>
         <translation>CUDA GPU</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="57" />
+        <location filename="../app/preferences_dialog.cpp" line="58" />
         <source>Beside the checkpoint (the home folder for a URL)</source>
         <translation>检查点旁边（URL 则为主文件夹）</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="58" />
+        <location filename="../app/preferences_dialog.cpp" line="59" />
         <source>Palette</source>
         <translation>配色</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="59" />
+        <location filename="../app/preferences_dialog.cpp" line="60" />
         <source>Language</source>
         <translation>语言</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="60" />
+        <location filename="../app/preferences_dialog.cpp" line="61" />
         <source>Takes effect when Checkpoint Studio starts next.</source>
         <translation>下次启动 Checkpoint Studio 时生效。</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="61" />
-        <location filename="../app/preferences_dialog.cpp" line="106" />
+        <location filename="../app/preferences_dialog.cpp" line="62" />
+        <location filename="../app/preferences_dialog.cpp" line="109" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="62" />
+        <location filename="../app/preferences_dialog.cpp" line="63" />
         <source>Compute device</source>
         <translation>计算设备</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="64" />
+        <location filename="../app/preferences_dialog.cpp" line="65" />
         <source>Remote storage</source>
         <translation>远程存储</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="66" />
+        <location filename="../app/preferences_dialog.cpp" line="67" />
         <source>Used for s3://, gs:// and hf:// URLs where the environment does not set the variable: a window started from the desktop has no shell environment.</source>
         <translation>用于 s3://、gs:// 和 hf:// URL，仅在环境未设置相应变量时生效：从桌面启动的窗口没有 shell 环境。</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="82" />
+        <location filename="../app/preferences_dialog.cpp" line="85" />
         <source>OK</source>
         <translation>确定</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="83" />
+        <location filename="../app/preferences_dialog.cpp" line="86" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="102" />
+        <location filename="../app/preferences_dialog.cpp" line="105" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="105" />
+        <location filename="../app/preferences_dialog.cpp" line="108" />
         <source>Choose a file</source>
         <translation>选择文件</translation>
     </message>
     <message>
-        <location filename="../app/preferences_dialog.cpp" line="116" />
+        <location filename="../app/preferences_dialog.cpp" line="119" />
         <source>%1 is set in the environment (%2): it wins over this setting.</source>
         <translation>环境中已设置 %1（%2）：它优先于此设置。</translation>
     </message>
@@ -2581,67 +2596,67 @@ Click to select it in the tree.</source>
 <context>
     <name>main</name>
     <message>
-        <location filename="../app/main.cpp" line="113" />
+        <location filename="../app/main.cpp" line="114" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="213" />
+        <location filename="../app/main.cpp" line="214" />
         <source>Inspect, consolidate and convert training checkpoints</source>
         <translation>查看、合并和转换训练检查点</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="50" />
+        <location filename="../app/main.cpp" line="51" />
         <source>Save a screenshot of the window once PATH is open, then exit.</source>
         <translation>打开 PATH 后保存窗口截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="53" />
+        <location filename="../app/main.cpp" line="54" />
         <source>Select this item of the tree first.</source>
         <translation>先在树中选中此项目。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="57" />
+        <location filename="../app/main.cpp" line="58" />
         <source>Save a screenshot of the export dialog while it runs, then exit.</source>
         <translation>导出运行时保存导出对话框的截图并退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="61" />
+        <location filename="../app/main.cpp" line="62" />
         <source>Colours: system (follow the desktop), light or dark. The default is the "palette" setting, else system.</source>
         <translation>配色：system（跟随桌面）、light（浅色）或 dark（深色）。默认取 "palette" 设置，否则为 system。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="66" />
+        <location filename="../app/main.cpp" line="67" />
         <source>Show where the bytes of this file or folder go (the Bloat view). With --screenshot, save the window once that is computed; with --screenshot-export, the Slim dialog once it has slimmed it into a temporary folder.</source>
         <translation>在膨胀分析视图中显示此文件或文件夹的字节去向。配合 --screenshot 时，计算完成后保存窗口截图；配合 --screenshot-export 时，将其精简到临时文件夹后保存精简对话框的截图。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="74" />
+        <location filename="../app/main.cpp" line="75" />
         <source>Compare A with the checkpoint, tag folder or file B given as the path (the comparison window). With --screenshot, save it once computed; with --select, that tensor selected.</source>
         <translation>将 A 与作为路径给出的检查点、标签文件夹或文件 B 进行比较（比较窗口）。配合 --screenshot 时，计算完成后保存截图；配合 --select 时，先选中该张量。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="81" />
+        <location filename="../app/main.cpp" line="82" />
         <source>With --compare: the tag of A (default: its latest).</source>
         <translation>与 --compare 一起使用：A 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="85" />
+        <location filename="../app/main.cpp" line="86" />
         <source>With --compare: the tag of B (default: its latest).</source>
         <translation>与 --compare 一起使用：B 的标签（默认：其最新标签）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="89" />
+        <location filename="../app/main.cpp" line="90" />
         <source>With --compare: the optimizer moments (exp_avg, exp_avg_sq) too.</source>
         <translation>与 --compare 一起使用：同时比较优化器矩（exp_avg、exp_avg_sq）。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="92" />
+        <location filename="../app/main.cpp" line="93" />
         <source>Save a screenshot of the Preferences dialog, then exit.</source>
         <translation>保存首选项对话框的截图，然后退出。</translation>
     </message>
     <message>
-        <location filename="../app/main.cpp" line="218" />
+        <location filename="../app/main.cpp" line="219" />
         <source>Checkpoint folder or file to open.</source>
         <translation>要打开的检查点文件夹或文件。</translation>
     </message>

@@ -517,6 +517,9 @@ ZH = {
     "Choose a file": "选择文件",
     "%1 is set in the environment (%2): it wins over this setting.": "环境中已设置 %1（%2）：它优先于此设置。",
     "Save a screenshot of the Preferences dialog, then exit.": "保存首选项对话框的截图，然后退出。",
+    "Fetched %1 from the network.": "已从网络获取 %1。",
+    "Fetched %1 from the network in %2 s (%3/s).": "已在 %2 秒内从网络获取 %1（%3/s）。",
+    "%1: %2; retrying in %3 s, attempt %4 of %5": "%1：%2；%3 秒后重试，第 %4 次（共 %5 次）",
 }
 
 

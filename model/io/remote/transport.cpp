@@ -250,8 +250,13 @@ bool Transport::Impl::finish(Exchange& x, CURLcode code, const TransportOptions&
     const bool again = (code != CURLE_OK && !overflowAbort && retryableCurl(code)) ||
                        (code == CURLE_OK && retryableStatus(r.status));
     if (!again || r.attempts >= o.maxAttempts) return true;
-    x.due = Clock::now() +
-            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delayFor(x, o)));
+    const double delay = delayFor(x, o);
+    x.due = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
+    // Said at once, so a slow or throttling server reads as that and not as a frozen line.
+    if (const FetchWatch* w = FetchWatch::current())
+        w->retrying(x.request->url,
+                    r.failure.empty() ? "the server answered " + std::to_string(r.status) : r.failure,
+                    r.attempts + 1, o.maxAttempts, delay);
     return false;
 }
 
