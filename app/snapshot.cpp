@@ -260,9 +260,11 @@ void addRankFiles(Node* tagNode, const layout::Tag& t, const layout::FileSet& pa
         Node* fn = add(files, f.name, NodeKind::RankFile, layout::roleName(f.role));
         fn->bytes = f.size;
         fn->file = f.path;
-        fn->facts = {{"role", layout::roleName(f.role)},
-                     {"data-parallel rank", std::to_string(f.dpRank)},
-                     {"tensor-parallel rank", std::to_string(f.mpRank)}};
+        // Ranks only where the file has one: a model file of one process has no data-parallel
+        // rank, and a tag of one tensor-parallel rank no tensor-parallel rank worth saying.
+        fn->facts = {{"role", layout::roleName(f.role)}};
+        if (f.dpRank >= 0) fn->facts.push_back({"data-parallel rank", std::to_string(f.dpRank)});
+        if (t.mpWorldSize > 1) fn->facts.push_back({"tensor-parallel rank", std::to_string(f.mpRank)});
         if (const auto file = parsed.find(f.path)) {
             try {
                 addFileEntries(fn, ops::listFile(*file));

@@ -78,6 +78,10 @@ private slots:
         const layout::Tag& tag = opened->model.tags.front();
         QCOMPARE(tag.config["model_type"].get<std::string>(), std::string("llama"));
         QCOMPARE(tag.badges["model_type"].get<std::string>(), std::string("llama"));
+        // Every file the family lists is a weights shard: the byte summary and the tree say so.
+        QVERIFY(!tag.files.empty());
+        for (const auto& f : tag.files)
+            QVERIFY2(f.role == layout::FileRole::ModelStates, f.name.c_str());
 
         std::map<std::string, const layout::Parameter*> params;
         for (const auto& p : tag.params)

@@ -233,6 +233,7 @@ private:
             rf.path = p;
             rf.name = s;
             rf.size = *size;
+            rf.role = FileRole::ModelStates; // a weights shard the index (or the folder) names
             tag.files.push_back(rf);
             if (const auto* t = f->torch()) {
                 for (const auto& w : t->warnings())
