@@ -66,6 +66,13 @@ QColor CompareHeatmap::cellColor(const HeatmapGrid::Cell& c) const
     return colorAt((std::log10(c.value) - m_lo) / (m_hi - m_lo));
 }
 
+QStringList CompareHeatmap::labelLines(const QString& column)
+{
+    const qsizetype slash = column.lastIndexOf(QLatin1Char('/'));
+    if (slash <= 0) return {column};
+    return {column.left(slash + 1), column.mid(slash + 1)};
+}
+
 CompareHeatmap::Geometry CompareHeatmap::geometry() const
 {
     Geometry g;
@@ -76,7 +83,8 @@ CompareHeatmap::Geometry CompareHeatmap::geometry() const
     g.left = std::min(labelW + 8, width() / 3);
     int columnW = 0;
     for (const auto& c : m_grid.columns)
-        columnW = std::max(columnW, fm.horizontalAdvance(c));
+        for (const QString& line : labelLines(c))
+            columnW = std::max(columnW, fm.horizontalAdvance(line));
     g.top = std::min(columnW + 8, height() / 3);
     const int rows = std::max<int>(1, int(m_grid.rows.size())),
               cols = std::max<int>(1, int(m_grid.columns.size()));
@@ -127,14 +135,20 @@ void CompareHeatmap::paintEvent(QPaintEvent*)
                    Qt::AlignRight | Qt::AlignVCenter,
                    fm.elidedText(m_grid.rows[r], Qt::ElideLeft, g.left - 6));
     }
-    const int colStep = std::max(1, int(std::ceil(lineH / std::max(1.0, g.cw))));
+    // A moment's column ("weight/exp_avg_sq") on two lines, the parameter's kind above its
+    // moment: each line short enough to be read whole, where one would be cut.
+    const int colStep = std::max(1, int(std::ceil(2 * lineH / std::max(1.0, g.cw))));
     for (int c = 0; c < m_grid.columns.size(); c += colStep) {
         const QRect cell = cellRect(0, c);
-        p.save();
-        p.translate(cell.center().x() + lineH / 2 - fm.descent(), g.top - 4);
-        p.rotate(-90);
-        p.drawText(0, 0, fm.elidedText(m_grid.columns[c], Qt::ElideLeft, g.top - 6));
-        p.restore();
+        const QStringList lines = labelLines(m_grid.columns[c]);
+        for (int i = 0; i < lines.size(); ++i) {
+            p.save();
+            const int shift = (2 * i - int(lines.size()) + 1) * lineH / 2; // centred as a block
+            p.translate(cell.center().x() + shift + lineH / 2 - fm.descent(), g.top - 4);
+            p.rotate(-90);
+            p.drawText(0, 0, fm.elidedText(lines[i], Qt::ElideLeft, g.top - 6));
+            p.restore();
+        }
     }
     // Cells.
     const QColor grid = pal.color(QPalette::Window);

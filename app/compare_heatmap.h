@@ -6,6 +6,7 @@
 
 #include "compare_model.h"
 
+#include <QStringList>
 #include <QWidget>
 
 class QPainter;
@@ -23,6 +24,8 @@ public:
     // The log10 range the colours span (lo < hi), from the grid's positive values.
     std::pair<double, double> scale() const { return {m_lo, m_hi}; }
     static QColor colorAt(double t); // t in [0, 1] along the scale
+    // A column's label as drawn: "weight/exp_avg_sq" on two lines ("weight/", "exp_avg_sq").
+    static QStringList labelLines(const QString& column);
     QRect cellRect(int row, int column) const;
     QSize sizeHint() const override { return {520, 360}; }
     QSize minimumSizeHint() const override { return {200, 140}; }

@@ -142,6 +142,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
     case Qt::DisplayRole:
         if (c == Name) return QString::fromStdString(d.name);
         if (c == Status) {
+            if (!d.tiedTo.empty()) return tr("tied to %1").arg(QString::fromStdString(d.tiedTo));
             if (d.status != ops::DiffStatus::DTypeChanged) return statusText(d.status);
             // What changed, beside the numbers the other columns show.
             return tr("dtype changed: %1 → %2")
@@ -296,13 +297,18 @@ HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors)
     struct Place
     {
         QString row, column;
-        bool isLayer = false;
+        bool isLayer = false, tied = false;
         QString stem;
         qlonglong number = 0;
     };
     std::vector<Place> places;
     places.reserve(tensors.size());
     for (const auto& t : tensors) {
+        if (!t.tiedTo.empty()) { // a listed alias: its tensor has the cell
+            places.push_back({});
+            places.back().tied = true;
+            continue;
+        }
         const QString name = QString::fromStdString(t.name);
         Place p;
         const LayerName l = splitLayer(name);
@@ -324,6 +330,7 @@ HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors)
     std::map<std::pair<int, qlonglong>, QString> layerRows;
     QStringList moduleRows;
     for (const auto& p : places) {
+        if (p.tied) continue;
         if (p.isLayer) {
             const int stem = stemOrder.emplace(p.stem, int(stemOrder.size())).first->second;
             layerRows.emplace(std::make_pair(stem, p.number), p.row);
@@ -341,6 +348,7 @@ HeatmapGrid heatmapGrid(const std::vector<ops::TensorDiff>& tensors)
         rowIndex[g.rows[i]] = i;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const auto& t = tensors[i];
+        if (!t.tiedTo.empty()) continue;
         auto col = columnIndex.find(places[i].column);
         if (col == columnIndex.end()) {
             col = columnIndex.emplace(places[i].column, int(g.columns.size())).first;

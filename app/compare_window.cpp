@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace ckpt::app {
 
@@ -83,8 +84,19 @@ ops::DiffResult runCompare(const CompareRequest& q,
     const layout::OpenedTag a = sideOf(opened, q.a, q.tagA, progress, cancel, "A");
     cancel.throwIfCancelled();
     const layout::OpenedTag b = sideOf(opened, q.b, q.tagB, progress, cancel, "B");
-    ops::DiffResult r =
-        ops::computeDiff(a, b, o, *backend, progress, cancel, [&](const ops::TensorDiff& d) { publish(d); });
+    std::map<std::string, ops::TensorDiff> published; // by name: a device's redo replaces its first
+    ops::DiffResult r = ops::computeDiff(a, b, o, *backend, progress, cancel, [&](const ops::TensorDiff& d) {
+        published[d.name] = d;
+        publish(d);
+    });
+    // The tied aliases listed too ("tied to X"), with the numbers of the tensor each ties to.
+    for (const auto& [alias, target] : r.tied)
+        if (const auto it = published.find(target); it != published.end()) {
+            ops::TensorDiff row = it->second;
+            row.name = alias;
+            row.tiedTo = target;
+            publish(std::move(row));
+        }
     r.a.path = q.a.toStdString();
     r.b.path = q.b.toStdString();
     r.tensors = {}; // published already: the window's model holds them
@@ -97,7 +109,7 @@ CompareWindow::CompareWindow(QWidget* parent, Workspace* workspace)
     : QMainWindow(parent), m_workspace(workspace), m_jobs(workspace ? &workspace->jobs() : nullptr)
 {
     setWindowTitle(tr("Compare - Checkpoint Studio"));
-    resize(1400, 900);
+    resize(1280, 800); // a laptop's screen: every pane usable at this size
     m_model = new CompareModel(this);
     m_proxy = new CompareProxy(this);
     m_proxy->setSourceModel(m_model);
@@ -389,8 +401,11 @@ void CompareWindow::updateSummary()
     const auto& rows = m_model->rows();
     const ops::DiffTotals t = ops::totalsOf(rows);
     std::vector<const ops::TensorDiff*> changed;
-    for (const auto& d : rows)
-        if (d.status == ops::DiffStatus::Changed) changed.push_back(&d);
+    size_t tied = 0;
+    for (const auto& d : rows) {
+        tied += !d.tiedTo.empty();
+        if (d.status == ops::DiffStatus::Changed && d.tiedTo.empty()) changed.push_back(&d);
+    }
     // The largest relative changes, NaN (a zero tensor on A's side) counted as largest.
     auto key = [](const ops::TensorDiff* d) {
         const double v = d->diff.relL2();
@@ -403,7 +418,7 @@ void CompareWindow::updateSummary()
     for (size_t i = 0; i < changed.size() && i < 3; ++i)
         top << QStringLiteral("%1 (%2)").arg(QString::fromStdString(changed[i]->name).toHtmlEscaped(),
                                              QString::number(changed[i]->diff.relL2(), 'g', 3));
-    QString s = tr("<b>%n tensor(s)</b>: ", nullptr, int(rows.size())) +
+    QString s = tr("<b>%n tensor(s)</b>: ", nullptr, int(rows.size() - tied)) +
                 tr("%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 "
                    "shape or dtype changed (not compared)")
                     .arg(t.changed)
@@ -412,6 +427,7 @@ void CompareWindow::updateSummary()
                     .arg(t.onlyB)
                     .arg(t.dtypeChanged)
                     .arg(t.shapeOrDType);
+    if (tied) s += tr(", %n tied alias(es) listed beside the tensor each ties to", nullptr, int(tied));
     if (!top.isEmpty()) s += tr(". Largest relative change: %1").arg(top.join(QLatin1String(", ")));
     m_summary->setText(s);
 }

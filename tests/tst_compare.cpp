@@ -129,6 +129,13 @@ QJsonArray ckptDiffTensors(const QString& a, const QString& b)
 }
 
 // Every row's numbers as `ckpt diff --json` gives them, and the sort role of the change.
+// The rows that list a tied alias ("tied to X"): beside the tensors `ckpt diff` compares.
+qsizetype tiedRows(const app::CompareWindow& w)
+{
+    return std::count_if(w.model()->rows().begin(), w.model()->rows().end(),
+                         [](const ops::TensorDiff& d) { return !d.tiedTo.empty(); });
+}
+
 void checkRowsMatch(app::CompareWindow& w, const QJsonArray& tensors)
 {
     for (const auto& v : tensors) {
@@ -151,8 +158,9 @@ void checkHeatmapAndHistograms(app::CompareWindow& w)
 {
     // The heatmap: one cell per row, each with its row's relative change.
     const app::HeatmapGrid& g = w.heatmap()->grid();
-    QCOMPARE(g.cells.size(), w.model()->rows().size());
+    QCOMPARE(qsizetype(g.cells.size()), qsizetype(w.model()->rows().size()) - tiedRows(w));
     for (const auto& d : w.model()->rows()) {
+        if (!d.tiedTo.empty()) continue; // its tensor has the cell
         const auto* c = g.find(QString::fromStdString(d.name));
         QVERIFY(c);
         if (d.status == ops::DiffStatus::Identical)
@@ -212,8 +220,8 @@ void checkSortAndFilter(app::CompareWindow& w)
 void checkExports(app::CompareWindow& w, const QJsonArray& tensors)
 {
     // Exports: CSV with one line per row, JSON with one object per row.
-    QCOMPARE(w.model()->toCsv().count('\n'), qsizetype(tensors.size() + 1));
-    QCOMPARE(QJsonDocument::fromJson(w.model()->toJson()).array().size(), tensors.size());
+    QCOMPARE(w.model()->toCsv().count('\n'), qsizetype(tensors.size()) + tiedRows(w) + 1);
+    QCOMPARE(QJsonDocument::fromJson(w.model()->toJson()).array().size(), tensors.size() + tiedRows(w));
     // Issue 21 #10: what the window exports is what it shows: the filter's rows, in the
     // sort's order (it used to write every row, unsorted).
     w.statusBox()->setCurrentIndex(0);
@@ -630,6 +638,41 @@ private slots:
         QVERIFY(jsonNumber(t0[QStringLiteral("rel_l2")]) > 0);
     }
 
+    // A tied alias (GPT-2's lm_head ties to its embedding) is listed as "tied to X" with that
+    // tensor's numbers, counted once and given no heatmap cell of its own; a moment's column
+    // label is drawn on two lines.
+    void tiedAliasesAreListedOnce()
+    {
+        const QString run = QStringLiteral(CKPT_TEST_DATA "/trainer/gpt2_zero2_fp32_w2");
+        app::CompareWindow w;
+        w.show();
+        w.start(app::CompareRequest{run, run, QStringLiteral("checkpoint-2"), QStringLiteral("checkpoint-4"),
+                                    false});
+        QVERIFY(waitFinished(w));
+        const int row = w.model()->rowOf(QStringLiteral("lm_head.weight"));
+        QVERIFY(row >= 0);
+        const ops::TensorDiff& alias = w.model()->rows()[size_t(row)];
+        QCOMPARE(alias.tiedTo, std::string("transformer.wte.weight"));
+        QCOMPARE(w.model()->index(row, app::CompareModel::Status).data().toString(),
+                 QStringLiteral("tied to transformer.wte.weight"));
+        const ops::TensorDiff& target =
+            w.model()->rows()[size_t(w.model()->rowOf(QStringLiteral("transformer.wte.weight")))];
+        QCOMPARE(alias.diff.maxAbsDiff, target.diff.maxAbsDiff);
+        QVERIFY(alias.diff.maxAbsDiff > 0);
+        const ops::DiffTotals t = ops::totalsOf(w.model()->rows());
+        QCOMPARE(int(t.changed + t.identical), w.model()->rowCount() - 1);
+        QVERIFY2(
+            w.summaryText().contains(QStringLiteral("<b>%1 tensor(s)</b>").arg(w.model()->rowCount() - 1)) &&
+                w.summaryText().contains(QLatin1String("1 tied alias(es)")),
+            qPrintable(w.summaryText()));
+        const app::HeatmapGrid g = app::heatmapGrid(w.model()->rows());
+        QVERIFY(!g.find(QStringLiteral("lm_head.weight")));
+        QVERIFY(!g.rows.contains(QLatin1String("lm_head")));
+        QCOMPARE(app::CompareHeatmap::labelLines(QStringLiteral("weight/exp_avg_sq")),
+                 (QStringList{"weight/", "exp_avg_sq"}));
+        QCOMPARE(app::CompareHeatmap::labelLines(QStringLiteral("attn.weight")), QStringList{"attn.weight"});
+    }
+
     void heatmapGridPlacesLayersAndModules()
     {
         std::vector<ops::TensorDiff> rows;
@@ -676,7 +719,7 @@ private slots:
 
         const QJsonArray tensors = ckptDiffTensors(a, b);
         QVERIFY(tensors.size() > 5);
-        QCOMPARE(w.model()->rowCount(), int(tensors.size()));
+        QCOMPARE(w.model()->rowCount() - tiedRows(w), qsizetype(tensors.size()));
         // Each step's QVERIFYs return from it; a failure ends the test here.
         for (const auto& check : std::vector<std::function<void()>>{
                  [&] { checkRowsMatch(w, tensors); }, [&] { checkHeatmapAndHistograms(w); },

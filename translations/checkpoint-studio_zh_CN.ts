@@ -193,53 +193,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="521" />
-        <location filename="../app/compare_window.cpp" line="533" />
+        <location filename="../app/compare_window.cpp" line="538" />
+        <location filename="../app/compare_window.cpp" line="550" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="547" />
+        <location filename="../app/compare_window.cpp" line="564" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="548" />
+        <location filename="../app/compare_window.cpp" line="565" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="549" />
+        <location filename="../app/compare_window.cpp" line="566" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="551" />
+        <location filename="../app/compare_window.cpp" line="568" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="555" />
+        <location filename="../app/compare_window.cpp" line="572" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="559" />
+        <location filename="../app/compare_window.cpp" line="576" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="525" />
+        <location filename="../app/compare_window.cpp" line="542" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="525" />
+        <location filename="../app/compare_window.cpp" line="542" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="528" />
+        <location filename="../app/compare_window.cpp" line="545" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -247,35 +247,35 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareHeatmap</name>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="115" />
+        <location filename="../app/compare_heatmap.cpp" line="123" />
         <source>No tensors compared yet</source>
         <translation>尚未比较任何张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="184" />
+        <location filename="../app/compare_heatmap.cpp" line="198" />
         <source>rel. L2 change</source>
         <translation>相对 L2 变化</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="191" />
-        <location filename="../app/compare_heatmap.cpp" line="192" />
-        <location filename="../app/compare_heatmap.cpp" line="230" />
+        <location filename="../app/compare_heatmap.cpp" line="205" />
+        <location filename="../app/compare_heatmap.cpp" line="206" />
+        <location filename="../app/compare_heatmap.cpp" line="244" />
         <source>identical</source>
         <translation>相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="196" />
-        <location filename="../app/compare_heatmap.cpp" line="197" />
+        <location filename="../app/compare_heatmap.cpp" line="210" />
+        <location filename="../app/compare_heatmap.cpp" line="211" />
         <source>not comparable</source>
         <translation>无法比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="203" />
+        <location filename="../app/compare_heatmap.cpp" line="217" />
         <source>dtype changed</source>
         <translation>dtype 已改变</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="232" />
+        <location filename="../app/compare_heatmap.cpp" line="246" />
         <source>rel. L2 %1</source>
         <translation>相对 L2 %1</translation>
     </message>
@@ -422,72 +422,77 @@ The files it wrote are removed and the new ones put in their place in one step; 
         <translation>B：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="147" />
+        <location filename="../app/compare_model.cpp" line="145" />
+        <source>tied to %1</source>
+        <translation>绑定到 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/compare_model.cpp" line="148" />
         <source>dtype changed: %1 → %2</source>
         <translation>dtype 已改变：%1 → %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="174" />
+        <location filename="../app/compare_model.cpp" line="175" />
         <source>||a - b|| / ||a||</source>
         <translation>||a - b|| / ||a||</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="175" />
+        <location filename="../app/compare_model.cpp" line="176" />
         <source>a.b / (||a|| ||b||)</source>
         <translation>a.b / (||a|| ||b||)</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="176" />
+        <location filename="../app/compare_model.cpp" line="177" />
         <source>Share of elements whose bits are equal</source>
         <translation>比特完全相同的元素所占比例</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="171" />
+        <location filename="../app/compare_model.cpp" line="172" />
         <source>Tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="172" />
+        <location filename="../app/compare_model.cpp" line="173" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="173" />
+        <location filename="../app/compare_model.cpp" line="174" />
         <source>max |a-b|</source>
         <translation>最大 |a-b|</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="174" />
+        <location filename="../app/compare_model.cpp" line="175" />
         <source>rel. L2</source>
         <translation>相对 L2</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="175" />
+        <location filename="../app/compare_model.cpp" line="176" />
         <source>cosine</source>
         <translation>余弦</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="176" />
+        <location filename="../app/compare_model.cpp" line="177" />
         <source>bitwise equal</source>
         <translation>按位相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="177" />
+        <location filename="../app/compare_model.cpp" line="178" />
         <source>mean A</source>
         <translation>A 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="178" />
+        <location filename="../app/compare_model.cpp" line="179" />
         <source>mean B</source>
         <translation>B 均值</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="179" />
+        <location filename="../app/compare_model.cpp" line="180" />
         <source>std A</source>
         <translation>A 标准差</translation>
     </message>
     <message>
-        <location filename="../app/compare_model.cpp" line="180" />
+        <location filename="../app/compare_model.cpp" line="181" />
         <source>std B</source>
         <translation>B 标准差</translation>
     </message>
@@ -495,155 +500,160 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="99" />
+        <location filename="../app/compare_window.cpp" line="112" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="133" />
+        <location filename="../app/compare_window.cpp" line="146" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="147" />
+        <location filename="../app/compare_window.cpp" line="160" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="150" />
+        <location filename="../app/compare_window.cpp" line="163" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="151" />
+        <location filename="../app/compare_window.cpp" line="164" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="156" />
+        <location filename="../app/compare_window.cpp" line="169" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="157" />
+        <location filename="../app/compare_window.cpp" line="170" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="159" />
+        <location filename="../app/compare_window.cpp" line="172" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="160" />
+        <location filename="../app/compare_window.cpp" line="173" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="211" />
+        <location filename="../app/compare_window.cpp" line="224" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="212" />
+        <location filename="../app/compare_window.cpp" line="225" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="213" />
+        <location filename="../app/compare_window.cpp" line="226" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="215" />
+        <location filename="../app/compare_window.cpp" line="228" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="283" />
+        <location filename="../app/compare_window.cpp" line="296" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="286" />
-        <location filename="../app/compare_window.cpp" line="374" />
+        <location filename="../app/compare_window.cpp" line="299" />
+        <location filename="../app/compare_window.cpp" line="387" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="287" />
+        <location filename="../app/compare_window.cpp" line="300" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="293" />
+        <location filename="../app/compare_window.cpp" line="306" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="295" />
-        <location filename="../app/compare_window.cpp" line="325" />
+        <location filename="../app/compare_window.cpp" line="308" />
+        <location filename="../app/compare_window.cpp" line="338" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="315" />
+        <location filename="../app/compare_window.cpp" line="328" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="353" />
+        <location filename="../app/compare_window.cpp" line="366" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="359" />
+        <location filename="../app/compare_window.cpp" line="372" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="380" />
+        <location filename="../app/compare_window.cpp" line="393" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="382" />
+        <location filename="../app/compare_window.cpp" line="395" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="406" />
+        <location filename="../app/compare_window.cpp" line="422" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="407" />
+        <location filename="../app/compare_window.cpp" line="423" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="468" />
+        <location filename="../app/compare_window.cpp" line="431" />
+        <source>, %n tied alias(es) listed beside the tensor each ties to</source>
+        <translation><numerusform>，%n 个绑定别名列在各自绑定的张量旁</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/compare_window.cpp" line="485" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="415" />
+        <location filename="../app/compare_window.cpp" line="432" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="456" />
-        <location filename="../app/compare_window.cpp" line="463" />
+        <location filename="../app/compare_window.cpp" line="473" />
+        <location filename="../app/compare_window.cpp" line="480" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="457" />
+        <location filename="../app/compare_window.cpp" line="474" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="464" />
+        <location filename="../app/compare_window.cpp" line="481" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -1238,32 +1248,32 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>已在 %2 秒内从网络获取 %1（%3/s）。</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="30" />
+        <location filename="../app/job_manager.cpp" line="31" />
         <source>%1: %2 of %3</source>
         <translation>%1：%2 / %3</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="32" />
+        <location filename="../app/job_manager.cpp" line="33" />
         <source>%1: %2 of %3, %4/s, %5 s left</source>
         <translation>%1：%2 / %3，%4/秒，剩余 %5 秒</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="88" />
+        <location filename="../app/job_manager.cpp" line="89" />
         <source>%1: %2; retrying in %3 s, attempt %4 of %5</source>
         <translation>%1：%2；%3 秒后重试，第 %4 次（共 %5 次）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/job_manager.cpp" line="92" />
+        <location filename="../app/job_manager.cpp" line="93" />
         <source>%n file(s)</source>
         <translation><numerusform>%n 个文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="93" />
+        <location filename="../app/job_manager.cpp" line="95" />
         <source>fetching %1</source>
         <translation>正在获取 %1</translation>
     </message>
     <message>
-        <location filename="../app/job_manager.cpp" line="94" />
+        <location filename="../app/job_manager.cpp" line="96" />
         <source>fetching %1, %2 of %3</source>
         <translation>正在获取 %1，%2 / %3</translation>
     </message>

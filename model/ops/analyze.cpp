@@ -177,6 +177,7 @@ DiffTotals totalsOf(const std::vector<TensorDiff>& tensors)
 {
     DiffTotals t;
     for (const auto& d : tensors) {
+        if (!d.tiedTo.empty()) continue; // a listed alias: its tensor is counted
         t.compared += d.compared;
         switch (d.status) {
         case DiffStatus::Identical:
@@ -457,7 +458,10 @@ DiffResult computeDiffOnce(const layout::OpenedTag& a, const layout::OpenedTag& 
     };
     std::set<std::string> seenA;
     for (const auto& ta : sa.tensors) {
-        if (!ta.aliasOf.empty()) continue; // compared once, as the tensor it ties to
+        if (!ta.aliasOf.empty()) { // compared once, as the tensor it ties to
+            r.tied.push_back({ta.tensor.name, ta.aliasOf});
+            continue;
+        }
         seenA.insert(ta.tensor.name);
         auto it = inB.find(ta.tensor.name);
         if (it == inB.end()) {

@@ -81,6 +81,9 @@ struct TensorDiff
     // With DiffOptions::histogramBins: A and B over one shared range (so they overlay), a-b
     // over its own.
     std::optional<gpu::Histogram> histA, histB, histDiff;
+    // A tied alias listed beside the tensors (the window's table): the tensor it ties to, whose
+    // numbers it shows. Never counted: the comparison holds that tensor once.
+    std::string tiedTo;
 };
 
 struct DiffResult
@@ -89,6 +92,8 @@ struct DiffResult
     std::string device;
     std::vector<TensorDiff> tensors; // A's order, then what only B has
     std::vector<std::string> warnings;
+    // Side A's tied aliases (alias, the tensor it ties to): compared once, as that tensor.
+    std::vector<std::pair<std::string, std::string>> tied;
 };
 // `ckpt diff --json`: the tensors compared, the names only one side has, shape or dtype changes
 // and totals, each side's tag and each tensor's status.

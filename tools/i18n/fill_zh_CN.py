@@ -520,6 +520,8 @@ ZH = {
     "Fetched %1 from the network.": "已从网络获取 %1。",
     "Fetched %1 from the network in %2 s (%3/s).": "已在 %2 秒内从网络获取 %1（%3/s）。",
     "%1: %2; retrying in %3 s, attempt %4 of %5": "%1：%2；%3 秒后重试，第 %4 次（共 %5 次）",
+    "tied to %1": "绑定到 %1",
+    ", %n tied alias(es) listed beside the tensor each ties to": "，%n 个绑定别名列在各自绑定的张量旁",
 }
 
 
