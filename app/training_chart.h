@@ -6,12 +6,14 @@
 
 #include "layout/training_log.h"
 
+#include <QColor>
 #include <QWidget>
 #include <string>
 #include <vector>
 
 class QChart;
 class QChartView;
+class QValueAxis;
 class QLabel;
 
 namespace ckpt::app {
@@ -42,7 +44,19 @@ protected:
     void changeEvent(QEvent* e) override; // a palette change (light/dark) restyles the chart
 
 private:
+    struct Axes
+    {
+        QValueAxis* x;
+        QValueAxis* y;
+    };
     void render();
+    // The logged losses and gradient norm against step, on axes spanning them and the checkpoints.
+    Axes addCurves(QChart* c, bool dark) const;
+    // The learning rate, on an axis of its own at the right (none when it was not logged).
+    void addLearningRate(QChart* c, QValueAxis* x) const;
+    // A vertical line at each checkpoint's step.
+    void addCheckpointLines(QChart* c, const Axes& a, const QColor& shownColor,
+                            const QColor& bestColor) const;
 
     layout::TrainingLog m_state;
     std::vector<RunCheckpoint> m_checkpoints;

@@ -193,53 +193,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="538" />
-        <location filename="../app/compare_window.cpp" line="550" />
+        <location filename="../app/compare_window.cpp" line="537" />
+        <location filename="../app/compare_window.cpp" line="549" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="564" />
+        <location filename="../app/compare_window.cpp" line="563" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="565" />
+        <location filename="../app/compare_window.cpp" line="564" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="566" />
+        <location filename="../app/compare_window.cpp" line="565" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="568" />
+        <location filename="../app/compare_window.cpp" line="567" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="572" />
+        <location filename="../app/compare_window.cpp" line="571" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="576" />
+        <location filename="../app/compare_window.cpp" line="575" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="542" />
+        <location filename="../app/compare_window.cpp" line="541" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="542" />
+        <location filename="../app/compare_window.cpp" line="541" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="545" />
+        <location filename="../app/compare_window.cpp" line="544" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -500,160 +500,160 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="112" />
+        <location filename="../app/compare_window.cpp" line="111" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="146" />
+        <location filename="../app/compare_window.cpp" line="145" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="160" />
+        <location filename="../app/compare_window.cpp" line="159" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="163" />
+        <location filename="../app/compare_window.cpp" line="162" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="164" />
+        <location filename="../app/compare_window.cpp" line="163" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="169" />
+        <location filename="../app/compare_window.cpp" line="168" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="170" />
+        <location filename="../app/compare_window.cpp" line="169" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="172" />
+        <location filename="../app/compare_window.cpp" line="171" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="173" />
+        <location filename="../app/compare_window.cpp" line="172" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="224" />
+        <location filename="../app/compare_window.cpp" line="223" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="225" />
+        <location filename="../app/compare_window.cpp" line="224" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="226" />
+        <location filename="../app/compare_window.cpp" line="225" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="228" />
+        <location filename="../app/compare_window.cpp" line="227" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="296" />
+        <location filename="../app/compare_window.cpp" line="295" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="299" />
-        <location filename="../app/compare_window.cpp" line="387" />
+        <location filename="../app/compare_window.cpp" line="298" />
+        <location filename="../app/compare_window.cpp" line="386" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="300" />
+        <location filename="../app/compare_window.cpp" line="299" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="306" />
+        <location filename="../app/compare_window.cpp" line="305" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="308" />
-        <location filename="../app/compare_window.cpp" line="338" />
+        <location filename="../app/compare_window.cpp" line="307" />
+        <location filename="../app/compare_window.cpp" line="337" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="328" />
+        <location filename="../app/compare_window.cpp" line="327" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="366" />
+        <location filename="../app/compare_window.cpp" line="365" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="372" />
+        <location filename="../app/compare_window.cpp" line="371" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="393" />
+        <location filename="../app/compare_window.cpp" line="392" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="395" />
+        <location filename="../app/compare_window.cpp" line="394" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="422" />
+        <location filename="../app/compare_window.cpp" line="421" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="423" />
+        <location filename="../app/compare_window.cpp" line="422" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="431" />
+        <location filename="../app/compare_window.cpp" line="430" />
         <source>, %n tied alias(es) listed beside the tensor each ties to</source>
         <translation><numerusform>，%n 个绑定别名列在各自绑定的张量旁</numerusform></translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="485" />
+        <location filename="../app/compare_window.cpp" line="484" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="432" />
+        <location filename="../app/compare_window.cpp" line="431" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="473" />
-        <location filename="../app/compare_window.cpp" line="480" />
+        <location filename="../app/compare_window.cpp" line="472" />
+        <location filename="../app/compare_window.cpp" line="479" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="474" />
+        <location filename="../app/compare_window.cpp" line="473" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="481" />
+        <location filename="../app/compare_window.cpp" line="480" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -2250,58 +2250,58 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TrainingChart</name>
     <message>
-        <location filename="../app/training_chart.cpp" line="106" />
+        <location filename="../app/training_chart.cpp" line="104" />
         <source>Step %1</source>
         <translation>第 %1 步</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="107" />
+        <location filename="../app/training_chart.cpp" line="105" />
         <source>, epoch %1</source>
         <translation>，第 %1 轮</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="108" />
+        <location filename="../app/training_chart.cpp" line="106" />
         <source> of %1 steps</source>
         <translation>（共 %1 步）</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="111" />
+        <location filename="../app/training_chart.cpp" line="108" />
         <source>; best: %1</source>
         <translation>；最佳：%1</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="119" />
+        <location filename="../app/training_chart.cpp" line="132" />
         <source>loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="120" />
+        <location filename="../app/training_chart.cpp" line="133" />
         <source>eval loss</source>
         <translation>评估损失</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="123" />
+        <location filename="../app/training_chart.cpp" line="136" />
         <source>grad norm</source>
         <translation>梯度范数</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="125" />
-        <location filename="../app/training_chart.cpp" line="164" />
+        <location filename="../app/training_chart.cpp" line="168" />
+        <location filename="../app/training_chart.cpp" line="179" />
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="142" />
+        <location filename="../app/training_chart.cpp" line="154" />
         <source>step</source>
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="146" />
+        <location filename="../app/training_chart.cpp" line="157" />
         <source>loss, grad norm</source>
         <translation>损失、梯度范数</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="200" />
+        <location filename="../app/training_chart.cpp" line="228" />
         <source>Vertical lines: the run's checkpoints; &lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; the one shown, &lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; the best.</source>
         <translation>竖线：本次训练的检查点；&lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; 当前显示的，&lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; 最佳的。</translation>
     </message>
