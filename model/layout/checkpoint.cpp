@@ -92,8 +92,9 @@ void Parameter::addStatePieces(std::string_view stateName, size_t slice, std::ve
     if (pieces.empty()) return;
     auto it = std::find_if(state.begin(), state.end(), [&](const auto& s) { return s.name == stateName; });
     if (it == state.end())
-        it = state.insert(state.end(),
-                          OptimizerState{std::string(stateName), shape, pieces.front().dtype, {}, true});
+        it = state.insert(
+            state.end(),
+            OptimizerState{std::string(stateName), shape, pieces.front().dtype, {}, true, false});
     if (it->slices.size() <= slice) it->slices.resize(slice + 1);
     auto& master = it->slices[slice].master;
     master.insert(master.end(), std::make_move_iterator(pieces.begin()),
@@ -193,7 +194,8 @@ void attachKeyedOptimizerState(Tag& tag)
         const auto key = stateKey(o.name);
         if (!key || !o.unreadable.empty()) continue;
         if (const auto it = byName.find(key->first); it != byName.end()) {
-            it->second->state.push_back(OptimizerState{key->second, o.shape, o.dtype, o.slices, false});
+            it->second->state.push_back(
+                OptimizerState{key->second, o.shape, o.dtype, o.slices, false, key->second == "step"});
             attached = true;
         } else if (isMoment(key->second)) {
             unowned.push_back(&o);

@@ -155,11 +155,13 @@ struct OptimizerState
     // saved none; otherwise the slices are the state's own (a tensor keyed by parameter name).
     std::vector<RankSlice> slices;
     bool perSlice = false;
-    // One value per element of the parameter (a moment), as opposed to a factor or the step
-    // (a count, even where a scalar parameter's shape is its own).
+    // A count, not values: the optimizer's step, stated so by whoever read it (torch's optimizers
+    // keep it beside the moments under "step"), even where a scalar parameter's shape is its own.
+    bool count = false;
+    // One value per element of the parameter (a moment), as opposed to a factor or the step.
     bool elementwise(const std::vector<int64_t>& paramShape) const
     {
-        return perSlice || (shape == paramShape && name != "step");
+        return !count && (perSlice || shape == paramShape);
     }
     // Every element has its pieces (a rank holding only padding has none to hold).
     bool complete() const;

@@ -71,7 +71,7 @@ void addGroupStep(Parameter& p, size_t g, const OpenFile* holder)
     RankSlice r;
     r.length = t->numel();
     r.master.push_back(source(*holder, sp, 0, t->numel()));
-    p.state.push_back(OptimizerState{"step", t->shape, t->dtype, {std::move(r)}, false});
+    p.state.push_back(OptimizerState{"step", t->shape, t->dtype, {std::move(r)}, false, true});
 }
 
 } // namespace
