@@ -1,5 +1,6 @@
-// Node kinds in the window. Kind texts come from the model library as data; listing them here
-// lets lupdate extract them so tr() in the tree model and details pane finds their translations.
+// Node kinds in the window. The window's own kind texts (a tag, its rank files, a parameter) are
+// listed here for lupdate; a family's words (its name, file roles, facts) are marked where
+// model/layout defines them (layout/words.h) and found by wordText().
 // kindIcon() gives each kind its icon in the tree.
 #include "snapshot.h"
 
@@ -13,18 +14,11 @@
 
 namespace {
 [[maybe_unused]] const char* const kKindTexts[] = {
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "DeepSpeed checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "DeepSpeed Universal checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Composer checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "PyTorch DCP checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Hugging Face model folder"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "Hugging Face Trainer run"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-zip file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "torch-legacy file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "safetensors file"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "configuration"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "rank files"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "rank files"), QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag (latest)"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tag (cannot be read)"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "ds_config"),
@@ -36,20 +30,9 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "buffer"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "optimizer state"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "tensor"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "model states"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "optimizer states"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "pipeline layer"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "MoE expert"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "MoE expert optimizer"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "RNG state"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "LR scheduler"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "training arguments"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other tensors"),
     QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "other tensor"),
-    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "folder"),
-    QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "DeepSpeed checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tag"),
+    QT_TRANSLATE_NOOP("ckpt::app::TreeModel", "folder"), QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tag"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tag (latest)"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "ds_config"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "files"),
@@ -60,41 +43,24 @@ namespace {
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "buffer"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer state"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "tensor"),
-    QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "model states"),
-    QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "optimizer states"),
     QT_TRANSLATE_NOOP("ckpt::app::DetailsPane", "other tensor"),
     // Facts the families state about a tag (layout::Fact labels, and values that are words).
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "ZeRO stage"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "optimizer"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel ranks"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "model-parallel ranks"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "dtype"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed version"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "step / samples"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "skipped steps"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "role"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel rank"),
+    QT_TRANSLATE_NOOP("ckpt::app::Fact", "role"), QT_TRANSLATE_NOOP("ckpt::app::Fact", "data-parallel rank"),
     QT_TRANSLATE_NOOP("ckpt::app::Fact", "tensor-parallel rank"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "0 (disabled: plain data parallelism)"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "1 (optimizer states partitioned)"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "2 (optimizer states and gradients partitioned)"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "3 (optimizer states, gradients and parameters partitioned)"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed ZeRO optimizer"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "none saved"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "unknown"),
     // A Hugging Face Trainer checkpoint (trainer_family.cpp), and DeepSpeed's pipeline and MoE.
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "global step"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "epoch"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "best checkpoint"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "best metric"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "log entries"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "Trainer files"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "DeepSpeed tag"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "pipeline stages"),
-    QT_TRANSLATE_NOOP("ckpt::app::Fact", "experts"),
 };
 } // namespace
+
+namespace ckpt::app {
+
+QString wordText(const char* context, const std::string& word)
+{
+    const QString own = QCoreApplication::translate(context, word.c_str());
+    if (own != QString::fromUtf8(word.c_str())) return own;
+    return QCoreApplication::translate("ckpt::layout", word.c_str());
+}
+
+} // namespace ckpt::app
 
 // The tree's node-kind icons (Qt::DecorationRole of the name column): the desktop's icon theme
 // where a standard name fits, else ours from resources/icons/kinds (16 and 32 px for high DPI).

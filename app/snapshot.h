@@ -85,6 +85,10 @@ QString absoluteLocation(const QString& path);
 QString canonicalLocation(const QString& path);
 // The last name of a path or a URL, as a title shows it ("global_step2" of ".../global_step2/").
 QString locationName(const QString& path);
+// A word for people in the user's language: the window's own (`context`), else a family's, which
+// model/layout marks where it defines it (layout/words.h, context "ckpt::layout"); else as it is
+// (a number, a key of a family's own).
+QString wordText(const char* context, const std::string& word);
 // Whether `path` is a folder, from what the open checkpoint `open` already knows when it is a URL
 // there (its root, a tag folder, a rank file): nullopt for a URL it does not know. A local path
 // asks the file system. Never asks a server: the GUI thread must not wait for one.

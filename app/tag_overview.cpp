@@ -38,7 +38,7 @@ QString factText(const std::string& text, bool label)
 {
     // The families' words are listed in kinds.cpp for lupdate; a family's own key (a Composer
     // badge) or a number is shown as it is. Labels start with a capital, as the window's own.
-    QString t = QCoreApplication::translate("ckpt::app::Fact", text.c_str());
+    QString t = wordText("ckpt::app::Fact", text);
     if (label && !t.isEmpty()) t[0] = t[0].toUpper();
     return t;
 }
@@ -227,8 +227,7 @@ void TagOverview::render()
             for (uint64_t b : sizes)
                 total += b;
             // The role in the window's language ("model states" is one of the kinds it translates).
-            const QString roleText =
-                QCoreApplication::translate("ckpt::app::TreeModel", role.c_str()).toHtmlEscaped();
+            const QString roleText = wordText("ckpt::app::TreeModel", role).toHtmlEscaped();
             html += row(tr("%n %1 file(s)", nullptr, int(sizes.size())).arg(roleText),
                         (humanBytes(*lo) == humanBytes(*hi)
                              ? humanBytes(*lo)

@@ -28,7 +28,7 @@ QString TreeModel::kindLabel(const Node& n)
 {
     // _codecs.encode(str, 'latin1') is how protocol 2 pickles bytes: it is data, not a call.
     if (n.kindText == "encode") return tr("bytes");
-    return tr(n.kindText.c_str());
+    return wordText("ckpt::app::TreeModel", n.kindText);
 }
 
 QModelIndex TreeModel::indexOfPath(const QString& path) const

@@ -806,77 +806,62 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>正在计算...</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="51" />
-        <source>DeepSpeed checkpoint</source>
-        <translation>DeepSpeed 检查点</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="52" />
+        <location filename="../app/kinds.cpp" line="35" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="53" />
+        <location filename="../app/kinds.cpp" line="36" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="54" />
+        <location filename="../app/kinds.cpp" line="37" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="55" />
+        <location filename="../app/kinds.cpp" line="38" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="56" />
+        <location filename="../app/kinds.cpp" line="39" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="57" />
+        <location filename="../app/kinds.cpp" line="40" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="58" />
+        <location filename="../app/kinds.cpp" line="41" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="59" />
+        <location filename="../app/kinds.cpp" line="42" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="60" />
+        <location filename="../app/kinds.cpp" line="43" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="61" />
+        <location filename="../app/kinds.cpp" line="44" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="62" />
+        <location filename="../app/kinds.cpp" line="45" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="63" />
-        <source>model states</source>
-        <translation>模型状态</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="64" />
-        <source>optimizer states</source>
-        <translation>优化器状态文件</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="65" />
+        <location filename="../app/kinds.cpp" line="46" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
@@ -1024,144 +1009,19 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::Fact</name>
     <message>
-        <location filename="../app/kinds.cpp" line="68" />
-        <source>optimizer</source>
-        <translation>优化器</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="69" />
-        <source>data-parallel ranks</source>
-        <translation>数据并行 rank 数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="71" />
-        <source>dtype</source>
-        <translation>数据类型</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="67" />
-        <source>ZeRO stage</source>
-        <translation>ZeRO 阶段</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="70" />
-        <source>model-parallel ranks</source>
-        <translation>模型并行 rank 数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="72" />
-        <source>DeepSpeed version</source>
-        <translation>DeepSpeed 版本</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="73" />
-        <source>step / samples</source>
-        <translation>步数 / 样本数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="74" />
-        <source>skipped steps</source>
-        <translation>跳过的步数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="75" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>role</source>
         <translation>角色</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="76" />
+        <location filename="../app/kinds.cpp" line="48" />
         <source>data-parallel rank</source>
         <translation>数据并行 rank</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="77" />
+        <location filename="../app/kinds.cpp" line="49" />
         <source>tensor-parallel rank</source>
         <translation>张量并行 rank</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="78" />
-        <source>0 (disabled: plain data parallelism)</source>
-        <translation>0（未启用：普通数据并行）</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="79" />
-        <source>1 (optimizer states partitioned)</source>
-        <translation>1（切分优化器状态）</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="80" />
-        <source>2 (optimizer states and gradients partitioned)</source>
-        <translation>2（切分优化器状态和梯度）</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="81" />
-        <source>3 (optimizer states, gradients and parameters partitioned)</source>
-        <translation>3（切分优化器状态、梯度和参数）</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="82" />
-        <source>DeepSpeed ZeRO optimizer</source>
-        <translation>DeepSpeed ZeRO 优化器</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="83" />
-        <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
-        <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="84" />
-        <source>none saved</source>
-        <translation>未保存</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="85" />
-        <source>unknown</source>
-        <translation>未知</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="87" />
-        <source>global step</source>
-        <translation>全局步数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="88" />
-        <source>epoch</source>
-        <translation>轮次</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="89" />
-        <source>best checkpoint</source>
-        <translation>最佳检查点</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="90" />
-        <source>best metric</source>
-        <translation>最佳指标</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="91" />
-        <source>log entries</source>
-        <translation>日志条目</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="92" />
-        <source>Trainer files</source>
-        <translation>Trainer 文件</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="93" />
-        <source>DeepSpeed tag</source>
-        <translation>DeepSpeed 标签</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="94" />
-        <source>pipeline stages</source>
-        <translation>流水线阶段</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="95" />
-        <source>experts</source>
-        <translation>专家</translation>
     </message>
 </context>
 <context>
@@ -2237,12 +2097,12 @@ Click to select it in the tree.</source>
         <translation>rank 文件</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/tag_overview.cpp" line="232" />
+        <location filename="../app/tag_overview.cpp" line="231" />
         <source>%n %1 file(s)</source>
         <translation><numerusform>%n 个%1文件</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/tag_overview.cpp" line="236" />
+        <location filename="../app/tag_overview.cpp" line="235" />
         <source> each, %1 in all</source>
         <translation>（每个），共 %1</translation>
     </message>
@@ -2265,43 +2125,43 @@ Click to select it in the tree.</source>
         <translation>（共 %1 步）</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="108" />
+        <location filename="../app/training_chart.cpp" line="109" />
         <source>; best: %1</source>
         <translation>；最佳：%1</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="132" />
+        <location filename="../app/training_chart.cpp" line="133" />
         <source>loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="133" />
+        <location filename="../app/training_chart.cpp" line="134" />
         <source>eval loss</source>
         <translation>评估损失</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="136" />
+        <location filename="../app/training_chart.cpp" line="137" />
         <source>grad norm</source>
         <translation>梯度范数</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="168" />
-        <location filename="../app/training_chart.cpp" line="179" />
+        <location filename="../app/training_chart.cpp" line="169" />
+        <location filename="../app/training_chart.cpp" line="180" />
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="154" />
+        <location filename="../app/training_chart.cpp" line="155" />
         <source>step</source>
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="157" />
+        <location filename="../app/training_chart.cpp" line="158" />
         <source>loss, grad norm</source>
         <translation>损失、梯度范数</translation>
     </message>
     <message>
-        <location filename="../app/training_chart.cpp" line="228" />
+        <location filename="../app/training_chart.cpp" line="229" />
         <source>Vertical lines: the run's checkpoints; &lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; the one shown, &lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; the best.</source>
         <translation>竖线：本次训练的检查点；&lt;span style='color:%1'&gt;&amp;#9646;&lt;/span&gt; 当前显示的，&lt;span style='color:%2'&gt;&amp;#9646;&lt;/span&gt; 最佳的。</translation>
     </message>
@@ -2354,177 +2214,102 @@ Click to select it in the tree.</source>
         <translation>值</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="16" />
-        <source>DeepSpeed checkpoint</source>
-        <translation>DeepSpeed 检查点</translation>
-    </message>
-    <message>
         <location filename="../app/kinds.cpp" line="17" />
-        <source>DeepSpeed Universal checkpoint</source>
-        <translation>DeepSpeed Universal 检查点</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="18" />
-        <source>Composer checkpoint</source>
-        <translation>Composer 检查点</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="19" />
-        <source>PyTorch DCP checkpoint</source>
-        <translation>PyTorch DCP 检查点</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="20" />
-        <source>Hugging Face model folder</source>
-        <translation>Hugging Face 模型文件夹</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="21" />
-        <source>Hugging Face Trainer run</source>
-        <translation>Hugging Face Trainer 训练目录</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="22" />
         <source>torch-zip file</source>
         <translation>torch-zip 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="23" />
+        <location filename="../app/kinds.cpp" line="18" />
         <source>torch-legacy file</source>
         <translation>torch-legacy 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="24" />
+        <location filename="../app/kinds.cpp" line="19" />
         <source>safetensors file</source>
         <translation>safetensors 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="25" />
+        <location filename="../app/kinds.cpp" line="20" />
         <source>configuration</source>
         <translation>配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="26" />
+        <location filename="../app/kinds.cpp" line="21" />
         <source>rank files</source>
         <translation>各 rank 文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="27" />
+        <location filename="../app/kinds.cpp" line="21" />
         <source>tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="28" />
+        <location filename="../app/kinds.cpp" line="22" />
         <source>tag (latest)</source>
         <translation>标签（最新）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="29" />
+        <location filename="../app/kinds.cpp" line="23" />
         <source>tag (cannot be read)</source>
         <translation>标签（无法读取）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="30" />
+        <location filename="../app/kinds.cpp" line="24" />
         <source>ds_config</source>
         <translation>ds_config 配置</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="31" />
+        <location filename="../app/kinds.cpp" line="25" />
         <source>files</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="32" />
+        <location filename="../app/kinds.cpp" line="26" />
         <source>parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="33" />
+        <location filename="../app/kinds.cpp" line="27" />
         <source>parameter</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="34" />
+        <location filename="../app/kinds.cpp" line="28" />
         <source>parameter (frozen)</source>
         <translation>参数（冻结）</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="35" />
+        <location filename="../app/kinds.cpp" line="29" />
         <source>tied parameter</source>
         <translation>绑定参数</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="36" />
+        <location filename="../app/kinds.cpp" line="30" />
         <source>buffer</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="37" />
+        <location filename="../app/kinds.cpp" line="31" />
         <source>optimizer state</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="38" />
+        <location filename="../app/kinds.cpp" line="32" />
         <source>tensor</source>
         <translation>张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="39" />
-        <source>model states</source>
-        <translation>模型状态</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="40" />
-        <source>optimizer states</source>
-        <translation>优化器状态文件</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="41" />
-        <source>pipeline layer</source>
-        <translation>流水线层</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="42" />
-        <source>MoE expert</source>
-        <translation>MoE 专家</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="43" />
-        <source>MoE expert optimizer</source>
-        <translation>MoE 专家优化器</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="44" />
-        <source>RNG state</source>
-        <translation>随机数状态</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="45" />
-        <source>LR scheduler</source>
-        <translation>学习率调度器</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="46" />
-        <source>training arguments</source>
-        <translation>训练参数</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="47" />
-        <source>other</source>
-        <translation>其他</translation>
-    </message>
-    <message>
-        <location filename="../app/kinds.cpp" line="48" />
+        <location filename="../app/kinds.cpp" line="33" />
         <source>other tensors</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="49" />
+        <location filename="../app/kinds.cpp" line="34" />
         <source>other tensor</source>
         <translation>其他张量</translation>
     </message>
     <message>
-        <location filename="../app/kinds.cpp" line="50" />
+        <location filename="../app/kinds.cpp" line="35" />
         <source>folder</source>
         <translation>文件夹</translation>
     </message>
@@ -2601,6 +2386,210 @@ Click to select it in the tree.</source>
         <location filename="../app/universal_dialog.cpp" line="78" />
         <source>Conversion failed</source>
         <translation>转换失败</translation>
+    </message>
+</context>
+<context>
+    <name>ckpt::layout</name>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="58" />
+        <source>model states</source>
+        <translation>模型状态</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="60" />
+        <source>optimizer states</source>
+        <translation>优化器状态文件</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="62" />
+        <source>pipeline layer</source>
+        <translation>流水线层</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="64" />
+        <source>MoE expert</source>
+        <translation>MoE 专家</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="66" />
+        <source>MoE expert optimizer</source>
+        <translation>MoE 专家优化器</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="68" />
+        <source>RNG state</source>
+        <translation>随机数状态</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="70" />
+        <source>LR scheduler</source>
+        <translation>学习率调度器</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="72" />
+        <source>training arguments</source>
+        <translation>训练参数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="74" />
+        <source>other</source>
+        <translation>其他</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="532" />
+        <source>Composer checkpoint</source>
+        <translation>Composer 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="340" />
+        <source>PyTorch DCP checkpoint</source>
+        <translation>PyTorch DCP 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="18" />
+        <source>DeepSpeed checkpoint</source>
+        <translation>DeepSpeed 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="54" />
+        <source>0 (disabled: plain data parallelism)</source>
+        <translation>0（未启用：普通数据并行）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="55" />
+        <source>1 (optimizer states partitioned)</source>
+        <translation>1（切分优化器状态）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="56" />
+        <source>2 (optimizer states and gradients partitioned)</source>
+        <translation>2（切分优化器状态和梯度）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="57" />
+        <source>3 (optimizer states, gradients and parameters partitioned)</source>
+        <translation>3（切分优化器状态、梯度和参数）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="59" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="98" />
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="62" />
+        <source>ZeRO stage</source>
+        <translation>ZeRO 阶段</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="65" />
+        <source>optimizer</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="67" />
+        <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
+        <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="68" />
+        <source>DeepSpeed ZeRO optimizer</source>
+        <translation>DeepSpeed ZeRO 优化器</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="73" />
+        <source>none saved</source>
+        <translation>未保存</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="76" />
+        <source>data-parallel ranks</source>
+        <translation>数据并行 rank 数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="77" />
+        <source>model-parallel ranks</source>
+        <translation>模型并行 rank 数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="90" />
+        <source>pipeline stages</source>
+        <translation>流水线阶段</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="93" />
+        <source>experts</source>
+        <translation>专家</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="96" />
+        <source>dtype</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="97" />
+        <source>DeepSpeed version</source>
+        <translation>DeepSpeed 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="99" />
+        <source>step / samples</source>
+        <translation>步数 / 样本数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/deepspeed_family.cpp" line="102" />
+        <source>skipped steps</source>
+        <translation>跳过的步数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/hf_family.cpp" line="106" />
+        <source>Hugging Face model folder</source>
+        <translation>Hugging Face 模型文件夹</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="153" />
+        <source>DeepSpeed tag</source>
+        <translation>DeepSpeed 标签</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="194" />
+        <source>global step</source>
+        <translation>全局步数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="195" />
+        <source>epoch</source>
+        <translation>轮次</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="197" />
+        <source>best checkpoint</source>
+        <translation>最佳检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="199" />
+        <source>best metric</source>
+        <translation>最佳指标</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="200" />
+        <source>log entries</source>
+        <translation>日志条目</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="260" />
+        <source>Trainer files</source>
+        <translation>Trainer 文件</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/trainer_family.cpp" line="276" />
+        <source>Hugging Face Trainer run</source>
+        <translation>Hugging Face Trainer 训练目录</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/universal.cpp" line="157" />
+        <source>DeepSpeed Universal checkpoint</source>
+        <translation>DeepSpeed Universal 检查点</translation>
     </message>
 </context>
 <context>

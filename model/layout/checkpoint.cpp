@@ -3,6 +3,7 @@
 #include "layout/checkpoint.h"
 
 #include "compute_backend.h"
+#include "layout/words.h"
 
 #include <algorithm>
 #include <functional>
@@ -54,23 +55,23 @@ const char* roleName(FileRole r)
 {
     switch (r) {
     case FileRole::ModelStates:
-        return "model states";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "model states");
     case FileRole::OptimStates:
-        return "optimizer states";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "optimizer states");
     case FileRole::Layer:
-        return "pipeline layer";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "pipeline layer");
     case FileRole::Expert:
-        return "MoE expert";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "MoE expert");
     case FileRole::ExpertOptim:
-        return "MoE expert optimizer";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "MoE expert optimizer");
     case FileRole::Rng:
-        return "RNG state";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "RNG state");
     case FileRole::Scheduler:
-        return "LR scheduler";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "LR scheduler");
     case FileRole::RunConfig:
-        return "training arguments";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "training arguments");
     case FileRole::Other:
-        return "other";
+        return QT_TRANSLATE_NOOP("ckpt::layout", "other");
     }
     return "?";
 }

@@ -11,6 +11,7 @@
 #include "io/mapped_file.h"
 #include "layout/deepspeed.h"
 #include "layout/families.h"
+#include "layout/words.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
@@ -526,7 +527,10 @@ class ComposerFamily final : public Family
 {
 public:
     std::string_view id() const override { return "composer"; }
-    std::string_view displayName() const override { return "Composer checkpoint"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "Composer checkpoint");
+    }
     std::string_view lookedFor() const override
     {
         return "a Composer run folder (ep{e}-ba{b}-rank{r}.pt files, possibly tarred or compressed)";

@@ -9,6 +9,7 @@
 #include "io/mapped_file.h"
 #include "layout/dcp_metadata.h"
 #include "layout/families.h"
+#include "layout/words.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
@@ -334,7 +335,10 @@ class DcpFamily final : public Family
 {
 public:
     std::string_view id() const override { return "dcp"; }
-    std::string_view displayName() const override { return "PyTorch DCP checkpoint"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "PyTorch DCP checkpoint");
+    }
     std::string_view lookedFor() const override
     {
         return "a PyTorch DCP checkpoint (.metadata and *.distcp files) or a run folder of them";

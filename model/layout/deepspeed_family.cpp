@@ -3,6 +3,7 @@
 #include "layout/deepspeed/internal.h"
 #include "layout/families.h"
 #include "layout/universal.h"
+#include "layout/words.h"
 
 namespace ckpt::layout {
 
@@ -12,7 +13,10 @@ class DeepSpeedFamily final : public Family
 {
 public:
     std::string_view id() const override { return "deepspeed"; }
-    std::string_view displayName() const override { return "DeepSpeed checkpoint"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed checkpoint");
+    }
     std::string_view lookedFor() const override
     {
         return "a DeepSpeed checkpoint (a `latest` file or tag folders holding *_model_states.pt / "
@@ -46,24 +50,31 @@ std::vector<Fact> deepSpeedFacts(const Tag& tag)
 {
     if (!tag.unreadable.empty() || !tag.deepspeed) return {};
     const DeepSpeedTag& ds = *tag.deepspeed;
-    static const char* const kStages[] = {"0 (disabled: plain data parallelism)",
-                                          "1 (optimizer states partitioned)",
-                                          "2 (optimizer states and gradients partitioned)",
-                                          "3 (optimizer states, gradients and parameters partitioned)"};
-    const auto known = [](int64_t n) { return n >= 0 ? std::to_string(n) : std::string("unknown"); };
+    static const char* const kStages[] = {
+        QT_TRANSLATE_NOOP("ckpt::layout", "0 (disabled: plain data parallelism)"),
+        QT_TRANSLATE_NOOP("ckpt::layout", "1 (optimizer states partitioned)"),
+        QT_TRANSLATE_NOOP("ckpt::layout", "2 (optimizer states and gradients partitioned)"),
+        QT_TRANSLATE_NOOP("ckpt::layout", "3 (optimizer states, gradients and parameters partitioned)")};
+    const auto known = [](int64_t n) {
+        return n >= 0 ? std::to_string(n) : std::string(QT_TRANSLATE_NOOP("ckpt::layout", "unknown"));
+    };
     std::vector<Fact> f;
-    f.push_back({"ZeRO stage", ds.zeroStage >= 0 && ds.zeroStage <= 3 ? kStages[ds.zeroStage]
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "ZeRO stage"), ds.zeroStage >= 0 && ds.zeroStage <= 3
+                                                                      ? kStages[ds.zeroStage]
                                                                       : std::to_string(ds.zeroStage)});
-    f.push_back({"optimizer", ds.optimizer == "bf16_optimizer" ? "DeepSpeed BF16_Optimizer (ZeRO-1 layout)"
-                              : ds.optimizer == "zero"         ? "DeepSpeed ZeRO optimizer"
-                              : ds.optimizer == "fp16_unfused"
-                                  ? "DeepSpeed FP16_UnfusedOptimizer (fp32 masters in the model file)"
-                              : ds.optimizer == "fp16_fused"
-                                  ? "DeepSpeed FP16_Optimizer (fp32 masters in the model file)"
-                              : ds.optimizer == "torch" ? "torch optimizer (state in the model file)"
-                                                        : "none saved"});
-    if (tag.worldSize > 0) f.push_back({"data-parallel ranks", std::to_string(tag.worldSize)});
-    f.push_back({"model-parallel ranks", std::to_string(tag.mpWorldSize)});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "optimizer"),
+                 ds.optimizer == "bf16_optimizer"
+                     ? QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed BF16_Optimizer (ZeRO-1 layout)")
+                 : ds.optimizer == "zero" ? QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed ZeRO optimizer")
+                 : ds.optimizer == "fp16_unfused"
+                     ? "DeepSpeed FP16_UnfusedOptimizer (fp32 masters in the model file)"
+                 : ds.optimizer == "fp16_fused" ? "DeepSpeed FP16_Optimizer (fp32 masters in the model file)"
+                 : ds.optimizer == "torch"      ? "torch optimizer (state in the model file)"
+                                                : QT_TRANSLATE_NOOP("ckpt::layout", "none saved")});
+    if (tag.worldSize > 0)
+        f.push_back(
+            {QT_TRANSLATE_NOOP("ckpt::layout", "data-parallel ranks"), std::to_string(tag.worldSize)});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "model-parallel ranks"), std::to_string(tag.mpWorldSize)});
     if (!ds.pipelineStages.empty()) {
         // "2: layers 0-2 on ranks 0-1, layers 4-6 on ranks 2-3"
         std::string text = std::to_string(ds.pipelineStages.size()) + ":";
@@ -76,15 +87,19 @@ std::vector<Fact> deepSpeedFacts(const Tag& tag)
                                        std::to_string(s.firstRank + s.ranks - 1)
                                  : " " + std::to_string(s.firstRank));
         }
-        f.push_back({"pipeline stages", text});
+        f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "pipeline stages"), text});
     }
     if (ds.experts)
-        f.push_back({"experts", ds.experts->numExperts.dump() + " (MoE layers' expert counts), " +
-                                    std::to_string(ds.experts->expertFiles) + " expert files"});
-    if (!tag.dtype.empty()) f.push_back({"dtype", tag.dtype});
-    f.push_back({"DeepSpeed version", ds.version.empty() ? "unknown" : ds.version});
-    f.push_back({"step / samples", known(tag.globalSteps) + " / " + known(tag.globalSamples)});
-    if (tag.skippedSteps > 0) f.push_back({"skipped steps", std::to_string(tag.skippedSteps)});
+        f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "experts"),
+                     ds.experts->numExperts.dump() + " (MoE layers' expert counts), " +
+                         std::to_string(ds.experts->expertFiles) + " expert files"});
+    if (!tag.dtype.empty()) f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "dtype"), tag.dtype});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed version"),
+                 ds.version.empty() ? QT_TRANSLATE_NOOP("ckpt::layout", "unknown") : ds.version});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "step / samples"),
+                 known(tag.globalSteps) + " / " + known(tag.globalSamples)});
+    if (tag.skippedSteps > 0)
+        f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "skipped steps"), std::to_string(tag.skippedSteps)});
     return f;
 }
 

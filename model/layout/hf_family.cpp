@@ -6,6 +6,7 @@
 #include "io/folder.h"
 #include "io/input_file.h"
 #include "layout/families.h"
+#include "layout/words.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 
@@ -100,7 +101,10 @@ class HuggingFaceFamily final : public Family
 {
 public:
     std::string_view id() const override { return "hf"; }
-    std::string_view displayName() const override { return "Hugging Face model folder"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "Hugging Face model folder");
+    }
     std::string_view lookedFor() const override
     {
         return "a Hugging Face model folder (model.safetensors, pytorch_model.bin, or an *.index.json "

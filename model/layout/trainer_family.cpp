@@ -10,6 +10,7 @@
 #include "layout/deepspeed.h"
 #include "layout/families.h"
 #include "layout/trainer_state.h"
+#include "layout/words.h"
 
 #include <algorithm>
 #include <charconv>
@@ -148,7 +149,8 @@ Tag openModel(const std::string& path, FileSet& files, bool& configRead)
                             " DeepSpeed tags and no `latest` naming one of them",
                         path);
         Tag t = deepSpeedFamily().openTag(sub, index, files);
-        t.facts.insert(t.facts.begin(), {"DeepSpeed tag", sub.tags[index].first});
+        t.facts.insert(t.facts.begin(),
+                       {QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed tag"), sub.tags[index].first});
         return t;
     }
     const std::string fsdp = io::childFolder(path, "pytorch_model_fsdp_0");
@@ -189,11 +191,13 @@ std::string numberText(double v)
 std::vector<Fact> trainerFacts(const TrainingLog& s)
 {
     std::vector<Fact> f;
-    f.push_back({"global step", std::to_string(s.globalStep)});
-    if (s.epoch) f.push_back({"epoch", numberText(*s.epoch)});
-    if (!s.bestModelCheckpoint.empty()) f.push_back({"best checkpoint", s.bestCheckpointName()});
-    if (s.bestMetric) f.push_back({"best metric", numberText(*s.bestMetric)});
-    f.push_back({"log entries", std::to_string(s.logHistory.size())});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "global step"), std::to_string(s.globalStep)});
+    if (s.epoch) f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "epoch"), numberText(*s.epoch)});
+    if (!s.bestModelCheckpoint.empty())
+        f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "best checkpoint"), s.bestCheckpointName()});
+    if (s.bestMetric)
+        f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "best metric"), numberText(*s.bestMetric)});
+    f.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "log entries"), std::to_string(s.logHistory.size())});
     return f;
 }
 
@@ -253,7 +257,7 @@ void addTrainerView(Tag& t, const std::string& dir, const std::set<std::string>&
         t.trainingLog = readTrainerState(io::childPath(dir, "trainer_state.json"));
         facts = trainerFacts(*t.trainingLog);
     }
-    facts.push_back({"Trainer files", trainerFiles(inDir)});
+    facts.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "Trainer files"), trainerFiles(inDir)});
     t.facts.insert(t.facts.begin(), facts.begin(), facts.end());
     // The model family's own small files give way to the copies, read when an export needs them.
     t.exportCopies = filesBesideWeights(dir, inDir, run);
@@ -267,7 +271,10 @@ class TrainerFamily final : public Family
 {
 public:
     std::string_view id() const override { return "trainer"; }
-    std::string_view displayName() const override { return "Hugging Face Trainer run"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "Hugging Face Trainer run");
+    }
     std::string_view lookedFor() const override
     {
         return "a Hugging Face Trainer run (checkpoint-N folders holding trainer_state.json) or one "

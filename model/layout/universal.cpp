@@ -6,6 +6,7 @@
 #include "io/input_file.h"
 #include "io/mapped_file.h"
 #include "layout/families.h"
+#include "layout/words.h"
 #include "torch/torch_file.h"
 
 #include <algorithm>
@@ -151,7 +152,10 @@ class UniversalFamily final : public Family
 {
 public:
     std::string_view id() const override { return "universal"; }
-    std::string_view displayName() const override { return "DeepSpeed Universal checkpoint"; }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed Universal checkpoint");
+    }
     std::string_view lookedFor() const override
     {
         return "a DeepSpeed Universal checkpoint (zero/<param>/fp32.pt beside *_model_states.pt, or a folder "
