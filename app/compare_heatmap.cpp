@@ -113,21 +113,12 @@ const HeatmapGrid::Cell* CompareHeatmap::cellAt(QPoint p) const
     return i < 0 ? nullptr : &m_grid.cells[size_t(i)];
 }
 
-void CompareHeatmap::paintEvent(QPaintEvent*)
+// The rows' and columns' labels: every k-th when the cells are smaller than a line of text.
+void CompareHeatmap::drawLabels(QPainter& p, const Geometry& g) const
 {
-    QPainter p(this);
-    p.fillRect(rect(), palette().color(QPalette::Base));
-    const QPalette& pal = palette();
-    if (m_grid.cells.empty()) {
-        p.setPen(pal.color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter, tr("No tensors compared yet"));
-        return;
-    }
-    const Geometry g = geometry();
     const QFontMetrics fm(font());
     const int lineH = fm.height();
-    p.setPen(pal.color(QPalette::Text));
-    // Labels: every k-th when the cells are smaller than a line of text.
+    p.setPen(palette().color(QPalette::Text));
     const int rowStep = std::max(1, int(std::ceil(lineH / std::max(1.0, g.ch))));
     for (int r = 0; r < m_grid.rows.size(); r += rowStep) {
         const QRect cell = cellRect(r, 0);
@@ -150,6 +141,22 @@ void CompareHeatmap::paintEvent(QPaintEvent*)
             p.restore();
         }
     }
+}
+
+void CompareHeatmap::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.fillRect(rect(), palette().color(QPalette::Base));
+    const QPalette& pal = palette();
+    if (m_grid.cells.empty()) {
+        p.setPen(pal.color(QPalette::PlaceholderText));
+        p.drawText(rect(), Qt::AlignCenter, tr("No tensors compared yet"));
+        return;
+    }
+    const Geometry g = geometry();
+    drawLabels(p, g);
+    const QFontMetrics fm(font());
+    const int lineH = fm.height();
     // Cells.
     const QColor grid = pal.color(QPalette::Window);
     for (const auto& c : m_grid.cells) {

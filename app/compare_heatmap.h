@@ -46,6 +46,7 @@ private:
         double cw = 0, ch = 0;
     };
     Geometry geometry() const;
+    void drawLabels(QPainter& p, const Geometry& g) const;
     const HeatmapGrid::Cell* cellAt(QPoint p) const;
     QColor cellColor(const HeatmapGrid::Cell& c) const;
     void dtypeMark(QPainter& p, const QRect& r) const;

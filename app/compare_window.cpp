@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 namespace ckpt::app {
 
@@ -84,19 +83,8 @@ ops::DiffResult runCompare(const CompareRequest& q,
     const layout::OpenedTag a = sideOf(opened, q.a, q.tagA, progress, cancel, "A");
     cancel.throwIfCancelled();
     const layout::OpenedTag b = sideOf(opened, q.b, q.tagB, progress, cancel, "B");
-    std::map<std::string, ops::TensorDiff> published; // by name: a device's redo replaces its first
-    ops::DiffResult r = ops::computeDiff(a, b, o, *backend, progress, cancel, [&](const ops::TensorDiff& d) {
-        published[d.name] = d;
-        publish(d);
-    });
-    // The tied aliases listed too ("tied to X"), with the numbers of the tensor each ties to.
-    for (const auto& [alias, target] : r.tied)
-        if (const auto it = published.find(target); it != published.end()) {
-            ops::TensorDiff row = it->second;
-            row.name = alias;
-            row.tiedTo = target;
-            publish(std::move(row));
-        }
+    ops::DiffResult r =
+        ops::computeDiff(a, b, o, *backend, progress, cancel, [&](const ops::TensorDiff& d) { publish(d); });
     r.a.path = q.a.toStdString();
     r.b.path = q.b.toStdString();
     r.tensors = {}; // published already: the window's model holds them
@@ -373,8 +361,26 @@ void CompareWindow::onFinished(JobResult<ops::DiffResult> outcome)
         emit finished(false);
         return;
     }
+    addTiedRows(m_outcome.value->tied);
     showCompared();
     emit finished(true);
+}
+
+// The tied aliases listed too ("tied to X"), each with the numbers of the row of the tensor it
+// ties to: copied here from the table, not kept for every tensor on the worker.
+void CompareWindow::addTiedRows(const std::vector<std::pair<std::string, std::string>>& tied)
+{
+    std::vector<ops::TensorDiff> rows;
+    for (const auto& [alias, target] : tied)
+        if (const int at = m_model->rowOf(QString::fromStdString(target)); at >= 0) {
+            ops::TensorDiff row = m_model->rows()[size_t(at)];
+            row.name = alias;
+            row.tiedTo = target;
+            rows.push_back(std::move(row));
+        }
+    if (rows.empty()) return;
+    addRows(std::move(rows));
+    m_table->resizeColumnToContents(CompareModel::Status); // "tied to X" is the longest status
 }
 
 // A comparison computed: the sides as it read them, the largest change selected, its warnings

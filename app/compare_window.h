@@ -144,6 +144,7 @@ private:
     void showStarting();
     void onProgress(const JobProgress& p);
     void addRows(std::vector<ops::TensorDiff> rows);
+    void addTiedRows(const std::vector<std::pair<std::string, std::string>>& tied);
     void onFinished(JobResult<ops::DiffResult> outcome);
     void showCompared();
     void updateSummary();

@@ -23,6 +23,13 @@ int64_t nowNs()
 }
 } // namespace
 
+void FetchWatch::started() const
+{
+    if (m_firstNs.load(std::memory_order_relaxed) != 0) return; // the clock asked once per job
+    int64_t unset = 0;
+    m_firstNs.compare_exchange_strong(unset, nowNs(), std::memory_order_relaxed);
+}
+
 double FetchWatch::seconds() const
 {
     const int64_t first = m_firstNs.load(std::memory_order_relaxed);
@@ -33,12 +40,10 @@ void FetchWatch::report(const std::string& url, size_t objects, uint64_t newByte
                         uint64_t waveTotal) const
 {
     for (const FetchWatch* w = m_parent; w; w = w->m_parent) { // counted, not told
-        int64_t unset = 0;
-        w->m_firstNs.compare_exchange_strong(unset, nowNs(), std::memory_order_relaxed);
+        w->started();
         w->m_fetched.fetch_add(newBytes, std::memory_order_relaxed);
     }
-    int64_t unset = 0;
-    m_firstNs.compare_exchange_strong(unset, nowNs(), std::memory_order_relaxed);
+    started();
     const uint64_t total = m_fetched.fetch_add(newBytes, std::memory_order_relaxed) + newBytes;
     if (!m_listener) return;
     FetchProgress p;

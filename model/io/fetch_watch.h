@@ -69,6 +69,8 @@ public:
     };
 
 private:
+    void started() const; // the first request's time, kept once
+
     const CancelToken* m_cancel;
     Listener m_listener;
     const FetchWatch* m_parent; // the thread's watch when this one was made, or null
