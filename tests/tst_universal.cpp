@@ -284,6 +284,96 @@ private slots:
         QVERIFY(files >= 4);
     }
 
+    void familyStatesTensorParallelMerge_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("zero1 fp32") << "universal-tp/tp2_zero1_fp32_w2";
+        QTest::newRow("zero2 bf16") << "universal-tp/tp2_zero2_bf16_w2";
+        QTest::newRow("zero3 fp32") << "universal-tp/tp2_zero3_fp32_w2";
+    }
+
+    // The DeepSpeed family states each trainable parameter's tensor-parallel parts and how they
+    // merge (what the conversion reads instead of re-opening ranks): checked here against how
+    // make_tp_fixture.py split each tensor (vocabulary rows, row parallelism along dim 1,
+    // replicated, averaged, two sub-parameters, q/k/v sub-parameters, column by default).
+    void familyStatesTensorParallelMerge()
+    {
+        QFETCH(QString, fixture);
+        using TP = layout::TensorParallel;
+        const auto in = layout::openTag(testutil::dataDir() + "/" + fixture.toStdString(), "");
+        QVERIFY(in->deepspeed && in->deepspeed->tensorParallel);
+        const layout::TensorParallelSave& save = *in->deepspeed->tensorParallel;
+        QCOMPARE(save.degree, 2);
+        QVERIFY(save.rulesSaved);
+        QVERIFY(!save.error);
+        QCOMPARE(save.patterns.size(), size_t(9)); // make_tp_fixture.py's UC_INFO
+        size_t trainable = 0;
+        for (const layout::Parameter& p : in->params) {
+            if (p.kind != layout::Parameter::Kind::Trainable || !p.tiedTo.empty()) continue;
+            ++trainable;
+            QVERIFY2(p.tensorParallel, p.name.c_str());
+            const TP& tp = *p.tensorParallel;
+            QVERIFY2(!tp.unmergeable, p.name.c_str());
+            QCOMPARE(tp.parts.size(), size_t(1));
+            const layout::Parameter& other = tp.parts.front();
+            QCOMPARE(other.name, p.name);
+            QVERIFY(!other.slices.empty());
+            const auto has = [&](const char* part) { return p.name.find(part) != std::string::npos; };
+            const int64_t whole = int64_t(p.numel() + other.numel());
+            if (has("input_layernorm") || has("self_attention.dense.bias")) {
+                QCOMPARE(int(tp.mode), int(TP::Mode::Replicated));
+                QCOMPARE(tp.shape, p.shape);
+            } else if (has("final_layernorm") || has("dense_4h_to_h.bias")) {
+                QCOMPARE(int(tp.mode), int(TP::Mode::Average));
+                QCOMPARE(tp.shape, p.shape);
+            } else if (has("word_embeddings")) {
+                QVERIFY(tp.keys.vocab);
+                QCOMPARE(tp.dim, size_t(0));
+                QCOMPARE(tp.shape.front(), int64_t(37)); // the padded 40 rows cut to the vocabulary
+            } else if (has("self_attention.dense.weight") || has("dense_4h_to_h.weight")) {
+                QCOMPARE(tp.dim, size_t(1));
+                QCOMPARE(tp.keys.catDim, int64_t(1));
+                QCOMPARE(tp.shape[1], p.shape[1] + other.shape[1]);
+            } else if (has("dense_h_to_4h.weight")) {
+                QCOMPARE(tp.keys.subParams, int64_t(2));
+                QCOMPARE(tp.blocks.size(), size_t(4)); // each rank's first half, then each rank's second
+                QCOMPARE(tp.blocks[1].rank, size_t(1));
+                QCOMPARE(tp.blocks[2].start, p.shape[0] / 2);
+            } else if (has("query_key_value.weight")) {
+                QCOMPARE(tp.keys.subParamEntry, 0);
+                QCOMPARE(tp.keys.subParamSizes.size(), size_t(3)); // the saved count 3 made sizes
+                QCOMPARE(tp.blocks.size(), size_t(6));             // q, k, v: rank 0's, then rank 1's
+            } else {
+                QCOMPARE(int(tp.mode), int(TP::Mode::Gather));
+                QCOMPARE(tp.keys.catDim, int64_t(0));
+            }
+            if (tp.mode == TP::Mode::Gather && !tp.keys.vocab) {
+                int64_t n = 1;
+                for (int64_t d : tp.shape)
+                    n *= d;
+                QCOMPARE(n, whole);
+            }
+        }
+        QVERIFY(trainable > 10);
+    }
+
+    // A tensor-parallel rank whose files are damaged leaves rank 0 readable: the family says why
+    // the parts cannot be read, and only the conversion (which needs them) refuses.
+    void brokenTensorParallelRankLeavesRankZeroReadable()
+    {
+        QTemporaryDir tmp;
+        const std::string tag = copyTag(tmp, "universal-tp/tp2_zero1_fp32_w2/global_step3");
+        fs::remove(tag + "/mp_rank_01_model_states.pt");
+        const auto in = layout::openTag(tag, "");
+        QVERIFY(in->unreadable.empty());
+        QVERIFY(!in->params.empty());
+        QVERIFY(in->deepspeed->tensorParallel && in->deepspeed->tensorParallel->error);
+        const Error& why = *in->deepspeed->tensorParallel->error;
+        QVERIFY2(std::string(why.what()).find("tensor-parallel rank 1") != std::string::npos, why.what());
+        for (const layout::Parameter& p : in->params)
+            QVERIFY(!p.tensorParallel);
+    }
+
     // A tensor-parallel checkpoint whose model files lack universal_checkpoint_info (made by
     // make_tp_fixture.py --no-info): how its slices merge is unknown, so it is refused as
     // ds_to_universal refuses it, and nothing is written.

@@ -76,6 +76,14 @@ const char* roleName(FileRole r)
     return "?";
 }
 
+int64_t product(const std::vector<int64_t>& shape, size_t from, size_t to)
+{
+    int64_t n = 1;
+    for (size_t i = from; i < to && i < shape.size(); ++i)
+        n *= shape[i];
+    return n;
+}
+
 uint64_t Parameter::numel() const
 {
     return gpu::numelOf(shape);

@@ -167,6 +167,8 @@ struct OptimizerState
     bool complete() const;
 };
 
+struct TensorParallel;
+
 struct Parameter
 {
     std::string name;
@@ -182,6 +184,9 @@ struct Parameter
     // globs match as Composer's ignore_keys do; empty: the name is the path.
     std::string path;
     std::vector<OptimizerState> state; // its optimizer's state, in the order the optimizer keeps it
+    // Where tensor-parallel ranks each hold a part of it: the other ranks' parts and how they
+    // make the whole, as the family states it (null: no other rank holds any of it).
+    std::shared_ptr<const TensorParallel> tensorParallel;
     uint64_t numel() const;
     const OptimizerState* stateNamed(std::string_view stateName) const;
     // Adds `pieces` of the per-slice state `name` to slice `slice` (the one about to be added
@@ -191,6 +196,45 @@ struct Parameter
     // called once the parameter's slices are all there.
     void alignStates();
 };
+
+// What DeepSpeed's Universal files record of a merge (the keys merge_tp_slices writes beside
+// 'param'), so that a conversion writes them back as ds_to_universal does.
+struct UniversalMergeKeys
+{
+    int64_t catDim = -1;    // cat_dim; -1: not written (replicated, averaged, sub-parameters)
+    int64_t subParams = 0;  // param_n_sub_params; 0: not written
+    int subParamEntry = -1; // sub_param_shape: this entry of parameter_with_sub_params
+    // ...with these sizes in its partition dimension where the save gave a count (empty: as saved)
+    std::vector<int64_t> subParamSizes;
+    bool vocab = false;                // vocab_tensor
+    std::vector<std::string> patterns; // the save's patterns this parameter matched
+};
+
+// How the parts tensor-parallel ranks hold of one parameter make the whole, as the family
+// states it (DeepSpeed: merge_tp_slices by the save's universal_checkpoint_info). Gather: for
+// every index of the dimensions before `dim`, the whole is `blocks` one after another along
+// `dim`, each `width` entries of one rank's part (viewed with `views[rank]`) from entry `start`.
+// Replicated and averaged parts are each the whole, compared or averaged.
+struct TensorParallel
+{
+    enum class Mode { Gather, Replicated, Average } mode = Mode::Gather;
+    std::vector<int64_t> shape; // of the whole (a vocabulary's padding rows cut)
+    size_t dim = 0;
+    std::vector<std::vector<int64_t>> views; // per rank
+    struct Block
+    {
+        size_t rank = 0;
+        int64_t start = 0, width = 0;
+    };
+    std::vector<Block> blocks;
+    std::vector<Parameter> parts; // ranks 1.. as each holds the parameter (rank 0's is the parameter)
+    // Set: the parts cannot be merged, and why (naming the file), as the merge would refuse them.
+    std::optional<Error> unmergeable;
+    UniversalMergeKeys keys;
+};
+
+// The product of dimensions [from, to) of a shape (a tensor-parallel view's block sizes).
+int64_t product(const std::vector<int64_t>& shape, size_t from, size_t to);
 
 // One fact about a tag for people ("ZeRO stage" "2", "world size" "4", "model_type" "llama"):
 // each family states its own, and the views list them without knowing the family.
@@ -229,6 +273,18 @@ struct MoeExperts
 // version, its pipeline stages and experts. Set by the families that read DeepSpeed's files
 // (DeepSpeed, Universal, Composer's DeepSpeed tags); facts are written from it, and
 // `ckpt inspect --json` keeps its keys for every tag (zero_stage -1, "" without it).
+// A ZeRO save over several tensor-parallel ranks (Megatron-DeepSpeed's mp_rank_XX files), as the
+// family read the ranks beyond the first: each parameter's parts are on the parameter
+// (Parameter::tensorParallel); this is what holds for all of them.
+struct TensorParallelSave
+{
+    int degree = 1;
+    bool rulesSaved = false;           // the save holds universal_checkpoint_info
+    std::vector<std::string> patterns; // every pattern of it (each must match some parameter)
+    // Set: the other ranks' parts cannot be read or merged at all, and why (naming the file).
+    std::optional<Error> error;
+};
+
 struct DeepSpeedTag
 {
     std::string
@@ -237,6 +293,8 @@ struct DeepSpeedTag
     std::string version; // ds_version
     std::vector<PipelineStage> pipelineStages;
     std::optional<MoeExperts> experts;
+    // A ZeRO 1-3 save with flat partitions: its tensor-parallel ranks and merge rules.
+    std::optional<TensorParallelSave> tensorParallel;
     // A ZeRO 1-3 save with flat partitions the Universal conversion reads (no pipeline, no experts).
     bool zeroPartitions() const
     {

@@ -105,6 +105,15 @@ void addBuffers(Tag& tag, const OpenFile& m0);
 void addFrozen(Tag& tag, const OpenTag& open, const std::vector<Parameter>& trainable);
 void addTiedAliases(Tag& tag, const OpenFile& m0);
 
+// tag.cpp: the tag as the files of one tensor-parallel rank give it (all of mp rank 0's files,
+// or another rank's renumbered as rank 0): openDeepSpeedTagFiles without the other ranks' parts.
+Tag openDeepSpeedRank(std::vector<RankFile> rankFiles, const std::string& tagDir, const std::string& tagName,
+                      bool latest, FileSet& files);
+// tensor_parallel.cpp: the other tensor-parallel ranks' parts of every trainable parameter and
+// how they merge (DeepSpeedTag::tensorParallel, Parameter::tensorParallel). Failures are stated,
+// not thrown: rank 0 stays readable whatever the other ranks hold.
+void stateTensorParallel(Tag& tag, FileSet& files);
+
 // zero0.cpp: ZeRO stage 0, the model, its masters and its optimizer all in the one model file.
 void openStageZero(Tag& tag, const OpenFile& m0);
 // pipeline.cpp: PipelineModule's layer files and per-stage partitions.

@@ -25,6 +25,18 @@ Tag openDeepSpeedTag(const std::string& tagDir, const std::string& tagName, bool
 Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& tagDir,
                           const std::string& tagName, bool latest, FileSet& files)
 {
+    Tag tag = ds::openDeepSpeedRank(std::move(rankFiles), tagDir, tagName, latest, files);
+    const DeepSpeedTag& ds = *tag.deepspeed;
+    if (ds.zeroPartitions() && ds.pipelineStages.empty() && !ds.experts && tag.unreadable.empty())
+        stateTensorParallel(tag, files);
+    return tag;
+}
+
+namespace ds {
+
+Tag openDeepSpeedRank(std::vector<RankFile> rankFiles, const std::string& tagDir, const std::string& tagName,
+                      bool latest, FileSet& files)
+{
     Tag tag;
     tag.name = tagName;
     tag.dir = tagDir;
@@ -75,5 +87,7 @@ Tag openDeepSpeedTagFiles(std::vector<RankFile> rankFiles, const std::string& ta
     addTiedAliases(tag, m0);
     return tag;
 }
+
+} // namespace ds
 
 } // namespace ckpt::layout

@@ -46,38 +46,6 @@ io::OutputTransaction::Existing existingRule(const UniversalOptions& options)
                              : io::OutputTransaction::Existing::Refuse;
 }
 
-// The tag as each tensor-parallel rank holds it: each rank's model file and its data-parallel
-// optimizer files, read as the layout reads mp rank 0 (param_shapes of that rank, its
-// partitions), through the opened checkpoint's FileSet (no file parsed again).
-struct TpRanks
-{
-    std::vector<const layout::Tag*> tags;
-    std::deque<layout::Tag> read; // ranks read here (all of them when there are several)
-};
-
-TpRanks tensorParallelRanks(const layout::OpenedTag& in, int tpDegree)
-{
-    TpRanks r;
-    if (tpDegree == 1) { // the opened tag is rank 0's
-        r.tags.push_back(in.tag);
-        return r;
-    }
-    for (int t = 0; t < tpDegree; ++t) {
-        std::vector<layout::RankFile> mine;
-        for (const auto& f : in->files) {
-            const bool rankFile =
-                f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates;
-            if (rankFile ? f.mpRank != t : t != 0) continue;
-            mine.push_back(f);
-            mine.back().mpRank = 0;
-        }
-        r.read.push_back(layout::openDeepSpeedTagFiles(std::move(mine), in->dir, in->name, in->latest,
-                                                       *in.checkpoint->files));
-        r.tags.push_back(&r.read.back());
-    }
-    return r;
-}
-
 // DeepSpeed model files in a tag folder: what preflight can tell about (a ZeRO-0 save, a missing
 // optimizer file). Anything else (another family, archive members) is no conversion's input.
 bool hasRankFilesOnDisk(const std::vector<layout::RankFile>& files)
@@ -89,24 +57,19 @@ bool hasRankFilesOnDisk(const std::vector<layout::RankFile>& files)
     });
 }
 
-// ZeRO partitions saved alike by every tensor-parallel rank.
-void checkConvertible(const TpRanks& ranks)
+// A ZeRO 1-3 save whose other tensor-parallel ranks (as the family read them) can be merged.
+void checkConvertible(const layout::Tag& tag)
 {
-    const layout::Tag& tag = *ranks.tags.front();
     if (!tag.deepspeed ||
         (tag.deepspeed->optimizer != "zero" && tag.deepspeed->optimizer != "bf16_optimizer"))
         throw Error("no ZeRO optimizer partitions: nothing to convert to Universal", tag.dir);
     if (tag.deepspeed->zeroStage < 1 || tag.deepspeed->zeroStage > 3)
         throw Error("ZeRO stage " + std::to_string(tag.deepspeed->zeroStage) + " cannot be converted",
                     tag.dir);
-    for (size_t t = 1; t < ranks.tags.size(); ++t) {
-        const layout::Tag& other = *ranks.tags[t];
-        if (!other.deepspeed || other.deepspeed->zeroStage != tag.deepspeed->zeroStage ||
-            other.deepspeed->optimizer != tag.deepspeed->optimizer || other.worldSize != tag.worldSize)
-            throw Error("tensor-parallel rank " + std::to_string(t) +
-                            " was saved by another optimizer or data-parallel world size than rank 0",
-                        other.files.empty() ? tag.dir : other.files.front().path);
-    }
+    if (!tag.deepspeed->tensorParallel)
+        throw Error("the tensor-parallel ranks of this save were not read (a pipeline or MoE save?)",
+                    tag.dir);
+    if (tag.deepspeed->tensorParallel->error) throw *tag.deepspeed->tensorParallel->error;
 }
 
 // Which files ds_to_universal reads and copies: rank 0's optimizer file, the model file, and
@@ -130,17 +93,15 @@ Plan planFiles(const layout::Tag& tag, bool stage3)
     return plan;
 }
 
-// universal_checkpoint_info: stage <= 2 requires it (ds_to_universal asserts); stage 3 reads
-// it (when present) only to merge tensor-parallel slices. Without it, a checkpoint of one
-// tensor-parallel rank has no slices to merge: it converts as ds_to_universal's
-// --inject_missing_state converts it, saying so in `notes`; with several, how they merge is
-// unknown and the conversion is refused.
-Rules universalRules(const torch::TorchFile& m0, const std::string& model0, bool stage3, bool tpMerge,
-                     int tpDegree, const UniversalOptions& options, std::vector<std::string>& notes)
+// universal_checkpoint_info (the merge rules the family read): stage <= 2 requires it
+// (ds_to_universal asserts); stage 3 reads it (when present) only to merge tensor-parallel
+// slices. Without it, a checkpoint of one tensor-parallel rank has no slices to merge: it
+// converts as ds_to_universal's --inject_missing_state converts it, saying so in `notes`; with
+// several, how they merge is unknown and the conversion is refused.
+void checkRules(const layout::TensorParallelSave& save, const std::string& model0, bool stage3, int tpDegree,
+                const UniversalOptions& options, std::vector<std::string>& notes)
 {
-    const Value* info = dictGet(m0.root(), "universal_checkpoint_info");
-    if (info && info->kind == Kind::None) info = nullptr;
-    if (!stage3 && !info && !options.injectMissingState) {
+    if (!stage3 && !save.rulesSaved && !options.injectMissingState) {
         if (tpDegree > 1)
             throw Error(
                 "no universal_checkpoint_info, and the checkpoint is tensor-parallel (" +
@@ -153,7 +114,6 @@ Rules universalRules(const torch::TorchFile& m0, const std::string& model0, bool
             "no universal_checkpoint_info in the checkpoint: converted as data parallelism only, as "
             "ds_to_universal's --inject_missing_state does (one tensor-parallel rank: nothing to merge)");
     }
-    return tpMerge ? readRules(info, model0) : Rules{};
 }
 
 // Every output of a conversion, planned (with its size) before anything is written.
@@ -167,23 +127,12 @@ public:
         std::function<void(Writer&)> write;
     };
 
-    Conversion(const TpRanks& ranks, RankFiles& files, const Plan& plan, Rules& rules, bool tpMerge)
-        : m_ranks(ranks), m_tag(*ranks.tags.front()), m_files(files), m_plan(plan), m_rules(rules),
-          m_stage3(m_tag.deepspeed->zeroStage == 3), m_tpMerge(tpMerge)
+    Conversion(const layout::Tag& tag, RankFiles& files, const Plan& plan, bool tpMerge)
+        : m_tag(tag), m_files(files), m_plan(plan), m_stage3(tag.deepspeed->zeroStage == 3),
+          m_tpMerge(tpMerge)
     {
-        for (const layout::Tag* t : ranks.tags) {
-            m_byName.emplace_back();
-            for (const layout::Parameter& p : t->params)
-                if (p.kind == layout::Parameter::Kind::Trainable && p.tiedTo.empty())
-                    m_byName.back()[p.name] = &p;
-        }
-        for (size_t t = 1; t < m_byName.size(); ++t)
-            for (const auto& [name, p] : m_byName[t])
-                if (!m_byName[0].count(name))
-                    throw Error(
-                        "parameter '" + name + "' is in the param_shapes of mp rank " + std::to_string(t) +
-                            " but not of mp rank 0: the tensor-parallel ranks do not hold the same model",
-                        ranks.tags[t]->files.front().path);
+        const auto& patterns = tag.deepspeed->tensorParallel->patterns;
+        m_unused.insert(patterns.begin(), patterns.end());
     }
 
     // zero/<name>/{fp32,exp_avg,exp_avg_sq}.pt (and step.pt) of every trainable parameter.
@@ -260,22 +209,29 @@ public:
 
     std::vector<Item>& items() { return m_items; }
     size_t parameters() const { return m_dirs.size(); }
+    // The save's patterns no converted parameter matched (ds_to_universal's --strict refuses them).
+    const std::set<std::string>& unusedPatterns() const { return m_unused; }
 
 private:
-    // The parameter as each TP rank holds it.
+    // The parameter as each TP rank holds it (the family read the other ranks' parts).
     std::vector<const layout::Parameter*> partsOf(const layout::Parameter& p) const
     {
-        std::vector<const layout::Parameter*> parts;
-        for (size_t t = 0; t < m_byName.size(); ++t) {
-            const auto it = m_byName[t].find(p.name);
-            if (it == m_byName[t].end())
-                throw Error("parameter '" + p.name +
-                                "' is in the param_shapes of mp rank 0 but not of mp rank " +
-                                std::to_string(t) + ": the tensor-parallel ranks do not hold the same model",
-                            m_ranks.tags[t]->files.front().path);
-            parts.push_back(it->second);
-        }
+        std::vector<const layout::Parameter*> parts{&p};
+        if (p.tensorParallel)
+            for (const layout::Parameter& part : p.tensorParallel->parts)
+                parts.push_back(&part);
         return parts;
+    }
+
+    // The first file of TP rank `t` (the tag's first file for rank 0): what a refusal names.
+    const std::string& rankFile(size_t t) const
+    {
+        if (t > 0)
+            for (const auto& f : m_tag.files)
+                if ((f.role == layout::FileRole::ModelStates || f.role == layout::FileRole::OptimStates) &&
+                    f.mpRank == int(t))
+                    return f.path;
+        return m_tag.files.empty() ? m_tag.dir : m_tag.files.front().path;
     }
 
     // ds_to_universal extracts groups 0..len(state)-1 of base_optimizer_state['state'] of each
@@ -311,23 +267,29 @@ private:
                 throw Error("parameter '" + name + "' has optimizer state for " + std::to_string(covered) +
                                 " of its " + std::to_string(parts[t]->numel()) + " elements on mp rank " +
                                 std::to_string(t) + ": its tensor-parallel slices cannot be merged",
-                            m_ranks.tags[t]->files.front().path);
+                            rankFile(t));
         }
     }
 
-    MergePlan mergeOf(const layout::Parameter& p, const std::vector<const layout::Parameter*>& parts)
+    // How the parts merge, as the family stated it; the keys written with it.
+    layout::TensorParallel mergeOf(const layout::Parameter& p)
     {
         if (!m_tpMerge) { // stage 3, one TP rank: the flat concatenation, a raw tensor
-            MergePlan merge;
+            layout::TensorParallel merge;
             merge.shape = {int64_t(p.numel())};
             merge.views = {merge.shape};
             merge.blocks = {{0, 0, merge.shape[0]}};
             return merge;
         }
-        std::vector<std::vector<int64_t>> shapes;
-        for (const auto* q : parts)
-            shapes.push_back(q->shape);
-        return planMerge(m_rules, m_keysTree, p.name, shapes, m_plan.model0);
+        if (!p.tensorParallel)
+            throw Error("parameter '" + p.name + "': no tensor-parallel merge was read for it",
+                        m_plan.model0);
+        if (p.tensorParallel->unmergeable) throw *p.tensorParallel->unmergeable;
+        for (const std::string& pattern : p.tensorParallel->keys.patterns)
+            m_unused.erase(pattern);
+        layout::TensorParallel merge = *p.tensorParallel;
+        merge.parts.clear(); // the plan only: the parts are read through partsOf
+        return merge;
     }
 
     void addParameter(const layout::Parameter& p)
@@ -338,15 +300,16 @@ private:
         // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt.
         if (std::all_of(held.begin(), held.end(), [](const auto& h) { return h.empty(); })) return;
         checkCovered(p.name, parts, held);
-        const MergePlan merge = mergeOf(p, parts);
+        const layout::TensorParallel merge = mergeOf(p);
+        std::vector<std::pair<std::string, Value*>> keys; // stage 3 on one rank: a raw tensor
+        if (m_tpMerge) keys = mergeKeys(merge.keys, m_keysTree, m_files.get(m_plan.model0));
         const std::string dir = "zero/" + p.name;
         for (const char* state : {"fp32", "exp_avg", "exp_avg_sq"}) {
             torch::OutTensor data = stateData(p, state, parts, held, merge);
             const std::string rel = dir + "/" + state + ".pt";
-            m_items.push_back(
-                {rel, data.nbytes,
-                 [rel, keys = merge.keys, tpMerge = m_tpMerge, data = std::move(data),
-                  shape = merge.shape](Writer& w) { writeState(w, rel, keys, tpMerge, data, shape); }});
+            m_items.push_back({rel, data.nbytes,
+                               [rel, keys, tpMerge = m_tpMerge, data = std::move(data), shape = merge.shape](
+                                   Writer& w) { writeState(w, rel, keys, tpMerge, data, shape); }});
         }
         m_dirs.insert(p.name);
         if (!m_stage3) addStep(dir, parts, held);
@@ -369,7 +332,7 @@ private:
     // One state of a parameter as the merged tensor ds_to_universal writes.
     torch::OutTensor stateData(const layout::Parameter& p, const char* state,
                                const std::vector<const layout::Parameter*>& parts, const Held& held,
-                               const MergePlan& merge)
+                               const layout::TensorParallel& merge)
     {
         auto slices = std::make_shared<std::vector<FlatSlice>>(parts.size());
         torch::DType dtype = torch::DType::Float32;
@@ -388,17 +351,19 @@ private:
         const uint64_t es = torch::elementSize(dtype);
         if (parts.size() > 1)
             for (size_t t = 0; t < parts.size(); ++t)
-                if ((*slices)[t].bytes != uint64_t(product(merge.views[t], 0, merge.views[t].size())) * es)
+                if ((*slices)[t].bytes !=
+                    uint64_t(layout::product(merge.views[t], 0, merge.views[t].size())) * es)
                     throw Error("parameter '" + p.name + "': the '" + state + "' fragments of mp rank " +
                                     std::to_string(t) + " do not hold its param_shapes shape",
-                                m_ranks.tags[t]->files.front().path);
+                                rankFile(t));
         const uint64_t nbytes = gpu::numelOf(merge.shape) * es; // the vocabulary cut keeps the leading rows
         torch::OutTensor data;
         if (parts.size() == 1) {
             // One TP rank: the fragments in order (averaging one slice only turns -0.0 into +0.0).
-            data = concatenation("0", dtype, (*slices)[0].pieces, merge.mode == MergePlan::Mode::Average);
+            data = concatenation("0", dtype, (*slices)[0].pieces,
+                                 merge.mode == layout::TensorParallel::Mode::Average);
         } else {
-            if (merge.mode == MergePlan::Mode::Average && dtype != torch::DType::Float32)
+            if (merge.mode == layout::TensorParallel::Mode::Average && dtype != torch::DType::Float32)
                 throw Error("parameter '" + p.name + "': averaging tensor-parallel slices of " +
                                 std::string(torch::name(dtype)) + " is not converted to Universal yet",
                             m_plan.model0);
@@ -441,11 +406,10 @@ private:
         }
     }
 
-    const TpRanks& m_ranks;
     const layout::Tag& m_tag;
     RankFiles& m_files;
     const Plan& m_plan;
-    Rules& m_rules;
+    std::set<std::string> m_unused;
     const bool m_stage3, m_tpMerge;
     std::vector<std::map<std::string, const layout::Parameter*>> m_byName; // per TP rank
     std::vector<Item> m_items;
@@ -455,11 +419,11 @@ private:
 };
 
 // ds_to_universal's --strict (its default): every pattern matched some parameter.
-void checkPatternsUsed(const Rules& rules, const std::string& model0)
+void checkPatternsUsed(const std::set<std::string>& unused, const std::string& model0)
 {
-    if (rules.unused.empty()) return;
+    if (unused.empty()) return;
     std::string list;
-    for (const auto& u : rules.unused)
+    for (const auto& u : unused)
         list += (list.empty() ? "'" : ", '") + u + "'";
     throw Error("universal_checkpoint_info patterns match no parameter: " + list +
                     " (ds_to_universal stops here too: 'Unused patterns')",
@@ -633,23 +597,21 @@ UniversalResult universal(const layout::OpenedTag& in, const std::string& output
     RankFiles files(in.files());
     const int tpDegree = preflight(in->files, in->dir, files);
     if (progress) progress({0, "reading " + in->dir, 0, 0});
-    const TpRanks ranks = tensorParallelRanks(in, tpDegree);
-    checkConvertible(ranks);
-    const layout::Tag& tag = *ranks.tags.front();
+    const layout::Tag& tag = *in;
+    checkConvertible(tag);
     const bool stage3 = tag.deepspeed->zeroStage == 3;
     const Plan plan = planFiles(*in, stage3);     // the opened tag: every mp rank's files
     const bool tpMerge = !stage3 || tpDegree > 1; // merge_tp_slices, dict files
     std::vector<std::string> notes;
-    Rules rules =
-        universalRules(files.get(plan.model0), plan.model0, stage3, tpMerge, tpDegree, options, notes);
+    checkRules(*tag.deepspeed->tensorParallel, plan.model0, stage3, tpDegree, options, notes);
 
-    Conversion conversion(ranks, files, plan, rules, tpMerge);
+    Conversion conversion(tag, files, plan, tpMerge);
     conversion.addParameters();
     conversion.addModuleTensors();
     conversion.addOptimizerState();
     UniversalResult result;
     result.copiedBytes = conversion.addCopies();
-    checkPatternsUsed(rules, plan.model0);
+    checkPatternsUsed(conversion.unusedPatterns(), plan.model0);
     const Writer::Totals written = options.shard.sharded()
                                        ? writeConversionPart(in, options, conversion.items(), tx, latestTx,
                                                              dest.out.filename().string(), progress, cancel)

@@ -71,85 +71,6 @@ private:
 // (checkpoint_parallel_dimensions' tp_degree, mp_world_size); every (tp, dp) file must exist.
 int preflight(const std::vector<layout::RankFile>& files, const std::string& tagDir, RankFiles& parsed);
 
-struct Pattern
-{
-    std::string text;
-    std::regex re;
-};
-
-Pattern compiled(const std::string& s, const std::string& file);
-// Python's re.match: anchored at the start only.
-bool reMatch(const Pattern& p, const std::string& name);
-
-// One entry of parameter_with_sub_params: SubparamShape(patterns, shape, partition_dim).
-struct SubParams
-{
-    std::vector<Pattern> patterns;
-    const Value* patternsNode = nullptr; // as the checkpoint holds them: written back unchanged
-    const Value* shapeNode = nullptr;
-    const Value* dimNode = nullptr;
-    int64_t partitionDim = 0;
-};
-
-struct Rules
-{
-    std::vector<Pattern> replicated, average, row, vocab, twoSub;
-    std::vector<SubParams> subParams;
-    const Value* shardWidths = nullptr; // sub_param_shard_widths (version >= 0.4)
-    double version = 0;
-    std::optional<int64_t> originalVocab;
-    std::set<std::string> unused;
-
-    static std::vector<Pattern> list(const Value* info, const char* key, std::set<std::string>& all,
-                                     const std::string& file)
-    {
-        std::vector<Pattern> out;
-        const Value* l = dictGet(info, key);
-        if (!l || l->kind == Kind::None) return out;
-        if (l->kind != Kind::List && l->kind != Kind::Tuple)
-            throw Error(std::string("universal_checkpoint_info '") + key + "' is not a list of patterns",
-                        file);
-        for (const Value* p : l->items) {
-            const auto s = asString(p);
-            if (!s)
-                throw Error(std::string("universal_checkpoint_info '") + key + "' holds a non-string", file);
-            out.push_back(compiled(*s, file));
-            all.insert(*s);
-        }
-        return out;
-    }
-
-    // re.match of each pattern; more than one match is DeepSpeed's error too.
-    const Pattern* match(const std::vector<Pattern>& ps, const std::string& name, const std::string& file)
-    {
-        const Pattern* hit = nullptr;
-        for (const Pattern& p : ps)
-            if (reMatch(p, name)) {
-                if (hit)
-                    throw Error("parameter '" + name + "' matches more than one pattern ('" + hit->text +
-                                    "', '" + p.text + "') of universal_checkpoint_info",
-                                file);
-                hit = &p;
-            }
-        if (hit) unused.erase(hit->text);
-        return hit;
-    }
-
-    // The first sub-parameter entry with a matching pattern (DeepSpeed takes the first).
-    std::pair<const SubParams*, const Pattern*> matchSub(const std::string& name)
-    {
-        for (const SubParams& sp : subParams)
-            for (const Pattern& p : sp.patterns)
-                if (reMatch(p, name)) {
-                    unused.erase(p.text);
-                    return {&sp, &p};
-                }
-        return {nullptr, nullptr};
-    }
-};
-
-Rules readRules(const Value* info, const std::string& file);
-
 // ---------------------------------------------------------------------------------------------
 // Pickle trees for the files we write, built from nodes as torch.save would pickle them.
 
@@ -270,33 +191,14 @@ struct FlatSlice
     }
 };
 
-// Along dimension `dim`: `width` entries of TP rank `tp`'s slice from entry `start`.
-struct Block
-{
-    size_t tp = 0;
-    int64_t start = 0, width = 0;
-};
-
-struct MergePlan
-{
-    enum class Mode { Gather, Replicated, Average } mode = Mode::Gather;
-    std::vector<std::pair<std::string, Value*>> keys; // written before 'param'
-    std::vector<int64_t> shape;                       // of the merged tensor (vocabulary cut applied)
-    size_t dim = 0;
-    std::vector<std::vector<int64_t>> views; // each TP slice viewed with this shape
-    std::vector<Block> blocks;               // Gather: the merged tensor along `dim`, per outer index
-};
-
-// The product of dimensions [from, to) of a shape.
-int64_t product(const std::vector<int64_t>& s, size_t from, size_t to);
-// How merge_tp_slices merges a parameter whose TP slices have these shapes (param_shapes of each
-// mp rank), and the keys it writes.
-MergePlan planMerge(Rules& rules, Tree& tree, const std::string& name,
-                    const std::vector<std::vector<int64_t>>& shapes, const std::string& file);
+// The keys merge_tp_slices writes before 'param', as nodes of `tree` (sub_param_shape's from the
+// save's universal_checkpoint_info in `m0`, written back as saved).
+std::vector<std::pair<std::string, Value*>> mergeKeys(const layout::UniversalMergeKeys& keys, Tree& tree,
+                                                      const torch::TorchFile& m0);
 // The merged tensor of one state: `nbytes` bytes (a prefix, after a vocabulary cut) of the
 // gather the plan describes, read from the slices as the writer asks for them.
 torch::OutTensor merged(const std::string& name, const std::string& state, torch::DType dtype,
-                        std::shared_ptr<const std::vector<FlatSlice>> slices, const MergePlan& m,
+                        std::shared_ptr<const std::vector<FlatSlice>> slices, const layout::TensorParallel& m,
                         uint64_t nbytes, const std::string& file);
 
 // ---------------------------------------------------------------------------------------------

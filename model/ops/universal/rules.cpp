@@ -1,5 +1,5 @@
-// Whether ds_to_universal would take the tag at all (preflight), and universal_checkpoint_info's
-// merge rules (how merge_tp_slices merges each parameter's tensor-parallel slices).
+// Whether ds_to_universal would take the tag at all (preflight): refusals by file name, before
+// anything but the first files is parsed.
 #include "ops/universal/internal.h"
 
 namespace ckpt::ops::uni {
@@ -94,93 +94,6 @@ int preflight(const std::vector<layout::RankFile>& files, const std::string& tag
                             std::to_string(world) + " (a stale file from an older save?)",
                         f->path);
     return tpDegree;
-}
-
-// ---------------------------------------------------------------------------------------------
-// universal_checkpoint_info: how ds_to_universal merges the tensor-parallel slices of a parameter
-// (merge_tp_slices). With one tensor-parallel rank only the keys it writes and the vocabulary
-// cut remain.
-
-Pattern compiled(const std::string& s, const std::string& file)
-{
-    try {
-        return {s, std::regex(s)};
-    } catch (const std::regex_error& e) {
-        throw Error("universal_checkpoint_info pattern '" + s +
-                        "' is not a regular expression we can read (" + e.what() + ")",
-                    file);
-    }
-}
-
-// Python's re.match: anchored at the start only.
-bool reMatch(const Pattern& p, const std::string& name)
-{
-    return std::regex_search(name, p.re, std::regex_constants::match_continuous);
-}
-
-Rules readRules(const Value* info, const std::string& file)
-{
-    Rules r;
-    if (!info) return r;
-    if (info->kind != Kind::Dict) throw Error("universal_checkpoint_info is not a dict", file);
-    for (const char* refused : {"affine_map", "autotp_unsupported_parameter_patterns"}) {
-        const Value* v = dictGet(info, refused);
-        if (v && !(v->kind == Kind::Dict && v->entries.empty()) && v->kind != Kind::None)
-            throw Error(std::string("universal_checkpoint_info has '") + refused +
-                            "' (AutoTP metadata): not converted to Universal yet",
-                        file);
-    }
-    std::set<std::string> all;
-    r.replicated = Rules::list(info, "tp_replicated_parameter_patterns", all, file);
-    r.average = Rules::list(info, "parameter_to_average_patterns", all, file);
-    r.row = Rules::list(info, "parameter_with_row_parallelism_patterns", all, file);
-    r.vocab = Rules::list(info, "vocabulary_parameter_patterns", all, file);
-    r.twoSub = Rules::list(info, "parameter_with_2_sub_params_cat_dim_0", all, file);
-    if (const Value* sp = dictGet(info, "parameter_with_sub_params"); sp && sp->kind != Kind::None) {
-        if (sp->kind != Kind::List && sp->kind != Kind::Tuple)
-            throw Error("universal_checkpoint_info 'parameter_with_sub_params' is not a list", file);
-        for (const Value* e : sp->items) {
-            // SubparamShape(**entry): exactly these three keys.
-            if (!e || e->kind != Kind::Dict || e->entries.size() != 3 || !dictGet(e, "patterns") ||
-                !dictGet(e, "shape") || !dictGet(e, "partition_dim"))
-                throw Error(
-                    "universal_checkpoint_info 'parameter_with_sub_params' holds an entry that is not "
-                    "{patterns, shape, partition_dim}",
-                    file);
-            SubParams s;
-            s.patternsNode = dictGet(e, "patterns");
-            s.shapeNode = dictGet(e, "shape");
-            s.dimNode = dictGet(e, "partition_dim");
-            const auto dim = asInt(s.dimNode);
-            if (!dim || *dim < 0 || (s.shapeNode->kind != Kind::Tuple && s.shapeNode->kind != Kind::List) ||
-                size_t(*dim) >= s.shapeNode->items.size())
-                throw Error("universal_checkpoint_info 'parameter_with_sub_params': partition_dim is not a "
-                            "dimension of its shape",
-                            file);
-            s.partitionDim = *dim;
-            if (s.patternsNode->kind != Kind::List && s.patternsNode->kind != Kind::Tuple)
-                throw Error("universal_checkpoint_info 'parameter_with_sub_params' patterns are not a list",
-                            file);
-            for (const Value* p : s.patternsNode->items) {
-                const auto text = asString(p);
-                if (!text)
-                    throw Error(
-                        "universal_checkpoint_info 'parameter_with_sub_params' holds a non-string pattern",
-                        file);
-                s.patterns.push_back(compiled(*text, file));
-                all.insert(*text);
-            }
-            r.subParams.push_back(std::move(s));
-        }
-    }
-    r.shardWidths = dictGet(info, "sub_param_shard_widths");
-    r.version = torch::asFloat(dictGet(info, "universal_checkpoint_version"))
-                    .value_or(double(asInt(dictGet(info, "universal_checkpoint_version")).value_or(0)));
-    r.originalVocab = asInt(dictGet(info, "original_vocab_size"));
-    if (!r.vocab.empty() && !r.originalVocab)
-        throw Error("universal_checkpoint_info has vocabulary patterns but no original_vocab_size", file);
-    r.unused = all;
-    return r;
 }
 
 } // namespace ckpt::ops::uni

@@ -88,287 +88,45 @@ torch::OutTensor asFloat32(const std::string& key, const torch::TorchFile& f, co
 // them: each TP rank's slice is its data-parallel fragments (read in place), viewed with a shape;
 // the merged tensor is a concatenation along one dimension of blocks of those slices.
 
-int64_t product(const std::vector<int64_t>& s, size_t from, size_t to)
+// The keys merge_tp_slices writes before 'param', in its order; vocab_tensor last.
+std::vector<std::pair<std::string, Value*>> mergeKeys(const layout::UniversalMergeKeys& keys, Tree& tree,
+                                                      const torch::TorchFile& m0)
 {
-    int64_t n = 1;
-    for (size_t i = from; i < to && i < s.size(); ++i)
-        n *= s[i];
-    return n;
-}
-
-// How merge_tp_slices merges one parameter, rule by rule: the first matching rule wins, as there.
-class MergePlanner
-{
-public:
-    MergePlanner(Rules& rules, Tree& tree, const std::string& name,
-                 const std::vector<std::vector<int64_t>>& shapes, const std::string& file)
-        : m_rules(rules), m_tree(tree), m_name(name), m_shapes(shapes), m_file(file), m_tp(shapes.size())
-    {
-        m_plan.views = shapes;
-    }
-
-    MergePlan plan()
-    {
-        const auto [sub, subPattern] = m_rules.matchSub(m_name); // matched first, as there
-        if (m_rules.match(m_rules.replicated, m_name, m_file))
-            whole(MergePlan::Mode::Replicated, "replicated");
-        else if (m_rules.match(m_rules.average, m_name, m_file))
-            whole(MergePlan::Mode::Average, "averaged");
-        else if (m_rules.match(m_rules.twoSub, m_name, m_file))
-            twoSubParams();
-        else if (sub)
-            subParams(*sub, *subPattern);
-        else
-            concatenated(m_rules.match(m_rules.row, m_name, m_file) ? 1 : 0);
-        if (m_plan.mode != MergePlan::Mode::Gather) { // the slices whole, along a flat view
-            for (auto& v : m_plan.views)
-                v = {product(v, 0, v.size())};
-            m_plan.dim = 0;
-            m_plan.blocks = {{0, 0, m_plan.views[0][0]}};
+    std::vector<std::pair<std::string, Value*>> out;
+    if (keys.catDim >= 0) out.push_back({"cat_dim", tree.integer(keys.catDim)});
+    if (keys.subParams) out.push_back({"param_n_sub_params", tree.integer(keys.subParams)});
+    if (keys.subParamEntry >= 0) {
+        const Value* list = m0.value("universal_checkpoint_info/parameter_with_sub_params");
+        const Value* entry = list && size_t(keys.subParamEntry) < list->items.size()
+                                 ? list->items[size_t(keys.subParamEntry)]
+                                 : nullptr;
+        const Value* shape = dictGet(entry, "shape");
+        const Value* dim = dictGet(entry, "partition_dim");
+        if (!shape || !dim) throw Error("universal_checkpoint_info changed while it was read", m0.path());
+        Value* shapeOut = const_cast<Value*>(shape);
+        if (!keys.subParamSizes.empty()) { // tuple(shape) with the sizes in place of the count
+            shapeOut = tree.node(Kind::Tuple);
+            shapeOut->items = shape->items;
+            shapeOut->items.at(size_t(asInt(dim).value_or(0))) = tree.ints(keys.subParamSizes);
         }
-        if (m_rules.match(m_rules.vocab, m_name, m_file)) {
-            if (m_plan.shape.size() < 2)
-                throw refuse("a vocabulary parameter with fewer than two dimensions");
-            m_plan.keys.push_back({"vocab_tensor", m_tree.boolean(true)});
-            m_plan.shape[0] =
-                std::min(m_plan.shape[0], *m_rules.originalVocab); // param[:original_vocab_size, :]
-        }
-        return std::move(m_plan);
-    }
-
-private:
-    Error refuse(const std::string& why) const
-    {
-        return Error("parameter '" + m_name + "': " + why + " (ds_to_universal cannot merge it either)",
-                     m_file);
-    }
-
-    // Replicated or averaged: every slice has the parameter's whole shape.
-    void whole(MergePlan::Mode mode, const char* rule)
-    {
-        for (size_t t = 1; t < m_tp; ++t)
-            if (m_shapes[t] != m_shapes[0])
-                throw refuse(std::string("its tensor-parallel slices differ in shape but it is ") + rule);
-        m_plan.mode = mode;
-        m_plan.shape = m_shapes[0];
-    }
-
-    // torch.cat of the slices along `dim`: all other dimensions agree.
-    void cat(size_t dim)
-    {
-        m_plan.dim = dim;
-        m_plan.shape = m_shapes[0];
-        if (m_tp == 1) return; // the slice as it is (also where torch.cat would refuse a 0-d one)
-        const std::string cannot =
-            "its tensor-parallel slices cannot be concatenated along dimension " + std::to_string(dim);
-        for (size_t t = 0; t < m_tp; ++t) {
-            if (m_shapes[t].size() != m_shapes[0].size() || m_shapes[t].size() <= dim) throw refuse(cannot);
-            for (size_t d = 0; d < m_shapes[0].size(); ++d)
-                if (d != dim && m_shapes[t][d] != m_shapes[0][d]) throw refuse(cannot);
-        }
-        m_plan.shape[dim] = 0;
-        for (size_t t = 0; t < m_tp; ++t)
-            m_plan.shape[dim] += m_shapes[t][dim];
-    }
-
-    // The default: each slice whole, one after another along dim 0 (1 for row parallelism).
-    void concatenated(size_t dim)
-    {
-        cat(dim);
-        for (size_t t = 0; t < m_tp && m_tp > 1; ++t)
-            m_plan.blocks.push_back({t, 0, m_shapes[t][dim]});
-        m_plan.keys = {{"cat_dim", m_tree.integer(int64_t(dim))}};
-    }
-
-    // torch.chunk(slice, 2, dim=0) of each slice: first halves, then second halves.
-    void twoSubParams()
-    {
-        cat(0);
-        for (int half = 0; half < 2 && m_tp > 1; ++half)
-            for (size_t t = 0; t < m_tp; ++t) {
-                const int64_t n = m_shapes[t][0], c = (n + 1) / 2;
-                if (n < 2) throw refuse("a tensor-parallel slice too small for two sub-parameters");
-                m_plan.blocks.push_back({t, half ? c : 0, half ? n - c : c});
-            }
-        m_plan.keys = {{"cat_dim", m_tree.integer(0)}, {"param_n_sub_params", m_tree.integer(2)}};
-    }
-
-    std::vector<int64_t> intsOf(const Value* v) const
-    {
-        std::vector<int64_t> out;
-        if (!v || (v->kind != Kind::Tuple && v->kind != Kind::List))
-            throw refuse("its sub-parameter metadata is not a list of sizes");
-        for (const Value* x : v->items) {
-            const auto i = asInt(x);
-            if (!i) throw refuse("its sub-parameter metadata is not a list of sizes");
-            out.push_back(*i);
-        }
-        return out;
-    }
-
-    // Each sub-parameter's size and its width on each TP rank, and the shape written back.
-    struct SubSizes
-    {
-        std::vector<int64_t> sizes;
-        std::vector<std::vector<int64_t>> widths; // per sub-parameter, per TP rank
-        const Value* shapeOut = nullptr;
-    };
-
-    // Version >= 0.4: the sizes, and the widths sub_param_shard_widths records.
-    SubSizes recordedWidths(const SubParams& sub, const Pattern& pattern) const
-    {
-        SubSizes z{intsOf(sub.shapeNode->items[size_t(sub.partitionDim)]), {}, sub.shapeNode};
-        const Value* w = dictGet(m_rules.shardWidths, pattern.text);
-        if (!w)
-            throw refuse(
-                "universal checkpoint version >= 0.4 records no sub_param_shard_widths for its pattern '" +
-                pattern.text + "'");
-        if (w->kind != Kind::List && w->kind != Kind::Tuple)
-            throw refuse("sub_param_shard_widths is not a list");
-        for (const Value* x : w->items)
-            z.widths.push_back(intsOf(x));
-        return z;
-    }
-
-    // Older versions: sizes (or a count dividing the partition dimension), split evenly.
-    SubSizes evenWidths(const SubParams& sub)
-    {
-        const size_t pd = size_t(sub.partitionDim);
-        const Value* spec = sub.shapeNode->items[pd];
-        SubSizes z{{}, {}, sub.shapeNode};
-        if (spec->kind == Kind::Tuple) {
-            z.sizes = intsOf(spec);
-        } else {
-            const auto count = asInt(spec);
-            if (!count) throw refuse("its sub-parameter shape holds neither a count nor sizes");
-            int64_t full = 0;
-            for (const auto& s : m_shapes) {
-                if (s.size() <= pd) throw refuse("its slices have no partition dimension");
-                full += s[pd];
-            }
-            if (*count <= 0 || full % *count)
-                throw refuse("its sub-parameter count does not divide the partition dimension");
-            z.sizes.assign(size_t(*count), full / *count);
-            Value* normalized = m_tree.node(Kind::Tuple); // tuple(shape) with the sizes in place
-            normalized->items = sub.shapeNode->items;
-            normalized->items[pd] = m_tree.ints(z.sizes);
-            z.shapeOut = normalized;
-        }
-        for (int64_t s : z.sizes)
-            if (s % int64_t(m_tp))
-                throw refuse("a sub-parameter size is not divisible by the tensor-parallel degree and the "
-                             "universal checkpoint version predates sub_param_shard_widths");
-        for (int64_t s : z.sizes)
-            z.widths.push_back(std::vector<int64_t>(m_tp, s / int64_t(m_tp)));
-        return z;
-    }
-
-    // The logical shape: tuples summed, the partition dimension the sizes' sum, one placeholder
-    // resolved from the element count.
-    std::vector<int64_t> logicalShape(const SubParams& sub, const std::vector<int64_t>& sizes) const
-    {
-        std::vector<int64_t> logical;
-        for (const Value* d : sub.shapeNode->items) {
-            if (d->kind == Kind::Tuple) {
-                int64_t sum = 0;
-                for (int64_t x : intsOf(d))
-                    sum += x;
-                logical.push_back(sum);
-            } else if (const auto i = asInt(d)) {
-                logical.push_back(*i);
-            } else {
-                throw refuse("its sub-parameter shape holds something other than sizes");
-            }
-        }
-        const size_t pd = size_t(sub.partitionDim);
-        logical[pd] = 0;
-        for (int64_t s : sizes)
-            logical[pd] += s;
-        int64_t total = 0;
-        for (const auto& s : m_shapes)
-            total += product(s, 0, s.size());
-        size_t holes = 0, hole = 0;
-        int64_t known = 1;
-        for (size_t d = 0; d < logical.size(); ++d)
-            if (logical[d] < 0)
-                ++holes, hole = d;
-            else
-                known *= logical[d];
-        if (holes > 1) throw refuse("its sub-parameter shape has more than one placeholder");
-        if (holes) {
-            if (known <= 0 || total % known)
-                throw refuse("its sub-parameter shape does not fit its elements");
-            logical[hole] = total / known;
-        }
-        return logical;
-    }
-
-    // parameter_with_sub_params: each TP rank holds its width of every sub-parameter, one after
-    // another along the partition dimension; the merged tensor takes sub-parameter by sub-parameter.
-    void subParams(const SubParams& sub, const Pattern& pattern)
-    {
-        SubSizes z = m_rules.version >= 0.4 ? recordedWidths(sub, pattern) : evenWidths(sub);
-        if (z.widths.size() != z.sizes.size())
-            throw refuse("its shard widths do not match its sub-parameters");
-        for (size_t k = 0; k < z.sizes.size(); ++k) {
-            int64_t sum = 0;
-            for (int64_t w : z.widths[k])
-                sum += w;
-            if (z.widths[k].size() != m_tp || sum != z.sizes[k])
-                throw refuse("its shard widths do not add up to its sub-parameter sizes");
-        }
-        const size_t pd = size_t(sub.partitionDim);
-        const std::vector<int64_t> logical = logicalShape(sub, z.sizes);
-        for (size_t t = 0; t < m_tp; ++t) {
-            std::vector<int64_t> rank = logical;
-            rank[pd] = 0;
-            for (const auto& w : z.widths)
-                rank[pd] += w[t];
-            if (product(rank, 0, rank.size()) != product(m_shapes[t], 0, m_shapes[t].size()))
-                throw refuse("tensor-parallel rank " + std::to_string(t) +
-                             " holds a different number of elements than its shard widths describe");
-            m_plan.views[t] = rank;
-        }
-        std::vector<int64_t> offsets(m_tp, 0);
-        for (const auto& w : z.widths)
-            for (size_t t = 0; t < m_tp; ++t) {
-                m_plan.blocks.push_back({t, offsets[t], w[t]});
-                offsets[t] += w[t];
-            }
-        m_plan.dim = pd;
-        m_plan.shape = logical;
-        Value* obj = m_tree.node(Kind::Call); // SubparamShape(patterns, shape, partition_dim)
+        Value* obj = tree.node(Kind::Call); // SubparamShape(patterns, shape, partition_dim)
         obj->isNew = true;
-        obj->callable = m_tree.global("deepspeed.checkpoint.universal_checkpoint", "SubparamShape");
-        obj->args = m_tree.tuple({});
-        obj->state = m_tree.node(Kind::Dict);
-        obj->state->entries = {{m_tree.str("patterns"), const_cast<Value*>(sub.patternsNode)},
-                               {m_tree.str("shape"), const_cast<Value*>(z.shapeOut)},
-                               {m_tree.str("partition_dim"), const_cast<Value*>(sub.dimNode)}};
-        m_plan.keys = {{"sub_param_shape", obj}};
+        obj->callable = tree.global("deepspeed.checkpoint.universal_checkpoint", "SubparamShape");
+        obj->args = tree.tuple({});
+        obj->state = tree.node(Kind::Dict);
+        obj->state->entries = {{tree.str("patterns"), const_cast<Value*>(dictGet(entry, "patterns"))},
+                               {tree.str("shape"), shapeOut},
+                               {tree.str("partition_dim"), const_cast<Value*>(dim)}};
+        out.push_back({"sub_param_shape", obj});
     }
-
-    Rules& m_rules;
-    Tree& m_tree;
-    const std::string& m_name;
-    const std::vector<std::vector<int64_t>>& m_shapes;
-    const std::string& m_file;
-    const size_t m_tp;
-    MergePlan m_plan;
-};
-
-// How merge_tp_slices merges a parameter whose TP slices have these shapes (param_shapes of each
-// mp rank), and the keys it writes.
-MergePlan planMerge(Rules& rules, Tree& tree, const std::string& name,
-                    const std::vector<std::vector<int64_t>>& shapes, const std::string& file)
-{
-    return MergePlanner(rules, tree, name, shapes, file).plan();
+    if (keys.vocab) out.push_back({"vocab_tensor", tree.boolean(true)});
+    return out;
 }
 
 // The merged tensor of one state: `nbytes` bytes (a prefix, after a vocabulary cut) of the
 // gather the plan describes, read from the slices as the writer asks for them.
 torch::OutTensor merged(const std::string& name, const std::string& state, torch::DType dtype,
-                        std::shared_ptr<const std::vector<FlatSlice>> slices, const MergePlan& m,
+                        std::shared_ptr<const std::vector<FlatSlice>> slices, const layout::TensorParallel& m,
                         uint64_t nbytes, const std::string& file)
 {
     const uint32_t es = torch::elementSize(dtype);
@@ -377,26 +135,27 @@ torch::OutTensor merged(const std::string& name, const std::string& state, torch
     o.dtype = dtype;
     o.nbytes = nbytes;
     o.shape = {int64_t(nbytes / es)};
-    const auto& v0 = m.views[m.blocks.front().tp];
-    const uint64_t inner = uint64_t(product(v0, m.dim + 1, v0.size())) * es;
+    const auto& v0 = m.views[m.blocks.front().rank];
+    const uint64_t inner = uint64_t(layout::product(v0, m.dim + 1, v0.size())) * es;
     std::vector<uint64_t> dimOf; // each slice's size along dim
     for (const auto& v : m.views)
         dimOf.push_back(uint64_t(v[m.dim]));
     uint64_t row = 0; // bytes of the merged tensor per outer index
-    for (const Block& b : m.blocks)
+    for (const layout::TensorParallel::Block& b : m.blocks)
         row += uint64_t(b.width) * inner;
     o.fill = [slices, blocks = m.blocks, dimOf, inner, row, es, mode = m.mode, name, state, file, dtype,
               scalar = scalarOf(dtype)](uint64_t offset, uint64_t count, uint8_t* dst) {
-        if (mode == MergePlan::Mode::Gather) {
+        if (mode == layout::TensorParallel::Mode::Gather) {
             while (count) {
                 const uint64_t outer = offset / row;
                 uint64_t in = offset % row;
                 size_t b = 0;
                 while (in >= uint64_t(blocks[b].width) * inner)
                     in -= uint64_t(blocks[b++].width) * inner;
-                const Block& blk = blocks[b];
+                const layout::TensorParallel::Block& blk = blocks[b];
                 const uint64_t n = std::min(count, uint64_t(blk.width) * inner - in);
-                (*slices)[blk.tp].read((outer * dimOf[blk.tp] + uint64_t(blk.start)) * inner + in, n, dst);
+                (*slices)[blk.rank].read((outer * dimOf[blk.rank] + uint64_t(blk.start)) * inner + in, n,
+                                         dst);
                 dst += n, offset += n, count -= n;
             }
             return;
@@ -404,7 +163,7 @@ torch::OutTensor merged(const std::string& name, const std::string& state, torch
         (*slices)[0].read(offset, count, dst);
         if (slices->size() == 1) return;
         std::vector<uint8_t> other(count);
-        if (mode == MergePlan::Mode::Replicated) { // torch.equal: values compare, NaN differs
+        if (mode == layout::TensorParallel::Mode::Replicated) { // torch.equal: values compare, NaN differs
             for (size_t t = 1; t < slices->size(); ++t) {
                 (*slices)[t].read(offset, count, other.data());
                 bool same = true;
