@@ -120,9 +120,10 @@ void writeTag(const std::string& dir, const std::vector<std::pair<std::string, s
         std::map<std::string, std::string> metadata;
         for (const auto& [name, shape] : shapes)
             metadata["shape:" + name] = shape;
-        io::AtomicFile& f = tx.create("rank" + std::to_string(r) + ".safetensors");
-        const auto hashes = ops::writeSafetensors(f, tensors, metadata, {}, {});
-        ops::verifySafetensors(f, tensors, hashes, {});
+        const ops::CancelToken cancel;
+        ops::VerifiedWriter writer(tx, cancel);
+        writer.safetensors("rank" + std::to_string(r) + ".safetensors", tensors, metadata);
+        writer.verified();
         tx.commit();
     }
 }

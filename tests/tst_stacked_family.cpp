@@ -120,10 +120,11 @@ void writeTag(const std::string& dir, const Model& m, int64_t layersSaid = kLaye
             };
             tensors.push_back(std::move(o));
         }
-        io::AtomicFile& f = tx.create("tp" + std::to_string(r) + ".safetensors");
-        const auto hashes =
-            ops::writeSafetensors(f, tensors, {{"layers", std::to_string(layersSaid)}}, {}, {});
-        ops::verifySafetensors(f, tensors, hashes, {});
+        const ops::CancelToken cancel;
+        ops::VerifiedWriter writer(tx, cancel);
+        writer.safetensors("tp" + std::to_string(r) + ".safetensors", tensors,
+                           {{"layers", std::to_string(layersSaid)}});
+        writer.verified();
     }
     tx.commit();
 }

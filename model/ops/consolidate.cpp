@@ -208,7 +208,6 @@ public:
     void writeShard(io::OutputTransaction& tx, size_t s, ConsolidateResult& result)
     {
         const std::string name = fileName(s);
-        io::AtomicFile& file = tx.create(name);
         std::vector<torch::OutTensor> tensors;
         for (size_t i : m_shards[s])
             tensors.push_back(m_plan[i].tensor);
@@ -222,19 +221,14 @@ public:
             else
                 aliases.push_back({p.tensor.name, p.aliasOf});
         }
-        const auto onBytes = [this](uint64_t n) {
+        VerifiedWriter writer(tx, m_cancel, [this](const std::string&, uint64_t n) {
             m_done += n;
             if (m_progress)
                 m_progress({int(m_total ? m_done * 950 / m_total : 950), "writing", m_done, m_total});
-        };
-        if (m_st) {
-            const auto hashes = writeSafetensors(file, tensors, metadata, onBytes, m_cancel);
-            verifySafetensors(file, tensors, hashes, m_cancel);
-        } else {
-            const auto hashes = torch::writeTorchZip(file, tensors, aliases, "archive", onBytes, m_cancel);
-            file.finish();
-            verifyTorchZip(file, tensors, aliases, hashes, m_cancel);
-        }
+        });
+        const io::AtomicFile& file =
+            m_st ? writer.safetensors(name, tensors, metadata) : writer.torchZip(name, tensors, aliases);
+        writer.verified();
         result.tensors += tensors.size() + aliases.size();
         result.bytes += file.written();
     }

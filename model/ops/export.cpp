@@ -98,15 +98,14 @@ ExportResult exportFileToSafetensors(const layout::OpenedTag& in, const std::str
     uint64_t total = 0;
     for (const auto& o : out)
         total += o.nbytes;
-    io::AtomicFile& file = tx.create();
     uint64_t done = 0;
-    auto onBytes = [&](uint64_t n) {
+    VerifiedWriter writer(tx, cancel, [&](const std::string&, uint64_t n) {
         done += n;
         if (progress) progress({int(total ? done * 900 / total : 900), "writing", done, total});
-    };
-    const auto hashes = writeSafetensors(file, out, metadata, onBytes, cancel);
+    });
+    const io::AtomicFile& file = writer.safetensors({}, out, metadata);
     if (progress) progress({900, "verifying", done, total});
-    verifySafetensors(file, out, hashes, cancel);
+    writer.verified();
     tx.commit();
     if (progress) progress({1000, "done", done, total});
     result.tensors = out.size();
@@ -133,23 +132,18 @@ ExportResult exportTagTensors(std::shared_ptr<const layout::OpenedCheckpoint> op
     result.path = output;
     result.warnings = set.warnings;
     uint64_t done = 0;
-    auto onBytes = [&](uint64_t n) {
+    VerifiedWriter writer(tx, cancel, [&](const std::string&, uint64_t n) {
         done += n;
         if (progress) progress({int(total ? done * 900 / total : 900), "writing", done, total});
-    };
+    });
     const auto ends = [&](const char* x) {
         const std::string e(x);
         return output.size() > e.size() && output.compare(output.size() - e.size(), e.size(), e) == 0;
     };
-    io::AtomicFile& file = tx.create();
-    if (ends(".pt") || ends(".bin")) {
-        const auto hashes = torch::writeTorchZip(file, tensors, {}, "archive", onBytes, cancel);
-        file.finish();
-        verifyTorchZip(file, tensors, {}, hashes, cancel);
-    } else {
-        const auto hashes = writeSafetensors(file, tensors, {{"format", "pt"}}, onBytes, cancel);
-        verifySafetensors(file, tensors, hashes, cancel);
-    }
+    const io::AtomicFile& file = ends(".pt") || ends(".bin")
+                                     ? writer.torchZip({}, tensors, {})
+                                     : writer.safetensors({}, tensors, {{"format", "pt"}});
+    writer.verified();
     tx.commit();
     if (progress) progress({1000, "done", done, total});
     result.tensors = tensors.size();

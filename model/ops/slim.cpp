@@ -4,10 +4,10 @@
 
 #include "compute_backend.h"
 #include "io/output.h"
-#include "io/verified_writer.h"
 #include "layout/family.h"
 #include "ops/bloat.h"
 #include "ops/detect.h"
+#include "ops/writers.h"
 #include "pickle/writer.h"
 #include "torch/torch_file.h"
 #include "torch/torch_writer.h"
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <xxhash.h>
@@ -339,40 +340,16 @@ private:
     std::unordered_map<const Value*, const Value*> m_subst;
 };
 
-// One storage of the written file, hashed as it was when written, in bounded chunks whose pages
-// leave the resident set behind the reader.
-uint64_t storageHash(const torch::TorchFile& f, int storage)
+// Re-reads the written file, its storages proven to hold what was written (VerifiedWriter):
+// every tensor at the same path with the same dtype, shape and values, aliases still aliases,
+// and views that shared a storage still sharing one.
+void verifySlim(const Plan& plan, const torch::TorchFile& written, const std::string& finalName)
 {
-    const io::Blob blob = f.storageBytes(storage);
-    return io::hashReleasing(f, blob.bytes.data(), blob.bytes.size());
-}
-
-// Re-reads the written file: every tensor at the same path with the same dtype, shape and
-// values, aliases still aliases, and views that shared a storage still sharing one.
-void verifySlim(const Plan& plan, const std::string& written, const std::string& finalName,
-                const std::vector<uint64_t>& writtenHashes, const CancelToken& cancel)
-{
-    const auto out = torch::TorchFile::open(written);
-    // Every storage holds the bytes that were copied into it from the input ...
-    if (out->storages().size() != plan.storages().size())
-        throw Error("verification failed: " + std::to_string(out->storages().size()) + " storages written, " +
-                        std::to_string(plan.storages().size()) + " planned",
-                    finalName);
+    const torch::TorchFile* out = &written;
     // The reader numbers storages in the order the pickle first names them; ours are keyed "0".."n-1".
     std::vector<size_t> planned(out->storages().size(), SIZE_MAX);
-    for (size_t i = 0; i < out->storages().size(); ++i) {
-        cancel.throwIfCancelled();
-        const torch::Storage& st = out->storages()[i];
-        size_t k = SIZE_MAX;
-        if (!st.key.empty() && st.key.size() < 10 && std::all_of(st.key.begin(), st.key.end(), ::isdigit))
-            k = std::stoul(st.key);
-        if (k >= plan.storages().size() || std::to_string(k) != st.key) k = SIZE_MAX;
-        if (k == SIZE_MAX || st.nbytes != plan.storages()[k].nbytes ||
-            storageHash(*out, int(i)) != writtenHashes[k])
-            throw Error("verification failed: storage '" + st.key + "' does not hold what was written",
-                        finalName);
-        planned[i] = k;
-    }
+    for (size_t i = 0; i < out->storages().size(); ++i)
+        planned[i] = std::stoul(out->storages()[i].key);
     // ... and every tensor views, in it, the very bytes it viewed in the input: same dtype, shape,
     // stride, and an offset that lands on the same input byte. With the storages' bytes proven
     // above, its values are the input's.
@@ -422,10 +399,6 @@ void verifySlim(const Plan& plan, const std::string& written, const std::string&
             end = std::max(end, range.end);
         }
     }
-    if (out->storages().size() != plan.storages().size())
-        throw Error("verification failed: " + std::to_string(out->storages().size()) + " storages written, " +
-                        std::to_string(plan.storages().size()) + " planned",
-                    finalName);
 }
 
 struct Job
@@ -435,6 +408,11 @@ struct Job
     const CancelToken& cancel;
     io::OutputTransaction* tx = nullptr;
     uint64_t total = 0, done = 0;
+    // Each file is proven before the next is read (the check needs the file's plan).
+    std::optional<VerifiedWriter> writer =
+        tx ? std::optional<VerifiedWriter>(std::in_place, *tx, cancel,
+                                           [this](const std::string&, uint64_t n) { onBytes(n); })
+           : std::nullopt;
 
     void onBytes(uint64_t n)
     {
@@ -449,12 +427,9 @@ struct Job
         const auto in = io::MappedFile::open(from);
         r.bytesBefore = r.bytesAfter = in->size();
         if (options.dryRun) return;
-        io::AtomicFile& f = tx->create(rel);
         // Re-read in bounded memory: the input may be the multi-gigabyte file that was not bloated.
-        io::verifyCopy(f,
-                       io::copyHashed(
-                           from, f, [this](uint64_t n) { onBytes(n); }, cancel),
-                       cancel);
+        writer->copy(from, rel);
+        writer->verified();
     }
 
     void slimOne(const std::string& from, const std::string& rel,
@@ -498,16 +473,15 @@ struct Job
             };
             records.push_back(std::move(o));
         }
-        io::AtomicFile& out = tx->create(rel);
-        const std::string archive = fs::path(out.finalPath()).stem().string();
-        const std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
-            out, archive.empty() ? "archive" : archive, pickleBytes, records,
-            [this](uint64_t n) { onBytes(n); }, cancel);
-        out.finish();
+        const io::AtomicFile& out =
+            writer->torchRecords(rel, pickleBytes, records,
+                                 [&plan](const torch::TorchFile& written, const std::string& finalName) {
+                                     verifySlim(*plan, written, finalName);
+                                 });
         if (progress)
             progress(
                 {int(total ? std::min<uint64_t>(done * 950 / total, 950) : 950), "verifying", done, total});
-        verifySlim(*plan, out.tempPath(), out.finalPath(), hashes, cancel);
+        writer->verified();
         r.bytesAfter = out.written();
         onBytes(r.bytesBefore > r.bytesAfter ? r.bytesBefore - r.bytesAfter
                                              : 0); // progress counts input bytes

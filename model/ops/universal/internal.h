@@ -10,11 +10,11 @@
 #include "compute_backend.h"
 #include "io/mapped_file.h"
 #include "io/output.h"
-#include "io/verified_writer.h"
 #include "layout/deepspeed.h"
 #include "layout/file_set.h"
 #include "ops/sharded.h"
 #include "ops/tensor_source.h"
+#include "ops/writers.h"
 #include "pickle/writer.h"
 #include "torch/torch_file.h"
 #include "torch/torch_writer.h"
@@ -208,7 +208,8 @@ class Writer
 {
 public:
     Writer(io::OutputTransaction& tx, const ProgressSink& progress, const CancelToken& cancel, uint64_t total)
-        : m_tx(tx), m_progress(progress), m_cancel(cancel), m_total(total)
+        : m_progress(progress), m_total(total),
+          m_out(tx, cancel, [this](const std::string& rel, uint64_t n) { advance(rel, n); })
     {
     }
 
@@ -217,52 +218,14 @@ public:
     void torchFile(const std::string& rel, const std::string& pickle,
                    const std::vector<torch::OutTensor>& storages)
     {
-        m_cancel.throwIfCancelled();
-        m_stage = rel;
-        io::AtomicFile& out = m_tx.create(rel);
-        std::vector<uint64_t> hashes = torch::writeTorchZipRecords(
-            out, fs::path(rel).stem().string(), pickle, storages, [this](uint64_t n) { advance(n); },
-            m_cancel);
-        out.finish();
-        done(out);
-        std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> want; // key: size, xxh3
-        for (size_t i = 0; i < storages.size(); ++i)
-            want[storages[i].name] = {storages[i].nbytes, hashes[i]};
-        m_verifier.add([&out, want = std::move(want), &cancel = m_cancel] {
-            const auto back = torch::TorchFile::open(out.tempPath());
-            if (back->storages().size() != want.size())
-                throw Error("verification failed: " + std::to_string(back->storages().size()) +
-                                " storages read back, " + std::to_string(want.size()) + " written",
-                            out.finalPath());
-            for (size_t i = 0; i < back->storages().size(); ++i) {
-                const torch::Storage& s = back->storages()[i];
-                const auto it = want.find(s.key);
-                if (it == want.end() || s.nbytes != it->second.first)
-                    throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
-                                out.finalPath());
-                const io::Blob blob = back->storageBytes(int(i));
-                if (io::hashReleasing(*back, blob.bytes.data(), blob.bytes.size(), &cancel) !=
-                    it->second.second)
-                    throw Error("verification failed: storage '" + s.key + "' does not hold what was written",
-                                out.finalPath());
-            }
-        });
+        m_out.torchRecords(rel, pickle, storages);
     }
 
     // A byte-for-byte copy (shutil.copy2 in ds_to_universal), hashed on the way and re-read.
-    void copy(const std::string& from, const std::string& rel)
-    {
-        m_cancel.throwIfCancelled();
-        m_stage = rel;
-        io::AtomicFile& out = m_tx.create(rel);
-        const io::Copied copied = io::copyHashed(
-            from, out, [this](uint64_t n) { advance(n); }, m_cancel);
-        done(out);
-        m_verifier.add([&out, copied, &cancel = m_cancel] { io::verifyCopy(out, copied, cancel); });
-    }
+    void copy(const std::string& from, const std::string& rel) { m_out.copy(from, rel); }
 
     // Every file written has been read back and found as written.
-    void verified() { m_verifier.finish(); }
+    void verified() { m_out.verified(); }
 
     struct Totals
     {
@@ -270,30 +233,21 @@ public:
         uint64_t bytes = 0, planned = 0;
     };
 
-    size_t files() const { return m_files; }
-    uint64_t written() const { return m_written; }
+    size_t files() const { return m_out.files(); }
+    uint64_t written() const { return m_out.written(); }
 
 private:
-    void advance(uint64_t n)
+    void advance(const std::string& rel, uint64_t n)
     {
         m_done += n;
         if (m_progress)
-            m_progress({int(m_total ? std::min<uint64_t>(m_done * 990 / m_total, 990) : 990), m_stage, m_done,
-                        m_total});
-    }
-    void done(const io::AtomicFile& out)
-    {
-        ++m_files;
-        m_written += out.written();
+            m_progress(
+                {int(m_total ? std::min<uint64_t>(m_done * 990 / m_total, 990) : 990), rel, m_done, m_total});
     }
 
-    io::OutputTransaction& m_tx;
     const ProgressSink& m_progress;
-    const CancelToken& m_cancel;
-    uint64_t m_total = 0, m_done = 0, m_written = 0;
-    size_t m_files = 0;
-    std::string m_stage;
-    io::Verifier m_verifier; // last: stopped before the rest goes
+    uint64_t m_total = 0, m_done = 0;
+    VerifiedWriter m_out; // last: its checks stop before the rest goes
 };
 
 // `root` (a node of `src`'s pickle, or a new node over some of them) as torch.save writes a
