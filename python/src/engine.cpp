@@ -4,6 +4,7 @@
 // functions, typed results.
 #include "bindings.h"
 #include "job.h"
+#include "results.h"
 #include "tensors.h"
 
 #include "io/error.h"
@@ -47,39 +48,73 @@ void translate(const std::exception_ptr& p, void*)
     }
 }
 
-// What the window's overview shows of a tag, as plain Python values.
-nb::dict tagInfo(const layout::Tag& t)
+// What the window's overview shows of a tag (Python's Tag.info): a copy, so that it outlives the
+// checkpoint it came from. DeepSpeed's keys are there for every tag (their "none" values elsewhere).
+struct TagInfo
 {
-    nb::dict d;
-    d["name"] = t.name;
-    d["dir"] = t.dir;
-    d["latest"] = t.latest;
-    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t); // TagInfo's keys for every tag
-    d["optimizer"] = ds.optimizer;
-    d["zero_stage"] = ds.zeroStage;
-    d["world_size"] = t.worldSize;
-    d["mp_world_size"] = t.mpWorldSize;
-    d["dtype"] = t.dtype;
-    d["ds_version"] = ds.version;
-    d["global_steps"] = t.globalSteps;
-    d["global_samples"] = t.globalSamples;
-    d["skipped_steps"] = t.skippedSteps;
-    nb::list facts;
+    std::string name, dir;
+    bool latest = false;
+    ops::Keyed<std::string> facts; // label -> value, in the family's order
+    std::string optimizer;
+    int zeroStage = -1, worldSize = 0, mpWorldSize = 1;
+    std::string dtype, dsVersion;
+    int64_t globalSteps = -1, globalSamples = -1, skippedSteps = -1;
+    size_t parameters = 0;
+    std::vector<std::string> files; // the tag's file names
+    std::vector<std::string> warnings;
+    std::string unreadable, notExportable;
+    bool convertsToUniversal = false;
+
+    template <class V> static void describe(V& v)
+    {
+        v("name", &TagInfo::name);
+        v("dir", &TagInfo::dir);
+        v("latest", &TagInfo::latest);
+        v("facts", &TagInfo::facts);
+        v("optimizer", &TagInfo::optimizer);
+        v("zero_stage", &TagInfo::zeroStage);
+        v("world_size", &TagInfo::worldSize);
+        v("mp_world_size", &TagInfo::mpWorldSize);
+        v("dtype", &TagInfo::dtype);
+        v("ds_version", &TagInfo::dsVersion);
+        v("global_steps", &TagInfo::globalSteps);
+        v("global_samples", &TagInfo::globalSamples);
+        v("skipped_steps", &TagInfo::skippedSteps);
+        v("parameters", &TagInfo::parameters);
+        v("files", &TagInfo::files);
+        v("warnings", &TagInfo::warnings);
+        v("unreadable", &TagInfo::unreadable);
+        v("not_exportable", &TagInfo::notExportable);
+        v("converts_to_universal", &TagInfo::convertsToUniversal);
+    }
+};
+
+TagInfo tagInfo(const layout::Tag& t)
+{
+    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t);
+    TagInfo i;
+    i.name = t.name;
+    i.dir = t.dir;
+    i.latest = t.latest;
     for (const auto& f : t.facts)
-        facts.append(nb::make_tuple(f.label, f.value));
-    d["facts"] = facts;
-    d["warnings"] = t.warnings;
-    d["unreadable"] = t.unreadable;
-    d["not_exportable"] = t.notExportable;
-    d["converts_to_universal"] = t.convertsToUniversal;
-    d["parameters"] = t.params.size();
-    d["files"] = [&] {
-        std::vector<std::string> names;
-        for (const auto& f : t.files)
-            names.push_back(f.name);
-        return names;
-    }();
-    return d;
+        i.facts.items.emplace_back(f.label, f.value);
+    i.optimizer = ds.optimizer;
+    i.zeroStage = ds.zeroStage;
+    i.worldSize = t.worldSize;
+    i.mpWorldSize = t.mpWorldSize;
+    i.dtype = t.dtype;
+    i.dsVersion = ds.version;
+    i.globalSteps = t.globalSteps;
+    i.globalSamples = t.globalSamples;
+    i.skippedSteps = t.skippedSteps;
+    i.parameters = t.params.size();
+    for (const auto& f : t.files)
+        i.files.push_back(f.name);
+    i.warnings = t.warnings;
+    i.unreadable = t.unreadable;
+    i.notExportable = t.notExportable;
+    i.convertsToUniversal = t.convertsToUniversal;
+    return i;
 }
 
 // `tag` nullopt: every tag, leniently (a damaged tag keeps its error); else that tag (empty:
@@ -178,6 +213,7 @@ std::optional<std::map<std::string, std::string>> safetensorsMetadata(const Open
 
 void bindCheckpoint(nb::module_& m)
 {
+    bindDescribed<TagInfo>(m, "TagInfo");
     nb::class_<Opened>(m, "Checkpoint")
         .def_prop_ro("root", [](const Opened& o) { return o.checkpoint->model.root; })
         .def_prop_ro("path", [](const Opened& o) { return o.checkpoint->model.opened; })
