@@ -10,6 +10,7 @@
 #include "io/error.h"
 #include "layout/family.h"
 #include "layout/file_set.h"
+#include "ops/inspect.h"
 #include "safetensors/safetensors_file.h"
 
 #include <nanobind/ndarray.h>
@@ -49,16 +50,12 @@ void translate(const std::exception_ptr& p, void*)
 }
 
 // What the window's overview shows of a tag (Python's Tag.info): a copy, so that it outlives the
-// checkpoint it came from. DeepSpeed's keys are there for every tag (their "none" values elsewhere).
+// checkpoint it came from. It starts as `ckpt inspect --json` lists a tag.
 struct TagInfo
 {
-    std::string name, dir;
-    bool latest = false;
+    ops::TagHeader header;
+    std::string dir;
     ops::Keyed<std::string> facts; // label -> value, in the family's order
-    std::string optimizer;
-    int zeroStage = -1, worldSize = 0, mpWorldSize = 1;
-    std::string dtype, dsVersion;
-    int64_t globalSteps = -1, globalSamples = -1, skippedSteps = -1;
     size_t parameters = 0;
     std::vector<std::string> files; // the tag's file names
     std::vector<std::string> warnings;
@@ -67,19 +64,9 @@ struct TagInfo
 
     template <class V> static void describe(V& v)
     {
-        v("name", &TagInfo::name);
+        ops::describeFlat(v, &TagInfo::header);
         v("dir", &TagInfo::dir);
-        v("latest", &TagInfo::latest);
         v("facts", &TagInfo::facts);
-        v("optimizer", &TagInfo::optimizer);
-        v("zero_stage", &TagInfo::zeroStage);
-        v("world_size", &TagInfo::worldSize);
-        v("mp_world_size", &TagInfo::mpWorldSize);
-        v("dtype", &TagInfo::dtype);
-        v("ds_version", &TagInfo::dsVersion);
-        v("global_steps", &TagInfo::globalSteps);
-        v("global_samples", &TagInfo::globalSamples);
-        v("skipped_steps", &TagInfo::skippedSteps);
         v("parameters", &TagInfo::parameters);
         v("files", &TagInfo::files);
         v("warnings", &TagInfo::warnings);
@@ -91,22 +78,11 @@ struct TagInfo
 
 TagInfo tagInfo(const layout::Tag& t)
 {
-    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t);
     TagInfo i;
-    i.name = t.name;
+    i.header = ops::tagHeader(t);
     i.dir = t.dir;
-    i.latest = t.latest;
     for (const auto& f : t.facts)
         i.facts.items.emplace_back(f.label, f.value);
-    i.optimizer = ds.optimizer;
-    i.zeroStage = ds.zeroStage;
-    i.worldSize = t.worldSize;
-    i.mpWorldSize = t.mpWorldSize;
-    i.dtype = t.dtype;
-    i.dsVersion = ds.version;
-    i.globalSteps = t.globalSteps;
-    i.globalSamples = t.globalSamples;
-    i.skippedSteps = t.skippedSteps;
     i.parameters = t.params.size();
     for (const auto& f : t.files)
         i.files.push_back(f.name);

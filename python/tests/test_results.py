@@ -22,10 +22,11 @@ ADDED_BY_UNIVERSAL = {"input", "seconds"}
 SIDE_STATS = {"mean_a", "std_a", "mean_b", "std_b"}
 
 
-def ckpt_json(*args):
+def ckpt_json(*args, quiet=True):
     # ckpt under ASan links its own sanitizer runtime: it refuses the one preloaded for Python.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    done = subprocess.run([ckpt_binary(), *args, "-q", "--json"], capture_output=True, text=True, env=env)
+    args = [*args, "-q"] if quiet else list(args)  # inspect draws no progress
+    done = subprocess.run([ckpt_binary(), *args, "--json"], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -132,3 +133,18 @@ def test_results_are_read_only_and_print_their_fields():
     with pytest.raises(AttributeError):
         r.source = "elsewhere"
     assert repr(r).startswith("StatsResult(source=") and "tensors=[TensorStats(name=" in repr(r)
+
+
+def test_tag_info_starts_as_inspect_lists_a_tag():
+    # TagInfo's own keys (dir, facts as a dict, file names, the number of parameters) are the
+    # window's; the others it shares with `ckpt inspect --json`'s tag hold the same values.
+    doc = ckpt_json("inspect", "--tag", "global_step2", str(ZERO2), quiet=False)
+    info = cs.open(ZERO2).tag("global_step2").info
+    tag = doc["tags"][0]
+    own = {"facts", "files", "parameters"}
+    shared = [k for k in type(info)._fields if k in tag and k not in own]
+    assert shared[:3] == ["name", "latest", "optimizer"] and len(shared) >= 12
+    assert {k: getattr(info, k) for k in shared} == {k: tag[k] for k in shared}
+    assert info.parameters == len(tag["parameters"])
+    assert info.facts == {f["label"]: f["value"] for f in tag["facts"]}
+    assert info.files == [f["name"] for f in tag["files"]]
