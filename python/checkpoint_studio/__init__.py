@@ -21,9 +21,9 @@ from typing import Dict, List, Optional
 
 from . import _engine
 from ._engine import Cancelled, CheckpointError
-from ._ops import (DiffChange, DiffResult, DiffShape, DiffSummary, ExportResult, Histogram, Progress, SlimFile,
-                   SlimResult, StatsResult, TensorDiff, TensorStats, UniversalResult, diff, export, run, slim, stats,
-                   to_universal)
+from ._ops import (DiffChange, DiffResult, DiffShape, DiffSummary, ExportResult, FolderScan, Histogram, Progress,
+                   ScanFinding, ScanReport, SlimFile, SlimResult, StatsResult, TensorDiff, TensorStats,
+                   UniversalResult, diff, export, run, scan, slim, stats, to_universal)
 from ._safe_open import load_file, safe_open
 from ._tensors import LazyStateDict, LazyTensor, TensorSlice, _check_framework, _engine_name, entries, materialize
 
@@ -32,7 +32,8 @@ __all__ = [
     "open", "Checkpoint", "Tag", "TagInfo", "LazyStateDict", "LazyTensor", "TensorSlice", "CheckpointError",
     "Cancelled", "Progress", "export", "to_universal", "slim", "diff", "stats", "ExportResult",
     "UniversalResult", "SlimResult", "SlimFile", "StatsResult", "TensorStats", "Histogram", "DiffResult", "TensorDiff",
-    "DiffChange", "DiffShape", "DiffSummary", "safe_open", "load_file",
+    "DiffChange", "DiffShape", "DiffSummary", "scan", "FolderScan", "ScanReport", "ScanFinding", "safe_open",
+    "load_file",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats. Each takes the
+"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats, scan. Each takes the
 CLI's options as keyword arguments, `progress=` and `cancel=`, and returns a typed result.
 
 Progress: None (default) draws a tqdm bar when tqdm is installed and stderr is a terminal (and
@@ -103,6 +103,9 @@ TensorDiff = _engine.TensorDiff
 DiffChange = _engine.DiffChange
 DiffShape = _engine.DiffShape
 DiffSummary = _engine.DiffSummary
+FolderScan = _engine.FolderScan
+ScanReport = _engine.ScanReport
+ScanFinding = _engine.ScanFinding
 
 
 def _source(src, tag):
@@ -159,3 +162,11 @@ def diff(a, b, *, tag_a=None, tag_b=None, moments=False, side_stats=False, devic
     sa, ta = _source(a, tag_a)
     sb, tb = _source(b, tag_b)
     return run(lambda poll: _engine.diff(sa, sb, ta, tb, moments, side_stats, device, poll), progress, cancel)
+
+
+def scan(src, *, progress=None, cancel=None) -> FolderScan:
+    """`ckpt scan`: the globals every pickle of a file, of a folder's files (any depth) or of an
+    archive's members names, each marked safe or dangerous; nothing is run. A file is a scan of
+    one; `.dangerous` is what makes `ckpt scan` exit with 3."""
+    path = os.fspath(src)
+    return run(lambda poll: _engine.scan(path, poll), progress, cancel)

@@ -1,4 +1,4 @@
-// The operations of `ckpt` (export, universal, slim, stats, diff) for Python: the CLI's options
+// The operations of `ckpt` (export, universal, slim, stats, diff, scan) for Python: the CLI's options
 // as arguments, results as the engine's own result types (results.h: attributes named as the
 // `--json` keys), each run by runJob (progress, Ctrl+C and cancel; partial output removed by the
 // operation itself).
@@ -10,6 +10,7 @@
 #include "io/error.h"
 #include "ops/analyze.h"
 #include "ops/consolidate.h"
+#include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
 
@@ -143,6 +144,16 @@ ops::DiffResult diffOp(nb::handle a, nb::handle b, const std::string& tagA, cons
     });
 }
 
+// Every pickle of a file, of a folder's files or of an archive's members, as `ckpt scan` reads
+// them: parsed, never run. A single file is a folder scan of one.
+ops::FolderScan scanOp(const std::string& path, nb::object poll)
+{
+    return runJob<ops::FolderScan>(std::move(poll),
+                                   [&](const io::ProgressSink&, const io::CancelToken& cancel) {
+                                       return ops::scanFolder(path, [&] { return cancel.cancelled(); });
+                                   });
+}
+
 } // namespace
 
 void bindOperations(nb::module_& m)
@@ -155,6 +166,7 @@ void bindOperations(nb::module_& m)
     m.def("slim", &slimOp, "path"_a, "out"_a, "dry_run"_a, "overwrite"_a, "poll"_a.none());
     m.def("stats", &statsOp, "src"_a, "tag"_a, "dtype"_a.none(), "histogram_bins"_a, "histogram_log10"_a,
           "device"_a, "poll"_a.none());
+    m.def("scan", &scanOp, "path"_a, "poll"_a.none());
     m.def("diff", &diffOp, "a"_a, "b"_a, "tag_a"_a, "tag_b"_a, "moments"_a, "side_stats"_a, "device"_a,
           "poll"_a.none());
 }

@@ -4,6 +4,7 @@
 
 #include "ops/analyze.h"
 #include "ops/consolidate.h"
+#include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
 
@@ -60,6 +61,9 @@ void bindResults(nb::module_& m)
     bindDescribed<ops::UniversalResult>(m, "UniversalResult");
     bindDescribed<ops::SlimFile>(m, "SlimFile");
     bindDescribed<ops::SlimResult>(m, "SlimResult");
+    bindDescribed<ops::ScanFinding>(m, "ScanFinding");
+    bindDescribed<ops::ScanReport>(m, "ScanReport");
+    bindDescribed<ops::FolderScan>(m, "FolderScan");
     bindDescribed<gpu::Histogram>(m, "Histogram");
     bindDescribed<ops::TensorStats>(m, "TensorStats");
     bindDescribed<ops::StatsResult>(m, "StatsResult")

@@ -22,12 +22,12 @@ ADDED_BY_UNIVERSAL = {"input", "seconds"}
 SIDE_STATS = {"mean_a", "std_a", "mean_b", "std_b"}
 
 
-def ckpt_json(*args, quiet=True):
+def ckpt_json(*args, quiet=True, exit_code=0):
     # ckpt under ASan links its own sanitizer runtime: it refuses the one preloaded for Python.
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    args = [*args, "-q"] if quiet else list(args)  # inspect draws no progress
+    args = [*args, "-q"] if quiet else list(args)  # inspect and scan draw no progress
     done = subprocess.run([ckpt_binary(), *args, "--json"], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == exit_code, done.stderr
     return json.loads(done.stdout)
 
 
@@ -148,3 +148,15 @@ def test_tag_info_starts_as_inspect_lists_a_tag():
     assert info.parameters == len(tag["parameters"])
     assert info.facts == {f["label"]: f["value"] for f in tag["facts"]}
     assert info.files == [f["name"] for f in tag["files"]]
+
+
+def test_scan():
+    # A folder with dangerous globals (exit 3), files that could not be read to their end, and
+    # files holding no pickle: every key a scan has.
+    folder = DATA / "torch"
+    doc = ckpt_json("scan", str(folder), quiet=False, exit_code=3)
+    r = cs.scan(folder)
+    assert r.dangerous and doc["skipped"] and any(f["globals"] for f in doc["files"])
+    assert_same_keys(attribute_keys(r), json_keys(doc))
+    one = BLOAT / "tied.pt"  # a single file: `ckpt scan --json` gives its report alone
+    assert_same_keys(attribute_keys(cs.scan(one).files[0]), json_keys(ckpt_json("scan", str(one), quiet=False)))
