@@ -29,11 +29,12 @@ std::string describedRepr(nb::handle self)
 namespace {
 
 // The tensor of that name among those the result lists (StatsResult's, DiffResult's compared
-// ones); KeyError when there is none.
-template <class Tensor> Tensor byName(const std::vector<Tensor>& tensors, const std::string& name)
+// ones: `listed`); KeyError when there is none.
+template <class Tensor, class Listed>
+Tensor byName(const std::vector<Tensor>& tensors, const std::string& name, Listed listed)
 {
-    const auto it =
-        std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
+    const auto it = std::find_if(tensors.begin(), tensors.end(),
+                                 [&](const Tensor& t) { return t.name == name && listed(t); });
     if (it == tensors.end()) throw nb::key_error(name.c_str());
     return *it;
 }
@@ -67,15 +68,18 @@ void bindResults(nb::module_& m)
     bindDescribed<gpu::Histogram>(m, "Histogram");
     bindDescribed<ops::TensorStats>(m, "TensorStats");
     bindDescribed<ops::StatsResult>(m, "StatsResult")
-        .def("__getitem__",
-             [](const ops::StatsResult& r, const std::string& name) { return byName(r.tensors, name); });
+        .def("__getitem__", [](const ops::StatsResult& r, const std::string& name) {
+            return byName(r.tensors, name, [](const ops::TensorStats&) { return true; });
+        });
     bindDescribed<ops::TensorDiff>(m, "TensorDiff");
     bindDescribed<ops::DiffShape>(m, "DiffShape");
     bindDescribed<ops::DiffChange>(m, "DiffChange");
     bindDescribed<ops::DiffSummary>(m, "DiffSummary");
     bindDescribed<ops::DiffResult>(m, "DiffResult")
-        .def("__getitem__", [](const ops::DiffResult& r,
-                               const std::string& name) { return byName(ops::comparedTensors(r), name); })
+        .def("__getitem__",
+             [](const ops::DiffResult& r, const std::string& name) {
+                 return byName(r.tensors, name, [](const ops::TensorDiff& t) { return t.compared; });
+             })
         .def_prop_ro("identical", &allIdentical, "Every tensor of both sides is identical.")
         .def("counts", &statusCounts, "{status: number of tensors}");
 }
