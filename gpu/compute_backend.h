@@ -71,6 +71,17 @@ struct Histogram
     double lo = 0, hi = 0;
     bool log10 = false;
     uint64_t zeros = 0, nonFinite = 0;
+
+    // Its fields as `ckpt stats --json` and Python name them (model/ops/describe.h).
+    template <class V> static void describe(V& v)
+    {
+        v("lo", &Histogram::lo);
+        v("hi", &Histogram::hi);
+        v("log10", &Histogram::log10);
+        v("bins", &Histogram::bins);
+        v("zeros", &Histogram::zeros);
+        v("non_finite", &Histogram::nonFinite);
+    }
 };
 
 // The range of x (or of log10|x|) over the finite (for log10: finite and non-zero) elements:

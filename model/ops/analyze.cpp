@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -202,6 +203,52 @@ DiffTotals totalsOf(const std::vector<TensorDiff>& tensors)
         if (d.compared) t.maxAbsDiff = std::max(t.maxAbsDiff, d.diff.maxAbsDiff);
     }
     return t;
+}
+
+bool valuesIdentical(const TensorDiff& t)
+{
+    const gpu::DiffStats& d = t.diff;
+    return d.nanMismatch == 0 && d.maxAbsDiff == 0 && (!t.bitwiseKnown || d.bitwiseEqual == d.count);
+}
+
+std::vector<TensorDiff> comparedTensors(const DiffResult& r)
+{
+    std::vector<TensorDiff> out;
+    std::copy_if(r.tensors.begin(), r.tensors.end(), std::back_inserter(out),
+                 [](const TensorDiff& t) { return t.compared; });
+    return out;
+}
+
+std::vector<std::string> namesWithStatus(const DiffResult& r, DiffStatus status)
+{
+    std::vector<std::string> out;
+    for (const auto& t : r.tensors)
+        if (t.status == status) out.push_back(t.name);
+    return out;
+}
+
+std::vector<DiffChange> shapeChanges(const DiffResult& r)
+{
+    std::vector<DiffChange> out;
+    for (const auto& t : r.tensors)
+        if (t.status == DiffStatus::ShapeOrDTypeChanged || t.status == DiffStatus::DTypeChanged)
+            out.push_back({t.name, {t.dtypeA, t.shapeA}, {t.dtypeB, t.shapeB}});
+    return out;
+}
+
+DiffSummary summaryOf(const DiffResult& r)
+{
+    DiffSummary s;
+    for (const auto& t : r.tensors) {
+        s.onlyA += t.status == DiffStatus::OnlyInA;
+        s.onlyB += t.status == DiffStatus::OnlyInB;
+        s.changed += t.status == DiffStatus::ShapeOrDTypeChanged || t.status == DiffStatus::DTypeChanged;
+        if (!t.compared) continue;
+        valuesIdentical(t) ? ++s.identical : ++s.different;
+        s.maxAbsDiff = std::max(s.maxAbsDiff, t.diff.maxAbsDiff);
+    }
+    s.compared = s.identical + s.different;
+    return s;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compute_backend.h"
+#include "ops/describe.h"
 #include "ops/job.h"
 #include "ops/tensor_source.h"
 
@@ -30,6 +31,8 @@ struct TensorStats
     std::vector<int64_t> shape;
     gpu::Stats stats;
     std::optional<gpu::Histogram> histogram;
+
+    template <class V> static void describe(V& v); // a tied alias has only its name and alias_of
 };
 
 struct StatsResult
@@ -38,9 +41,53 @@ struct StatsResult
     std::string device; // "cpu: 16 CPU threads"
     std::vector<TensorStats> tensors;
     std::vector<std::string> skipped, warnings;
+
+    template <class V> static void describe(V& v)
+    {
+        v("source", &StatsResult::source);
+        v("device", &StatsResult::device);
+        v("tensors", &StatsResult::tensors);
+        v("skipped", &StatsResult::skipped);
+        v("warnings", &StatsResult::warnings);
+    }
 };
 // `ckpt stats --json`: per tensor its statistics (NaN and infinities as strings) and histogram.
 nlohmann::ordered_json toJson(const StatsResult& r);
+
+template <class V> void TensorStats::describe(V& v)
+{
+    using T = TensorStats;
+    const auto own = [](const T& t) { return t.aliasOf.empty(); };
+    const auto alias = [](const T& t) { return !t.aliasOf.empty(); };
+    // min, max, mean and absmax need one valid (non-NaN) element, std two: else unknown.
+    const auto known = [](bool k, double x) { return k ? Nullable<Real>{Real{x}} : Nullable<Real>{}; };
+    v("name", &T::name);
+    v("alias_of", &T::aliasOf, alias);
+    v(
+        "dtype", [](const T& t) { return std::string(torch::name(t.dtype)); }, own);
+    v("shape", &T::shape, own);
+    v(
+        "count", [](const T& t) { return t.stats.count; }, own);
+    v(
+        "min", [known](const T& t) { return known(t.stats.valid() > 0, t.stats.min); }, own);
+    v(
+        "max", [known](const T& t) { return known(t.stats.valid() > 0, t.stats.max); }, own);
+    v(
+        "mean", [known](const T& t) { return known(t.stats.valid() > 0, t.stats.mean); }, own);
+    v(
+        "std", [known](const T& t) { return known(t.stats.valid() > 1, t.stats.std()); }, own);
+    v(
+        "absmax", [known](const T& t) { return known(t.stats.valid() > 0, t.stats.absmax); }, own);
+    v(
+        "l2", [](const T& t) { return Real{t.stats.l2()}; }, own);
+    v(
+        "zeros", [](const T& t) { return t.stats.zeros; }, own);
+    v(
+        "nans", [](const T& t) { return t.stats.nans; }, own);
+    v(
+        "infs", [](const T& t) { return t.stats.infs; }, own);
+    v("histogram", &T::histogram, own);
+}
 
 // The statistics of every model tensor of a tag (options.source.tag is not read: the tag is given).
 StatsResult computeStats(const layout::OpenedTag& in, const AnalyzeOptions& options,
@@ -84,6 +131,54 @@ struct TensorDiff
     // A tied alias listed beside the tensors (the window's table): the tensor it ties to, whose
     // numbers it shows. Never counted: the comparison holds that tensor once.
     std::string tiedTo;
+
+    // The `ckpt diff --json` row of a compared tensor (DiffResult lists only those).
+    template <class V> static void describe(V& v);
+};
+
+// A side's dtype and shape where they differ (DiffResult's "changed").
+struct DiffShape
+{
+    torch::DType dtype = torch::DType::Float32;
+    std::vector<int64_t> shape;
+
+    template <class V> static void describe(V& v)
+    {
+        v("dtype", [](const DiffShape& s) { return std::string(torch::name(s.dtype)); });
+        v("shape", &DiffShape::shape);
+    }
+};
+
+struct DiffChange
+{
+    std::string name;
+    DiffShape a, b;
+
+    template <class V> static void describe(V& v)
+    {
+        v("name", &DiffChange::name);
+        v("a", &DiffChange::a);
+        v("b", &DiffChange::b);
+    }
+};
+
+// A comparison's totals as `ckpt diff --json` gives them: a tensor is identical when its values
+// are (across a dtype change too, as they always have been).
+struct DiffSummary
+{
+    uint64_t compared = 0, identical = 0, different = 0, onlyA = 0, onlyB = 0, changed = 0;
+    double maxAbsDiff = 0;
+
+    template <class V> static void describe(V& v)
+    {
+        v("compared", &DiffSummary::compared);
+        v("identical", &DiffSummary::identical);
+        v("different", &DiffSummary::different);
+        v("only_a", &DiffSummary::onlyA);
+        v("only_b", &DiffSummary::onlyB);
+        v("changed", &DiffSummary::changed);
+        v("max_abs_diff", [](const DiffSummary& s) { return Real{s.maxAbsDiff}; });
+    }
 };
 
 struct DiffResult
@@ -94,7 +189,59 @@ struct DiffResult
     std::vector<std::string> warnings;
     // Side A's tied aliases (alias, the tensor it ties to): compared once, as that tensor.
     std::vector<std::pair<std::string, std::string>> tied;
+
+    template <class V> static void describe(V& v);
 };
+// The values of a compared tensor are equal (bit for bit where one dtype allows it to be known).
+bool valuesIdentical(const TensorDiff& t);
+std::vector<TensorDiff> comparedTensors(const DiffResult& r);
+std::vector<std::string> namesWithStatus(const DiffResult& r, DiffStatus status);
+std::vector<DiffChange> shapeChanges(const DiffResult& r);
+DiffSummary summaryOf(const DiffResult& r);
+
+template <class V> void TensorDiff::describe(V& v)
+{
+    using T = TensorDiff;
+    const auto sides = [](const T& t) { return t.sideStats; };
+    v("name", &T::name);
+    v("status", [](const T& t) { return std::string(statusName(t.status)); });
+    v("count", [](const T& t) { return t.diff.count; });
+    v("identical", valuesIdentical);
+    v("max_abs_diff", [](const T& t) { return Real{t.diff.maxAbsDiff}; });
+    v("l2_diff", [](const T& t) { return Real{t.diff.l2Diff()}; });
+    v("rel_l2", [](const T& t) { return Real{t.diff.relL2()}; });
+    v("cosine", [](const T& t) { return Real{t.diff.cosine()}; });
+    v("bitwise_equal", [](const T& t) {
+        return t.bitwiseKnown ? Nullable<uint64_t>{t.diff.bitwiseEqual} : Nullable<uint64_t>{};
+    });
+    v("nan_mismatch", [](const T& t) { return t.diff.nanMismatch; });
+    v(
+        "mean_a", [](const T& t) { return Real{t.statsA.mean}; }, sides);
+    v(
+        "std_a", [](const T& t) { return Real{t.statsA.std()}; }, sides);
+    v(
+        "mean_b", [](const T& t) { return Real{t.statsB.mean}; }, sides);
+    v(
+        "std_b", [](const T& t) { return Real{t.statsB.std()}; }, sides);
+}
+
+// The document `ckpt diff --json` has always written (tensors compared, the names only one side
+// has, shape or dtype changes, totals), plus each side's tag.
+template <class V> void DiffResult::describe(V& v)
+{
+    using R = DiffResult;
+    v("a", [](const R& r) { return r.a.label; });
+    v("b", [](const R& r) { return r.b.label; });
+    v("a_tag", [](const R& r) { return r.a.tag; });
+    v("b_tag", [](const R& r) { return r.b.tag; });
+    v("device", &R::device);
+    v("tensors", comparedTensors);
+    v("only_a", [](const R& r) { return namesWithStatus(r, DiffStatus::OnlyInA); });
+    v("only_b", [](const R& r) { return namesWithStatus(r, DiffStatus::OnlyInB); });
+    v("changed", shapeChanges);
+    v("totals", summaryOf);
+    v("warnings", &R::warnings);
+}
 // `ckpt diff --json`: the tensors compared, the names only one side has, shape or dtype changes
 // and totals, each side's tag and each tensor's status.
 nlohmann::ordered_json toJson(const DiffResult& r);

@@ -48,6 +48,15 @@ struct ConsolidateResult
     size_t tensors = 0;
     uint64_t bytes = 0;
     std::vector<std::string> warnings;
+
+    template <class V> static void describe(V& v)
+    {
+        v("tag", &ConsolidateResult::tag);
+        v("files", &ConsolidateResult::files);
+        v("tensors", &ConsolidateResult::tensors);
+        v("bytes", &ConsolidateResult::bytes);
+        v("warnings", &ConsolidateResult::warnings);
+    }
 };
 // The export's result as a document (Python's export() returns it).
 nlohmann::ordered_json toJson(const ConsolidateResult& r);

@@ -3,6 +3,7 @@
 #include "ops/inspect.h"
 
 #include "cast.h"
+#include "ops/describe_json.h"
 #include "ops/detect.h"
 #include "ops/tensor_source.h"
 #include "safetensors/safetensors_file.h"
@@ -154,59 +155,182 @@ FileListing listSafetensors(const safetensors::SafetensorsFile& f)
     return l;
 }
 
-ordered_json tensorJson(const ListedTensor& l, bool safetensors)
+// The `ckpt inspect --json` document of a file names its keys here, once, each over the part of
+// the listing it shows: a tensor's bytes are the header's range in a safetensors file, a storage
+// is shown by its key, a bloated storage's views by their paths.
+struct TensorView
 {
-    const torch::Tensor& t = l.tensor;
-    ordered_json j;
-    j["path"] = t.path;
-    j["dtype"] = torch::name(t.dtype);
-    j["shape"] = t.shape;
-    j["stride"] = t.stride;
-    j["storage_offset"] = t.storageOffset;
-    j["storage"] = l.storage.empty() ? ordered_json(nullptr) : ordered_json(l.storage);
-    j["storage_nbytes"] = l.storageBytes;
-    j["requires_grad"] = t.requiresGrad;
-    j["nbytes"] = safetensors ? l.storageBytes : t.nbytes();
-    if (t.isParameter) j["parameter"] = true;
-    if (!t.subclass.empty()) j["subclass"] = t.subclass;
-    if (!t.note.empty()) j["note"] = t.note;
-    if (!l.aliasOf.empty()) j["alias_of"] = l.aliasOf;
-    if (!l.value.empty()) j["value"] = l.value;
-    if (l.storageShared) j["storage_shared"] = true;
-    return j;
-}
+    const ListedTensor* l = nullptr;
+    bool safetensors = false;
 
-ordered_json entryJson(const torch::Entry& e)
-{
-    ordered_json j{{"path", e.path}, {"depth", e.depth}, {"kind", entryKindName(e.kind)}, {"type", e.type}};
-    if (!e.summary.empty()) j["summary"] = e.summary;
-    if (e.tensor >= 0) j["tensor"] = e.tensor;
-    return j;
-}
-
-ordered_json bloatJson(const FileBloat& b, const FileListing& l)
-{
-    ordered_json j;
-    j["file_bytes"] = b.fileBytes;
-    j["storage_bytes"] = b.storageBytes;
-    j["used_bytes"] = b.usedBytes;
-    j["reclaimable_bytes"] = b.reclaimableBytes();
-    j["overhead_bytes"] = b.overheadBytes;
-    j["storages"] = ordered_json::array();
-    for (const auto& s : b.storages) {
-        ordered_json e;
-        e["key"] = l.storages[size_t(s.storage)].key;
-        e["nbytes"] = s.nbytes;
-        e["used_bytes"] = s.usedBytes;
-        if (s.wholeUse) e["whole"] = true;
-        if (s.approximate) e["approximate"] = true;
-        e["tensors"] = ordered_json::array();
-        for (int t : s.tensors)
-            e["tensors"].push_back(l.tensors[size_t(t)].tensor.path);
-        j["storages"].push_back(std::move(e));
+    template <class V> static void describe(V& v)
+    {
+        using T = TensorView;
+        v("path", [](const T& t) { return t.l->tensor.path; });
+        v("dtype", [](const T& t) { return std::string(torch::name(t.l->tensor.dtype)); });
+        v("shape", [](const T& t) { return t.l->tensor.shape; });
+        v("stride", [](const T& t) { return t.l->tensor.stride; });
+        v("storage_offset", [](const T& t) { return t.l->tensor.storageOffset; });
+        v("storage", [](const T& t) {
+            return t.l->storage.empty() ? Nullable<std::string>{} : Nullable<std::string>{t.l->storage};
+        });
+        v("storage_nbytes", [](const T& t) { return t.l->storageBytes; });
+        v("requires_grad", [](const T& t) { return t.l->tensor.requiresGrad; });
+        v("nbytes", [](const T& t) { return listedBytes(*t.l, t.safetensors); });
+        v(
+            "parameter", [](const T&) { return true; }, [](const T& t) { return t.l->tensor.isParameter; });
+        v(
+            "subclass", [](const T& t) { return t.l->tensor.subclass; },
+            [](const T& t) { return !t.l->tensor.subclass.empty(); });
+        v(
+            "note", [](const T& t) { return t.l->tensor.note; },
+            [](const T& t) { return !t.l->tensor.note.empty(); });
+        v(
+            "alias_of", [](const T& t) { return t.l->aliasOf; },
+            [](const T& t) { return !t.l->aliasOf.empty(); });
+        v(
+            "value", [](const T& t) { return t.l->value; }, [](const T& t) { return !t.l->value.empty(); });
+        v(
+            "storage_shared", [](const T&) { return true; }, [](const T& t) { return t.l->storageShared; });
     }
-    return j;
-}
+};
+
+struct StorageView
+{
+    const torch::Storage* s = nullptr;
+
+    template <class V> static void describe(V& v)
+    {
+        using S = StorageView;
+        v("key", [](const S& x) { return x.s->key; });
+        v("dtype", [](const S& x) { return std::string(torch::name(x.s->dtype)); });
+        v("nbytes", [](const S& x) { return x.s->nbytes; });
+        v("location", [](const S& x) { return x.s->location; });
+        v("record", [](const S& x) { return x.s->record; });
+    }
+};
+
+struct GlobalView
+{
+    const ListedGlobal* g = nullptr;
+
+    template <class V> static void describe(V& v)
+    {
+        using G = GlobalView;
+        v("module", [](const G& x) { return x.g->module; });
+        v("name", [](const G& x) { return x.g->name; });
+        v("safety", [](const G& x) { return std::string(pickle::safetyName(x.g->safety)); });
+        v("count", [](const G& x) { return x.g->count; });
+    }
+};
+
+struct EntryView
+{
+    const torch::Entry* e = nullptr;
+
+    template <class V> static void describe(V& v)
+    {
+        using E = EntryView;
+        v("path", [](const E& x) { return x.e->path; });
+        v("depth", [](const E& x) { return x.e->depth; });
+        v("kind", [](const E& x) { return std::string(entryKindName(x.e->kind)); });
+        v("type", [](const E& x) { return x.e->type; });
+        v(
+            "summary", [](const E& x) { return x.e->summary; },
+            [](const E& x) { return !x.e->summary.empty(); });
+        v(
+            "tensor", [](const E& x) { return x.e->tensor; }, [](const E& x) { return x.e->tensor >= 0; });
+    }
+};
+
+struct BloatStorageView
+{
+    const StorageBloat* s = nullptr;
+    const FileListing* l = nullptr;
+
+    template <class V> static void describe(V& v)
+    {
+        using B = BloatStorageView;
+        v("key", [](const B& x) { return x.l->storages[size_t(x.s->storage)].key; });
+        v("nbytes", [](const B& x) { return x.s->nbytes; });
+        v("used_bytes", [](const B& x) { return x.s->usedBytes; });
+        v(
+            "whole", [](const B&) { return true; }, [](const B& x) { return x.s->wholeUse; });
+        v(
+            "approximate", [](const B&) { return true; }, [](const B& x) { return x.s->approximate; });
+        v("tensors", [](const B& x) {
+            std::vector<std::string> paths;
+            for (int t : x.s->tensors)
+                paths.push_back(x.l->tensors[size_t(t)].tensor.path);
+            return paths;
+        });
+    }
+};
+
+struct BloatView
+{
+    const FileBloat* b = nullptr;
+    const FileListing* l = nullptr;
+
+    template <class V> static void describe(V& v)
+    {
+        using B = BloatView;
+        v("file_bytes", [](const B& x) { return x.b->fileBytes; });
+        v("storage_bytes", [](const B& x) { return x.b->storageBytes; });
+        v("used_bytes", [](const B& x) { return x.b->usedBytes; });
+        v("reclaimable_bytes", [](const B& x) { return x.b->reclaimableBytes(); });
+        v("overhead_bytes", [](const B& x) { return x.b->overheadBytes; });
+        v("storages", [](const B& x) {
+            std::vector<BloatStorageView> out;
+            for (const auto& s : x.b->storages)
+                out.push_back({&s, x.l});
+            return out;
+        });
+    }
+};
+
+// Safetensors files have a header's metadata and no storages or pickle globals; torch files the
+// other way round.
+struct ListingView
+{
+    const FileListing* l = nullptr;
+
+    bool safetensors() const { return l->format == "safetensors"; }
+
+    template <class V> static void describe(V& v)
+    {
+        using L = ListingView;
+        const auto st = [](const L& x) { return x.safetensors(); };
+        const auto torchFile = [](const L& x) { return !x.safetensors(); };
+        v("file", [](const L& x) { return x.l->file; });
+        v("format", [](const L& x) { return x.l->format; });
+        v("protocol", [](const L& x) { return x.l->protocol; });
+        v("file_size", [](const L& x) { return x.l->fileSize; });
+        v(
+            "metadata", [](const L& x) { return x.l->metadata; }, st);
+        v("tensors", [](const L& x) { return viewsOf<TensorView>(x.l->tensors, x.safetensors()); });
+        v(
+            "storages", [](const L& x) { return viewsOf<StorageView>(x.l->storages); }, torchFile);
+        v(
+            "globals", [](const L& x) { return viewsOf<GlobalView>(x.l->globals); }, torchFile);
+        v("entries", [](const L& x) { return viewsOf<EntryView>(x.l->entries); });
+        v("bloat", [](const L& x) {
+            return x.l->bloat ? std::optional<BloatView>(BloatView{&*x.l->bloat, x.l}) : std::nullopt;
+        });
+        v("warnings", [](const L& x) { return x.l->warnings; });
+    }
+
+    // One view of each item, the rest of its fields given after it.
+    template <class View, class Item, class... Rest>
+    static std::vector<View> viewsOf(const std::vector<Item>& items, Rest... rest)
+    {
+        std::vector<View> out;
+        out.reserve(items.size());
+        for (const auto& i : items)
+            out.push_back({&i, rest...});
+        return out;
+    }
+};
 
 } // namespace
 
@@ -240,43 +364,14 @@ FileListing listFile(const std::string& path)
     }
 }
 
+uint64_t listedBytes(const ListedTensor& t, bool safetensors)
+{
+    return safetensors ? t.storageBytes : t.tensor.nbytes();
+}
+
 ordered_json toJson(const FileListing& l)
 {
-    const bool st = l.format == "safetensors";
-    ordered_json doc;
-    doc["file"] = l.file;
-    doc["format"] = l.format;
-    if (l.protocol) doc["protocol"] = *l.protocol;
-    doc["file_size"] = l.fileSize;
-    if (st) doc["metadata"] = l.metadata;
-    ordered_json tensors = ordered_json::array();
-    for (const auto& t : l.tensors)
-        tensors.push_back(tensorJson(t, st));
-    doc["tensors"] = std::move(tensors);
-    if (!st) {
-        ordered_json storages = ordered_json::array();
-        for (const auto& s : l.storages)
-            storages.push_back({{"key", s.key},
-                                {"dtype", torch::name(s.dtype)},
-                                {"nbytes", s.nbytes},
-                                {"location", s.location},
-                                {"record", s.record}});
-        doc["storages"] = std::move(storages);
-        ordered_json globals = ordered_json::array();
-        for (const auto& g : l.globals)
-            globals.push_back({{"module", g.module},
-                               {"name", g.name},
-                               {"safety", pickle::safetyName(g.safety)},
-                               {"count", g.count}});
-        doc["globals"] = std::move(globals);
-    }
-    ordered_json entries = ordered_json::array();
-    for (const auto& e : l.entries)
-        entries.push_back(entryJson(e));
-    doc["entries"] = std::move(entries);
-    if (l.bloat) doc["bloat"] = bloatJson(*l.bloat, l);
-    doc["warnings"] = l.warnings;
-    return doc;
+    return describedJson(ListingView{&l});
 }
 
 } // namespace ckpt::ops

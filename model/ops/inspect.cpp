@@ -4,6 +4,7 @@
 #include "io/location.h"
 #include "layout/family.h"
 #include "ops/bloat.h"
+#include "ops/describe_json.h"
 #include "ops/detect.h"
 #include "ops/file_listing.h"
 #include "ops/tensor_source.h"
@@ -35,129 +36,115 @@ std::string humanBytes(uint64_t n)
 
 namespace {
 
-std::string joinInts(const ordered_json& a)
+std::string joinInts(const std::vector<int64_t>& a)
 {
     std::string s;
     for (size_t i = 0; i < a.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(a[i].get<int64_t>());
+        s += (i ? ", " : "") + std::to_string(a[i]);
     return s;
 }
 
-} // namespace
-
-ordered_json inspectFile(const layout::TensorFile& file)
-{
-    return toJson(listFile(file));
-}
-
-ordered_json inspectFile(const std::string& path)
-{
-    return toJson(listFile(path));
-}
-
-namespace {
-
 // What a listing ends with, file or checkpoint: the files beside it that are no part of it, and
 // its warnings.
-void printOtherFilesAndWarnings(const ordered_json& doc, std::ostream& out)
+void printOtherFilesAndWarnings(const std::vector<std::string>& otherFiles,
+                                const std::vector<std::string>& warnings, std::ostream& out)
 {
-    if (doc.contains("other_files")) {
+    if (!otherFiles.empty()) {
         out << "other files (named like checkpoints, but not):";
-        for (const auto& f : doc["other_files"])
-            out << "  " << f.get<std::string>();
+        for (const auto& f : otherFiles)
+            out << "  " << f;
         out << "\n";
     }
-    for (const auto& w : doc["warnings"])
-        out << "warning: " << w.get<std::string>() << "\n";
+    for (const auto& w : warnings)
+        out << "warning: " << w << "\n";
 }
 
 // The summary line and the storages that waste the most, largest first.
-void printBloat(const ordered_json& b, std::ostream& out)
+void printBloat(const FileBloat& b, const FileListing& l, std::ostream& out)
 {
-    const uint64_t storage = b["storage_bytes"].get<uint64_t>(), used = b["used_bytes"].get<uint64_t>();
-    out << "bytes: file " << humanBytes(b["file_bytes"].get<uint64_t>()) << ", storages "
-        << humanBytes(storage) << ", used by tensors " << humanBytes(used) << ", overhead "
-        << humanBytes(b["overhead_bytes"].get<uint64_t>());
+    const uint64_t storage = b.storageBytes, used = b.usedBytes;
+    out << "bytes: file " << humanBytes(b.fileBytes) << ", storages " << humanBytes(storage)
+        << ", used by tensors " << humanBytes(used) << ", overhead " << humanBytes(b.overheadBytes);
     if (storage > used)
         out << "; bloat " << humanBytes(storage - used) << " (" << (storage - used) * 100 / storage
             << "% of the storages; `ckpt slim` writes a copy without it)";
     out << "\n";
-    std::vector<const ordered_json*> wasteful;
-    for (const auto& s : b["storages"])
-        if (s["used_bytes"].get<uint64_t>() < s["nbytes"].get<uint64_t>()) wasteful.push_back(&s);
-    std::sort(wasteful.begin(), wasteful.end(), [](const ordered_json* x, const ordered_json* y) {
-        return (*x)["nbytes"].get<uint64_t>() - (*x)["used_bytes"].get<uint64_t>() >
-               (*y)["nbytes"].get<uint64_t>() - (*y)["used_bytes"].get<uint64_t>();
+    std::vector<const StorageBloat*> wasteful;
+    for (const auto& s : b.storages)
+        if (s.usedBytes < s.nbytes) wasteful.push_back(&s);
+    std::sort(wasteful.begin(), wasteful.end(), [](const StorageBloat* x, const StorageBloat* y) {
+        return x->nbytes - x->usedBytes > y->nbytes - y->usedBytes;
     });
     for (size_t i = 0; i < wasteful.size() && i < 10; ++i) {
-        const auto& s = *wasteful[i];
-        const uint64_t n = s["nbytes"].get<uint64_t>(), u = s["used_bytes"].get<uint64_t>();
-        out << "  storage " << s["key"].get<std::string>() << ": " << humanBytes(n) << ", its "
-            << s["tensors"].size() << " view(s) use " << humanBytes(u) << " (" << (n ? u * 100 / n : 0)
-            << "%)\n";
+        const StorageBloat& s = *wasteful[i];
+        out << "  storage " << l.storages[size_t(s.storage)].key << ": " << humanBytes(s.nbytes) << ", its "
+            << s.tensors.size() << " view(s) use " << humanBytes(s.usedBytes) << " ("
+            << (s.nbytes ? s.usedBytes * 100 / s.nbytes : 0) << "%)\n";
     }
     if (wasteful.size() > 10)
         out << "  ... and " << wasteful.size() - 10 << " more storages with unused bytes\n";
 }
 
+// One tensor's line of the tree: dtype, shape and bytes, then where they lie in a torch file.
+std::string tensorLine(const ListedTensor& l, bool safetensors)
+{
+    const torch::Tensor& t = l.tensor;
+    const uint64_t nbytes = listedBytes(l, safetensors);
+    std::string line = "tensor " + std::string(torch::name(t.dtype)) + "[" + joinInts(t.shape) + "]";
+    line += "  " + humanBytes(nbytes);
+    if (!l.storage.empty() && !safetensors) {
+        line += "  storage " + l.storage;
+        if (t.storageOffset) line += "+" + std::to_string(t.storageOffset);
+        line += " stride(" + joinInts(t.stride) + ")";
+        if (l.storageShared)
+            line += "  shared storage";
+        else if (l.storageBytes > nbytes)
+            line += "  view into " + humanBytes(l.storageBytes) + " storage";
+    }
+    if (t.requiresGrad) line += "  requires_grad";
+    if (!t.note.empty()) line += "  [" + t.note + "]";
+    if (!l.aliasOf.empty()) line += "  (same tensor as " + l.aliasOf + ")";
+    return line;
+}
+
 } // namespace
 
-void printInspect(const ordered_json& doc, std::ostream& out)
+void printInspect(const FileListing& l, std::ostream& out)
 {
-    const auto& tensors = doc["tensors"];
+    const bool safetensors = l.format == "safetensors";
     uint64_t total = 0;
-    for (const auto& t : tensors)
-        total += t["nbytes"].get<uint64_t>();
-    out << doc["file"].get<std::string>() << "  (" << doc["format"].get<std::string>();
-    if (doc.contains("protocol")) out << ", pickle protocol " << doc["protocol"].get<int>();
-    out << ", " << tensors.size() << " tensors, " << humanBytes(total) << " of tensor data, file "
-        << humanBytes(doc["file_size"].get<uint64_t>()) << ")\n";
-    for (const auto& e : doc["entries"]) {
-        const int depth = e["depth"].get<int>();
-        std::string line(size_t(depth) * 2, ' ');
-        const std::string path = e["path"].get<std::string>();
-        const auto slash = path.rfind('/');
-        line += path.empty() ? "<root>" : slash == std::string::npos ? path : path.substr(slash + 1);
+    for (const auto& t : l.tensors)
+        total += listedBytes(t, safetensors);
+    out << l.file << "  (" << l.format;
+    if (l.protocol) out << ", pickle protocol " << *l.protocol;
+    out << ", " << l.tensors.size() << " tensors, " << humanBytes(total) << " of tensor data, file "
+        << humanBytes(l.fileSize) << ")\n";
+    for (const auto& e : l.entries) {
+        std::string line(size_t(e.depth) * 2, ' ');
+        const auto slash = e.path.rfind('/');
+        line += e.path.empty() ? "<root>" : slash == std::string::npos ? e.path : e.path.substr(slash + 1);
         line += "  ";
-        const std::string kind = e["kind"].get<std::string>();
-        if (kind == "tensor") {
-            const auto& t = tensors[e["tensor"].get<size_t>()];
-            line += "tensor " + t["dtype"].get<std::string>() + "[" + joinInts(t["shape"]) + "]";
-            line += "  " + humanBytes(t["nbytes"].get<uint64_t>());
-            if (!t["storage"].is_null() && doc["format"] != "safetensors") {
-                line += "  storage " + t["storage"].get<std::string>();
-                if (t["storage_offset"].get<int64_t>())
-                    line += "+" + std::to_string(t["storage_offset"].get<int64_t>());
-                line += " stride(" + joinInts(t["stride"]) + ")";
-                if (t.value("storage_shared", false))
-                    line += "  shared storage";
-                else if (t["storage_nbytes"].get<uint64_t>() > t["nbytes"].get<uint64_t>())
-                    line += "  view into " + humanBytes(t["storage_nbytes"].get<uint64_t>()) + " storage";
-            }
-            if (t.value("requires_grad", false)) line += "  requires_grad";
-            if (t.contains("note")) line += "  [" + t["note"].get<std::string>() + "]";
-            if (t.contains("alias_of")) line += "  (same tensor as " + t["alias_of"].get<std::string>() + ")";
+        if (e.kind == torch::EntryKind::Tensor) {
+            line += tensorLine(l.tensors[size_t(e.tensor)], safetensors);
         } else {
-            line += e["type"].get<std::string>();
-            if (e.contains("summary")) line += "  " + e["summary"].get<std::string>();
+            line += e.type;
+            if (!e.summary.empty()) line += "  " + e.summary;
         }
         out << line << "\n";
     }
-    if (doc.contains("bloat")) printBloat(doc["bloat"], out);
-    printOtherFilesAndWarnings(doc, out);
+    if (l.bloat) printBloat(*l.bloat, l, out);
+    printOtherFilesAndWarnings({}, l.warnings, out);
 }
 
 namespace {
 
-ordered_json sourcesJson(const std::vector<layout::Source>& v)
+std::vector<ListedSource> listedSources(const std::vector<layout::Source>& v)
 {
-    ordered_json a = ordered_json::array();
+    std::vector<ListedSource> out;
     for (const auto& s : v)
-        a.push_back({{"file", std::filesystem::path(s.file.str()).filename().string()},
-                     {"tensor", s.tensorPath.str()},
-                     {"offset", s.offset},
-                     {"count", s.count}});
-    return a;
+        out.push_back(
+            {std::filesystem::path(s.file.str()).filename().string(), s.tensorPath.str(), s.offset, s.count});
+    return out;
 }
 
 const char* paramKind(layout::Parameter::Kind k)
@@ -173,9 +160,9 @@ namespace {
 
 // Every file of the tag as a file listing: those the opening parsed, from the opened checkpoint;
 // a file that is no torch or safetensors file (a .distcp, a config) says why not.
-ordered_json fileListings(const layout::Tag& t, const layout::FileSet& files)
+std::vector<ordered_json> fileListings(const layout::Tag& t, const layout::FileSet& files)
 {
-    ordered_json out = ordered_json::array();
+    std::vector<ordered_json> out;
     for (const auto& f : t.files) {
         try {
             const auto parsed = files.find(f.path);
@@ -187,8 +174,8 @@ ordered_json fileListings(const layout::Tag& t, const layout::FileSet& files)
     return out;
 }
 
-// trainer_state.json as `ckpt inspect --json` gives it: the summary and every log entry, with
-// the keys the Trainer uses (a value an entry lacks is left out; NaN and infinities are null).
+} // namespace
+
 ordered_json trainerStateJson(const layout::TrainingLog& s)
 {
     ordered_json j;
@@ -215,31 +202,32 @@ ordered_json trainerStateJson(const layout::TrainingLog& s)
     return j;
 }
 
+namespace {
+
 // One line of what the run logged up to this tag: the first and last training loss, the last
 // evaluation loss.
-std::string trainerLogLine(const ordered_json& state)
+std::string trainerLogLine(const layout::TrainingLog& log)
 {
-    const ordered_json* first = nullptr;
-    const ordered_json* last = nullptr;
-    const ordered_json* eval = nullptr;
-    for (const auto& e : state["log_history"]) {
-        if (e.contains("loss") && e["loss"].is_number()) {
+    const layout::TrainingLogEntry* first = nullptr;
+    const layout::TrainingLogEntry* last = nullptr;
+    const layout::TrainingLogEntry* eval = nullptr;
+    for (const auto& e : log.logHistory) {
+        if (e.loss) {
             if (!first) first = &e;
             last = &e;
         }
-        if (e.contains("eval_loss") && e["eval_loss"].is_number()) eval = &e;
+        if (e.evalLoss) eval = &e;
     }
     std::string line;
     char buf[96];
     if (first) {
-        std::snprintf(buf, sizeof buf, "loss %.4g (step %lld) -> %.4g (step %lld)",
-                      (*first)["loss"].get<double>(), (long long)(*first)["step"].get<int64_t>(),
-                      (*last)["loss"].get<double>(), (long long)(*last)["step"].get<int64_t>());
+        std::snprintf(buf, sizeof buf, "loss %.4g (step %lld) -> %.4g (step %lld)", *first->loss,
+                      (long long)first->step, *last->loss, (long long)last->step);
         line += buf;
     }
     if (eval) {
         std::snprintf(buf, sizeof buf, "%seval_loss %.4g (step %lld)", line.empty() ? "" : ", ",
-                      (*eval)["eval_loss"].get<double>(), (long long)(*eval)["step"].get<int64_t>());
+                      *eval->evalLoss, (long long)eval->step);
         line += buf;
     }
     return line;
@@ -301,6 +289,41 @@ FolderBloat tagBloat(const layout::Tag& t, const layout::Checkpoint& ck, const C
 
 } // namespace
 
+TagHeader tagHeader(const layout::Tag& t)
+{
+    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t);
+    return {t.name,  t.latest,   ds.optimizer,  ds.zeroStage,    t.worldSize,   t.mpWorldSize,
+            t.dtype, ds.version, t.globalSteps, t.globalSamples, t.skippedSteps};
+}
+
+namespace {
+
+// A tag as the listing gives it, all but its parameters (made one at a time when written).
+TagListing tagListing(const layout::Tag& t, const CheckpointListing& l, bool withListings)
+{
+    TagListing j;
+    j.header = tagHeader(t);
+    j.badges = badgesJson(t);
+    for (const auto& f : t.facts)
+        j.facts.push_back({f.label, f.value});
+    j.unreadable = t.unreadable;
+    j.trainerState = t.trainingLog;
+    if (!t.dir.empty() && t.unreadable.empty()) {
+        static const CancelToken never;
+        j.bloat = tagBloat(t, l.opened->model, never, l.opened->files.get());
+    }
+    for (const auto& f : t.files)
+        j.files.push_back({f.name, layout::roleName(f.role), f.dpRank, f.mpRank, f.size});
+    if (withListings && t.unreadable.empty()) j.fileListings = fileListings(t, *l.opened->files);
+    j.config = t.config;
+    j.lrScheduler = t.lrScheduler;
+    j.clientState = t.clientState;
+    j.warnings = t.warnings;
+    return j;
+}
+
+} // namespace
+
 CheckpointListing listCheckpoint(const std::string& path, const std::string& tagName, bool sources,
                                  bool entries)
 {
@@ -309,101 +332,72 @@ CheckpointListing listCheckpoint(const std::string& path, const std::string& tag
     l.sources = sources;
     const layout::Checkpoint& ck = l.opened->model;
     if (!tagName.empty() && !ck.find(tagName)) throw Error("no tag '" + tagName + "'", path);
-    ordered_json& doc = l.doc;
-    doc["root"] = ck.root;
-    doc["family"] = ck.family;
-    doc["tags"] = ordered_json::array();
+    l.root = ck.root;
+    l.family = ck.family;
+    const bool listings = entries || io::pathKind(path) == io::PathKind::File;
     for (const auto& t : ck.tags) {
         if (!tagName.empty() && t.name != tagName) continue;
-        ordered_json j;
-        j["name"] = t.name;
-        j["latest"] = t.latest;
-        const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t); // the contract's keys for every tag
-        j["optimizer"] = ds.optimizer;
-        j["zero_stage"] = ds.zeroStage;
-        j["world_size"] = t.worldSize;
-        j["mp_world_size"] = t.mpWorldSize;
-        j["dtype"] = t.dtype;
-        j["ds_version"] = ds.version;
-        j["global_steps"] = t.globalSteps;
-        j["global_samples"] = t.globalSamples;
-        j["skipped_steps"] = t.skippedSteps;
-        if (ordered_json badges = badgesJson(t); !badges.empty()) j["badges"] = std::move(badges);
-        j["facts"] = ordered_json::array();
-        for (const auto& f : t.facts)
-            j["facts"].push_back({{"label", f.label}, {"value", f.value}});
-        if (!t.unreadable.empty()) j["unreadable"] = t.unreadable;
-        if (t.trainingLog) j["trainer_state"] = trainerStateJson(*t.trainingLog);
-        if (!t.dir.empty() && t.unreadable.empty()) {
-            static const CancelToken never;
-            j["bloat"] = folderBloatJson(tagBloat(t, ck, never, l.opened->files.get()));
-        }
-        ordered_json files = ordered_json::array();
-        for (const auto& f : t.files)
-            files.push_back({{"name", f.name},
-                             {"role", layout::roleName(f.role)},
-                             {"dp_rank", f.dpRank},
-                             {"mp_rank", f.mpRank},
-                             {"size", f.size}});
-        j["files"] = std::move(files);
-        if ((entries || io::pathKind(path) == io::PathKind::File) && t.unreadable.empty())
-            j["file_listings"] = fileListings(t, *l.opened->files);
-        j["parameters"] = ordered_json::array();
-        j["config"] = t.config;
-        j["lr_scheduler"] = t.lrScheduler;
-        j["client_state"] = t.clientState;
-        j["warnings"] = t.warnings;
-        doc["tags"].push_back(std::move(j));
-        l.tags.push_back(&t);
+        l.tags.push_back(tagListing(t, l, listings));
+        l.models.push_back(&t);
     }
-    if (!ck.otherFiles.empty()) doc["other_files"] = ck.otherFiles;
-    doc["warnings"] = ck.warnings;
+    l.otherFiles = ck.otherFiles;
+    l.warnings = ck.warnings;
     return l;
 }
 
-ordered_json CheckpointListing::parameter(size_t tag, size_t index) const
+ListedParameter CheckpointListing::parameter(size_t tag, size_t index) const
 {
-    const layout::Parameter& p = tags.at(tag)->params.at(index);
-    ordered_json pj{{"name", p.name},
-                    {"kind", paramKind(p.kind)},
-                    {"dtype", torch::name(p.dtype)},
-                    {"shape", p.shape},
-                    {"numel", p.numel()}};
-    if (!p.tiedTo.empty()) pj["tied_to"] = p.tiedTo;
-    if (p.group >= 0) pj["group"] = p.group, pj["group_offset"] = p.groupOffset;
-    ordered_json parts = ordered_json::array();
+    const layout::Parameter& p = models.at(tag)->params.at(index);
+    ListedParameter pj;
+    pj.name = p.name;
+    pj.kind = paramKind(p.kind);
+    pj.dtype = torch::name(p.dtype);
+    pj.shape = p.shape;
+    pj.numel = p.numel();
+    pj.tiedTo = p.tiedTo;
+    pj.group = p.group;
+    pj.groupOffset = p.groupOffset;
     for (size_t i = 0; i < p.slices.size(); ++i) {
         const layout::RankSlice& s = p.slices[i];
-        ordered_json sj{
-            {"rank", s.rank}, {"offset", s.paramOffset}, {"length", s.length}, {"padding", s.padding}};
+        ListedPartition sj;
+        sj.rank = s.rank;
+        sj.offset = s.paramOffset;
+        sj.length = s.length;
+        sj.padding = s.padding;
         if (sources) {
-            sj["master"] = sourcesJson(s.master);
+            sj.master = listedSources(s.master);
+            Keyed<std::vector<ListedSource>> states;
             for (const auto& st : p.state) // the partition's share of each state sliced as it is
                 if (st.perSlice && i < st.slices.size() && !st.slices[i].master.empty())
-                    sj["states"][st.name] = sourcesJson(st.slices[i].master);
+                    states.items.emplace_back(st.name, listedSources(st.slices[i].master));
+            if (!states.items.empty()) sj.states = std::move(states);
         }
-        parts.push_back(std::move(sj));
+        pj.partitions.push_back(std::move(sj));
     }
-    pj["partitions"] = std::move(parts);
     return pj;
+}
+
+ordered_json toJson(const CheckpointListing& listing)
+{
+    return describedJson(listing);
 }
 
 ordered_json inspectCheckpoint(const std::string& path, const std::string& tagName, bool sources)
 {
     CheckpointListing l = listCheckpoint(path, tagName, sources);
     for (size_t t = 0; t < l.tags.size(); ++t)
-        for (size_t i = 0; i < l.tags[t]->params.size(); ++i)
-            l.doc["tags"][t]["parameters"].push_back(l.parameter(t, i));
-    return l.doc;
+        for (size_t i = 0; i < l.models[t]->params.size(); ++i)
+            l.tags[t].parameters.push_back(l.parameter(t, i));
+    return toJson(l);
 }
 
 void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
 {
     // The document is dumped with a marker in place of each tag's parameters, which are then
     // written one by one at the marker's indentation: the same text as dump(2) of the whole.
-    ordered_json doc = l.doc;
+    ordered_json doc = toJson(l);
     for (size_t t = 0; t < l.tags.size(); ++t)
-        doc["tags"][t]["parameters"] = "\x01parameters " + std::to_string(t);
+        doc.at("tags").at(t).at("parameters") = "\x01parameters " + std::to_string(t);
     // Invalid UTF-8 (a pickled name with lone surrogates) becomes U+FFFD rather than an exception
     // half way through the output.
     constexpr auto replace = ordered_json::error_handler_t::replace;
@@ -412,17 +406,17 @@ void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
     for (size_t t = 0; t < l.tags.size(); ++t) {
         const std::string marker = "\"\\u0001parameters " + std::to_string(t) + "\"";
         const size_t m = text.find(marker, at);
-        if (m == std::string::npos) throw Error("inspect: lost the parameters of a tag", l.doc["root"]);
+        if (m == std::string::npos) throw Error("inspect: lost the parameters of a tag", l.root);
         out.write(text.data() + at, std::streamsize(m - at));
         const size_t lineStart = text.rfind('\n', m) + 1;
         const std::string indent(text.find_first_not_of(' ', lineStart) - lineStart, ' ');
-        const auto& params = l.tags[t]->params;
+        const auto& params = l.models[t]->params;
         if (params.empty()) {
             out << "[]";
         } else {
             out << "[\n";
             for (size_t i = 0; i < params.size(); ++i) {
-                const std::string one = l.parameter(t, i).dump(2, ' ', false, replace);
+                const std::string one = describedJson(l.parameter(t, i)).dump(2, ' ', false, replace);
                 out << indent << "  ";
                 for (char c : one) {
                     out.put(c);
@@ -437,70 +431,71 @@ void writeCheckpointJson(const CheckpointListing& l, std::ostream& out)
     out.write(text.data() + at, std::streamsize(text.size() - at));
 }
 
+namespace {
+
+// A parameter's line: kind, dtype and shape, and for a flat group its ranks' ranges.
+void printParameter(const ListedParameter& p, std::ostream& out)
+{
+    out << "    " << p.name << "  " << p.kind << " " << p.dtype << "[" << joinInts(p.shape) << "]";
+    if (!p.tiedTo.empty()) out << "  tied to " << p.tiedTo;
+    if (p.group >= 0) {
+        out << "  ranks:";
+        for (const auto& s : p.partitions)
+            out << " " << s.rank << ":" << s.offset << "+" << s.length
+                << (s.padding ? "(pad " + std::to_string(s.padding) + ")" : "");
+    }
+    out << "\n";
+}
+
+void printTagBloat(const FolderBloat& b, std::ostream& out)
+{
+    out << "  bytes: " << humanBytes(b.fileBytes) << " in " << b.files.size() << " files:";
+    for (size_t r = 0; r < kByteRoles; ++r)
+        if (b.roleBytes[r]) out << "  " << roleName(ByteRole(r)) << " " << humanBytes(b.roleBytes[r]);
+    out << "\n";
+    if (b.reclaimableBytes())
+        out << "  bloat: " << humanBytes(b.reclaimableBytes())
+            << " of storage no tensor uses (`ckpt slim` writes a copy without it)\n";
+}
+
+void printTag(const CheckpointListing& listing, size_t index, std::ostream& out)
+{
+    const TagListing& t = listing.tags[index];
+    out << "tag " << t.header.name << (t.header.latest ? "  [latest]" : "") << "\n";
+    // What the family says of the tag, whatever the family.
+    std::string facts;
+    for (const auto& f : t.facts)
+        facts += (facts.empty() ? "  " : ", ") + f.label + ": " + f.value;
+    if (!facts.empty()) out << facts << "\n";
+    if (t.trainerState)
+        if (const std::string log = trainerLogLine(*t.trainerState); !log.empty())
+            out << "  trainer log: " << log << "\n";
+    if (!t.unreadable.empty()) { // said once, instead of an empty listing and a warning
+        out << "  cannot be read: " << t.unreadable << "\n";
+        return;
+    }
+    out << "  files:\n";
+    for (const auto& f : t.files)
+        out << "    " << f.name << "  " << f.role << "  " << humanBytes(f.size) << "\n";
+    const size_t params = listing.models[index]->params.size();
+    if (params) out << "  parameters:\n";
+    for (size_t i = 0; i < params; ++i)
+        printParameter(listing.parameter(index, i), out);
+    if (t.bloat) printTagBloat(*t.bloat, out);
+    if (!t.clientState.empty()) out << "  client state: " << t.clientState.dump() << "\n";
+    for (const auto& w : t.warnings)
+        out << "  warning: " << w << "\n";
+}
+
+} // namespace
+
 void printCheckpoint(const CheckpointListing& listing, std::ostream& out)
 {
-    const ordered_json& doc = listing.doc;
-    size_t tagIndex = 0;
-    out << doc["root"].get<std::string>() << "  (" << doc["family"].get<std::string>() << ", "
-        << doc["tags"].size() << " tag" << (doc["tags"].size() == 1 ? "" : "s") << ")\n";
-    for (const auto& t : doc["tags"]) {
-        out << "tag " << t["name"].get<std::string>() << (t["latest"].get<bool>() ? "  [latest]" : "")
-            << "\n";
-        // What the family says of the tag, whatever the family.
-        std::string facts;
-        for (const auto& f : t["facts"])
-            facts += (facts.empty() ? "  " : ", ") + f["label"].get<std::string>() + ": " +
-                     f["value"].get<std::string>();
-        if (!facts.empty()) out << facts << "\n";
-        if (t.contains("trainer_state"))
-            if (const std::string log = trainerLogLine(t["trainer_state"]); !log.empty())
-                out << "  trainer log: " << log << "\n";
-        if (t.contains("unreadable")) { // said once, instead of an empty listing and a warning
-            out << "  cannot be read: " << t["unreadable"].get<std::string>() << "\n";
-            ++tagIndex;
-            continue;
-        }
-        out << "  files:\n";
-        for (const auto& f : t["files"])
-            out << "    " << f["name"].get<std::string>() << "  " << f["role"].get<std::string>() << "  "
-                << humanBytes(f["size"].get<uint64_t>()) << "\n";
-        const auto& params = listing.tags[tagIndex++]->params;
-        if (!params.empty()) out << "  parameters:\n";
-        for (size_t i = 0; i < params.size(); ++i) {
-            const ordered_json p = listing.parameter(tagIndex - 1, i);
-            std::string shape;
-            for (const auto& d : p["shape"])
-                shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
-            out << "    " << p["name"].get<std::string>() << "  " << p["kind"].get<std::string>() << " "
-                << p["dtype"].get<std::string>() << "[" << shape << "]";
-            if (p.contains("tied_to")) out << "  tied to " << p["tied_to"].get<std::string>();
-            if (p.contains("group")) {
-                out << "  ranks:";
-                for (const auto& s : p["partitions"])
-                    out << " " << s["rank"].get<int>() << ":" << s["offset"].get<uint64_t>() << "+"
-                        << s["length"].get<uint64_t>()
-                        << (s["padding"].get<uint64_t>()
-                                ? "(pad " + std::to_string(s["padding"].get<uint64_t>()) + ")"
-                                : "");
-            }
-            out << "\n";
-        }
-        if (t.contains("bloat")) {
-            const auto& b = t["bloat"];
-            out << "  bytes: " << humanBytes(b["file_bytes"].get<uint64_t>()) << " in " << b["files"].size()
-                << " files:";
-            for (const auto& [role, bytes] : b["bytes_by_role"].items())
-                if (bytes.get<uint64_t>()) out << "  " << role << " " << humanBytes(bytes.get<uint64_t>());
-            out << "\n";
-            if (b["reclaimable_bytes"].get<uint64_t>())
-                out << "  bloat: " << humanBytes(b["reclaimable_bytes"].get<uint64_t>())
-                    << " of storage no tensor uses (`ckpt slim` writes a copy without it)\n";
-        }
-        if (!t["client_state"].empty()) out << "  client state: " << t["client_state"].dump() << "\n";
-        for (const auto& w : t["warnings"])
-            out << "  warning: " << w.get<std::string>() << "\n";
-    }
-    printOtherFilesAndWarnings(doc, out);
+    out << listing.root << "  (" << listing.family << ", " << listing.tags.size() << " tag"
+        << (listing.tags.size() == 1 ? "" : "s") << ")\n";
+    for (size_t t = 0; t < listing.tags.size(); ++t)
+        printTag(listing, t, out);
+    printOtherFilesAndWarnings(listing.otherFiles, listing.warnings, out);
 }
 
 } // namespace ckpt::ops

@@ -7,7 +7,6 @@
 #include "ops/detect.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 namespace ckpt::ops {
 
@@ -163,16 +162,6 @@ FolderScan scanFolder(const std::string& path, const std::function<bool()>& canc
     }
     if (out.files.empty() && out.skipped.empty()) throw Error("the folder holds no file", path);
     return out;
-}
-
-nlohmann::ordered_json toJson(const FolderScan& r)
-{
-    nlohmann::ordered_json doc{{"path", r.path}, {"dangerous", r.dangerous()}};
-    auto& files = doc["files"] = nlohmann::ordered_json::array();
-    for (const auto& f : r.files)
-        files.push_back(toJson(f));
-    doc["skipped"] = r.skipped;
-    return doc;
 }
 
 } // namespace ckpt::ops

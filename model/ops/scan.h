@@ -19,6 +19,15 @@ struct ScanFinding
     pickle::Safety safety;
     int count = 0;
     std::string where; // "archive/data.pkl @ 12"
+
+    template <class V> static void describe(V& v)
+    {
+        v("module", &ScanFinding::module);
+        v("name", &ScanFinding::name);
+        v("safety", [](const ScanFinding& f) { return std::string(pickle::safetyName(f.safety)); });
+        v("count", &ScanFinding::count);
+        v("first_seen", &ScanFinding::where);
+    }
 };
 
 struct ScanReport
@@ -29,6 +38,16 @@ struct ScanReport
     std::vector<ScanFinding> findings; // first-seen order
     std::vector<std::string> errors;   // pickles that could not be parsed to the end
     bool dangerous() const;
+
+    template <class V> static void describe(V& v)
+    {
+        v("file", &ScanReport::file);
+        v("format", &ScanReport::format);
+        v("pickles", &ScanReport::pickles);
+        v("dangerous", &ScanReport::dangerous);
+        v("globals", &ScanReport::findings);
+        v("errors", &ScanReport::errors);
+    }
 };
 // `ckpt scan --json`: the globals referenced, with their safety, and the pickles left unread.
 nlohmann::ordered_json toJson(const ScanReport& r);
@@ -47,6 +66,14 @@ struct FolderScan
     std::vector<ScanReport> files;    // by relative path; a member as "<archive>!<member>"
     std::vector<std::string> skipped; // files that hold no pickle (safetensors, JSON, text): nothing to run
     bool dangerous() const;
+
+    template <class V> static void describe(V& v)
+    {
+        v("path", &FolderScan::path);
+        v("dangerous", &FolderScan::dangerous);
+        v("files", &FolderScan::files);
+        v("skipped", &FolderScan::skipped);
+    }
 };
 // `cancelled` is asked between two files: true stops the scan with Cancelled.
 FolderScan scanFolder(const std::string& path, const std::function<bool()>& cancelled = {});

@@ -32,6 +32,20 @@ struct SlimFile
     uint64_t bytesAfter = 0; // exact when written; planned for a dry run
     uint64_t storageBefore = 0, storageAfter = 0, usedBytes = 0;
     size_t storagesBefore = 0, storagesAfter = 0;
+
+    // Its fields as `ckpt slim --json` and Python name them (ops/describe.h).
+    template <class V> static void describe(V& v)
+    {
+        v("path", &SlimFile::path);
+        v("action", &SlimFile::action);
+        v("bytes_before", &SlimFile::bytesBefore);
+        v("bytes_after", &SlimFile::bytesAfter);
+        v("storage_bytes_before", &SlimFile::storageBefore);
+        v("storage_bytes_after", &SlimFile::storageAfter);
+        v("used_bytes", &SlimFile::usedBytes);
+        v("storages_before", &SlimFile::storagesBefore);
+        v("storages_after", &SlimFile::storagesAfter);
+    }
 };
 
 struct SlimResult
@@ -40,6 +54,14 @@ struct SlimResult
     std::vector<std::string> warnings;
     uint64_t bytesBefore() const;
     uint64_t bytesAfter() const;
+
+    template <class V> static void describe(V& v)
+    {
+        v("files", &SlimResult::files);
+        v("bytes_before", &SlimResult::bytesBefore);
+        v("bytes_after", &SlimResult::bytesAfter);
+        v("warnings", &SlimResult::warnings);
+    }
 };
 // `ckpt slim --json`: each file's action and sizes (the command adds its input and output).
 nlohmann::ordered_json toJson(const SlimResult& r);

@@ -42,6 +42,26 @@ struct UniversalResult
     size_t files = 0;       // files written, latest_universal included
     uint64_t tensorBytes = 0, copiedBytes = 0, bytesWritten = 0;
     std::vector<std::string> warnings;
+
+    // Its fields as `ckpt universal --json` and Python name them (ops/describe.h).
+    template <class V> static void describe(V& v)
+    {
+        using R = UniversalResult;
+        v("tag", &R::tag);
+        v("tag_dir", &R::tagDir);
+        v("output", &R::output);
+        v("latest_universal", &R::latestFile);
+        v("zero_stage", &R::zeroStage);
+        v("world_size", &R::worldSize);
+        v("tensor_parallel", &R::tensorParallel);
+        v("optimizer", &R::optimizer);
+        v("parameters", &R::parameters);
+        v("files", &R::files);
+        v("tensor_bytes", &R::tensorBytes);
+        v("copied_bytes", &R::copiedBytes);
+        v("bytes_written", &R::bytesWritten);
+        v("warnings", &R::warnings);
+    }
 };
 // `ckpt universal --json` (the command adds its input and the seconds it took).
 nlohmann::ordered_json toJson(const UniversalResult& r);

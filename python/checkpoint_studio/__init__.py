@@ -16,14 +16,14 @@ or calls what they name. Errors in checkpoints raise CheckpointError (a ValueErr
 engine's one-line message naming the file.
 """
 
-import dataclasses
 import os
 from typing import Dict, List, Optional
 
 from . import _engine
 from ._engine import Cancelled, CheckpointError
-from ._ops import (DiffResult, ExportResult, Progress, SlimFile, SlimResult, StatsResult, TensorDiff,
-                   TensorStats, UniversalResult, diff, export, run, slim, stats, to_universal)
+from ._ops import (DiffChange, DiffResult, DiffShape, DiffSummary, ExportResult, FolderScan, Histogram, Progress,
+                   ScanFinding, ScanReport, SlimFile, SlimResult, StatsResult, TensorDiff, TensorStats,
+                   UniversalResult, diff, export, run, scan, slim, stats, to_universal)
 from ._safe_open import load_file, safe_open
 from ._tensors import LazyStateDict, LazyTensor, TensorSlice, _check_framework, _engine_name, entries, materialize
 
@@ -31,33 +31,15 @@ __version__ = "0.1.0"
 __all__ = [
     "open", "Checkpoint", "Tag", "TagInfo", "LazyStateDict", "LazyTensor", "TensorSlice", "CheckpointError",
     "Cancelled", "Progress", "export", "to_universal", "slim", "diff", "stats", "ExportResult",
-    "UniversalResult", "SlimResult", "SlimFile", "StatsResult", "TensorStats", "DiffResult", "TensorDiff",
-    "safe_open", "load_file",
+    "UniversalResult", "SlimResult", "SlimFile", "StatsResult", "TensorStats", "Histogram", "DiffResult", "TensorDiff",
+    "DiffChange", "DiffShape", "DiffSummary", "scan", "FolderScan", "ScanReport", "ScanFinding", "safe_open",
+    "load_file",
 ]
 
 
-@dataclasses.dataclass
-class TagInfo:
-    """What the window's overview says of a tag: the family's facts and the common fields."""
-    name: str
-    dir: str
-    latest: bool
-    facts: Dict[str, str]
-    optimizer: str
-    zero_stage: int
-    world_size: int
-    mp_world_size: int
-    dtype: str
-    ds_version: str
-    global_steps: int
-    global_samples: int
-    skipped_steps: int
-    parameters: int
-    files: List[str]
-    warnings: List[str]
-    unreadable: str
-    not_exportable: str
-    converts_to_universal: bool
+# What the window's overview says of a tag: the family's facts (label -> value) and the common
+# fields, DeepSpeed's among them for every tag. A read-only value, bound from its one list of fields.
+TagInfo = _engine.TagInfo
 
 
 def open(path, tag=None, *, progress=False, cancel=None) -> "Checkpoint":
@@ -162,9 +144,7 @@ class Tag:
 
     @property
     def info(self) -> TagInfo:
-        d = self._checkpoint._engine.tag_info(self.name)
-        d["facts"] = dict(d["facts"])
-        return TagInfo(**d)
+        return self._checkpoint._engine.tag_info(self.name)
 
     def keys(self) -> List[str]:
         self._tensors()

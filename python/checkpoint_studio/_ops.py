@@ -1,4 +1,4 @@
-"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats. Each takes the
+"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats, scan. Each takes the
 CLI's options as keyword arguments, `progress=` and `cancel=`, and returns a typed result.
 
 Progress: None (default) draws a tqdm bar when tqdm is installed and stderr is a terminal (and
@@ -9,10 +9,8 @@ job within 100 ms and raises Cancelled. Ctrl+C cancels the job the same way and 
 KeyboardInterrupt. Cancelled or failed jobs leave no output behind."""
 
 import collections
-import dataclasses
 import os
 import sys
-from typing import List, Optional
 
 from . import _engine
 
@@ -89,128 +87,25 @@ def run(job, progress=None, cancel=None):
             close()
 
 
-def _build(cls, d):
-    return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
-
-
-@dataclasses.dataclass
-class ExportResult:
-    tag: str
-    files: List[str]  # written, index last
-    tensors: int
-    bytes: int
-    warnings: List[str]
-
-
-@dataclasses.dataclass
-class UniversalResult:
-    tag: str
-    tag_dir: str
-    output: str
-    latest_universal: str  # the file beside the folder that DeepSpeed's load_universal reads
-    zero_stage: int
-    world_size: int
-    tensor_parallel: int
-    optimizer: str
-    parameters: int
-    files: int
-    tensor_bytes: int
-    copied_bytes: int
-    bytes_written: int
-    warnings: List[str]
-
-
-@dataclasses.dataclass
-class SlimFile:
-    path: str
-    action: str
-    bytes_before: int
-    bytes_after: int
-    storage_bytes_before: int
-    storage_bytes_after: int
-    used_bytes: int
-    storages_before: int
-    storages_after: int
-
-
-@dataclasses.dataclass
-class SlimResult:
-    files: List[SlimFile]
-    warnings: List[str]
-    bytes_before: int
-    bytes_after: int
-
-
-@dataclasses.dataclass
-class TensorStats:
-    name: str
-    alias_of: str
-    dtype: str
-    shape: List[int]
-    count: int
-    zeros: int
-    nans: int
-    infs: int
-    min: float
-    max: float
-    mean: float
-    std: float
-    absmax: float
-    l2: float
-    histogram: Optional[dict]
-
-
-@dataclasses.dataclass
-class StatsResult:
-    source: str
-    device: str
-    tensors: List[TensorStats]
-    skipped: List[str]
-    warnings: List[str]
-
-    def __getitem__(self, name):
-        return next(t for t in self.tensors if t.name == name)
-
-
-@dataclasses.dataclass
-class TensorDiff:
-    name: str
-    status: str  # identical, changed, only_a, only_b, shape_or_dtype, dtype_changed
-    dtype_a: str
-    dtype_b: str
-    shape_a: List[int]
-    shape_b: List[int]
-    compared: bool
-    bitwise_known: bool
-    count: int
-    bitwise_equal: int
-    nan_mismatch: int
-    max_abs_diff: float
-    l2_diff: float
-    rel_l2: float
-    cosine: float
-    stats_a: Optional[dict]
-    stats_b: Optional[dict]
-
-
-@dataclasses.dataclass
-class DiffResult:
-    a: dict
-    b: dict
-    device: str
-    tensors: List[TensorDiff]
-    warnings: List[str]
-
-    def __getitem__(self, name):
-        return next(t for t in self.tensors if t.name == name)
-
-    @property
-    def identical(self):
-        return all(t.status == "identical" for t in self.tensors)
-
-    def counts(self):
-        """{status: number of tensors}."""
-        return dict(collections.Counter(t.status for t in self.tensors))
+# The results are the engine's own classes, each bound from the one list of fields that also
+# writes its `ckpt ... --json` document (model/ops/describe.h): the attributes are the document's
+# keys, `_fields` names them. Values are numbers, strings, lists and these classes; None where the
+# document has null or leaves the key out.
+ExportResult = _engine.ExportResult
+UniversalResult = _engine.UniversalResult
+SlimResult = _engine.SlimResult
+SlimFile = _engine.SlimFile
+StatsResult = _engine.StatsResult  # result["name"]: that tensor's TensorStats
+TensorStats = _engine.TensorStats
+Histogram = _engine.Histogram
+DiffResult = _engine.DiffResult  # result["name"]: a compared tensor; .identical; .counts()
+TensorDiff = _engine.TensorDiff
+DiffChange = _engine.DiffChange
+DiffShape = _engine.DiffShape
+DiffSummary = _engine.DiffSummary
+FolderScan = _engine.FolderScan
+ScanReport = _engine.ScanReport
+ScanFinding = _engine.ScanFinding
 
 
 def _source(src, tag):
@@ -235,36 +130,30 @@ def export(src, out_dir, *, tag=None, safe_serialization=True, max_shard_size="5
     index); for DeepSpeed ZeRO, zero_to_fp32's names, order, shards and values."""
     s, t = _source(src, tag)
     fmt = "safetensors" if safe_serialization else "bin"
-    d = run(lambda poll: _engine.export(s, os.fspath(out_dir), t, fmt, _dtype(dtype), str(max_shard_size),
-                                        exclude_frozen_parameters, list(ignore), all_tensors, overwrite, device,
-                                        poll), progress, cancel)
-    return _build(ExportResult, d)
+    return run(lambda poll: _engine.export(s, os.fspath(out_dir), t, fmt, _dtype(dtype), str(max_shard_size),
+                                           exclude_frozen_parameters, list(ignore), all_tensors, overwrite, device,
+                                           poll), progress, cancel)
 
 
 def to_universal(src, out_dir, *, tag=None, inject_missing_state=False, overwrite=False, progress=None,
                  cancel=None) -> UniversalResult:
     """`ckpt universal`: a DeepSpeed ZeRO tag as a Universal checkpoint (ds_to_universal's files)."""
     s, t = _source(src, tag)
-    d = run(lambda poll: _engine.universal(s, os.fspath(out_dir), t, inject_missing_state, overwrite, poll),
-            progress, cancel)
-    return _build(UniversalResult, d)
+    return run(lambda poll: _engine.universal(s, os.fspath(out_dir), t, inject_missing_state, overwrite, poll),
+               progress, cancel)
 
 
 def slim(src, dst, *, dry_run=False, overwrite=False, progress=None, cancel=None) -> SlimResult:
     """`ckpt slim`: torch.save files rewritten so storages hold only what their views use."""
-    d = run(lambda poll: _engine.slim(os.fspath(src), os.fspath(dst), dry_run, overwrite, poll), progress, cancel)
-    d["files"] = [_build(SlimFile, f) for f in d["files"]]
-    return _build(SlimResult, d)
+    return run(lambda poll: _engine.slim(os.fspath(src), os.fspath(dst), dry_run, overwrite, poll), progress, cancel)
 
 
 def stats(src, *, tag=None, dtype=None, histogram=0, histogram_log10=False, device="auto", progress=None,
           cancel=None) -> StatsResult:
     """`ckpt stats`: per-tensor statistics of the tag's model (what export would write)."""
     s, t = _source(src, tag)
-    d = run(lambda poll: _engine.stats(s, t, _dtype(dtype), int(histogram or 0), histogram_log10, device, poll),
-            progress, cancel)
-    d["tensors"] = [_build(TensorStats, x) for x in d["tensors"]]
-    return _build(StatsResult, d)
+    return run(lambda poll: _engine.stats(s, t, _dtype(dtype), int(histogram or 0), histogram_log10, device, poll),
+               progress, cancel)
 
 
 def diff(a, b, *, tag_a=None, tag_b=None, moments=False, side_stats=False, device="auto", progress=None,
@@ -272,6 +161,12 @@ def diff(a, b, *, tag_a=None, tag_b=None, moments=False, side_stats=False, devic
     """`ckpt diff`: per-tensor comparison of two tags, checkpoints or files."""
     sa, ta = _source(a, tag_a)
     sb, tb = _source(b, tag_b)
-    d = run(lambda poll: _engine.diff(sa, sb, ta, tb, moments, side_stats, device, poll), progress, cancel)
-    d["tensors"] = [_build(TensorDiff, x) for x in d["tensors"]]
-    return _build(DiffResult, d)
+    return run(lambda poll: _engine.diff(sa, sb, ta, tb, moments, side_stats, device, poll), progress, cancel)
+
+
+def scan(src, *, progress=None, cancel=None) -> FolderScan:
+    """`ckpt scan`: the globals every pickle of a file, of a folder's files (any depth) or of an
+    archive's members names, each marked safe or dangerous; nothing is run. A file is a scan of
+    one; `.dangerous` is what makes `ckpt scan` exit with 3."""
+    path = os.fspath(src)
+    return run(lambda poll: _engine.scan(path, poll), progress, cancel)

@@ -36,7 +36,7 @@ def _open_tag(checkpoint_dir, tag, progress=None):
 
 def _stage1_zero(engine, tag):
     info = engine.tag_info(tag)
-    return info["converts_to_universal"] and info["zero_stage"] == 1
+    return info.converts_to_universal and info.zero_stage == 1
 
 
 def get_lazy_state_dict(checkpoint_dir, tag=None, exclude_frozen_parameters=False):

@@ -4,11 +4,13 @@
 // functions, typed results.
 #include "bindings.h"
 #include "job.h"
+#include "results.h"
 #include "tensors.h"
 
 #include "io/error.h"
 #include "layout/family.h"
 #include "layout/file_set.h"
+#include "ops/inspect.h"
 #include "safetensors/safetensors_file.h"
 
 #include <nanobind/ndarray.h>
@@ -47,39 +49,48 @@ void translate(const std::exception_ptr& p, void*)
     }
 }
 
-// What the window's overview shows of a tag, as plain Python values.
-nb::dict tagInfo(const layout::Tag& t)
+// What the window's overview shows of a tag (Python's Tag.info): a copy, so that it outlives the
+// checkpoint it came from. It starts as `ckpt inspect --json` lists a tag.
+struct TagInfo
 {
-    nb::dict d;
-    d["name"] = t.name;
-    d["dir"] = t.dir;
-    d["latest"] = t.latest;
-    const layout::DeepSpeedTag& ds = layout::deepSpeedOrNone(t); // TagInfo's keys for every tag
-    d["optimizer"] = ds.optimizer;
-    d["zero_stage"] = ds.zeroStage;
-    d["world_size"] = t.worldSize;
-    d["mp_world_size"] = t.mpWorldSize;
-    d["dtype"] = t.dtype;
-    d["ds_version"] = ds.version;
-    d["global_steps"] = t.globalSteps;
-    d["global_samples"] = t.globalSamples;
-    d["skipped_steps"] = t.skippedSteps;
-    nb::list facts;
+    ops::TagHeader header;
+    std::string dir;
+    ops::Keyed<std::string> facts; // label -> value, in the family's order
+    size_t parameters = 0;
+    std::vector<std::string> files; // the tag's file names
+    std::vector<std::string> warnings;
+    std::string unreadable, notExportable;
+    bool convertsToUniversal = false;
+
+    template <class V> static void describe(V& v)
+    {
+        ops::describeFlat(v, &TagInfo::header);
+        v("dir", &TagInfo::dir);
+        v("facts", &TagInfo::facts);
+        v("parameters", &TagInfo::parameters);
+        v("files", &TagInfo::files);
+        v("warnings", &TagInfo::warnings);
+        v("unreadable", &TagInfo::unreadable);
+        v("not_exportable", &TagInfo::notExportable);
+        v("converts_to_universal", &TagInfo::convertsToUniversal);
+    }
+};
+
+TagInfo tagInfo(const layout::Tag& t)
+{
+    TagInfo i;
+    i.header = ops::tagHeader(t);
+    i.dir = t.dir;
     for (const auto& f : t.facts)
-        facts.append(nb::make_tuple(f.label, f.value));
-    d["facts"] = facts;
-    d["warnings"] = t.warnings;
-    d["unreadable"] = t.unreadable;
-    d["not_exportable"] = t.notExportable;
-    d["converts_to_universal"] = t.convertsToUniversal;
-    d["parameters"] = t.params.size();
-    d["files"] = [&] {
-        std::vector<std::string> names;
-        for (const auto& f : t.files)
-            names.push_back(f.name);
-        return names;
-    }();
-    return d;
+        i.facts.items.emplace_back(f.label, f.value);
+    i.parameters = t.params.size();
+    for (const auto& f : t.files)
+        i.files.push_back(f.name);
+    i.warnings = t.warnings;
+    i.unreadable = t.unreadable;
+    i.notExportable = t.notExportable;
+    i.convertsToUniversal = t.convertsToUniversal;
+    return i;
 }
 
 // `tag` nullopt: every tag, leniently (a damaged tag keeps its error); else that tag (empty:
@@ -178,6 +189,7 @@ std::optional<std::map<std::string, std::string>> safetensorsMetadata(const Open
 
 void bindCheckpoint(nb::module_& m)
 {
+    bindDescribed<TagInfo>(m, "TagInfo");
     nb::class_<Opened>(m, "Checkpoint")
         .def_prop_ro("root", [](const Opened& o) { return o.checkpoint->model.root; })
         .def_prop_ro("path", [](const Opened& o) { return o.checkpoint->model.opened; })

@@ -2,12 +2,27 @@
 (sha256 of the tensor's bytes, as tools/fixtures/*.py compute it with the real tools)."""
 import hashlib
 import json
+import os
 import pathlib
+import shutil
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
+
+
+def ckpt_binary():
+    """The `ckpt` command: CKPT_BINARY (ctest sets it to this tree's), else on PATH, else the newest
+    one built in this repository."""
+    if os.environ.get("CKPT_BINARY"):
+        return os.environ["CKPT_BINARY"]
+    if shutil.which("ckpt"):
+        return shutil.which("ckpt")
+    built = sorted(ROOT.glob("build/*/cli/ckpt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not built:
+        raise AssertionError("no ckpt binary was found (set CKPT_BINARY)")
+    return str(built[0])
 
 
 def sha(t):

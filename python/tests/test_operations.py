@@ -105,7 +105,7 @@ def test_stats_are_torch_s_numbers():
         assert (s.min, s.max) == (t.min().item(), t.max().item())
         assert s.mean == pytest.approx(t.mean().item(), rel=1e-12, abs=1e-15)
         assert s.absmax == t.abs().max().item()
-        assert sum(s.histogram["bins"]) + s.histogram["zeros"] + s.histogram["non_finite"] >= s.count - s.zeros
+        assert sum(s.histogram.bins) + s.histogram.zeros + s.histogram.non_finite >= s.count - s.zeros
 
 
 def test_diff_two_tags():

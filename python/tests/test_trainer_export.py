@@ -7,13 +7,11 @@ set, else through checkpoint_studio when importable, else through `ckpt` on PATH
 of this repository."""
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ckpt_binary
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -44,18 +42,6 @@ def cases():
     if not out:
         raise AssertionError(f"no expectations in {EXPECTED}")
     return out
-
-
-def ckpt_binary():
-    if os.environ.get("CKPT_BINARY"):
-        return os.environ["CKPT_BINARY"]
-    if shutil.which("ckpt"):
-        return shutil.which("ckpt")
-    built = sorted(ROOT.glob("build/*/cli/ckpt"), key=lambda p: p.stat().st_mtime, reverse=True)
-    if not built:
-        raise AssertionError("no exporter: checkpoint_studio is not importable and no ckpt binary was found "
-                             "(set CKPT_BINARY)")
-    return str(built[0])
 
 
 def export(src, out, tag, dtype=None):
