@@ -4,6 +4,7 @@
 // parsed once, and damaged copies giving one clear error naming the damaged file.
 #include "layout/family.h"
 #include "ops/consolidate.h"
+#include "ops/inspect.h"
 #include "ops/tensor_source.h"
 #include "safetensors/safetensors_file.h"
 #include "testutil.h"
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -182,6 +184,58 @@ private slots:
         for (const auto& t : exp["export"]["tensors"])
             wantNames.push_back(t["name"]);
         QCOMPARE(modelNames, wantNames); // metadata order, as dcp_to_torch_save's dict
+    }
+
+    void fileListingsListEveryItem_data() { addFixtureRows(); }
+    // `ckpt inspect --json --entries` lists each .distcp file as the items .metadata stores in
+    // it: every tensor chunk under its key path (and "@offsets" where it is a block of the
+    // tensor), with the chunk's dtype and shape, checked against the fixture's record of
+    // .metadata; before, a .distcp read as a torch zip listed one stray tensor or an error.
+    void fileListingsListEveryItem()
+    {
+        QFETCH(QString, dir);
+        QFETCH(QString, expect);
+        const auto exp = testutil::readJson(expect.toStdString());
+        std::map<std::string, std::map<std::string, std::pair<std::string, nlohmann::json>>>
+            want; // file: label
+        for (const auto& e : exp["entries"]) {
+            if (e["kind"] != "tensor") continue;
+            std::string path;
+            for (const auto& k : e["key_path"]) // list indices recorded as numbers
+                path += (path.empty() ? "" : "/") + (k.is_string() ? k.get<std::string>() : k.dump());
+            for (const auto& c : e["chunks"]) {
+                std::string label = path;
+                if (c["sizes"] != e["shape"]) {
+                    std::string offsets;
+                    for (const auto& o : c["offsets"])
+                        offsets += (offsets.empty() ? "" : ",") + std::to_string(o.get<int64_t>());
+                    label += "@" + offsets;
+                }
+                want[c["file"].get<std::string>()][label] = {e["dtype"].get<std::string>(), c["sizes"]};
+            }
+        }
+        std::ostringstream text;
+        ops::writeCheckpointJson(ops::listCheckpoint(dir.toStdString(), {}, false, true), text);
+        const auto doc = nlohmann::json::parse(text.str());
+        size_t files = 0;
+        for (const auto& l : doc["tags"][0]["file_listings"]) {
+            const std::string name = fs::path(l["file"].get<std::string>()).filename().string();
+            if (!name.ends_with(".distcp")) continue;
+            ++files;
+            QVERIFY2(!l.contains("error"), l.dump().c_str());
+            QCOMPARE(l["format"].get<std::string>(), std::string("dcp"));
+            auto mine = want[name];
+            for (const auto& t : l["tensors"]) {
+                const auto it = mine.find(t["path"].get<std::string>());
+                if (it == mine.end()) continue; // a tensor inside a pickled value
+                QCOMPARE(t["dtype"].get<std::string>(), it->second.first);
+                QCOMPARE(t["shape"].dump(), it->second.second.dump());
+                mine.erase(it);
+            }
+            const std::string missing = mine.empty() ? "" : name + ": not listed: " + mine.begin()->first;
+            QVERIFY2(mine.empty(), missing.c_str());
+        }
+        QCOMPARE(files, want.size());
     }
 
     void values_data() { addFixtureRows(); }

@@ -43,6 +43,14 @@ struct RankFile
     int mpRank = 0;
     std::string prefix; // "bf16_" / "fp16_" on optimizer files
     uint64_t size = 0;
+    // A file that is a sequence of items, each a file of its own in the FileSet (a DCP .distcp:
+    // one torch.save per tensor chunk or value): each item's label and FileSet id, in file order,
+    // as `ckpt inspect --entries` lists them. Empty: the file is one file.
+    struct Item
+    {
+        std::string label, id;
+    };
+    std::vector<Item> items;
 };
 
 // A string that hundreds of thousands of Sources repeat (a rank file's path, a flat group's

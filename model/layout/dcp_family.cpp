@@ -213,6 +213,7 @@ public:
                     s.paramOffset += uint64_t(c.offsets[d]) * stride;
                     stride *= size_t(e.shape[d]);
                 }
+                remember(c.item, whole ? p.path : p.path + "@" + offsetsText(c.offsets), id);
                 // A whole tensor (a replicated one, a 0-d step) reads flat, in place.
                 if (whole)
                     s.master.push_back(Source::flat(id, "", 0, numel, e.dtype));
@@ -230,6 +231,7 @@ public:
             rf.name = file;
             rf.dpRank = rankOf(file);
             rf.size = mapped->size();
+            rf.items = itemsOf(file);
             tag.files.push_back(std::move(rf));
             ranks.insert(rankOf(file));
         }
@@ -304,6 +306,7 @@ private:
     void addValue(Tag& tag, const dcp::Entry& e)
     {
         const std::string id = itemFile(e, e.item, nullptr);
+        remember(e.item, join(e.keyPath, 0, "/"), id);
         const torch::TorchFile& tf = *m_items.at(id);
         nlohmann::ordered_json* node = &tag.clientState;
         for (size_t i = 0; i + 1 < e.keyPath.size() && (node->is_object() || node->is_null()); ++i)
@@ -325,8 +328,33 @@ private:
         }
     }
 
+    static std::string offsetsText(const std::vector<int64_t>& offsets)
+    {
+        std::string text;
+        for (int64_t o : offsets)
+            text += (text.empty() ? "" : ",") + std::to_string(o);
+        return text;
+    }
+
+    // An item of a data file, for the file's listing (RankFile::items).
+    void remember(const dcp::Item& item, std::string label, const std::string& id)
+    {
+        m_itemsOf[item.file].emplace(item.offset, RankFile::Item{std::move(label), id});
+    }
+
+    std::vector<RankFile::Item> itemsOf(const std::string& file) const
+    {
+        std::vector<RankFile::Item> out;
+        if (const auto it = m_itemsOf.find(file); it != m_itemsOf.end())
+            for (const auto& [offset, item] : it->second)
+                out.push_back(item);
+        return out;
+    }
+
     std::string m_dir;
     FileSet& m_files;
+    // By data file name: its items by offset (one item stored once, however many entries read it).
+    std::map<std::string, std::map<uint64_t, RankFile::Item>> m_itemsOf;
     std::map<std::string, std::shared_ptr<const io::MappedFile>> m_data;    // by file name
     std::map<std::string, std::shared_ptr<const torch::TorchFile>> m_items; // by id
 };

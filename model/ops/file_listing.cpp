@@ -8,6 +8,7 @@
 #include "ops/tensor_source.h"
 #include "safetensors/safetensors_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -333,6 +334,61 @@ struct ListingView
 };
 
 } // namespace
+
+namespace {
+
+std::string under(const std::string& label, const std::string& path)
+{
+    return path.empty() ? label : label + "/" + path;
+}
+
+// One item's listing appended to the file's, its paths and keys under the item's label.
+void appendItem(FileListing& into, FileListing item, const std::string& label)
+{
+    const int tensorBase = int(into.tensors.size()), storageBase = int(into.storages.size());
+    for (ListedTensor& t : item.tensors) {
+        t.tensor.path = under(label, t.tensor.path);
+        if (t.tensor.storage >= 0) t.tensor.storage += storageBase;
+        if (t.tensor.aliasOf >= 0) t.tensor.aliasOf += tensorBase;
+        if (!t.storage.empty()) t.storage = under(label, t.storage);
+        if (!t.aliasOf.empty()) t.aliasOf = under(label, t.aliasOf);
+        into.tensors.push_back(std::move(t));
+    }
+    for (torch::Storage& st : item.storages) {
+        st.key = under(label, st.key);
+        into.storages.push_back(std::move(st));
+    }
+    for (torch::Entry& e : item.entries) {
+        e.path = under(label, e.path);
+        if (e.depth == 0) e.name = label;
+        if (e.tensor >= 0) e.tensor += tensorBase;
+        into.entries.push_back(std::move(e));
+    }
+    for (const ListedGlobal& g : item.globals) {
+        const auto same = std::find_if(into.globals.begin(), into.globals.end(), [&](const ListedGlobal& x) {
+            return x.module == g.module && x.name == g.name;
+        });
+        if (same == into.globals.end())
+            into.globals.push_back(g);
+        else
+            same->count += g.count;
+    }
+    for (const std::string& w : item.warnings)
+        into.warnings.push_back(label + ": " + w);
+}
+
+} // namespace
+
+FileListing listItems(const layout::RankFile& file, const layout::FileSet& files)
+{
+    FileListing l;
+    l.file = file.path;
+    l.format = "dcp";
+    l.fileSize = file.size;
+    for (const layout::RankFile::Item& item : file.items)
+        appendItem(l, listFile(*files.get(item.id)), item.label);
+    return l;
+}
 
 FileListing listFile(const layout::TensorFile& file)
 {

@@ -51,6 +51,11 @@ struct FileListing
 
 // A file an opened checkpoint already parsed (no second parse).
 FileListing listFile(const layout::TensorFile& file);
+// A file that is a sequence of items, each a file of its own (layout::RankFile::items: a DCP
+// .distcp, one torch.save per tensor chunk or value), as one listing: every item's tensors,
+// storages and entries under the item's label ("model/fc.weight@0,4/..."), parsed through
+// `files` (already parsed by the opening).
+FileListing listItems(const layout::RankFile& file, const layout::FileSet& files);
 // Opens `path` (torch zip, legacy torch or safetensors, sniffed) and lists it.
 FileListing listFile(const std::string& path);
 

@@ -158,15 +158,18 @@ const char* paramKind(layout::Parameter::Kind k)
 
 namespace {
 
-// Every file of the tag as a file listing: those the opening parsed, from the opened checkpoint;
-// a file that is no torch or safetensors file (a .distcp, a config) says why not.
+// Every file of the tag as a file listing: those the opening parsed, from the opened checkpoint
+// (a file of items, a DCP .distcp, as its items); a file that is no torch or safetensors file (a
+// config) says why not.
 std::vector<ordered_json> fileListings(const layout::Tag& t, const layout::FileSet& files)
 {
     std::vector<ordered_json> out;
     for (const auto& f : t.files) {
         try {
             const auto parsed = files.find(f.path);
-            out.push_back(toJson(parsed ? listFile(*parsed) : listFile(f.path)));
+            out.push_back(toJson(!f.items.empty() ? listItems(f, files)
+                                 : parsed         ? listFile(*parsed)
+                                                  : listFile(f.path)));
         } catch (const Error& e) {
             out.push_back({{"file", f.path}, {"error", e.what()}});
         }
