@@ -46,7 +46,10 @@ void addFileEntries(Node* fileNode, const ops::FileListing& listing)
         while (int(stack.size()) > e.depth)
             stack.pop_back();
         const auto slash = e.path.rfind('/');
-        const std::string name = slash == std::string::npos ? e.path : e.path.substr(slash + 1);
+        // A file of items names each item by its whole label ("optimizer/state/fc.weight/exp_avg@0").
+        const bool item = listing.format == "dcp" && e.depth == 1;
+        const std::string name =
+            item || slash == std::string::npos ? item ? e.name : e.path : e.path.substr(slash + 1);
         const bool tensor =
             e.kind == torch::EntryKind::Tensor && e.tensor >= 0 && size_t(e.tensor) < listing.tensors.size();
         Node* n =
@@ -265,9 +268,11 @@ void addRankFiles(Node* tagNode, const layout::Tag& t, const layout::FileSet& pa
         fn->facts = {{"role", layout::roleName(f.role)}};
         if (f.dpRank >= 0) fn->facts.push_back({"data-parallel rank", std::to_string(f.dpRank)});
         if (t.mpWorldSize > 1) fn->facts.push_back({"tensor-parallel rank", std::to_string(f.mpRank)});
-        if (const auto file = parsed.find(f.path)) {
+        // A file of items (a DCP .distcp) shows them, as `ckpt inspect --entries` lists them.
+        const auto file = f.items.empty() ? parsed.find(f.path) : nullptr;
+        if (file || !f.items.empty()) {
             try {
-                addFileEntries(fn, ops::listFile(*file));
+                addFileEntries(fn, file ? ops::listFile(*file) : ops::listItems(f, parsed));
             } catch (const ckpt::Error& e) {
                 fn->error = e.what();
             }

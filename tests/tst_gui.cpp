@@ -68,6 +68,20 @@ using namespace ckpt;
 
 namespace {
 
+// Every node below `root` (and it), depth first.
+std::vector<const app::Node*> allNodes(const app::Node* root)
+{
+    std::vector<const app::Node*> out, stack{root};
+    while (!stack.empty()) {
+        const app::Node* n = stack.back();
+        stack.pop_back();
+        out.push_back(n);
+        for (const auto& c : n->children)
+            stack.push_back(c.get());
+    }
+    return out;
+}
+
 using testutil::StallMeter;
 
 std::string fixture(const char* name)
@@ -1155,12 +1169,7 @@ private slots:
               d + "/composer/run", d + "/composer/hf_run", d + "/hf/safetensors_sharded",
               d + "/torch/torch-2.x/state_dict.pt", uni}) {
             const auto snapshot = app::loadSnapshot(path);
-            std::vector<const app::Node*> stack{snapshot->root.get()};
-            while (!stack.empty()) {
-                const app::Node* n = stack.back();
-                stack.pop_back();
-                for (const auto& c : n->children)
-                    stack.push_back(c.get());
+            for (const app::Node* n : allNodes(snapshot->root.get())) {
                 QStringList words;
                 if (n->kind == app::NodeKind::Group || n->kind == app::NodeKind::Config)
                     words << QString::fromStdString(n->name);
@@ -1176,6 +1185,24 @@ private slots:
         QStringList list(missing.begin(), missing.end());
         list.sort();
         QVERIFY2(list.isEmpty(), qPrintable(list.join(QLatin1String(" | "))));
+    }
+
+    // A DCP folder's .distcp files show the items .metadata stores in them (each chunk under its
+    // key path), not an empty node: the tree lists them as `ckpt inspect --entries` does.
+    void distcpFilesShowTheirItems()
+    {
+        const auto snapshot = app::loadSnapshot(testutil::dataDir() + "/dcp/fsdp2_fp32_w2");
+        int files = 0;
+        for (const app::Node* n : allNodes(snapshot->root.get())) {
+            if (n->kind != app::NodeKind::RankFile || !n->name.ends_with(".distcp")) continue;
+            ++files;
+            QVERIFY2(n->error.empty(), n->error.c_str());
+            bool embed = false;
+            for (const auto& c : n->children)
+                embed |= c->name.starts_with("model/embed.weight@") && c->kind == app::NodeKind::Tensor;
+            QVERIFY2(embed, n->name.c_str());
+        }
+        QCOMPARE(files, 2);
     }
 
     // File > Preferences: what it accepts is saved, the palette applies at once, the remote

@@ -358,9 +358,10 @@ void appendItem(FileListing& into, FileListing item, const std::string& label)
         st.key = under(label, st.key);
         into.storages.push_back(std::move(st));
     }
-    for (torch::Entry& e : item.entries) {
+    for (torch::Entry& e : item.entries) { // one level below the file's root
         e.path = under(label, e.path);
         if (e.depth == 0) e.name = label;
+        ++e.depth;
         if (e.tensor >= 0) e.tensor += tensorBase;
         into.entries.push_back(std::move(e));
     }
@@ -385,6 +386,12 @@ FileListing listItems(const layout::RankFile& file, const layout::FileSet& files
     l.file = file.path;
     l.format = "dcp";
     l.fileSize = file.size;
+    // The file's root, as a torch file's listing has one: a dict of its items by label.
+    torch::Entry root;
+    root.kind = torch::EntryKind::Dict;
+    root.type = "dict";
+    root.summary = std::to_string(file.items.size()) + " items";
+    l.entries.push_back(std::move(root));
     for (const layout::RankFile::Item& item : file.items)
         appendItem(l, listFile(*files.get(item.id)), item.label);
     return l;
