@@ -271,14 +271,14 @@ private:
         }
     }
 
-    // How the parts merge, as the family stated it; the keys written with it.
-    layout::TensorParallel mergeOf(const layout::Parameter& p)
+    // How the parts merge, as the family stated it (shared, not copied: it holds the parts).
+    std::shared_ptr<const layout::TensorParallel> mergeOf(const layout::Parameter& p)
     {
         if (!m_tpMerge) { // stage 3, one TP rank: the flat concatenation, a raw tensor
-            layout::TensorParallel merge;
-            merge.shape = {int64_t(p.numel())};
-            merge.views = {merge.shape};
-            merge.blocks = {{0, 0, merge.shape[0]}};
+            auto merge = std::make_shared<layout::TensorParallel>();
+            merge->shape = {int64_t(p.numel())};
+            merge->views = {merge->shape};
+            merge->blocks = {{0, 0, merge->shape[0]}};
             return merge;
         }
         if (!p.tensorParallel)
@@ -287,9 +287,7 @@ private:
         if (p.tensorParallel->unmergeable) throw *p.tensorParallel->unmergeable;
         for (const std::string& pattern : p.tensorParallel->keys.patterns)
             m_unused.erase(pattern);
-        layout::TensorParallel merge = *p.tensorParallel;
-        merge.parts.clear(); // the plan only: the parts are read through partsOf
-        return merge;
+        return p.tensorParallel;
     }
 
     void addParameter(const layout::Parameter& p)
@@ -300,7 +298,8 @@ private:
         // ds_to_universal merges nothing for it; at stage <= 2 `module` supplies fp32.pt.
         if (std::all_of(held.begin(), held.end(), [](const auto& h) { return h.empty(); })) return;
         checkCovered(p.name, parts, held);
-        const layout::TensorParallel merge = mergeOf(p);
+        const auto plan = mergeOf(p);
+        const layout::TensorParallel& merge = *plan;
         std::vector<std::pair<std::string, Value*>> keys; // stage 3 on one rank: a raw tensor
         if (m_tpMerge) keys = mergeKeys(merge.keys, m_keysTree, m_files.get(m_plan.model0));
         const std::string dir = "zero/" + p.name;
