@@ -7,6 +7,7 @@
 #include "progress.h"
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 namespace ckpt::cli {
 
@@ -43,8 +44,16 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.shard = shardSpec(a.shard);
         ops::ConsolidateResult r;
         {
-            ProgressPrinter printer(a.quiet);
+            ProgressPrinter printer(a.quiet || a.json);
             r = ops::consolidate(a.input, a.output, opt, printer.sink(), cancel);
+        }
+        if (a.json) {
+            nlohmann::ordered_json doc = ops::toJson(r);
+            doc["input"] = a.input;
+            doc["output"] = a.output;
+            if (opt.shard.sharded()) doc["shard"] = opt.shard.label();
+            std::cout << doc.dump(2) << "\n";
+            return 0;
         }
         for (const auto& w : r.warnings)
             std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";
@@ -80,8 +89,14 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
     opt.skipUnsupported = a.skipUnsupported;
     ops::ExportResult r;
     {
-        ProgressPrinter printer(a.quiet);
+        ProgressPrinter printer(a.quiet || a.json);
         r = ops::exportFileToSafetensors(a.input, a.output, opt, printer.sink(), cancel);
+    }
+    if (a.json) {
+        nlohmann::ordered_json doc = ops::toJson(r);
+        doc["input"] = a.input;
+        std::cout << doc.dump(2) << "\n";
+        return 0;
     }
     for (const auto& w : r.warnings)
         std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";

@@ -44,6 +44,7 @@ struct ExportArgs
     bool skipUnsupported = false;
     bool overwrite = false;
     bool quiet = false;
+    bool json = false;
     ShardArgs shard;
 };
 struct AnalyzeArgs

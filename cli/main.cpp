@@ -125,6 +125,7 @@ Command addExport(CLI::App& app)
                   "The output folder holds files: replace the export in it (earlier shards and index "
                   "removed, other files kept; the new set swapped in atomically)");
     addShard(sub, a->shard, "the parts are the output's shard files");
+    addJson(sub, a->json);
     addQuiet(sub, a->quiet);
     return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runExport(*a, cancel); }};
 }

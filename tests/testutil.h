@@ -33,6 +33,15 @@ template <typename F> QString errorOf(F&& f)
     return {};
 }
 
+// The tag's facts that are --json badges too, as the badges object ("model_type": "llama").
+inline nlohmann::ordered_json badges(const ckpt::layout::Tag& t)
+{
+    nlohmann::ordered_json b = nlohmann::ordered_json::object();
+    for (const auto& f : t.facts)
+        if (!f.key.empty()) b[f.key] = f.json;
+    return b;
+}
+
 inline std::string dataDir()
 {
     return CKPT_TEST_DATA;

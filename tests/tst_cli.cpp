@@ -341,6 +341,42 @@ private slots:
         QCOMPARE(skip.code, 0);
         QVERIFY(skip.err.contains("left out 'complex128'"));
     }
+
+    // `ckpt export --json` says what it wrote as one document, the files being those on disk and the
+    // bytes the weight files'; a single file's export names its one file and its warnings.
+    void exportJsonListsWhatItWrote()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("model");
+        const Run run =
+            ckptRun({"export", "--json", "--max-shard-size", "2KB", data("/deepspeed/zero2_bf16_w2"), out});
+        QCOMPARE(run.code, 0);
+        const auto doc = nlohmann::json::parse(run.out.toStdString());
+        QCOMPARE(doc["tag"].get<std::string>(), std::string("global_step4"));
+        QCOMPARE(doc["output"].get<std::string>(), out.toStdString());
+        QVERIFY(doc["tensors"].get<int>() > 0);
+        QStringList listed;
+        for (const auto& f : doc["files"])
+            listed << QFileInfo(QString::fromStdString(f.get<std::string>())).fileName();
+        listed.sort();
+        QStringList onDisk = QDir(out).entryList(QDir::Files);
+        onDisk.removeAll("config.json");
+        QVERIFY2(listed.size() > 1, qPrintable(listed.join(' ')));
+        QCOMPARE(listed, onDisk);
+        uint64_t weights = 0;
+        for (const QString& f : onDisk)
+            if (f.endsWith(".safetensors")) weights += QFileInfo(out + "/" + f).size();
+        QCOMPARE(doc["bytes"].get<uint64_t>(), weights);
+
+        const Run skip = ckptRun({"export", "--json", "--skip-unsupported",
+                                  data("/torch/torch-2.x/dtypes.pt"), dir.filePath("d.safetensors")});
+        QCOMPARE(skip.code, 0);
+        const auto one = nlohmann::json::parse(skip.out.toStdString());
+        QCOMPARE(one["file"].get<std::string>(), dir.filePath("d.safetensors").toStdString());
+        QVERIFY(one["tensors"].get<int>() > 0);
+        QVERIFY(!one["warnings"].empty());
+        QVERIFY(one["warnings"].dump().find("complex128") != std::string::npos);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestCli)

@@ -352,12 +352,13 @@ private slots:
         QCOMPARE(opened->model.tags.size(), size_t(1));
         QCOMPARE(opened->model.tags[0].name, std::string("ep0-ba2"));
         QVERIFY(opened->model.tags[0].latest);
-        QCOMPARE(opened->model.tags[0].badges["layout"].get<std::string>(), std::string("composer"));
+        QCOMPARE(testutil::badges(opened->model.tags[0])["layout"].get<std::string>(),
+                 std::string("composer"));
         const auto& values = opened->model.tags[0].clientState;
         QCOMPARE(values["state"]["run_name"].get<std::string>(), std::string("fixture-fsdp2"));
         QCOMPARE(values["state"]["timestamp"]["Timestamp"]["batch"].get<int>(), 2);
         QCOMPARE(values["state"]["optimizers"]["Adam"]["param_groups"]["0"]["lr"].get<double>(), 0.01);
-        const auto& badges = opened->model.tags[0].badges;
+        auto badges = testutil::badges(opened->model.tags[0]);
         QCOMPARE(badges["composer_version"].get<std::string>(), std::string("0.32.1"));
         QCOMPARE(badges["world_size"].get<int>(), 2);
         QCOMPARE(opened->model.tags[0].globalSteps, int64_t(2));

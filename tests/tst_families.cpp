@@ -77,7 +77,7 @@ private slots:
         QCOMPARE(opened->model.tags.size(), size_t(1));
         const layout::Tag& tag = opened->model.tags.front();
         QCOMPARE(tag.config["model_type"].get<std::string>(), std::string("llama"));
-        QCOMPARE(tag.badges["model_type"].get<std::string>(), std::string("llama"));
+        QCOMPARE(testutil::badges(tag)["model_type"].get<std::string>(), std::string("llama"));
         // Every file the family lists is a weights shard: the byte summary and the tree say so.
         QVERIFY(!tag.files.empty());
         for (const auto& f : tag.files)

@@ -208,10 +208,10 @@ private slots:
         // config.json's architecture and sizes as badges, under GPT-2's names as the config has them
         const auto config = testutil::readJson(runDir("gpt2_zero2_fp32_w2") + "/checkpoint-2/config.json");
         const auto tag = opened->chooseTag("");
-        QCOMPARE(tag.badges["hidden_size"].get<int>(), config["n_embd"].get<int>());
-        QCOMPARE(tag.badges["layers"].get<int>(), config["n_layer"].get<int>());
-        QCOMPARE(tag.badges["vocab_size"].get<int>(), config["vocab_size"].get<int>());
-        QVERIFY(tag.badges.contains("config_dtype"));
+        QCOMPARE(testutil::badges(tag)["hidden_size"].get<int>(), config["n_embd"].get<int>());
+        QCOMPARE(testutil::badges(tag)["layers"].get<int>(), config["n_layer"].get<int>());
+        QCOMPARE(testutil::badges(tag)["vocab_size"].get<int>(), config["vocab_size"].get<int>());
+        QVERIFY(testutil::badges(tag).contains("config_dtype"));
     }
 
     // The byte summary of a plain Trainer checkpoint: model.safetensors is the model's weights, the
@@ -451,7 +451,7 @@ private slots:
         QVERIFY(text.out.contains("best checkpoint: checkpoint-4"));
         QVERIFY(text.out.contains("trainer log: loss"));
         QVERIFY(
-            text.out.contains("model_type: gpt2")); // the checkpoint's config.json, beside the DeepSpeed tag
+            text.out.contains("model type: gpt2")); // the checkpoint's config.json, beside the DeepSpeed tag
         const Run json = ckptRun({"inspect", run, "--json"});
         QVERIFY2(json.code == 0, json.err.constData());
         const auto doc = nlohmann::json::parse(json.out.toStdString());

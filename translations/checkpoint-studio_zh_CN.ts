@@ -193,53 +193,53 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareDialog</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="537" />
-        <location filename="../app/compare_window.cpp" line="549" />
+        <location filename="../app/compare_window.cpp" line="543" />
+        <location filename="../app/compare_window.cpp" line="555" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="563" />
+        <location filename="../app/compare_window.cpp" line="569" />
         <source>Checkpoint folder, tag folder or file</source>
         <translation>检查点文件夹、标签文件夹或文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="564" />
+        <location filename="../app/compare_window.cpp" line="570" />
         <source>Folder...</source>
         <translation>文件夹...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="565" />
+        <location filename="../app/compare_window.cpp" line="571" />
         <source>File...</source>
         <translation>文件...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="567" />
+        <location filename="../app/compare_window.cpp" line="573" />
         <source>The tag of this side, when it holds several</source>
         <translation>此侧的标签（当它包含多个标签时）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="571" />
+        <location filename="../app/compare_window.cpp" line="577" />
         <source>Checkpoint or tag folder</source>
         <translation>检查点或标签文件夹</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="575" />
+        <location filename="../app/compare_window.cpp" line="581" />
         <source>Checkpoint file</source>
         <translation>检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="541" />
+        <location filename="../app/compare_window.cpp" line="547" />
         <source>A:</source>
         <translation>A：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="541" />
+        <location filename="../app/compare_window.cpp" line="547" />
         <source>B:</source>
         <translation>B：</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="544" />
+        <location filename="../app/compare_window.cpp" line="550" />
         <source>Compare the optimizer moments too (exp_avg, exp_avg_sq)</source>
         <translation>同时比较优化器矩（exp_avg、exp_avg_sq）</translation>
     </message>
@@ -247,35 +247,35 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareHeatmap</name>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="123" />
+        <location filename="../app/compare_heatmap.cpp" line="153" />
         <source>No tensors compared yet</source>
         <translation>尚未比较任何张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="198" />
+        <location filename="../app/compare_heatmap.cpp" line="205" />
         <source>rel. L2 change</source>
         <translation>相对 L2 变化</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="205" />
-        <location filename="../app/compare_heatmap.cpp" line="206" />
-        <location filename="../app/compare_heatmap.cpp" line="244" />
+        <location filename="../app/compare_heatmap.cpp" line="212" />
+        <location filename="../app/compare_heatmap.cpp" line="213" />
+        <location filename="../app/compare_heatmap.cpp" line="251" />
         <source>identical</source>
         <translation>相同</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="210" />
-        <location filename="../app/compare_heatmap.cpp" line="211" />
+        <location filename="../app/compare_heatmap.cpp" line="217" />
+        <location filename="../app/compare_heatmap.cpp" line="218" />
         <source>not comparable</source>
         <translation>无法比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="217" />
+        <location filename="../app/compare_heatmap.cpp" line="224" />
         <source>dtype changed</source>
         <translation>dtype 已改变</translation>
     </message>
     <message>
-        <location filename="../app/compare_heatmap.cpp" line="246" />
+        <location filename="../app/compare_heatmap.cpp" line="253" />
         <source>rel. L2 %1</source>
         <translation>相对 L2 %1</translation>
     </message>
@@ -500,160 +500,160 @@ The files it wrote are removed and the new ones put in their place in one step; 
 <context>
     <name>ckpt::app::CompareWindow</name>
     <message>
-        <location filename="../app/compare_window.cpp" line="111" />
+        <location filename="../app/compare_window.cpp" line="99" />
         <source>Compare - Checkpoint Studio</source>
         <translation>比较 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="145" />
+        <location filename="../app/compare_window.cpp" line="133" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="159" />
+        <location filename="../app/compare_window.cpp" line="147" />
         <source>Filter by name (wildcards)</source>
         <translation>按名称筛选（通配符）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="162" />
+        <location filename="../app/compare_window.cpp" line="150" />
         <source>All tensors</source>
         <translation>全部张量</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="163" />
+        <location filename="../app/compare_window.cpp" line="151" />
         <source>All but identical</source>
         <translation>除相同以外的全部</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="168" />
+        <location filename="../app/compare_window.cpp" line="156" />
         <source>Optimizer moments</source>
         <translation>优化器矩</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="169" />
+        <location filename="../app/compare_window.cpp" line="157" />
         <source>Compare each parameter's optimizer moments too (exp_avg and exp_avg_sq, as &lt;param&gt;/exp_avg): the comparison runs again</source>
         <translation>同时比较每个参数的优化器矩（exp_avg 和 exp_avg_sq，记为 &lt;param&gt;/exp_avg）：比较将重新运行</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="171" />
+        <location filename="../app/compare_window.cpp" line="159" />
         <source>Export...</source>
         <translation>导出...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="172" />
+        <location filename="../app/compare_window.cpp" line="160" />
         <source>Save the table as CSV or JSON</source>
         <translation>将表格保存为 CSV 或 JSON</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="223" />
+        <location filename="../app/compare_window.cpp" line="211" />
         <source>&amp;Comparison</source>
         <translation>比较(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="224" />
+        <location filename="../app/compare_window.cpp" line="212" />
         <source>&amp;Compare Other Sides...</source>
         <translation>比较其他两侧(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="225" />
+        <location filename="../app/compare_window.cpp" line="213" />
         <source>&amp;Export Table...</source>
         <translation>导出表格(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="227" />
+        <location filename="../app/compare_window.cpp" line="215" />
         <source>C&amp;lose</source>
         <translation>关闭(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="295" />
+        <location filename="../app/compare_window.cpp" line="283" />
         <source>%1 (tag %2)</source>
         <translation>%1（标签 %2）</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="298" />
-        <location filename="../app/compare_window.cpp" line="386" />
+        <location filename="../app/compare_window.cpp" line="286" />
+        <location filename="../app/compare_window.cpp" line="392" />
         <source>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</source>
         <translation>&lt;b&gt;A&lt;/b&gt; %1&lt;br&gt;&lt;b&gt;B&lt;/b&gt; %2</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="299" />
+        <location filename="../app/compare_window.cpp" line="287" />
         <source>Reading both sides...</source>
         <translation>正在读取两侧...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="305" />
+        <location filename="../app/compare_window.cpp" line="293" />
         <source>%1 vs %2 - Compare</source>
         <translation>%1 与 %2 - 比较</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="307" />
-        <location filename="../app/compare_window.cpp" line="337" />
+        <location filename="../app/compare_window.cpp" line="295" />
+        <location filename="../app/compare_window.cpp" line="325" />
         <source>Opening</source>
         <translation>正在打开</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="327" />
+        <location filename="../app/compare_window.cpp" line="315" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="365" />
+        <location filename="../app/compare_window.cpp" line="353" />
         <source>&lt;b&gt;Comparison failed:&lt;/b&gt; %1</source>
         <translation>&lt;b&gt;比较失败：&lt;/b&gt;%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="371" />
+        <location filename="../app/compare_window.cpp" line="359" />
         <source>&lt;b&gt;Cancelled&lt;/b&gt; after %n tensor(s). </source>
         <translation><numerusform>&lt;b&gt;已取消&lt;/b&gt;，已比较 %n 个张量。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="392" />
+        <location filename="../app/compare_window.cpp" line="398" />
         <source>Warning: %1</source>
         <translation>警告：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="394" />
+        <location filename="../app/compare_window.cpp" line="400" />
         <source>Computed on %1 in %2 s</source>
         <translation>在 %1 上计算，用时 %2 秒</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="421" />
+        <location filename="../app/compare_window.cpp" line="427" />
         <source>&lt;b&gt;%n tensor(s)&lt;/b&gt;: </source>
         <translation><numerusform>&lt;b&gt;%n 个张量&lt;/b&gt;：</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="422" />
+        <location filename="../app/compare_window.cpp" line="428" />
         <source>%1 changed, %2 identical, %3 only in A, %4 only in B, %5 dtype changed (compared), %6 shape or dtype changed (not compared)</source>
         <translation>%1 个已改变，%2 个相同，%3 个仅在 A 中，%4 个仅在 B 中，%5 个 dtype 已改变（已比较），%6 个形状或 dtype 已改变（未比较）</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="430" />
+        <location filename="../app/compare_window.cpp" line="436" />
         <source>, %n tied alias(es) listed beside the tensor each ties to</source>
         <translation><numerusform>，%n 个绑定别名列在各自绑定的张量旁</numerusform></translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/compare_window.cpp" line="484" />
+        <location filename="../app/compare_window.cpp" line="490" />
         <source>Saved %1: %n row(s) as shown (filter and sort applied)</source>
         <translation><numerusform>已保存 %1：按所示保存 %n 行（已应用筛选和排序）</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="431" />
+        <location filename="../app/compare_window.cpp" line="437" />
         <source>. Largest relative change: %1</source>
         <translation>。相对变化最大：%1</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="472" />
-        <location filename="../app/compare_window.cpp" line="479" />
+        <location filename="../app/compare_window.cpp" line="478" />
+        <location filename="../app/compare_window.cpp" line="485" />
         <source>Export comparison</source>
         <translation>导出比较结果</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="473" />
+        <location filename="../app/compare_window.cpp" line="479" />
         <source>CSV (*.csv);;JSON (*.json)</source>
         <translation>CSV (*.csv);;JSON (*.json)</translation>
     </message>
     <message>
-        <location filename="../app/compare_window.cpp" line="480" />
+        <location filename="../app/compare_window.cpp" line="486" />
         <source>Cannot write %1: %2</source>
         <translation>无法写入 %1：%2</translation>
     </message>
@@ -2436,12 +2436,156 @@ Click to select it in the tree.</source>
         <translation>其他</translation>
     </message>
     <message>
-        <location filename="../model/layout/composer_family.cpp" line="532" />
+        <location filename="../model/layout/checkpoint.cpp" line="151" />
+        <source>yes</source>
+        <translation>是</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/checkpoint.cpp" line="152" />
+        <source>no</source>
+        <translation>否</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="204" />
+        <location filename="../model/layout/dcp_family.cpp" line="155" />
+        <source>framework</source>
+        <translation>框架</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="208" />
+        <location filename="../model/layout/dcp_family.cpp" line="157" />
+        <source>Composer version</source>
+        <translation>Composer 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="210" />
+        <location filename="../model/layout/dcp_family.cpp" line="159" />
+        <source>precision</source>
+        <translation>精度</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="212" />
+        <location filename="../model/layout/composer_family.cpp" line="214" />
+        <location filename="../model/layout/dcp_family.cpp" line="160" />
+        <source>world size</source>
+        <translation>进程总数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="217" />
+        <source>PyTorch version</source>
+        <translation>PyTorch 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="219" />
+        <source>device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="221" />
+        <location filename="../model/layout/dcp_family.cpp" line="161" />
+        <source>run name</source>
+        <translation>运行名称</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="224" />
+        <source>weights only</source>
+        <translation>仅权重</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="226" />
+        <source>optimizer class</source>
+        <translation>优化器类</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="232" />
+        <location filename="../model/layout/dcp_family.cpp" line="163" />
+        <source>batches</source>
+        <translation>批次数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="233" />
+        <location filename="../model/layout/dcp_family.cpp" line="164" />
+        <source>samples</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="234" />
+        <source>tokens</source>
+        <translation>token 数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="238" />
+        <source>wall-clock time</source>
+        <translation>实际耗时</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="241" />
+        <source>Hugging Face model embedded</source>
+        <translation>内嵌 Hugging Face 模型</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="310" />
+        <location filename="../model/layout/hf_family.cpp" line="393" />
+        <source>model type</source>
+        <translation>模型类型</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="311" />
+        <location filename="../model/layout/hf_family.cpp" line="394" />
+        <source>architecture</source>
+        <translation>架构</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="312" />
+        <location filename="../model/layout/hf_family.cpp" line="401" />
+        <source>config.json dtype</source>
+        <translation>config.json 数据类型</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="313" />
+        <location filename="../model/layout/hf_family.cpp" line="395" />
+        <source>Transformers version</source>
+        <translation>Transformers 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="439" />
+        <source>rank tarballs</source>
+        <translation>rank 压缩包数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="466" />
+        <location filename="../model/layout/composer_family.cpp" line="479" />
+        <location filename="../model/layout/composer_family.cpp" line="489" />
+        <source>archive</source>
+        <translation>归档格式</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="555" />
         <source>Composer checkpoint</source>
         <translation>Composer 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="340" />
+        <location filename="../model/layout/dcp_family.cpp" line="240" />
+        <source>format</source>
+        <translation>格式</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="242" />
+        <source>DCP version</source>
+        <translation>DCP 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="243" />
+        <source>layout</source>
+        <translation>布局</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="244" />
+        <source>ranks</source>
+        <translation>rank 数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="371" />
         <source>PyTorch DCP checkpoint</source>
         <translation>PyTorch DCP 检查点</translation>
     </message>
@@ -2451,93 +2595,94 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="54" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="57" />
         <source>0 (disabled: plain data parallelism)</source>
         <translation>0（未启用：普通数据并行）</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="55" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="58" />
         <source>1 (optimizer states partitioned)</source>
         <translation>1（切分优化器状态）</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="56" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="59" />
         <source>2 (optimizer states and gradients partitioned)</source>
         <translation>2（切分优化器状态和梯度）</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="57" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="60" />
         <source>3 (optimizer states, gradients and parameters partitioned)</source>
         <translation>3（切分优化器状态、梯度和参数）</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="59" />
-        <location filename="../model/layout/deepspeed_family.cpp" line="98" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="62" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="101" />
         <source>unknown</source>
         <translation>未知</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="62" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="65" />
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="65" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="68" />
         <source>optimizer</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="67" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="70" />
         <source>DeepSpeed BF16_Optimizer (ZeRO-1 layout)</source>
         <translation>DeepSpeed BF16_Optimizer（ZeRO-1 布局）</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="68" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="71" />
         <source>DeepSpeed ZeRO optimizer</source>
         <translation>DeepSpeed ZeRO 优化器</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="73" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="76" />
         <source>none saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="76" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="79" />
         <source>data-parallel ranks</source>
         <translation>数据并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="77" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="80" />
         <source>model-parallel ranks</source>
         <translation>模型并行 rank 数</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="90" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="93" />
         <source>pipeline stages</source>
         <translation>流水线阶段</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="93" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="96" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="96" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="99" />
+        <location filename="../model/layout/hf_family.cpp" line="402" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="97" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="100" />
         <source>DeepSpeed version</source>
         <translation>DeepSpeed 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="99" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="102" />
         <source>step / samples</source>
         <translation>步数 / 样本数</translation>
     </message>
     <message>
-        <location filename="../model/layout/deepspeed_family.cpp" line="102" />
+        <location filename="../model/layout/deepspeed_family.cpp" line="105" />
         <source>skipped steps</source>
         <translation>跳过的步数</translation>
     </message>
@@ -2547,6 +2692,32 @@ Click to select it in the tree.</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
+        <location filename="../model/layout/hf_family.cpp" line="185" />
+        <source>index file</source>
+        <translation>索引文件</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/hf_family.cpp" line="413" />
+        <source>hidden size</source>
+        <translation>隐藏层大小</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/hf_family.cpp" line="416" />
+        <source>layers</source>
+        <translation>层数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/hf_family.cpp" line="419" />
+        <source>attention heads</source>
+        <translation>注意力头数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/hf_family.cpp" line="421" />
+        <source>vocabulary</source>
+        <translation>词表大小</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/composer_family.cpp" line="434" />
         <location filename="../model/layout/trainer_family.cpp" line="153" />
         <source>DeepSpeed tag</source>
         <translation>DeepSpeed 标签</translation>
@@ -2557,6 +2728,8 @@ Click to select it in the tree.</source>
         <translation>全局步数</translation>
     </message>
     <message>
+        <location filename="../model/layout/composer_family.cpp" line="231" />
+        <location filename="../model/layout/dcp_family.cpp" line="162" />
         <location filename="../model/layout/trainer_family.cpp" line="195" />
         <source>epoch</source>
         <translation>轮次</translation>

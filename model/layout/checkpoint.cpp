@@ -143,6 +143,30 @@ Parameter stateTensor(const Parameter& owner, const OptimizerState& state, std::
     return m;
 }
 
+void stateBadge(Tag& tag, const char* key, const char* label, nlohmann::ordered_json value)
+{
+    const auto text = [](const nlohmann::ordered_json& v) {
+        if (v.is_string()) return v.get<std::string>();
+        if (v.is_boolean())
+            return std::string(v.get<bool>() ? QT_TRANSLATE_NOOP("ckpt::layout", "yes")
+                                             : QT_TRANSLATE_NOOP("ckpt::layout", "no"));
+        return v.dump();
+    };
+    std::string shown;
+    if (value.is_array())
+        for (const auto& item : value)
+            shown += (shown.empty() ? "" : ", ") + text(item);
+    else
+        shown = text(value);
+    Fact fact{label, std::move(shown), key, std::move(value)};
+    const auto same =
+        std::find_if(tag.facts.begin(), tag.facts.end(), [&](const Fact& f) { return f.key == key; });
+    if (same != tag.facts.end())
+        *same = std::move(fact);
+    else
+        tag.facts.push_back(std::move(fact));
+}
+
 const DeepSpeedTag& deepSpeedOrNone(const Tag& tag)
 {
     static const DeepSpeedTag none;

@@ -244,11 +244,22 @@ struct TensorParallel
 // The product of dimensions [from, to) of a shape (a tensor-parallel view's block sizes).
 int64_t product(const std::vector<int64_t>& shape, size_t from, size_t to);
 
-// One fact about a tag for people ("ZeRO stage" "2", "world size" "4", "model_type" "llama"):
-// each family states its own, and the views list them without knowing the family.
+// One fact about a tag ("ZeRO stage" "2", "world size" "4", "model type" "llama"): each family
+// states its own in its words (marked for translation), and the views list them without knowing
+// the family. Facts are the one display channel: a fact `ckpt inspect --json` also keeps among a
+// tag's badges (its contract, "model_type": "llama") carries that key and JSON value, from which
+// the badges are written; nothing reads them back.
 struct Fact
 {
+    Fact() = default;
+    Fact(std::string l, std::string v) : label(std::move(l)), value(std::move(v)) {}
+    Fact(std::string l, std::string v, std::string k, nlohmann::ordered_json j)
+        : label(std::move(l)), value(std::move(v)), key(std::move(k)), json(std::move(j))
+    {
+    }
     std::string label, value;
+    std::string key;             // the --json badge it also is; empty: a fact for people only
+    nlohmann::ordered_json json; // the badge's value (key set)
 };
 
 // How a family spreads a tag's parameters over ranks (layout/sharding.h draws each).
@@ -323,8 +334,6 @@ struct Tag
     nlohmann::ordered_json config;      // ds_config
     nlohmann::ordered_json clientState; // keys DeepSpeed does not own, rendered
     nlohmann::ordered_json lrScheduler;
-    nlohmann::ordered_json
-        badges;              // family facts as `ckpt inspect --json` gives them ("composer_version": ...)
     std::vector<Fact> facts; // what the family says of the tag, for the overview and `inspect`
     Sharding sharding = Sharding::WholeFiles; // how the family spreads the parameters over ranks
     // What an export converts floating tensors to when the user does not say (DeepSpeed: fp32,
@@ -339,6 +348,12 @@ struct Tag
     // A ZeRO 1-3 tag of a DeepSpeed folder, which `ckpt universal` / "Convert to Universal..."
     // take; set by the recognizer that knows, so callers do not test family ids.
     bool convertsToUniversal = false;
+    // What the family's own in-memory loader gives for frozen parameters, where it differs from
+    // the files its export writes (DeepSpeed's get_fp32_state_dict_from_zero_checkpoint keeps them
+    // in their stored dtype, and at ZeRO-1, which saves no frozen_param_fragments, has none):
+    // Python's state_dict follows it.
+    enum class FrozenInMemory { AsExported, AsStored, Absent };
+    FrozenInMemory frozenInMemory = FrozenInMemory::AsExported;
     std::vector<RankFile> files;
     std::vector<Parameter> params; // the model: what export writes (zero_to_fp32's order for ZeRO)
     // Tensors outside the model (optimizer state, RNG, ...) named by their `/` path: exported
@@ -363,6 +378,11 @@ struct Tag
 // One state of a parameter as a parameter of its own named `name`, read as stored (its shape,
 // dtype and pieces; the owner's kind and group), as diff and Python read it.
 Parameter stateTensor(const Parameter& owner, const OptimizerState& state, std::string name);
+
+// States a fact that is also a --json badge: `label` (a word marked for translation) with `value`
+// as people read it (a list joined by commas, yes or no), and `key` -> `value` among the badges.
+// A second statement under the same key replaces the first where it stood.
+void stateBadge(Tag& tag, const char* key, const char* label, nlohmann::ordered_json value);
 
 // The tag's DeepSpeed record, or an empty one (zero stage -1) for a tag that has none: what the
 // --json contract and Python's TagInfo write for every tag.

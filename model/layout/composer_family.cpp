@@ -195,34 +195,51 @@ struct Counters
     int64_t batch = -1, sample = -1;
 };
 
-// The Composer state's metadata and timestamp as the contract's badges, into `b`; its counters.
-Counters readBadges(nlohmann::ordered_json& b, const torch::TorchFile& f)
+// The Composer state's metadata and timestamp as the tag's facts (and the contract's badges); its
+// counters.
+Counters readBadges(Tag& tag, const torch::TorchFile& f)
 {
     const Value* state = f.value("state");
     const Value* meta = dictGet(state, "metadata");
-    b["family"] = "composer";
+    stateBadge(tag, "family", QT_TRANSLATE_NOOP("ckpt::layout", "framework"), "composer");
     const Value* version = dictGet(dictGet(meta, "composer_env_info"), "composer_version");
     if (!version) version = dictGet(meta, "composer_version"); // before composer_env_info nested it
-    if (auto s = textOf(version)) b["composer_version"] = *s;
-    if (auto s = textOf(dictGet(meta, "precision"))) b["precision"] = *s;
+    if (auto s = textOf(version))
+        stateBadge(tag, "composer_version", QT_TRANSLATE_NOOP("ckpt::layout", "Composer version"), *s);
+    if (auto s = textOf(dictGet(meta, "precision")))
+        stateBadge(tag, "precision", QT_TRANSLATE_NOOP("ckpt::layout", "precision"), *s);
     if (auto n = torch::asInt(dictGet(meta, "world_size")))
-        b["world_size"] = *n;
+        stateBadge(tag, "world_size", QT_TRANSLATE_NOOP("ckpt::layout", "world size"), *n);
     else if (const Value* rng = f.value("rng"); rng && (rng->kind == Kind::List || rng->kind == Kind::Tuple))
-        b["world_size"] = rng->items.size(); // one RNG state per rank, all-gathered by rank 0
-    if (auto s = textOf(dictGet(meta, "torch_version"))) b["torch_version"] = *s;
-    if (auto s = textOf(dictGet(meta, "device"))) b["device"] = *s;
-    if (auto s = textOf(dictGet(state, "run_name"))) b["run_name"] = *s;
+        stateBadge(tag, "world_size", QT_TRANSLATE_NOOP("ckpt::layout", "world size"),
+                   rng->items.size()); // one RNG state per rank, all-gathered by rank 0
+    if (auto s = textOf(dictGet(meta, "torch_version")))
+        stateBadge(tag, "torch_version", QT_TRANSLATE_NOOP("ckpt::layout", "PyTorch version"), *s);
+    if (auto s = textOf(dictGet(meta, "device")))
+        stateBadge(tag, "device", QT_TRANSLATE_NOOP("ckpt::layout", "device"), *s);
+    if (auto s = textOf(dictGet(state, "run_name")))
+        stateBadge(tag, "run_name", QT_TRANSLATE_NOOP("ckpt::layout", "run name"), *s);
     // Weights-only saves keep model, integrations and metadata, and no optimizer.
     const Value* optimizers = dictGet(state, "optimizers");
-    b["weights_only"] = !optimizers;
+    stateBadge(tag, "weights_only", QT_TRANSLATE_NOOP("ckpt::layout", "weights only"), !optimizers);
     if (optimizers && !optimizers->entries.empty())
-        b["optimizer"] = torch::keyText(optimizers->entries.front().first);
+        stateBadge(tag, "optimizer", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer class"),
+                   torch::keyText(optimizers->entries.front().first));
     const Value* ts = dictGet(state, "timestamp");
     if (const Value* inner = dictGet(ts, "Timestamp")) ts = inner;
-    for (const char* k : {"epoch", "batch", "sample", "token"})
-        if (auto n = torch::asInt(dictGet(ts, k))) b[k] = *n;
-    if (const Value* wct = dictGet(ts, "total_wct")) b["total_wct"] = timedeltaText(wct);
-    if (dictGet(dictGet(state, "integrations"), "huggingface")) b["huggingface"] = true;
+    static const std::pair<const char*, const char*> kCounters[] = {
+        {"epoch", QT_TRANSLATE_NOOP("ckpt::layout", "epoch")},
+        {"batch", QT_TRANSLATE_NOOP("ckpt::layout", "batches")},
+        {"sample", QT_TRANSLATE_NOOP("ckpt::layout", "samples")},
+        {"token", QT_TRANSLATE_NOOP("ckpt::layout", "tokens")}};
+    for (const auto& [k, label] : kCounters)
+        if (auto n = torch::asInt(dictGet(ts, k))) stateBadge(tag, k, label, *n);
+    if (const Value* wct = dictGet(ts, "total_wct"))
+        stateBadge(tag, "total_wct", QT_TRANSLATE_NOOP("ckpt::layout", "wall-clock time"),
+                   timedeltaText(wct));
+    if (dictGet(dictGet(state, "integrations"), "huggingface"))
+        stateBadge(tag, "huggingface", QT_TRANSLATE_NOOP("ckpt::layout", "Hugging Face model embedded"),
+                   true);
     return {torch::asInt(dictGet(ts, "batch")).value_or(-1),
             torch::asInt(dictGet(ts, "sample")).value_or(-1)};
 }
@@ -289,8 +306,13 @@ void readEmbeddedFiles(Tag& tag, const torch::TorchFile& f)
             // transformers writes config.json with sorted keys: the unordered json sorts them.
             const auto json = nlohmann::json::parse(config.dump());
             tag.exportFiles.push_back({"config.json", json.dump(2, ' ', true) + "\n"});
-            for (const char* k : {"model_type", "architectures", "torch_dtype", "transformers_version"})
-                if (json.contains(k)) tag.badges[k] = json[k];
+            static const std::pair<const char*, const char*> kConfig[] = {
+                {"model_type", QT_TRANSLATE_NOOP("ckpt::layout", "model type")},
+                {"architectures", QT_TRANSLATE_NOOP("ckpt::layout", "architecture")},
+                {"torch_dtype", QT_TRANSLATE_NOOP("ckpt::layout", "config.json dtype")},
+                {"transformers_version", QT_TRANSLATE_NOOP("ckpt::layout", "Transformers version")}};
+            for (const auto& [k, label] : kConfig)
+                if (json.contains(k)) stateBadge(tag, k, label, json[k]);
         }
     }
     const Value* tok = dictGet(hf, "tokenizer");
@@ -326,7 +348,7 @@ void fillFromStates(Tag& tag, const torch::TorchFile& f, const std::string& id)
 {
     for (const auto& w : f.warnings())
         tag.warnings.push_back(w);
-    const Counters counters = readBadges(tag.badges, f);
+    const Counters counters = readBadges(tag, f);
     if (counters.batch >= 0) tag.globalSteps = counters.batch;
     if (counters.sample >= 0) tag.globalSamples = counters.sample;
     readEmbeddedFiles(tag, f);
@@ -409,12 +431,12 @@ Tag openDeepSpeedTarballs(const std::vector<std::pair<int, std::string>>& tars, 
     }
     Tag tag = openDeepSpeedTagFiles(std::move(rankFiles), base.dir, base.name, base.latest, files);
     tag.facts = deepSpeedFacts(tag);
-    tag.badges["deepspeed_tag"] = "deepspeed";
+    stateBadge(tag, "deepspeed_tag", QT_TRANSLATE_NOOP("ckpt::layout", "DeepSpeed tag"), "deepspeed");
     if (states) {
-        readBadges(tag.badges, *states); // its counters are DeepSpeed's own, from the model files
+        readBadges(tag, *states); // its counters are DeepSpeed's own, from the model files
         tag.files.insert(tag.files.begin(), rankFile(statesId, kStatesMember, states->fileSize()));
     }
-    tag.badges["rank_files"] = tars.size();
+    stateBadge(tag, "rank_files", QT_TRANSLATE_NOOP("ckpt::layout", "rank tarballs"), tars.size());
     return tag;
 }
 
@@ -441,7 +463,7 @@ Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
     if (!u.tar) { // a raw compressed torch.save: the file's own path names it
         const auto t = openTorch(u.members.at(0).data, files);
         tag.files.push_back(rankFile(p, name, io::fileSize(p)));
-        tag.badges["wrapper"] = u.wrapper;
+        stateBadge(tag, "wrapper", QT_TRANSLATE_NOOP("ckpt::layout", "archive"), u.wrapper);
         fillFromStates(tag, *t, p);
         return tag;
     }
@@ -454,7 +476,7 @@ Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
         if (std::none_of(tars.begin(), tars.end(), [&](const auto& t) { return io::sameFile(t.second, p); }))
             tars.insert(tars.begin(), {-1, p});
         Tag t = openDeepSpeedTarballs(tars, p, u, std::move(tag), files);
-        t.badges["wrapper"] = u.wrapper;
+        stateBadge(t, "wrapper", QT_TRANSLATE_NOOP("ckpt::layout", "archive"), u.wrapper);
         return t;
     }
     const auto it = std::find_if(u.members.begin(), u.members.end(), [](const io::ArchiveMember& m) {
@@ -464,7 +486,8 @@ Tag openCheckpointFile(const std::string& p, Tag tag, FileSet& files)
         throw Error(std::string("no ") + kStatesMember + " in the archive (not a Composer checkpoint)", p);
     const auto t = openTorch(it->data, files);
     tag.files.push_back(rankFile(it->data->path(), kStatesMember, it->size));
-    tag.badges["wrapper"] = u.wrapper + (u.inPlace ? " (read in place)" : "");
+    stateBadge(tag, "wrapper", QT_TRANSLATE_NOOP("ckpt::layout", "archive"),
+               u.wrapper + (u.inPlace ? " (read in place)" : ""));
     fillFromStates(tag, *t, it->data->path());
     return tag;
 }

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace ckpt::layout {
 
@@ -151,20 +152,21 @@ struct ModelRule
 // saved beside the tensors.
 void composerBadges(Tag& tag)
 {
-    tag.badges["family"] = "composer";
-    static const std::pair<const char*, const char*> kFacts[] = {
-        {"composer_version", "/state/metadata/composer_env_info/composer_version"},
-        {"precision", "/state/metadata/precision"},
-        {"world_size", "/state/metadata/world_size"},
-        {"run_name", "/state/run_name"},
-        {"epoch", "/state/timestamp/Timestamp/epoch"},
-        {"batch", "/state/timestamp/Timestamp/batch"},
-        {"sample", "/state/timestamp/Timestamp/sample"}};
-    for (const auto& [badge, where] : kFacts) {
+    stateBadge(tag, "family", QT_TRANSLATE_NOOP("ckpt::layout", "framework"), "composer");
+    static const std::tuple<const char*, const char*, const char*> kFacts[] = {
+        {"composer_version", QT_TRANSLATE_NOOP("ckpt::layout", "Composer version"),
+         "/state/metadata/composer_env_info/composer_version"},
+        {"precision", QT_TRANSLATE_NOOP("ckpt::layout", "precision"), "/state/metadata/precision"},
+        {"world_size", QT_TRANSLATE_NOOP("ckpt::layout", "world size"), "/state/metadata/world_size"},
+        {"run_name", QT_TRANSLATE_NOOP("ckpt::layout", "run name"), "/state/run_name"},
+        {"epoch", QT_TRANSLATE_NOOP("ckpt::layout", "epoch"), "/state/timestamp/Timestamp/epoch"},
+        {"batch", QT_TRANSLATE_NOOP("ckpt::layout", "batches"), "/state/timestamp/Timestamp/batch"},
+        {"sample", QT_TRANSLATE_NOOP("ckpt::layout", "samples"), "/state/timestamp/Timestamp/sample"}};
+    for (const auto& [badge, label, where] : kFacts) {
         const nlohmann::ordered_json::json_pointer at(where);
         if (!tag.clientState.contains(at) || tag.clientState[at].is_null()) continue;
         const auto& value = tag.clientState[at];
-        tag.badges[badge] = value;
+        stateBadge(tag, badge, label, value);
         if (std::string_view(badge) == "batch" && value.is_number_integer())
             tag.globalSteps = value.get<int64_t>();
     }
@@ -235,10 +237,11 @@ public:
             tag.files.push_back(std::move(rf));
             ranks.insert(rankOf(file));
         }
-        tag.badges["format"] = "PyTorch DCP";
-        if (!md.version.empty()) tag.badges["dcp_version"] = md.version;
-        tag.badges["layout"] = rule.layout;
-        tag.badges["ranks"] = ranks.size();
+        stateBadge(tag, "format", QT_TRANSLATE_NOOP("ckpt::layout", "format"), "PyTorch DCP");
+        if (!md.version.empty())
+            stateBadge(tag, "dcp_version", QT_TRANSLATE_NOOP("ckpt::layout", "DCP version"), md.version);
+        stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), rule.layout);
+        stateBadge(tag, "ranks", QT_TRANSLATE_NOOP("ckpt::layout", "ranks"), ranks.size());
         tag.sharding = Sharding::NdChunks; // each rank's block of each tensor, in any dimension
         if (rule.layout == "composer") composerBadges(tag);
         if (tag.params.empty())

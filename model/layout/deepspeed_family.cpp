@@ -39,6 +39,9 @@ public:
         // mp rank 0 alone, or the experts' local names.
         const DeepSpeedTag& ds = *tag.deepspeed;
         tag.convertsToUniversal = ds.zeroPartitions() && ds.pipelineStages.empty() && !ds.experts;
+        if (tag.convertsToUniversal)
+            tag.frozenInMemory =
+                ds.zeroStage == 1 ? Tag::FrozenInMemory::Absent : Tag::FrozenInMemory::AsStored;
         tag.facts = deepSpeedFacts(tag);
         return tag;
     }

@@ -15,7 +15,7 @@ const Family& singleFileFamily();  // file_family.cpp
 const Family& trainerFamily();     // trainer_family.cpp
 const Family& universalFamily();   // universal.cpp
 
-// A transformers config.json as badges: model_type, architectures, transformers_version, the
+// A transformers config.json as facts (and badges): model_type, architectures, transformers_version, the
 // dtype (torch_dtype, or transformers 5's dtype) under `dtypeBadge`, and the sizes (hidden size,
 // layers, attention heads, vocabulary, under GPT-2's names too). Shared by the Hugging Face and
 // Trainer families (hf_family.cpp).

@@ -94,15 +94,11 @@ std::shared_ptr<OpenedCheckpoint> start(const std::string& path, TagList& list,
     return c;
 }
 
-// One tag opened by its family; the facts it put in badges (the JSON contract's) are listed as
-// facts too, after those the family stated, and optimizer state kept by parameter name is given
-// to its parameters.
+// One tag opened by its family, with optimizer state kept by parameter name given to its parameters.
 Tag openedTag(const Family& family, const TagList& list, size_t index, FileSet& files)
 {
     Tag t = family.openTag(list, index, files);
     attachKeyedOptimizerState(t);
-    for (const auto& [key, value] : t.badges.items())
-        t.facts.push_back({key, value.is_string() ? value.get<std::string>() : value.dump()});
     return t;
 }
 

@@ -182,7 +182,7 @@ private:
         for (const auto& i : indexFiles(dir)) {
             if (!hasWeightMap(dir.path(i))) continue;
             readIndex(dir.path(i), m);
-            tag.badges["index"] = i;
+            stateBadge(tag, "index", QT_TRANSLATE_NOOP("ckpt::layout", "index file"), i);
             m.indexed = true;
             break;
         }
@@ -389,22 +389,41 @@ const Family& huggingFaceFamily()
 void addTransformersConfigBadges(const nlohmann::json& config, Tag& tag, const char* dtypeBadge)
 {
     if (!config.is_object()) return;
-    for (const char* k : {"model_type", "architectures", "transformers_version"})
-        if (config.contains(k)) tag.badges[k] = config[k];
-    // transformers 5 writes "dtype" (torch_dtype before 4.56)
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"model_type", QT_TRANSLATE_NOOP("ckpt::layout", "model type")},
+        {"architectures", QT_TRANSLATE_NOOP("ckpt::layout", "architecture")},
+        {"transformers_version", QT_TRANSLATE_NOOP("ckpt::layout", "Transformers version")}};
+    for (const auto& [k, label] : kNames)
+        if (config.contains(k)) stateBadge(tag, k, label, config[k]);
+    // transformers 5 writes "dtype" (torch_dtype before 4.56); named apart from a training
+    // precision where the tag has one of its own
+    const char* dtypeLabel = std::string_view(dtypeBadge) == "config_dtype"
+                                 ? QT_TRANSLATE_NOOP("ckpt::layout", "config.json dtype")
+                                 : QT_TRANSLATE_NOOP("ckpt::layout", "dtype");
     for (const char* k : {"dtype", "torch_dtype"})
-        if (config.contains(k) && !config[k].is_null()) tag.badges[dtypeBadge] = config[k];
+        if (config.contains(k) && !config[k].is_null()) stateBadge(tag, dtypeBadge, dtypeLabel, config[k]);
     // Sizes, by the common names first and GPT-2's after (n_embd, n_layer, n_head)
-    const std::pair<const char*, std::vector<const char*>> sizes[] = {
-        {"hidden_size", {"hidden_size", "n_embd", "d_model"}},
-        {"layers", {"num_hidden_layers", "n_layer", "num_layers"}},
-        {"attention_heads", {"num_attention_heads", "n_head"}},
-        {"vocab_size", {"vocab_size"}},
+    struct Size
+    {
+        const char *badge, *label;
+        std::vector<const char*> keys;
     };
-    for (const auto& [badge, keys] : sizes)
-        for (const char* k : keys)
+    static const Size kSizes[] = {
+        {"hidden_size",
+         QT_TRANSLATE_NOOP("ckpt::layout", "hidden size"),
+         {"hidden_size", "n_embd", "d_model"}},
+        {"layers",
+         QT_TRANSLATE_NOOP("ckpt::layout", "layers"),
+         {"num_hidden_layers", "n_layer", "num_layers"}},
+        {"attention_heads",
+         QT_TRANSLATE_NOOP("ckpt::layout", "attention heads"),
+         {"num_attention_heads", "n_head"}},
+        {"vocab_size", QT_TRANSLATE_NOOP("ckpt::layout", "vocabulary"), {"vocab_size"}},
+    };
+    for (const Size& s : kSizes)
+        for (const char* k : s.keys)
             if (config.contains(k) && config[k].is_number_integer()) {
-                tag.badges[badge] = config[k];
+                stateBadge(tag, s.badge, s.label, config[k]);
                 break;
             }
 }

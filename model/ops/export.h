@@ -7,6 +7,7 @@
 #include "ops/job.h"
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 #include <vector>
@@ -40,7 +41,17 @@ struct ExportResult
     size_t tensors = 0;
     uint64_t bytes = 0;
     std::vector<std::string> warnings;
+
+    template <class V> static void describe(V& v)
+    {
+        v("file", &ExportResult::path);
+        v("tensors", &ExportResult::tensors);
+        v("bytes", &ExportResult::bytes);
+        v("warnings", &ExportResult::warnings);
+    }
 };
+// The single-file export's result as a document (`ckpt export --json`).
+nlohmann::ordered_json toJson(const ExportResult& r);
 
 ExportResult exportFileToSafetensors(const std::string& input, const std::string& output,
                                      const ExportOptions& options, const ProgressSink& progress,

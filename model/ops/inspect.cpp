@@ -237,7 +237,7 @@ std::string trainerLogLine(const layout::TrainingLog& log)
 }
 
 // The contract's badges: a DeepSpeed tag's pipeline stages and experts (typed in the model, and
-// shown as its facts), then the family's own.
+// shown as its facts), then the family's facts that are badges too.
 ordered_json badgesJson(const layout::Tag& t)
 {
     ordered_json b = ordered_json::object();
@@ -256,8 +256,8 @@ ordered_json badgesJson(const layout::Tag& t)
         b["experts"] = {
             {"num_experts", e.numExperts}, {"expert_files", e.expertFiles}, {"by_rank", e.byRank}};
     }
-    for (const auto& [key, value] : t.badges.items())
-        b[key] = value;
+    for (const layout::Fact& f : t.facts)
+        if (!f.key.empty()) b[f.key] = f.json;
     return b;
 }
 

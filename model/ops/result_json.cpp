@@ -4,6 +4,7 @@
 #include "ops/analyze.h"
 #include "ops/consolidate.h"
 #include "ops/describe_json.h"
+#include "ops/export.h"
 #include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
@@ -21,6 +22,11 @@ nlohmann::ordered_json toJson(const DiffResult& r)
 }
 
 nlohmann::ordered_json toJson(const ConsolidateResult& r)
+{
+    return describedJson(r);
+}
+
+nlohmann::ordered_json toJson(const ExportResult& r)
 {
     return describedJson(r);
 }

@@ -42,17 +42,16 @@ void adopt(ops::TensorSet& into, ops::TensorSet&& from)
         std::move(into.keepAlive), std::move(from.keepAlive));
 }
 
-// get_fp32_state_dict_from_zero_checkpoint's dictionary: zero_to_fp32's names, order and fp32
-// masters as `ckpt export` gives them, except where its in-memory result differs from the files
-// it writes: frozen parameters keep their stored (lp) dtype, and at stage 1 there are none (it
-// reads frozen_param_fragments, which DeepSpeed saves from stage 2 on).
+// The family's own in-memory dictionary (DeepSpeed's get_fp32_state_dict_from_zero_checkpoint):
+// the names, order and dtype `ckpt export` gives, except where the family says its loader gives
+// frozen parameters otherwise (as stored, or none at all).
 ops::TensorSet deepspeedSet(const layout::OpenedTag& in, ops::SourceOptions options)
 {
     const layout::Tag& tag = *in;
-    const bool zero = tag.convertsToUniversal;
-    options.excludeFrozen = options.excludeFrozen || (zero && tag.deepspeed && tag.deepspeed->zeroStage == 1);
+    using Frozen = layout::Tag::FrozenInMemory;
+    options.excludeFrozen = options.excludeFrozen || tag.frozenInMemory == Frozen::Absent;
     ops::TensorSet set = ops::tagTensors(in.checkpoint, tag, options);
-    if (!zero || options.excludeFrozen) return set;
+    if (tag.frozenInMemory != Frozen::AsStored || options.excludeFrozen) return set;
     std::vector<layout::Parameter> frozen;
     for (const auto& p : tag.params)
         if (p.kind == Kind::Frozen && p.tiedTo.empty()) frozen.push_back(p);
