@@ -185,10 +185,10 @@ void ExportDialog::onFinished(const JobResult<ExportOutcome>& r)
     m_outcome.cancelled = r.cancelled;
     m_outcome.message = r.error;
     if (!m_outcome.compute.isEmpty()) m_panel->addNote(tr("Compute: %1").arg(m_outcome.compute));
-    for (const QString& w : m_outcome.warnings)
-        m_panel->addNote(w);
+    for (const std::string& w : m_outcome.result.warnings)
+        m_panel->addNote(QString::fromStdString(w));
     if (m_outcome.ok)
-        m_panel->succeeded(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.files.size()))
+        m_panel->succeeded(tr("Wrote %n file(s) to %1 in %2 s.", nullptr, int(m_outcome.result.files.size()))
                                .arg(m_output->text())
                                .arg(double(m_panel->elapsedMs()) / 1000.0, 0, 'f', 1),
                            true);
@@ -281,13 +281,8 @@ void ExportDialog::start()
                 reason = std::string("cpu: ") + e.what();
             }
             r.compute = QString::fromStdString(reason);
-            const ops::ConsolidateResult res =
-                opened ? ops::consolidate(layout::tagOf(opened, o.tag), out, o, progress, cancel)
-                       : ops::consolidate(in, out, o, progress, cancel);
-            for (const auto& f : res.files)
-                r.files << QString::fromStdString(f);
-            for (const auto& w : res.warnings)
-                r.warnings << QString::fromStdString(w);
+            r.result = opened ? ops::consolidate(layout::tagOf(opened, o.tag), out, o, progress, cancel)
+                              : ops::consolidate(in, out, o, progress, cancel);
             r.ok = true;
             return r;
         },
@@ -314,9 +309,10 @@ void ExportDialog::startFile(const std::string& in, const std::string& out)
                 opened
                     ? ops::exportFileToSafetensors(layout::tagOf(opened, {}), out, options, progress, cancel)
                     : ops::exportFileToSafetensors(in, out, options, progress, cancel);
-            r.files << QString::fromStdString(res.path);
-            for (const auto& w : res.warnings)
-                r.warnings << QString::fromStdString(w);
+            r.result.files = {res.path};
+            r.result.tensors = res.tensors;
+            r.result.bytes = res.bytes;
+            r.result.warnings = res.warnings;
             r.ok = true;
             return r;
         },

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "operation_panel.h"
+#include "ops/consolidate.h"
 #include "replace_prompt.h"
 
 #include "layout/family.h"
@@ -27,9 +28,10 @@ namespace ckpt::app {
 
 struct ExportOutcome : OperationOutcome
 {
-    QStringList files;
-    QString compute;      // the backend the casts ran on and why ("cpu: built without CUDA")
-    QStringList warnings; // what went wrong without failing it (a device replaced by the CPU, ...)
+    // The export's own result when it succeeded (a single file's: its one file), warnings included:
+    // what went wrong without failing it (a device replaced by the CPU, a tensor left out, ...).
+    ops::ConsolidateResult result;
+    QString compute; // the backend the casts ran on and why ("cpu: built without CUDA")
 };
 
 class ExportDialog : public QDialog

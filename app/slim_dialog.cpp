@@ -31,23 +31,15 @@ enum Column { FileColumn, ActionColumn, BeforeColumn, PredictedColumn, AfterColu
 const QString kPredict = QStringLiteral("predict");
 
 // Runs on a worker: ops::slim, its result as plain values. Errors reach the job's result.
-SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, bool folder,
-                    const layout::FileSet* files, const ops::ProgressSink& progress,
-                    const ops::CancelToken& token)
+SlimOutcome runSlim(const std::string& in, const std::string& out, bool dryRun, const layout::FileSet* files,
+                    const ops::ProgressSink& progress, const ops::CancelToken& token)
 {
     SlimOutcome r;
     r.dryRun = dryRun;
     ops::SlimOptions options;
     options.dryRun = dryRun;
     options.overwrite = true; // the dialog asked before a folder that holds files is written
-    const ops::SlimResult res = ops::slim(in, out, options, progress, token, files);
-    for (const ops::SlimFile& f : res.files) {
-        const QString path = QString::fromStdString(f.path);
-        r.files.push_back({folder ? path : locationName(path), QString::fromStdString(f.action),
-                           f.bytesBefore, f.bytesAfter});
-    }
-    r.before = res.bytesBefore();
-    r.after = res.bytesAfter();
+    r.result = ops::slim(in, out, options, progress, token, files);
     r.ok = true;
     return r;
 }
@@ -163,10 +155,11 @@ void SlimDialog::onPredicted(const SlimOutcome& o)
         return;
     }
     if (!m_outcome.ok) fillTable(m_prediction, PredictedColumn);
-    m_predictionLabel->setText(m_prediction.before > m_prediction.after
-                                   ? tr("Predicted: %1.").arg(saving(m_prediction.before, m_prediction.after))
-                                   : tr("Predicted: nothing to gain, %1 would be copied as it is.")
-                                         .arg(humanBytes(m_prediction.before)));
+    const uint64_t before = m_prediction.result.bytesBefore(), after = m_prediction.result.bytesAfter();
+    m_predictionLabel->setText(
+        before > after
+            ? tr("Predicted: %1.").arg(saving(before, after))
+            : tr("Predicted: nothing to gain, %1 would be copied as it is.").arg(humanBytes(before)));
     emit predicted(true);
 }
 
@@ -181,9 +174,10 @@ void SlimDialog::onFinished(const SlimOutcome& o)
         const QString took =
             ms < 1000 ? tr("%1 ms").arg(ms) : tr("%1 s").arg(QLocale().toString(double(ms) / 1000.0, 'f', 1));
         // A second run would only find its output taken.
-        m_panel->succeeded(tr("Done in %1: %2. Written to %3.")
-                               .arg(took, saving(m_outcome.before, m_outcome.after), output()),
-                           false);
+        m_panel->succeeded(
+            tr("Done in %1: %2. Written to %3.")
+                .arg(took, saving(m_outcome.result.bytesBefore(), m_outcome.result.bytesAfter()), output()),
+            false);
     }
     emit finished(m_outcome.ok);
 }
@@ -242,19 +236,25 @@ QString SlimDialog::actionText(const QString& action) const
 
 void SlimDialog::fillTable(const SlimOutcome& o, int column)
 {
-    m_table->setRowCount(int(o.files.size()));
-    for (int r = 0; r < int(o.files.size()); ++r) {
-        const SlimFileRow& f = o.files[r];
+    const std::vector<ops::SlimFile>& files = o.result.files;
+    m_table->setRowCount(int(files.size()));
+    for (int r = 0; r < int(files.size()); ++r) {
+        const ops::SlimFile& f = files[size_t(r)];
         auto set = [&](int c, const QString& text, const QString& tip = {}) {
             auto* item = new QTableWidgetItem(text);
             if (c >= BeforeColumn) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             if (!tip.isEmpty()) item->setToolTip(tip);
             m_table->setItem(r, c, item);
         };
-        set(FileColumn, f.path, f.path);
-        set(ActionColumn, actionText(f.action));
-        set(BeforeColumn, humanBytes(f.before), tr("%1 bytes").arg(QLocale().toString(qulonglong(f.before))));
-        set(column, humanBytes(f.after), tr("%1 bytes").arg(QLocale().toString(qulonglong(f.after))));
+        // relative to a folder input; a file input's name (a URL's last part)
+        const QString path = QString::fromStdString(f.path);
+        const QString shown = m_folder ? path : locationName(path);
+        set(FileColumn, shown, shown);
+        set(ActionColumn, actionText(QString::fromStdString(f.action)));
+        set(BeforeColumn, humanBytes(f.bytesBefore),
+            tr("%1 bytes").arg(QLocale().toString(qulonglong(f.bytesBefore))));
+        set(column, humanBytes(f.bytesAfter),
+            tr("%1 bytes").arg(QLocale().toString(qulonglong(f.bytesAfter))));
     }
 }
 
@@ -262,12 +262,11 @@ void SlimDialog::predict()
 {
     m_predictionLabel->setText(tr("Predicting the savings..."));
     const std::string in = m_input.toStdString(), out = output().toStdString();
-    const bool folder = m_folder;
     // A dry run reads every pickle: a worker's job, like the real one.
     m_panel->jobs().run(
         kPredict,
-        [in, out, folder, files = m_files](const ops::ProgressSink&, const ops::CancelToken& cancel) {
-            return runSlim(in, out, true, folder, files.get(), {}, cancel);
+        [in, out, files = m_files](const ops::ProgressSink&, const ops::CancelToken& cancel) {
+            return runSlim(in, out, true, files.get(), {}, cancel);
         },
         [this](const JobResult<SlimOutcome>& r) { onPredicted(outcomeOf(r, true)); });
 }
@@ -307,11 +306,9 @@ void SlimDialog::start()
     m_running = true;
     m_output->setEnabled(false);
     const std::string in = m_input.toStdString(), out = output().toStdString();
-    const bool folder = m_folder;
     m_panel->run<SlimOutcome>(
-        [in, out, folder, files = m_files](const ops::ProgressSink& progress,
-                                           const ops::CancelToken& cancel) {
-            return runSlim(in, out, false, folder, files.get(), progress, cancel);
+        [in, out, files = m_files](const ops::ProgressSink& progress, const ops::CancelToken& cancel) {
+            return runSlim(in, out, false, files.get(), progress, cancel);
         },
         [this](const JobResult<SlimOutcome>& r) { onFinished(outcomeOf(r, false)); });
 }

@@ -7,6 +7,7 @@
 
 #include "layout/file_set.h"
 #include "operation_panel.h"
+#include "ops/slim.h"
 #include "replace_prompt.h"
 
 #include <QDialog>
@@ -17,19 +18,11 @@ class QTableWidget;
 
 namespace ckpt::app {
 
-struct SlimFileRow
-{
-    QString path; // relative to a folder input; the file name for a file input
-    QString action;
-    quint64 before = 0, after = 0;
-};
-
 struct SlimOutcome : OperationOutcome
 {
     bool dryRun = false;
-    QString file; // the file an error names, when it names one
-    QList<SlimFileRow> files;
-    quint64 before = 0, after = 0;
+    QString file;           // the file an error names, when it names one
+    ops::SlimResult result; // the run's (or prediction's) own, when it succeeded
 };
 
 class SlimDialog : public QDialog

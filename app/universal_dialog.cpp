@@ -171,7 +171,7 @@ void UniversalDialog::reject()
 void UniversalDialog::openResult()
 {
     if (!m_outcome.ok) return;
-    if (m_openResult) m_openResult(m_outcome.output);
+    if (m_openResult) m_openResult(QString::fromStdString(m_outcome.result.output));
     accept();
 }
 
@@ -219,28 +219,22 @@ void UniversalDialog::onFinished(const JobResult<ops::UniversalResult>& r)
     m_output->setEnabled(true);
     m_inject->setEnabled(true);
     if (r.value) {
-        const ops::UniversalResult& res = *r.value;
         m_outcome.ok = true;
-        m_outcome.output = QString::fromStdString(res.output);
-        m_outcome.latestFile = QString::fromStdString(res.latestFile);
-        m_outcome.zeroStage = res.zeroStage;
-        m_outcome.worldSize = res.worldSize;
-        m_outcome.parameters = qint64(res.parameters);
-        m_outcome.files = qint64(res.files);
-        m_outcome.bytesWritten = res.bytesWritten;
+        m_outcome.result = *r.value;
+        const ops::UniversalResult& res = m_outcome.result;
         const double secs = double(m_panel->elapsedMs()) / 1000.0;
         // The folder is no longer empty: a second run would be refused.
         m_panel->succeeded(tr("Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s "
                               "(%8 GB/s). latest_universal is in %9.")
-                               .arg(m_outcome.output)
-                               .arg(m_outcome.zeroStage)
-                               .arg(m_outcome.worldSize)
-                               .arg(m_outcome.parameters)
-                               .arg(m_outcome.files)
-                               .arg(bytesText(m_outcome.bytesWritten))
+                               .arg(QString::fromStdString(res.output))
+                               .arg(res.zeroStage)
+                               .arg(res.worldSize)
+                               .arg(qulonglong(res.parameters))
+                               .arg(qulonglong(res.files))
+                               .arg(bytesText(res.bytesWritten))
                                .arg(secs, 0, 'f', 1)
-                               .arg(secs > 0 ? double(m_outcome.bytesWritten) / secs / 1e9 : 0.0, 0, 'f', 2)
-                               .arg(QFileInfo(m_outcome.latestFile).absolutePath()),
+                               .arg(secs > 0 ? double(res.bytesWritten) / secs / 1e9 : 0.0, 0, 'f', 2)
+                               .arg(QFileInfo(QString::fromStdString(res.latestFile)).absolutePath()),
                            false);
     }
     emit finished(m_outcome.ok);

@@ -23,11 +23,7 @@ namespace ckpt::app {
 
 struct UniversalOutcome : OperationOutcome
 {
-    QString output;     // the Universal folder
-    QString latestFile; // latest_universal in its parent
-    int zeroStage = 0, worldSize = 0;
-    qint64 parameters = 0, files = 0;
-    quint64 bytesWritten = 0;
+    ops::UniversalResult result; // the conversion's own, when it succeeded
 };
 
 class UniversalDialog : public QDialog

@@ -386,12 +386,14 @@ private slots:
         d.show();
         QTRY_VERIFY_WITH_TIMEOUT(d.hasPrediction(), 60000);
         QVERIFY2(d.prediction().ok, qPrintable(d.prediction().message));
-        QVERIFY(d.prediction().after < d.prediction().before);
+        QVERIFY(d.prediction().result.bytesAfter() < d.prediction().result.bytesBefore());
         // the prediction is the Bloat view's: the wasted storage bytes go
         ops::CancelToken cancel;
         const ops::FolderBloat bloat = ops::analyzeFolderBloat(in.toStdString(), {}, cancel);
-        QVERIFY(d.prediction().before - d.prediction().after <= bloat.reclaimableBytes() + 4096);
-        QVERIFY(d.prediction().before - d.prediction().after >= bloat.reclaimableBytes() / 2);
+        QVERIFY(d.prediction().result.bytesBefore() - d.prediction().result.bytesAfter() <=
+                bloat.reclaimableBytes() + 4096);
+        QVERIFY(d.prediction().result.bytesBefore() - d.prediction().result.bytesAfter() >=
+                bloat.reclaimableBytes() / 2);
 
         d.setOutput(out);
         QSignalSpy done(&d, &app::SlimDialog::finished);
@@ -405,10 +407,10 @@ private slots:
         QVERIFY2(d.outcome().ok, qPrintable(d.outcome().message));
         CKPT_VERIFY_RESPONSIVE(stall);
         QVERIFY(QFileInfo(out).isDir());
-        QCOMPARE(folderBytes(out), d.outcome().after);
-        QCOMPARE(folderBytes(in), d.outcome().before);
+        QCOMPARE(folderBytes(out), d.outcome().result.bytesAfter());
+        QCOMPARE(folderBytes(in), d.outcome().result.bytesBefore());
         QVERIFY(folderBytes(out) < folderBytes(in));
-        QCOMPARE(d.outcome().files.size(), 5);
+        QCOMPARE(d.outcome().result.files.size(), size_t(5));
         // every shard reads back with the same tensors, none bloated any more
         for (const QString& name : QDir(out).entryList({QStringLiteral("*.bin")}, QDir::Files)) {
             const auto a = torch::TorchFile::open(QDir(in).filePath(name).toStdString());
@@ -453,7 +455,7 @@ private slots:
         QVERIFY(done.wait(60000));
         QVERIFY2(d->outcome().ok, qPrintable(d->outcome().message));
         QVERIFY(QFileInfo(d->output()).size() < QFileInfo(in).size());
-        QCOMPARE(quint64(QFileInfo(d->output()).size()), d->outcome().after);
+        QCOMPARE(quint64(QFileInfo(d->output()).size()), d->outcome().result.bytesAfter());
         const QString out = d->output();
         emit d->openRequested(out);
         QVERIFY(loaded.wait(30000));

@@ -37,6 +37,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThreadPool>
@@ -523,8 +524,11 @@ void TestGuiRemote::slimAndUniversalOfAUrlWriteLocally()
     f->start();
     QVERIFY(fileSlimmed.wait(60000));
     QVERIFY2(f->outcome().ok, qPrintable(f->outcome().message));
-    QCOMPARE(f->outcome().files.size(), 1);
-    QCOMPARE(f->outcome().files.front().path, QString("nested.pt"));
+    QCOMPARE(f->outcome().result.files.size(), size_t(1));
+    const auto* table = f->findChild<QTableWidget*>();
+    QVERIFY(table && table->rowCount() == 1);
+    QCOMPARE(table->item(0, 0)->text(), QString("nested.pt")); // the URL's file, as a local file's name
+
     ops::slim((m_www + "/torch/nested.pt").toStdString(), out.filePath("local/nested.pt").toStdString(), {},
               {}, {});
     QFile a(out.filePath("local/nested.pt")), b(out.filePath("remote/nested.pt"));

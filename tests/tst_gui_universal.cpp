@@ -84,7 +84,7 @@ private slots:
         QVERIFY(waitFinished(done));
         QVERIFY2(done.first().first().toBool(), qPrintable(dlg.outcome().message));
         QVERIFY(progressed.count() > 0);
-        QCOMPARE(dlg.outcome().output, ours);
+        QCOMPARE(QString::fromStdString(dlg.outcome().result.output), ours);
 
         const auto a = contents(ours), b = contents(cli);
         QVERIFY(a.size() > 3);

@@ -1001,7 +1001,7 @@ zeros %6  NaN %7  Inf %8</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="300" />
+        <location filename="../app/export_dialog.cpp" line="295" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1761,139 +1761,139 @@ Still showing %3.</source>
 <context>
     <name>ckpt::app::SlimDialog</name>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="71" />
+        <location filename="../app/slim_dialog.cpp" line="63" />
         <source>%1 → %2, %3 saved (%4%)</source>
         <translation>%1 → %2，节省 %3（%4%）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="82" />
+        <location filename="../app/slim_dialog.cpp" line="74" />
         <source>Slim %1</source>
         <translation>精简 %1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="85" />
+        <location filename="../app/slim_dialog.cpp" line="77" />
         <source>Writes a copy of this folder in which every torch.save file keeps, of each storage, only the bytes its tensors view. Other files are copied. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件夹的副本，其中每个 torch.save 文件的每个存储只保留其张量视图用到的字节。其他文件原样复制。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="88" />
+        <location filename="../app/slim_dialog.cpp" line="80" />
         <source>Writes a copy of this file in which each storage keeps only the bytes its tensors view. torch.load gives the same tensors; the input is not changed.</source>
         <translation>写出此文件的副本，其中每个存储只保留其张量视图用到的字节。torch.load 得到的张量相同；输入不会被修改。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="100" />
+        <location filename="../app/slim_dialog.cpp" line="92" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="104" />
+        <location filename="../app/slim_dialog.cpp" line="96" />
         <source>Input</source>
         <translation>输入</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
-        <location filename="../app/slim_dialog.cpp" line="142" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="134" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="105" />
-        <location filename="../app/slim_dialog.cpp" line="142" />
+        <location filename="../app/slim_dialog.cpp" line="97" />
+        <location filename="../app/slim_dialog.cpp" line="134" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="109" />
+        <location filename="../app/slim_dialog.cpp" line="101" />
         <source>The input is read from its URL; the copy is written on this computer.</source>
         <translation>从 URL 读取输入；副本写在本机上。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="118" />
+        <location filename="../app/slim_dialog.cpp" line="110" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="118" />
+        <location filename="../app/slim_dialog.cpp" line="110" />
         <source>Action</source>
         <translation>操作</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="118" />
+        <location filename="../app/slim_dialog.cpp" line="110" />
         <source>Before</source>
         <translation>之前</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="118" />
+        <location filename="../app/slim_dialog.cpp" line="110" />
         <source>Predicted</source>
         <translation>预计</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="118" />
+        <location filename="../app/slim_dialog.cpp" line="110" />
         <source>After</source>
         <translation>之后</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="129" />
+        <location filename="../app/slim_dialog.cpp" line="121" />
         <source>Slim</source>
         <translation>精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="129" />
+        <location filename="../app/slim_dialog.cpp" line="121" />
         <source>Open in window</source>
         <translation>在窗口中打开</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="161" />
+        <location filename="../app/slim_dialog.cpp" line="153" />
         <source>Cannot predict: %1</source>
         <translation>无法预计：%1</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="167" />
+        <location filename="../app/slim_dialog.cpp" line="161" />
         <source>Predicted: %1.</source>
         <translation>预计：%1。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="168" />
+        <location filename="../app/slim_dialog.cpp" line="162" />
         <source>Predicted: nothing to gain, %1 would be copied as it is.</source>
         <translation>预计：无可节省，%1 将原样复制。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="182" />
+        <location filename="../app/slim_dialog.cpp" line="175" />
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="182" />
+        <location filename="../app/slim_dialog.cpp" line="175" />
         <source>%1 s</source>
         <translation>%1 秒</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="184" />
+        <location filename="../app/slim_dialog.cpp" line="178" />
         <source>Done in %1: %2. Written to %3.</source>
         <translation>完成，用时 %1：%2。已写入 %3。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="129" />
+        <location filename="../app/slim_dialog.cpp" line="121" />
         <source>Slim failed</source>
         <translation>精简失败</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="236" />
+        <location filename="../app/slim_dialog.cpp" line="230" />
         <source>slimmed</source>
         <translation>已精简</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="237" />
+        <location filename="../app/slim_dialog.cpp" line="231" />
         <source>copied (not bloated)</source>
         <translation>已复制（没有膨胀）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="239" />
+        <location filename="../app/slim_dialog.cpp" line="233" />
         <source>copied (not a torch.save file)</source>
         <translation>已复制（不是 torch.save 文件）</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="256" />
+        <location filename="../app/slim_dialog.cpp" line="255" />
         <location filename="../app/slim_dialog.cpp" line="257" />
         <source>%1 bytes</source>
         <translation>%1 字节</translation>
@@ -1904,17 +1904,17 @@ Still showing %3.</source>
         <translation>正在预计可节省的空间...</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="291" />
+        <location filename="../app/slim_dialog.cpp" line="290" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="291" />
+        <location filename="../app/slim_dialog.cpp" line="290" />
         <source>Choose an output file first.</source>
         <translation>请先选择输出文件。</translation>
     </message>
     <message>
-        <location filename="../app/slim_dialog.cpp" line="300" />
+        <location filename="../app/slim_dialog.cpp" line="299" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace them.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换这些文件。</translation>
     </message>
@@ -2378,7 +2378,7 @@ Click to select it in the tree.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的转换结果。</translation>
     </message>
     <message>
-        <location filename="../app/universal_dialog.cpp" line="233" />
+        <location filename="../app/universal_dialog.cpp" line="227" />
         <source>Wrote %1: ZeRO stage %2 of %3 ranks, %4 parameters, %5 files, %6 in %7 s (%8 GB/s). latest_universal is in %9.</source>
         <translation>已写入 %1：ZeRO 阶段 %2，%3 个 rank，%4 个参数，%5 个文件，%6，用时 %7 秒（%8 GB/s）。latest_universal 位于 %9。</translation>
     </message>
