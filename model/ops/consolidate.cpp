@@ -87,12 +87,13 @@ bool isShardName(const std::string& name)
     return std::regex_match(name, shard);
 }
 
-// An output named *.safetensors is that one file (every tensor in it, no index); any other
-// name is a folder as save_pretrained writes it.
+// An output named *.safetensors, or asked for as one file, is that one file (every tensor in it,
+// no index); any other name is a folder as save_pretrained writes it.
 bool oneFileOutput(const std::string& outDir, const ConsolidateOptions& options)
 {
-    return options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
-           outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0;
+    return options.oneFile ||
+           (options.format == ConsolidateOptions::Format::Safetensors && outDir.size() > 12 &&
+            outDir.compare(outDir.size() - 12, 12, ".safetensors") == 0);
 }
 
 io::OutputTransaction::Existing existingRule(const ConsolidateOptions& options)

@@ -36,6 +36,9 @@ struct ConsolidateOptions
     // export wrote goes (the weights named by its index, the usual weight and index names, the
     // files this export writes); other files are kept. The set is swapped in atomically.
     bool overwrite = false;
+    // Write one file named as the output (every tensor in it, no index, no files beside), in
+    // `format`; an output named *.safetensors is one file without asking.
+    bool oneFile = false;
     // One process's part of a job split across processes, or the job's finalize (ops/sharded.h):
     // the units are the output's shard files; finalize writes the configuration files and index.
     ShardSpec shard;

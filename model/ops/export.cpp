@@ -3,6 +3,7 @@
 #include "compute_backend.h"
 #include "io/output.h"
 #include "layout/family.h"
+#include "ops/consolidate.h"
 #include "ops/tensor_source.h"
 #include "ops/writers.h"
 #include "safetensors/safetensors_file.h"
@@ -117,37 +118,21 @@ ExportResult exportTagTensors(std::shared_ptr<const layout::OpenedCheckpoint> op
                               const std::string& output, const ProgressSink& progress,
                               const CancelToken& cancel)
 {
-    io::OutputTransaction tx({opened->model.root, tag.dir}, output, io::OutputTransaction::Shape::File);
-    reportNotes(progress, tx.notes());
-    const TensorSet set = tagTensors(opened, tag, {});
-    std::vector<torch::OutTensor> tensors;
-    uint64_t total = 0;
-    for (const SourceTensor& t : set.tensors)
-        if (t.aliasOf.empty()) {
-            tensors.push_back(t.tensor);
-            total += t.tensor.nbytes;
-        }
-    if (tensors.empty()) throw Error("nothing to write: no tensor with values of its own", output);
-    ExportResult result;
-    result.path = output;
-    result.warnings = set.warnings;
-    uint64_t done = 0;
-    VerifiedWriter writer(tx, cancel, [&](const std::string&, uint64_t n) {
-        done += n;
-        if (progress) progress({int(total ? done * 900 / total : 900), "writing", done, total});
-    });
-    const auto ends = [&](const char* x) {
-        const std::string e(x);
+    // The export of a model, written as one file: the same plan, writer and checks.
+    const auto ends = [&](const std::string& e) {
         return output.size() > e.size() && output.compare(output.size() - e.size(), e.size(), e) == 0;
     };
-    const io::AtomicFile& file = ends(".pt") || ends(".bin")
-                                     ? writer.torchZip({}, tensors, {})
-                                     : writer.safetensors({}, tensors, {{"format", "pt"}});
-    writer.verified();
-    tx.commit();
-    if (progress) progress({1000, "done", done, total});
-    result.tensors = tensors.size();
-    result.bytes = file.written();
+    ConsolidateOptions options;
+    options.oneFile = true;
+    options.format = ends(".pt") || ends(".bin") ? ConsolidateOptions::Format::Bin
+                                                 : ConsolidateOptions::Format::Safetensors;
+    const ConsolidateResult r =
+        consolidate(layout::OpenedTag{std::move(opened), &tag}, output, options, progress, cancel);
+    ExportResult result;
+    result.path = output;
+    result.tensors = r.tensors;
+    result.bytes = r.bytes;
+    result.warnings = r.warnings;
     return result;
 }
 

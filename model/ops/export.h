@@ -63,7 +63,8 @@ ExportResult exportFileToSafetensors(const layout::OpenedTag& in, const std::str
 
 // Writes the parameters of `tag` (any part of a tag of `opened`: one parameter and its optimizer
 // moments, say) into one file, each under its name: a torch.save zip when `output` ends in .pt or
-// .bin, else safetensors. Streamed from the mapped files, re-read and verified, then renamed.
+// .bin, else safetensors: `consolidate` with a one-file output (streamed, re-read and verified, then
+// renamed).
 ExportResult exportTagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, const layout::Tag& tag,
                               const std::string& output, const ProgressSink& progress,
                               const CancelToken& cancel);
