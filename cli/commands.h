@@ -85,7 +85,19 @@ struct ScanArgs
     bool json = false;
 };
 
+struct VerifyArgs
+{
+    std::string path;
+    std::string tag;
+    bool allTags = false;
+    std::string manifest, writeManifest;
+    std::string format = "ckpt"; // of a manifest written: ckpt or megatron
+    bool json = false;
+    bool quiet = false;
+};
+
 int runInspect(const InspectArgs& a);
+int runVerify(const VerifyArgs& a, const ops::CancelToken& cancel);
 int runExport(const ExportArgs& a, const ops::CancelToken& cancel);
 int runScan(const ScanArgs& a);
 int runSlim(const SlimArgs& a, const ops::CancelToken& cancel);

@@ -217,6 +217,28 @@ Command addScan(CLI::App& app)
     return {sub, [a](const CancelToken&) { return ckpt::cli::runScan(*a); }};
 }
 
+Command addVerify(CLI::App& app)
+{
+    auto a = std::make_shared<ckpt::cli::VerifyArgs>();
+    auto* sub = app.add_subcommand(
+        "verify",
+        "Prove a checkpoint whole: its family's files all there, every zip record's CRC-32, "
+        "safetensors offsets, archives read to their end, a manifest's SHA-256; exit 4 when damaged");
+    sub->add_option("path", a->path, "checkpoint folder, tag folder or file (local or a URL)")->required();
+    sub->add_option("--tag", a->tag, "Tag to verify (default: the one `latest` names)");
+    sub->add_flag("--all-tags", a->allTags, "Every tag of the checkpoint");
+    sub->add_option("--manifest", a->manifest,
+                    "Check each file's size and SHA-256 against this manifest (ours, or Megatron-Core's "
+                    "integrity.json; one found among the files is checked without asking)");
+    sub->add_option("--write-manifest", a->writeManifest,
+                    "Write a manifest (size and SHA-256 of each file verified) to this path");
+    sub->add_option("--format", a->format, "The manifest written: ckpt, or megatron (integrity.json)")
+        ->check(CLI::IsMember({"ckpt", "megatron"}));
+    addJson(sub, a->json);
+    addQuiet(sub, a->quiet);
+    return {sub, [a](const CancelToken& cancel) { return ckpt::cli::runVerify(*a, cancel); }};
+}
+
 std::string versionText()
 {
     // Driver and device queries only: no context is made, nothing allocated.
@@ -267,7 +289,7 @@ int main(int argc, char** argv)
     app.set_version_flag("--version", versionText);
     app.require_subcommand(1);
     const std::vector<Command> commands = {addInspect(app), addExport(app),    addStats(app), addDiff(app),
-                                           addSlim(app),    addUniversal(app), addScan(app)};
+                                           addSlim(app),    addUniversal(app), addScan(app),  addVerify(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

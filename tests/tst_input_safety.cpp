@@ -76,10 +76,10 @@ enum class Access { Reads, Writes };
 // writers() below, which runs it against every overlap case.
 const std::map<QString, Access>& subcommands()
 {
-    static const std::map<QString, Access> m{{"inspect", Access::Reads},   {"stats", Access::Reads},
-                                             {"diff", Access::Reads},      {"scan", Access::Reads},
-                                             {"export", Access::Writes},   {"slim", Access::Writes},
-                                             {"universal", Access::Writes}};
+    static const std::map<QString, Access> m{{"inspect", Access::Reads},    {"stats", Access::Reads},
+                                             {"diff", Access::Reads},       {"scan", Access::Reads},
+                                             {"export", Access::Writes},    {"slim", Access::Writes},
+                                             {"universal", Access::Writes}, {"verify", Access::Writes}};
     return m;
 }
 
@@ -106,6 +106,14 @@ const std::map<QString, Writer>& writers()
           },
           [](const QString& in, const QString& out) {
               return QStringList{"slim", in, out, "-q"};
+          }}},
+        // only with --write-manifest; reading, it writes nothing
+        {"verify",
+         {[](const QString& in, const QString& out) {
+              return QStringList{"verify", in, "--write-manifest", out, "-q"};
+          },
+          [](const QString& in, const QString& out) {
+              return QStringList{"verify", in, "--write-manifest", out, "-q"};
           }}},
         {"universal",
          {{}, // takes no single file
