@@ -51,7 +51,7 @@ struct FileVerdict
         v("format", &FileVerdict::format);
         v("status", &FileVerdict::status);
         v("problems", &FileVerdict::problems);
-        v("sha256", &FileVerdict::sha256, [](const FileVerdict& f) { return !f.sha256.empty(); });
+        v("sha256", &FileVerdict::sha256); // "" unless a manifest was written or checked
     }
 };
 
@@ -80,9 +80,8 @@ struct VerifyReport
         v("tags", &VerifyReport::tags);
         v("problems", &VerifyReport::problems);
         v("notes", &VerifyReport::notes);
-        v("manifest", &VerifyReport::manifest, [](const VerifyReport& r) { return !r.manifest.empty(); });
-        v("manifest_written", &VerifyReport::manifestWritten,
-          [](const VerifyReport& r) { return !r.manifestWritten.empty(); });
+        v("manifest", &VerifyReport::manifest); // "" when none was checked
+        v("manifest_written", &VerifyReport::manifestWritten);
         v("bytes", &VerifyReport::bytes);
         v("files", &VerifyReport::files);
     }

@@ -23,7 +23,8 @@ from . import _engine
 from ._engine import Cancelled, CheckpointError
 from ._ops import (DiffChange, DiffResult, DiffShape, DiffSummary, ExportResult, FolderScan, Histogram, Progress,
                    ScanFinding, ScanReport, SlimFile, SlimResult, StatsResult, TensorDiff, TensorStats,
-                   UniversalResult, diff, export, run, scan, slim, stats, to_universal)
+                   UniversalResult, FileVerdict, VerifyReport, diff, export, run, scan, slim, stats, to_universal,
+                   verify)
 from ._safe_open import load_file, safe_open
 from ._tensors import LazyStateDict, LazyTensor, TensorSlice, _check_framework, _engine_name, entries, materialize
 
@@ -33,7 +34,7 @@ __all__ = [
     "Cancelled", "Progress", "export", "to_universal", "slim", "diff", "stats", "ExportResult",
     "UniversalResult", "SlimResult", "SlimFile", "StatsResult", "TensorStats", "Histogram", "DiffResult", "TensorDiff",
     "DiffChange", "DiffShape", "DiffSummary", "scan", "FolderScan", "ScanReport", "ScanFinding", "safe_open",
-    "load_file",
+    "load_file", "verify", "VerifyReport", "FileVerdict",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats, scan. Each takes the
+"""The `ckpt` operations from Python: export, to_universal, slim, diff, stats, scan, verify. Each takes the
 CLI's options as keyword arguments, `progress=` and `cancel=`, and returns a typed result.
 
 Progress: None (default) draws a tqdm bar when tqdm is installed and stderr is a terminal (and
@@ -98,6 +98,8 @@ SlimFile = _engine.SlimFile
 StatsResult = _engine.StatsResult  # result["name"]: that tensor's TensorStats
 TensorStats = _engine.TensorStats
 Histogram = _engine.Histogram
+VerifyReport = _engine.VerifyReport  # .whole; .files (FileVerdict: name, format, status, problems)
+FileVerdict = _engine.FileVerdict
 DiffResult = _engine.DiffResult  # result["name"]: a compared tensor; .identical; .counts()
 TensorDiff = _engine.TensorDiff
 DiffChange = _engine.DiffChange
@@ -170,3 +172,15 @@ def scan(src, *, progress=None, cancel=None) -> FolderScan:
     one; `.dangerous` is what makes `ckpt scan` exit with 3."""
     path = os.fspath(src)
     return run(lambda poll: _engine.scan(path, poll), progress, cancel)
+
+
+def verify(src, *, tag=None, all_tags=False, manifest=None, write_manifest=None, megatron_format=False,
+           progress=None, cancel=None) -> VerifyReport:
+    """`ckpt verify`: what a checkpoint's files prove of it (every file its family must read, each
+    zip record's CRC-32, safetensors offsets, archives read to their end) and a manifest's SHA-256
+    per file (`manifest=`, or Megatron's integrity.json among the files). `.whole` is what makes
+    `ckpt verify` exit with 0; damage is in the report, never raised."""
+    path = os.fspath(src)
+    return run(lambda poll: _engine.verify(path, tag or "", all_tags, os.fspath(manifest) if manifest else "",
+                                           os.fspath(write_manifest) if write_manifest else "", megatron_format,
+                                           poll), progress, cancel)

@@ -13,6 +13,7 @@
 #include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
+#include "ops/verify.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -144,6 +145,23 @@ ops::DiffResult diffOp(nb::handle a, nb::handle b, const std::string& tagA, cons
     });
 }
 
+// `ckpt verify`: what the checkpoint's files prove of it, and its manifest where there is one.
+ops::VerifyReport verifyOp(const std::string& path, const std::string& tag, bool allTags,
+                           const std::string& manifest, const std::string& writeManifest, bool megatron,
+                           nb::object poll)
+{
+    ops::VerifyOptions o;
+    o.tag = tag;
+    o.allTags = allTags;
+    o.manifest = manifest;
+    o.writeManifest = writeManifest;
+    o.megatronManifest = megatron;
+    return runJob<ops::VerifyReport>(std::move(poll),
+                                     [&](const io::ProgressSink& sink, const io::CancelToken& cancel) {
+                                         return ops::verify(path, o, sink, cancel);
+                                     });
+}
+
 // Every pickle of a file, of a folder's files or of an archive's members, as `ckpt scan` reads
 // them: parsed, never run. A single file is a folder scan of one.
 ops::FolderScan scanOp(const std::string& path, nb::object poll)
@@ -167,6 +185,8 @@ void bindOperations(nb::module_& m)
     m.def("stats", &statsOp, "src"_a, "tag"_a, "dtype"_a.none(), "histogram_bins"_a, "histogram_log10"_a,
           "device"_a, "poll"_a.none());
     m.def("scan", &scanOp, "path"_a, "poll"_a.none());
+    m.def("verify", &verifyOp, "path"_a, "tag"_a, "all_tags"_a, "manifest"_a, "write_manifest"_a,
+          "megatron"_a, "poll"_a.none());
     m.def("diff", &diffOp, "a"_a, "b"_a, "tag_a"_a, "tag_b"_a, "moments"_a, "side_stats"_a, "device"_a,
           "poll"_a.none());
 }

@@ -7,6 +7,7 @@
 #include "ops/scan.h"
 #include "ops/slim.h"
 #include "ops/universal.h"
+#include "ops/verify.h"
 
 #include <nanobind/stl/map.h>
 
@@ -65,6 +66,8 @@ void bindResults(nb::module_& m)
     bindDescribed<ops::ScanFinding>(m, "ScanFinding");
     bindDescribed<ops::ScanReport>(m, "ScanReport");
     bindDescribed<ops::FolderScan>(m, "FolderScan");
+    bindDescribed<ops::FileVerdict>(m, "FileVerdict");
+    bindDescribed<ops::VerifyReport>(m, "VerifyReport");
     bindDescribed<gpu::Histogram>(m, "Histogram");
     bindDescribed<ops::TensorStats>(m, "TensorStats");
     bindDescribed<ops::StatsResult>(m, "StatsResult")

@@ -160,3 +160,16 @@ def test_scan():
     assert_same_keys(attribute_keys(r), json_keys(doc))
     one = BLOAT / "tied.pt"  # a single file: `ckpt scan --json` gives its report alone
     assert_same_keys(attribute_keys(cs.scan(one).files[0]), json_keys(ckpt_json("scan", str(one), quiet=False)))
+
+
+def test_verify(tmp_path):
+    # A whole checkpoint, then one with a flipped byte (exit 4): every key of the report.
+    doc = ckpt_json("verify", str(ZERO2))
+    r = cs.verify(ZERO2)
+    assert r.whole and doc["whole"]
+    assert_same_keys(attribute_keys(r), json_keys(doc))
+    assert [f.name for f in r.files] == [f["name"] for f in doc["files"]]
+    manifest = tmp_path / "m.json"
+    written = cs.verify(ZERO2, all_tags=True, write_manifest=manifest)
+    assert written.manifest_written == str(manifest) and all(len(f.sha256) == 64 for f in written.files)
+    assert cs.verify(ZERO2, all_tags=True, manifest=manifest).whole
