@@ -1769,6 +1769,16 @@ void TestRemote::statsScanAndDiffOnUrls_data()
     QTest::newRow("diff s3 against local") << "s3"
                                            << "diff"
                                            << "torch/nested.pt";
+    // verify reads every byte of what it checks from the server: the same verdicts as local.
+    QTest::newRow("verify http torch") << "http"
+                                       << "verify"
+                                       << "torch/nested.pt";
+    QTest::newRow("verify s3 DeepSpeed run") << "s3"
+                                             << "verify"
+                                             << "ds";
+    QTest::newRow("verify s3 safetensors") << "s3"
+                                           << "verify"
+                                           << "model.safetensors";
 }
 
 // The other reading commands print what they print for the local file (the URL written as the
