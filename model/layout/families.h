@@ -12,6 +12,7 @@ const Family& deepSpeedFamily();   // deepspeed_family.cpp
 const Family& dcpFamily();         // dcp_family.cpp
 const Family& huggingFaceFamily(); // hf_family.cpp
 const Family& singleFileFamily();  // file_family.cpp
+const Family& megatronFamily();    // megatron_family.cpp
 const Family& trainerFamily();     // trainer_family.cpp
 const Family& universalFamily();   // universal.cpp
 

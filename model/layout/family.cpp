@@ -18,9 +18,10 @@ std::vector<const Family*>& registry()
     // A Universal folder holds copied DeepSpeed model files too: it is tried before DeepSpeed's.
     // A Trainer checkpoint holds a DeepSpeed tag (and `latest`) or a Hugging Face model, and a run
     // folder its final model: the Trainer's family comes first and reads those through theirs.
-    static std::vector<const Family*> all = {&trainerFamily(),   &universalFamily(),   &deepSpeedFamily(),
-                                             &dcpFamily(),       &huggingFaceFamily(), &composerFamily(),
-                                             &singleFileFamily()};
+    // A Megatron-Core iteration is a DCP folder too, with Megatron's metadata.json: before DCP's.
+    static std::vector<const Family*> all = {&trainerFamily(),  &universalFamily(), &deepSpeedFamily(),
+                                             &megatronFamily(), &dcpFamily(),       &huggingFaceFamily(),
+                                             &composerFamily(), &singleFileFamily()};
     return all;
 }
 

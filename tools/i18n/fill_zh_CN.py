@@ -552,6 +552,22 @@ ZH = {
     "layers": "层数",
     "attention heads": "注意力头数",
     "vocabulary": "词表大小",
+    "query groups": "查询组数",
+    "FFN size": "FFN 大小",
+    "vocabulary (padded)": "词表大小（填充后）",
+    "max positions": "最大位置数",
+    "position embedding": "位置编码",
+    "normalization": "归一化",
+    "SwiGLU": "SwiGLU",
+    "linear biases": "线性层偏置",
+    "QKV bias": "QKV 偏置",
+    "untied embeddings": "输入输出嵌入不共享",
+    "experts per token": "每个 token 的专家数",
+    "tensor-parallel size": "张量并行规模",
+    "pipeline-parallel size": "流水线并行规模",
+    "expert-parallel size": "专家并行规模",
+    "consumed samples": "已消耗样本数",
+    "Megatron-Core checkpoint": "Megatron-Core 检查点",
 }
 
 

@@ -1,0 +1,118 @@
+// Megatron-Core checkpoints (issue 38) made by megatron-core 0.16 on CPU
+// (tools/fixtures/make_megatron_fixtures.py): a run folder's iterations are its tags, the tracked
+// one latest; every tensor dist_checkpointing saved is there under its key with its global shape
+// and dtype; the saved args are the tag's facts; the legacy format is named, not misread.
+#include "testutil.h"
+
+#include "layout/family.h"
+#include "ops/analyze.h"
+#include "torch/dtype.h"
+
+#include <QTemporaryDir>
+#include <filesystem>
+#include <fstream>
+
+using namespace ckpt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string megatronDir()
+{
+    return testutil::dataDir() + "/megatron";
+}
+
+const layout::Parameter* tensorNamed(const layout::Tag& t, const std::string& key)
+{
+    for (const auto* list : {&t.params, &t.otherTensors})
+        for (const auto& p : *list)
+            if (p.name == key || p.path == key) return &p;
+    return nullptr;
+}
+
+} // namespace
+
+class TestMegatron : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void torchDistRunsOpen_data()
+    {
+        QTest::addColumn<QString>("run");
+        for (const char* r : {"gpt_tp1pp1_fp32", "gpt_tp2pp2_fp32", "gpt_tp2pp1_bf16",
+                              "qwen_tp1pp1_qkvbias_fp32", "moe_tp1pp1_ep2_fp32"})
+            QTest::newRow(r) << QString(r);
+    }
+    void torchDistRunsOpen()
+    {
+        QFETCH(QString, run);
+        const std::string dir = megatronDir() + "/" + run.toStdString();
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        const auto opened = layout::openCheckpoint(dir);
+        QCOMPARE(opened->model.family, std::string("megatron"));
+        const auto& iterations = expect["iterations"];
+        QCOMPARE(opened->model.tags.size(), iterations.size());
+        for (const layout::Tag& tag : opened->model.tags) {
+            QVERIFY2(tag.unreadable.empty(), tag.unreadable.c_str());
+            const std::string iteration = std::to_string(std::stoll(tag.name.substr(5)));
+            QVERIFY2(iterations.contains(iteration), tag.name.c_str());
+            const auto& e = iterations[iteration];
+            QCOMPARE(tag.latest, iteration == expect["latest_checkpointed_iteration"].dump());
+            QCOMPARE(tag.globalSteps, e["args"]["iteration"].get<int64_t>());
+            // Every tensor saved, under its key, with its global shape and dtype.
+            int tensors = 0;
+            for (const auto& [key, k] : e["keys"].items()) {
+                if (!k.contains("shape")) continue;
+                ++tensors;
+                const layout::Parameter* p = tensorNamed(tag, key);
+                QVERIFY2(p, key.c_str());
+                QCOMPARE(p->shape, k["shape"].get<std::vector<int64_t>>());
+                QCOMPARE(std::string(torch::name(p->dtype)), k["dtype"].get<std::string>());
+            }
+            QVERIFY(tensors > 5);
+            // The saved args as facts, under Megatron's names.
+            const auto badges = testutil::badges(tag);
+            for (const char* a :
+                 {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size",
+                  "padded_vocab_size", "tensor_model_parallel_size", "pipeline_model_parallel_size"})
+                QCOMPARE(badges[a].dump(), e["args"][a].dump());
+            QCOMPARE(badges["layout"].get<std::string>(), std::string("megatron"));
+            QCOMPARE(tag.dtype, std::string(e["args"]["bf16"].get<bool>() ? "bf16" : "fp32"));
+        }
+    }
+
+    // An iteration compared with itself is identical tensor for tensor (every byte read).
+    void anIterationEqualsItself()
+    {
+        const std::string dir = megatronDir() + "/gpt_tp2pp2_fp32";
+        ops::DiffOptions o;
+        o.a.tag = o.b.tag = "iter_0000010";
+        const ops::DiffResult r = ops::computeDiff(dir, dir, o, gpu::cpuBackend(), {}, {});
+        QVERIFY(!r.tensors.empty());
+        for (const auto& t : r.tensors)
+            QVERIFY2(t.status == ops::DiffStatus::Identical, t.name.c_str());
+    }
+
+    // The legacy format is recognised and said to be not read yet, naming the iteration.
+    void legacyIsNamedNotMisread()
+    {
+        const QString why =
+            testutil::errorOf([] { layout::openCheckpoint(megatronDir() + "/legacy_tp2pp1_fp32"); });
+        QVERIFY2(why.contains("legacy") && why.contains("iter_0000020"), qPrintable(why));
+    }
+
+    // latest_checkpointed_iteration.txt naming something that is not an iteration.
+    void aBadTrackerIsOneError()
+    {
+        QTemporaryDir tmp;
+        const fs::path run = fs::path(tmp.path().toStdString()) / "run";
+        fs::copy(megatronDir() + "/gpt_tp1pp1_fp32", run, fs::copy_options::recursive);
+        std::ofstream(run / "latest_checkpointed_iteration.txt", std::ios::trunc) << "ten";
+        const QString why = testutil::errorOf([&] { layout::openCheckpoint(run.string()); });
+        QVERIFY2(why.contains("latest_checkpointed_iteration.txt") && why.contains("ten"), qPrintable(why));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestMegatron)
+#include "tst_megatron.moc"
