@@ -2576,7 +2576,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="243" />
-        <location filename="../model/layout/megatron_family.cpp" line="195" />
+        <location filename="../model/layout/megatron_family.cpp" line="264" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
@@ -2663,7 +2663,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/deepspeed_family.cpp" line="96" />
-        <location filename="../model/layout/megatron_family.cpp" line="95" />
+        <location filename="../model/layout/megatron_family.cpp" line="97" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
@@ -2700,19 +2700,19 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="413" />
-        <location filename="../model/layout/megatron_family.cpp" line="83" />
+        <location filename="../model/layout/megatron_family.cpp" line="85" />
         <source>hidden size</source>
         <translation>隐藏层大小</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="416" />
-        <location filename="../model/layout/megatron_family.cpp" line="82" />
+        <location filename="../model/layout/megatron_family.cpp" line="84" />
         <source>layers</source>
         <translation>层数</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="419" />
-        <location filename="../model/layout/megatron_family.cpp" line="84" />
+        <location filename="../model/layout/megatron_family.cpp" line="86" />
         <source>attention heads</source>
         <translation>注意力头数</translation>
     </message>
@@ -2770,82 +2770,87 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="85" />
+        <location filename="../model/layout/megatron_family.cpp" line="87" />
         <source>query groups</source>
         <translation>查询组数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="86" />
+        <location filename="../model/layout/megatron_family.cpp" line="88" />
         <source>FFN size</source>
         <translation>FFN 大小</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="87" />
+        <location filename="../model/layout/megatron_family.cpp" line="89" />
         <source>vocabulary (padded)</source>
         <translation>词表大小（填充后）</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="88" />
+        <location filename="../model/layout/megatron_family.cpp" line="90" />
         <source>max positions</source>
         <translation>最大位置数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="89" />
+        <location filename="../model/layout/megatron_family.cpp" line="91" />
         <source>position embedding</source>
         <translation>位置编码</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="90" />
+        <location filename="../model/layout/megatron_family.cpp" line="92" />
         <source>normalization</source>
         <translation>归一化</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="91" />
+        <location filename="../model/layout/megatron_family.cpp" line="93" />
         <source>SwiGLU</source>
         <translation>SwiGLU</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="92" />
+        <location filename="../model/layout/megatron_family.cpp" line="94" />
         <source>linear biases</source>
         <translation>线性层偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="93" />
+        <location filename="../model/layout/megatron_family.cpp" line="95" />
         <source>QKV bias</source>
         <translation>QKV 偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="94" />
+        <location filename="../model/layout/megatron_family.cpp" line="96" />
         <source>untied embeddings</source>
         <translation>输入输出嵌入不共享</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="96" />
+        <location filename="../model/layout/megatron_family.cpp" line="98" />
         <source>experts per token</source>
         <translation>每个 token 的专家数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="97" />
+        <location filename="../model/layout/megatron_family.cpp" line="99" />
         <source>tensor-parallel size</source>
         <translation>张量并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="98" />
+        <location filename="../model/layout/megatron_family.cpp" line="100" />
         <source>pipeline-parallel size</source>
         <translation>流水线并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="99" />
+        <location filename="../model/layout/megatron_family.cpp" line="101" />
         <source>expert-parallel size</source>
         <translation>专家并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="100" />
+        <location filename="../model/layout/megatron_family.cpp" line="102" />
         <source>consumed samples</source>
         <translation>已消耗样本数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="125" />
+        <location filename="../model/layout/megatron_family.cpp" line="179" />
+        <source>exports as</source>
+        <translation>导出为</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/megatron_family.cpp" line="188" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
     </message>

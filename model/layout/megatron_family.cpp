@@ -11,6 +11,7 @@
 #include "io/folder.h"
 #include "io/input_file.h"
 #include "layout/families.h"
+#include "layout/megatron_hf.h"
 #include "layout/words.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
@@ -117,6 +118,72 @@ void addArgsFacts(Tag& tag, const nlohmann::ordered_json& args)
         tag.globalSamples = args["consumed_train_samples"].get<int64_t>();
 }
 
+MegatronShape shapeOf(const nlohmann::ordered_json& a)
+{
+    const auto num = [&](const char* k, int64_t fallback = 0) {
+        return a.contains(k) && a[k].is_number_integer() ? a[k].get<int64_t>() : fallback;
+    };
+    const auto real = [&](const char* k, double fallback) {
+        return a.contains(k) && a[k].is_number() ? a[k].get<double>() : fallback;
+    };
+    const auto flag = [&](const char* k) { return a.contains(k) && a[k].is_boolean() && a[k].get<bool>(); };
+    const auto text = [&](const char* k) {
+        return a.contains(k) && a[k].is_string() ? a[k].get<std::string>() : "";
+    };
+    MegatronShape m;
+    m.layers = num("num_layers");
+    m.hidden = num("hidden_size");
+    m.heads = num("num_attention_heads");
+    m.groups = flag("group_query_attention") ? num("num_query_groups", m.heads) : m.heads;
+    m.headDim = num("kv_channels", m.heads ? m.hidden / m.heads : 0);
+    m.ffn = num("ffn_hidden_size");
+    m.moeFfn = num("moe_ffn_hidden_size", m.ffn);
+    m.paddedVocab = num("padded_vocab_size");
+    m.vocab = num("vocab_size", m.paddedVocab);
+    m.maxPositions = num("max_position_embeddings");
+    m.experts = num("num_experts");
+    m.topk = num("moe_router_topk");
+    m.normEpsilon = real("norm_epsilon", 1e-5);
+    m.ropeTheta = real("rotary_base", 10000);
+    m.normalization = text("normalization");
+    m.positionEmbedding = text("position_embedding_type");
+    m.swiglu = flag("swiglu");
+    m.biasLinear = flag("add_bias_linear");
+    m.qkvBias = flag("add_qkv_bias");
+    m.untied = flag("untie_embeddings_and_output_weights");
+    return m;
+}
+
+// The model as Hugging Face names it, where the args describe a class exactly; Megatron's own
+// tensors then stay as other tensors (listed, diffed, exported with --all).
+void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
+{
+    const MegatronShape m = shapeOf(args);
+    if (m.groups <= 0 || m.heads % m.groups != 0 || m.vocab <= 0 || m.vocab > m.paddedVocab) {
+        tag.warnings.push_back(
+            "the saved args do not give the model's heads, groups and vocabulary: exported "
+            "under Megatron's names");
+        return;
+    }
+    if (huggingFaceArchitecture(m).empty()) {
+        tag.warnings.push_back("no Hugging Face architecture matches this model (normalization " +
+                               m.normalization + ", position embedding " + m.positionEmbedding +
+                               (m.swiglu ? ", SwiGLU" : "") + (m.biasLinear ? ", linear biases" : "") +
+                               "): exported under Megatron's names");
+        return;
+    }
+    std::vector<Parameter> hf = huggingFaceParameters(tag.params, m);
+    for (Parameter& p : tag.params)
+        tag.otherTensors.push_back(std::move(p));
+    tag.params = std::move(hf);
+    const std::string dtype = tag.dtype == "bf16" ? "bfloat16" : tag.dtype == "fp16" ? "float16" : "float32";
+    // transformers writes config.json with sorted keys
+    const nlohmann::json config = nlohmann::json::parse(huggingFaceConfig(m, dtype).dump());
+    tag.exportFiles.push_back({"config.json", config.dump(2, ' ', true) + "\n"});
+    stateBadge(tag, "architecture", QT_TRANSLATE_NOOP("ckpt::layout", "exports as"),
+               huggingFaceArchitecture(m));
+}
+
 class MegatronFamily final : public Family
 {
 public:
@@ -205,7 +272,10 @@ public:
             const auto common = files.get(dir.file("common.pt"));
             if (const torch::TorchFile* f = common->torch()) {
                 const auto args = torch::pickleToJson(f->value("args"));
-                if (args.is_object()) addArgsFacts(tag, args);
+                if (args.is_object()) {
+                    addArgsFacts(tag, args);
+                    asHuggingFace(tag, args);
+                }
                 if (const auto it = torch::asInt(f->value("iteration"))) tag.globalSteps = *it;
             }
         }

@@ -568,6 +568,7 @@ ZH = {
     "expert-parallel size": "专家并行规模",
     "consumed samples": "已消耗样本数",
     "Megatron-Core checkpoint": "Megatron-Core 检查点",
+    "exports as": "导出为",
 }
 
 
