@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace ckpt::layout {
@@ -184,6 +185,173 @@ void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
                huggingFaceArchitecture(m));
 }
 
+// How a legacy rank file's tensor makes the global one (torch_dist's key, layers stacked): the
+// dimension tensor-parallel ranks split it along (-1: every rank holds all of it), and whether it
+// is SwiGLU's fused gate and up, each rank holding its share of both.
+struct LegacyRule
+{
+    const char* suffix; // after decoder.layers.N. (or the whole key outside the layers)
+    const char* key;    // torch_dist's
+    int dim;
+    bool halves = false;
+};
+constexpr LegacyRule kLayerRules[] = {
+    {"self_attention.linear_qkv.weight", "decoder.layers.self_attention.linear_qkv.weight", 0},
+    {"self_attention.linear_qkv.bias", "decoder.layers.self_attention.linear_qkv.bias", 0},
+    {"self_attention.linear_proj.weight", "decoder.layers.self_attention.linear_proj.weight", 1},
+    {"input_layernorm.weight", "decoder.layers.self_attention.linear_qkv.layer_norm_weight", -1},
+    {"pre_mlp_layernorm.weight", "decoder.layers.mlp.linear_fc1.layer_norm_weight", -1},
+    {"mlp.linear_fc1.weight", "decoder.layers.mlp.linear_fc1.weight", 0, true},
+    {"mlp.linear_fc2.weight", "decoder.layers.mlp.linear_fc2.weight", 1},
+};
+constexpr LegacyRule kModelRules[] = {
+    {"embedding.word_embeddings.weight", "embedding.word_embeddings.weight", 0},
+    {"output_layer.weight", "output_layer.weight", 0},
+    {"decoder.final_layernorm.weight", "decoder.final_layernorm.weight", -1},
+};
+
+struct RankDir
+{
+    int tp = 0, pp = 0;
+    std::string path;
+};
+
+// The rank folders of a legacy iteration, checked to be tp x pp of them.
+std::vector<RankDir> legacyRanks(const io::Folder& dir, int& tpSize, int& ppSize)
+{
+    std::vector<RankDir> ranks;
+    tpSize = ppSize = 0;
+    for (const io::FolderEntry& e : dir.entries()) {
+        if (!e.folder || e.name.rfind("mp_rank_", 0) != 0) continue;
+        int tp = -1, pp = 0, ep = -1;
+        const int n = std::sscanf(e.name.c_str(), "mp_rank_%d_%d_%d", &tp, &pp, &ep);
+        if (n < 1 || tp < 0 || pp < 0) continue;
+        if (n == 3)
+            throw Error("expert-parallel legacy saves (mp_rank_TT_PPP_EEE) are not read yet", dir.path());
+        ranks.push_back({tp, pp, dir.folder(e.name).file("model_optim_rng.pt")});
+        tpSize = std::max(tpSize, tp + 1), ppSize = std::max(ppSize, pp + 1);
+    }
+    if (ranks.empty()) throw Error("no mp_rank_TT folders", dir.path());
+    if (int(ranks.size()) != tpSize * ppSize)
+        throw Error(std::to_string(ranks.size()) + " rank folders where " + std::to_string(tpSize) + " x " +
+                        std::to_string(ppSize) + " tensor x pipeline ranks need one each",
+                    dir.path());
+    return ranks;
+}
+
+// One rank's tensor `t` as chunks of its global tensor `g` (made at first use): its share along
+// the rule's dimension, at its global layer.
+void addRankPiece(Parameter& g, const LegacyRule& rule, const RankDir& r, const torch::Tensor& t,
+                  int64_t layer, int64_t layers, int tpSize)
+{
+    std::vector<int64_t> shape = t.shape;
+    if (rule.dim >= 0) shape.at(size_t(rule.dim)) *= tpSize;
+    if (layer >= 0) shape.insert(shape.begin(), layers);
+    if (g.name.empty()) g.name = rule.key, g.shape = shape, g.dtype = t.dtype;
+    if (g.shape != shape || g.dtype != t.dtype)
+        throw Error("'" + t.path + "' has another shape or dtype than on the other ranks", r.path);
+    std::vector<int64_t> at(shape.size(), 0), size = t.shape;
+    if (layer >= 0) at[0] = layer, size.insert(size.begin(), 1);
+    const size_t d = rule.dim < 0 ? 0 : size_t(rule.dim) + (layer >= 0 ? 1 : 0);
+    std::vector<int64_t> strides(size.size(), 1);
+    for (size_t k = size.size() - 1; k > 0; --k)
+        strides[k - 1] = strides[k] * size[k];
+    const auto piece = [&](int64_t to, int64_t rows, int64_t from) {
+        RankSlice s;
+        s.rank = r.tp + r.pp * tpSize;
+        std::vector<int64_t> o = at, sz = size;
+        o[d] += to, sz[d] = rows;
+        s.length = 1;
+        for (int64_t x : sz)
+            s.length *= uint64_t(x);
+        s.master.push_back(Source::region(r.path, t.path, t.dtype, o, sz, from * strides[d], strides));
+        g.slices.push_back(std::move(s));
+    };
+    const int64_t own = size[d];
+    if (rule.dim < 0)
+        piece(0, own, 0);
+    else if (!rule.halves)
+        piece(r.tp * own, own, 0);
+    else { // [gate_r; up_r]: rows r*h of gate_all and F + r*h of up_all
+        const int64_t h = own / 2;
+        piece(r.tp * h, h, 0);
+        piece(h * tpSize + r.tp * h, h, h);
+    }
+}
+
+// Megatron's legacy format (--ckpt-format torch): iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt, each
+// rank's part of the model under module.state_dict() names. Its tensors become the global,
+// layer-stacked tensors torch_dist would have saved, each rank's part a chunk of them (TP shards
+// side by side along their partition dimension, a pipeline stage's layers at their global index).
+Tag openLegacy(const std::string& name, const std::string& where, FileSet& files)
+{
+    int tpSize = 0, ppSize = 0;
+    const std::vector<RankDir> ranks = legacyRanks(io::Folder(where), tpSize, ppSize);
+    Tag tag;
+    tag.name = name;
+    tag.dir = where;
+    tag.sharding = Sharding::NdChunks;
+    nlohmann::ordered_json args;
+    for (const RankDir& r : ranks) {
+        const torch::TorchFile* f = files.get(r.path)->torch();
+        if (!f) throw Error("not a torch.save file", r.path);
+        RankFile rf;
+        rf.path = r.path;
+        rf.name = io::fileName(io::parentPath(r.path)) + "/model_optim_rng.pt";
+        rf.role = FileRole::ModelStates;
+        rf.mpRank = r.tp;
+        rf.size = f->fileSize();
+        tag.files.push_back(rf);
+        if (&r == &ranks.front()) {
+            args = torch::pickleToJson(f->value("args"));
+            if (const auto it = torch::asInt(f->value("iteration"))) tag.globalSteps = *it;
+        }
+    }
+    if (!args.is_object()) throw Error("no args saved", ranks.front().path);
+    // The ranks the save had, by its args: a last rank folder that never arrived is no smaller run.
+    for (const auto& [arg, have] : {std::pair<const char*, int>{"tensor_model_parallel_size", tpSize},
+                                    {"pipeline_model_parallel_size", ppSize}})
+        if (args.contains(arg) && args[arg].is_number_integer() && args[arg].get<int64_t>() != have)
+            throw Error(std::string(arg) + " is " + args[arg].dump() + ", but " + std::to_string(have) +
+                            " rank folder(s) of that kind are here",
+                        where);
+    const int64_t layers = args.contains("num_layers") && args["num_layers"].is_number_integer()
+                               ? args["num_layers"].get<int64_t>()
+                               : 0;
+    if (layers <= 0 || layers % ppSize)
+        throw Error("num_layers does not split over the pipeline stages", ranks.front().path);
+    std::map<std::string, Parameter> global;
+    for (const RankDir& r : ranks)
+        for (const torch::Tensor& t : files.get(r.path)->torch()->tensors()) {
+            if (t.path.rfind("model/", 0) != 0 || t.storage < 0) continue;
+            const std::string key = t.path.substr(6);
+            const LegacyRule* rule = nullptr;
+            int64_t layer = -1;
+            if (key.rfind("decoder.layers.", 0) == 0) {
+                const size_t dot = key.find('.', 15);
+                if (dot == std::string::npos || dot == 15 || key.find_first_not_of("0123456789", 15) != dot)
+                    throw Error("'" + key + "' names no layer", r.path);
+                layer = int64_t(r.pp) * (layers / ppSize) + std::stoll(key.substr(15, dot - 15));
+                for (const LegacyRule& x : kLayerRules)
+                    if (key.compare(dot + 1, std::string::npos, x.suffix) == 0) rule = &x;
+                if (layer >= layers) throw Error("'" + key + "' lies beyond num_layers", r.path);
+            } else {
+                for (const LegacyRule& x : kModelRules)
+                    if (key == x.suffix) rule = &x;
+            }
+            if (!rule)
+                throw Error("'" + key + "' is not a tensor this reader maps (dense GPT layers only)", r.path);
+            if (rule->dim < 0 && r.tp != 0) continue; // replicated: rank 0's
+            addRankPiece(global[rule->key], *rule, r, t, layer, layers, tpSize);
+        }
+    for (auto& [key, g] : global)
+        tag.params.push_back(std::move(g));
+    addArgsFacts(tag, args);
+    stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron legacy");
+    asHuggingFace(tag, args);
+    return tag;
+}
+
 class MegatronFamily final : public Family
 {
 public:
@@ -251,12 +419,13 @@ public:
         const io::Folder dir(where);
         const std::string backend = shardedBackend(dir);
         if (backend.empty()) {
-            if (isIteration(dir))
-                throw Error(
-                    "Megatron's legacy checkpoint format (mp_rank_TT[_PPP]/model_optim_rng.pt) is not "
-                    "read yet",
-                    where);
-            throw Error("no metadata.json naming a sharded backend: not a Megatron-Core iteration", where);
+            if (!isIteration(dir))
+                throw Error("no metadata.json naming a sharded backend and no mp_rank_TT folders: not a "
+                            "Megatron-Core iteration",
+                            where);
+            Tag tag = openLegacy(name, where, files);
+            tag.latest = name == list.latest;
+            return tag;
         }
         if (backend != "torch_dist")
             throw Error("sharded backend '" + backend + "' is not read (torch_dist is)",

@@ -28,6 +28,8 @@ void addBox(Parameter& out, const Parameter& g, const std::vector<int64_t>& off,
         for (const Source& src : s.master) {
             std::vector<int64_t> co(rank, 0), cs = g.shape;
             if (!src.chunkOffsets.empty()) co = src.chunkOffsets, cs = src.chunkShape;
+            // The chunk's element (i0, ...) in its stored tensor: row-major over the chunk, or the
+            // region the source already is (a half of a legacy rank's fused linear_fc1).
             std::vector<int64_t> lo(rank), hi(rank);
             bool empty = false;
             for (size_t k = 0; k < rank; ++k) {
@@ -39,7 +41,8 @@ void addBox(Parameter& out, const Parameter& g, const std::vector<int64_t>& off,
             std::vector<int64_t> strides(rank, 1);
             for (size_t k = rank - 1; k > 0; --k)
                 strides[k - 1] = strides[k] * cs[k];
-            int64_t regionOffset = 0;
+            if (!src.regionStrides.empty()) strides = src.regionStrides;
+            int64_t regionOffset = src.regionOffset;
             for (size_t k = 0; k < rank; ++k)
                 regionOffset += (lo[k] - co[k]) * strides[k];
             std::vector<int64_t> at, shape, regionStrides;
