@@ -16,6 +16,7 @@
 #include "theme.h"
 #include "tree_model.h"
 #include "universal_dialog.h"
+#include "verify_dialog.h"
 
 #include <QAction>
 #include <QApplication>
@@ -323,6 +324,10 @@ void MainWindow::buildFileMenu()
     m_slimAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     m_slimAction->setToolTip(tr("Write a copy whose storages keep only the bytes their tensors view"));
     m_slimAction->setEnabled(false);
+    m_verifyAction = fileMenu->addAction(tr("&Verify..."), this, [this] { openVerifyDialog(); });
+    m_verifyAction->setToolTip(
+        tr("Prove the checkpoint whole: every file there, every record's checksum, a manifest's hashes"));
+    m_verifyAction->setEnabled(false);
     m_universalAction =
         fileMenu->addAction(tr("Convert to &Universal..."), this, &MainWindow::convertToUniversal);
     m_universalAction->setToolTip(tr(
@@ -449,7 +454,8 @@ void MainWindow::closeCheckpoint()
     m_banner->hide();
     m_error->hide();
     m_bloat->clear();
-    for (QAction* a : {m_exportAction, m_reloadAction, m_closeAction, m_universalAction, m_compareTags})
+    for (QAction* a :
+         {m_exportAction, m_verifyAction, m_reloadAction, m_closeAction, m_universalAction, m_compareTags})
         a->setEnabled(false);
     updateSlimAction();
     setWindowTitle(tr("Checkpoint Studio"));
@@ -609,6 +615,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
     // Any checkpoint family exports its model (ops::consolidate reads it from the layout); a
     // single file exports its tensors into one safetensors file.
     m_exportAction->setEnabled(true);
+    m_verifyAction->setEnabled(true);
     m_reloadAction->setEnabled(true);
     m_closeAction->setEnabled(true);
     // An export dialog still open reads what it was opened on: it says so.
@@ -755,6 +762,24 @@ SlimDialog* MainWindow::openSlimDialog(const QString& path)
     d->setAttribute(Qt::WA_DeleteOnClose);
     connect(d, &SlimDialog::openRequested, this,
             [this, input = d->input()](const QString& out) { openSlimResult(input, out); });
+    d->show();
+    return d;
+}
+
+VerifyDialog* MainWindow::openVerifyDialog(bool allTags)
+{
+    const Snapshot* s = m_model->snapshot();
+    if (!s) return nullptr;
+    // The tag chosen in the tree (a tag, or anything inside one); else the one `latest` names.
+    QString tag;
+    const Node* n = TreeModel::node(m_proxy->mapToSource(m_tree->currentIndex()));
+    while (n && n->kind != NodeKind::Tag)
+        n = n->parent;
+    if (!s->singleFile() && n && n->tag >= 0 && size_t(n->tag) < s->tags().size())
+        tag = QString::fromStdString(s->tags()[size_t(n->tag)].name);
+    auto* d = new VerifyDialog(QString::fromStdString(s->path), tag, this, &m_workspace);
+    d->setAttribute(Qt::WA_DeleteOnClose);
+    d->setAllTags(allTags);
     d->show();
     return d;
 }

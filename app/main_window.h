@@ -33,6 +33,7 @@ class OpenUrlDialog;
 class PreferencesDialog;
 struct Preferences;
 class SlimDialog;
+class VerifyDialog;
 class FilterProxy;
 class TreeModel;
 
@@ -80,6 +81,8 @@ public:
     QDockWidget* bloatDock() const { return m_bloatDock; }
     void showBloat(const QString& path);
     SlimDialog* openSlimDialog(const QString& path);
+    // Verify... on the open checkpoint: the selected tag (every tag when `allTags`).
+    VerifyDialog* openVerifyDialog(bool allTags = false);
     // Selects a tensor of a file in the tree: the file open on its own, or a rank file of the
     // open checkpoint. False when the file is not in the tree.
     bool selectTensor(const QString& file, const QString& tensorPath);
@@ -158,6 +161,7 @@ private:
     QPushButton* m_cancelOpen;
     QAction* m_exportAction = nullptr;
     QAction* m_slimAction = nullptr;
+    QAction* m_verifyAction = nullptr;
     QAction* m_universalAction = nullptr;
     QAction* m_compareTags = nullptr;
     QDockWidget* m_bloatDock = nullptr;

@@ -7,8 +7,10 @@
 #include "details_pane.h"
 #include "export_dialog.h"
 #include "io/location.h"
+#include "io/mapped_file.h"
 #include "io/output.h"
 #include "io/remote/aws_config.h"
+#include "io/zip_reader.h"
 #include "job_manager.h"
 #include "large_model.h"
 #include "layout/deepspeed.h"
@@ -26,6 +28,7 @@
 #include "testutil.h"
 #include "torch/torch_writer.h"
 #include "tree_model.h"
+#include "verify_dialog.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1279,6 +1282,65 @@ private slots:
         QVERIFY(!xml.hasError());
         QVERIFY(messages > 100);
         QVERIFY2(unfinished.isEmpty(), qPrintable(unfinished.join(QLatin1String(" | "))));
+    }
+
+    // Issue 39: File > Verify... on the open checkpoint: a job whose table lists every file of the
+    // tag with its format and verdict; a record whose bytes changed is marked damaged with its
+    // CRC-32 named, and the dialog says the checkpoint is damaged instead of whole.
+    void verifyDialogShowsEveryFileAndItsDamage()
+    {
+        QTemporaryDir tmp;
+        const QString ck = tmp.filePath("ck");
+        std::filesystem::copy(testutil::dataDir() + "/deepspeed/zero2_bf16_w2", ck.toStdString(),
+                              std::filesystem::copy_options::recursive);
+        app::MainWindow w;
+        QVERIFY(openAndWait(w, ck));
+        auto run = [&](app::VerifyDialog* d) {
+            QSignalSpy done(d, &app::VerifyDialog::finished);
+            d->start();
+            return done.wait(60000) && done.size() == 1 ? done.first().first().toBool() : false;
+        };
+        app::VerifyDialog* clean = w.openVerifyDialog();
+        QVERIFY(clean);
+        QVERIFY(run(clean));
+        QVERIFY(clean->report() && clean->report()->whole());
+        const auto* table = clean->findChild<QTableWidget*>();
+        QCOMPARE(table->rowCount(), 3); // the tag `latest` names: its model and two optimizer files
+        QVERIFY2(clean->status().startsWith(QStringLiteral("Whole")), qPrintable(clean->status()));
+        clean->close();
+
+        const std::string victim =
+            (ck + "/global_step4/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt").toStdString();
+        const io::ZipReader zip(io::MappedFile::open(victim));
+        uint64_t at = 0;
+        for (const auto& e : zip.entries())
+            if (e.name.ends_with("/data/0")) at = e.dataOffset + e.size / 2;
+        QVERIFY(at > 0);
+        {
+            QFile f(QString::fromStdString(victim));
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            f.seek(qint64(at));
+            char c = 0;
+            f.getChar(&c);
+            f.seek(qint64(at));
+            f.putChar(char(c ^ 0x5a));
+        }
+        app::VerifyDialog* damaged = w.openVerifyDialog(true);
+        QVERIFY(!run(damaged));
+        QVERIFY2(damaged->status().startsWith(QStringLiteral("Damaged")), qPrintable(damaged->status()));
+        const auto* rows = damaged->findChild<QTableWidget*>();
+        int bad = 0;
+        for (int r = 0; r < rows->rowCount(); ++r)
+            if (rows->item(r, 2)->text().contains(QChar(0x2717))) {
+                ++bad;
+                QVERIFY(rows->item(r, 0)->text().endsWith(
+                    QStringLiteral("bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt")));
+                QVERIFY2(rows->item(r, 3)->text().contains(QStringLiteral("CRC-32")),
+                         qPrintable(rows->item(r, 3)->text()));
+            }
+        QCOMPARE(bad, 1);
+        QVERIFY(rows->rowCount() > 3); // every tag's files
+        damaged->close();
     }
 };
 

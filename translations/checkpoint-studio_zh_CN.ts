@@ -1141,370 +1141,380 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::MainWindow</name>
     <message>
-        <location filename="../app/main_window.cpp" line="96" />
-        <location filename="../app/main_window.cpp" line="455" />
+        <location filename="../app/main_window.cpp" line="97" />
+        <location filename="../app/main_window.cpp" line="461" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="287" />
+        <location filename="../app/main_window.cpp" line="288" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="295" />
+        <location filename="../app/main_window.cpp" line="296" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="296" />
+        <location filename="../app/main_window.cpp" line="297" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="288" />
+        <location filename="../app/main_window.cpp" line="289" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="156" />
+        <location filename="../app/main_window.cpp" line="157" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open, or drop here:&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;a run folder&lt;/b&gt;: DeepSpeed (with &lt;code&gt;latest&lt;/code&gt;), a Hugging Face Trainer output folder, Composer, PyTorch DCP, a Universal checkpoint (File &amp;gt; Open Folder, Ctrl+Shift+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;one tag&lt;/b&gt;: &lt;code&gt;global_step1000/&lt;/code&gt;, &lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;a file&lt;/b&gt;: &lt;code&gt;.pt&lt;/code&gt;, &lt;code&gt;.bin&lt;/code&gt;, &lt;code&gt;.safetensors&lt;/code&gt;, a Composer &lt;code&gt;.pt.tar&lt;/code&gt; (File &amp;gt; Open File, Ctrl+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;a URL&lt;/b&gt;: &lt;code&gt;s3://&lt;/code&gt;, &lt;code&gt;gs://&lt;/code&gt;, &lt;code&gt;hf://&lt;/code&gt;, &lt;code&gt;https://&lt;/code&gt; (File &amp;gt; Open URL, Ctrl+L)&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;Nothing is ever written into what you open. Recent items:&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开或拖放到此处：&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;训练目录&lt;/b&gt;：DeepSpeed（含 &lt;code&gt;latest&lt;/code&gt;）、Hugging Face Trainer 输出目录、Composer、PyTorch DCP、Universal 检查点（文件 &amp;gt; 打开文件夹，Ctrl+Shift+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;单个标签&lt;/b&gt;：&lt;code&gt;global_step1000/&lt;/code&gt;、&lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;文件&lt;/b&gt;：&lt;code&gt;.pt&lt;/code&gt;、&lt;code&gt;.bin&lt;/code&gt;、&lt;code&gt;.safetensors&lt;/code&gt;、Composer &lt;code&gt;.pt.tar&lt;/code&gt;（文件 &amp;gt; 打开文件，Ctrl+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;URL&lt;/b&gt;：&lt;code&gt;s3://&lt;/code&gt;、&lt;code&gt;gs://&lt;/code&gt;、&lt;code&gt;hf://&lt;/code&gt;、&lt;code&gt;https://&lt;/code&gt;（文件 &amp;gt; 打开 URL，Ctrl+L）&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;从不向打开的内容写入任何东西。最近打开：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="169" />
+        <location filename="../app/main_window.cpp" line="170" />
         <source>Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)</source>
         <translation>打开自带示例（真实的 DeepSpeed 训练目录：ZeRO-2、bf16、2 个 rank、2 个标签）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="271" />
+        <location filename="../app/main_window.cpp" line="272" />
         <source>Compute: ...</source>
         <translation>计算设备：……</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="290" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="292" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="300" />
+        <location filename="../app/main_window.cpp" line="301" />
         <source>Open &amp;URL...</source>
         <translation>打开 URL(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="302" />
+        <location filename="../app/main_window.cpp" line="303" />
         <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
         <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="303" />
+        <location filename="../app/main_window.cpp" line="304" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="306" />
+        <location filename="../app/main_window.cpp" line="307" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="310" />
+        <location filename="../app/main_window.cpp" line="311" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="313" />
+        <location filename="../app/main_window.cpp" line="314" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="316" />
+        <location filename="../app/main_window.cpp" line="317" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="324" />
+        <location filename="../app/main_window.cpp" line="325" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
         <location filename="../app/main_window.cpp" line="327" />
+        <source>&amp;Verify...</source>
+        <translation>校验(&amp;V)...</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="329" />
+        <source>Prove the checkpoint whole: every file there, every record's checksum, a manifest's hashes</source>
+        <translation>证明检查点完整：每个文件都在、每条记录的校验和、清单中的哈希</translation>
+    </message>
+    <message>
+        <location filename="../app/main_window.cpp" line="332" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="328" />
+        <location filename="../app/main_window.cpp" line="333" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="331" />
+        <location filename="../app/main_window.cpp" line="336" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="334" />
+        <location filename="../app/main_window.cpp" line="339" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="337" />
+        <location filename="../app/main_window.cpp" line="342" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="339" />
+        <location filename="../app/main_window.cpp" line="344" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="345" />
+        <location filename="../app/main_window.cpp" line="350" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="348" />
+        <location filename="../app/main_window.cpp" line="353" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="354" />
+        <location filename="../app/main_window.cpp" line="359" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="355" />
+        <location filename="../app/main_window.cpp" line="360" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="362" />
+        <location filename="../app/main_window.cpp" line="367" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="364" />
+        <location filename="../app/main_window.cpp" line="369" />
         <source>&amp;Preferences...</source>
         <translation>首选项(&amp;P)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="367" />
+        <location filename="../app/main_window.cpp" line="372" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="369" />
+        <location filename="../app/main_window.cpp" line="374" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="122" />
+        <location filename="../app/main_window.cpp" line="123" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="128" />
+        <location filename="../app/main_window.cpp" line="129" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="131" />
+        <location filename="../app/main_window.cpp" line="132" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="132" />
+        <location filename="../app/main_window.cpp" line="133" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="146" />
+        <location filename="../app/main_window.cpp" line="147" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="191" />
+        <location filename="../app/main_window.cpp" line="192" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="192" />
+        <location filename="../app/main_window.cpp" line="193" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="263" />
+        <location filename="../app/main_window.cpp" line="264" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="387" />
+        <location filename="../app/main_window.cpp" line="392" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="390" />
+        <location filename="../app/main_window.cpp" line="395" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="400" />
+        <location filename="../app/main_window.cpp" line="405" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="401" />
+        <location filename="../app/main_window.cpp" line="406" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="402" />
+        <location filename="../app/main_window.cpp" line="407" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="405" />
+        <location filename="../app/main_window.cpp" line="410" />
         <source>&amp;Documentation</source>
         <translation>文档(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="408" />
+        <location filename="../app/main_window.cpp" line="413" />
         <source>Documentation</source>
         <translation>文档</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="409" />
+        <location filename="../app/main_window.cpp" line="414" />
         <source>The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.</source>
         <translation>文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="412" />
+        <location filename="../app/main_window.cpp" line="417" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="413" />
+        <location filename="../app/main_window.cpp" line="418" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="414" />
+        <location filename="../app/main_window.cpp" line="419" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="545" />
+        <location filename="../app/main_window.cpp" line="551" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="558" />
+        <location filename="../app/main_window.cpp" line="564" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="276" />
+        <location filename="../app/main_window.cpp" line="277" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="433" />
+        <location filename="../app/main_window.cpp" line="438" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="520" />
+        <location filename="../app/main_window.cpp" line="526" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="523" />
+        <location filename="../app/main_window.cpp" line="529" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="568" />
+        <location filename="../app/main_window.cpp" line="574" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="573" />
+        <location filename="../app/main_window.cpp" line="579" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="577" />
+        <location filename="../app/main_window.cpp" line="583" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="605" />
+        <location filename="../app/main_window.cpp" line="611" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="624" />
+        <location filename="../app/main_window.cpp" line="631" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="625" />
+        <location filename="../app/main_window.cpp" line="632" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="878" />
+        <location filename="../app/main_window.cpp" line="903" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="884" />
+        <location filename="../app/main_window.cpp" line="909" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="888" />
+        <location filename="../app/main_window.cpp" line="913" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="898" />
+        <location filename="../app/main_window.cpp" line="923" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="899" />
+        <location filename="../app/main_window.cpp" line="924" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="911" />
+        <location filename="../app/main_window.cpp" line="936" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="912" />
+        <location filename="../app/main_window.cpp" line="937" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="914" />
+        <location filename="../app/main_window.cpp" line="939" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="919" />
+        <location filename="../app/main_window.cpp" line="944" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="921" />
+        <location filename="../app/main_window.cpp" line="946" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -2389,6 +2399,99 @@ Click to select it in the tree.</source>
     </message>
 </context>
 <context>
+    <name>ckpt::app::VerifyDialog</name>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="24" />
+        <source>Verify %1</source>
+        <translation>校验 %1</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="26" />
+        <source>Reads every file of the checkpoint once: the files its format needs are all there, each zip record's CRC-32 (which torch.load never checks), safetensors offsets, archives to their end, and a manifest's SHA-256 where there is one (Megatron's integrity.json). Nothing is written.</source>
+        <translation>将检查点的每个文件读取一遍：格式所需的文件都在，每条 zip 记录的 CRC-32（torch.load 从不检查），safetensors 偏移，归档读到末尾，以及清单中的 SHA-256（如 Megatron 的 integrity.json）。不写入任何东西。</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="36" />
+        <source>Checkpoint</source>
+        <translation>检查点</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="37" />
+        <source>Tag</source>
+        <translation>标签</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="38" />
+        <source>Every tag</source>
+        <translation>所有标签</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="46" />
+        <source>File</source>
+        <translation>文件</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="46" />
+        <source>Format</source>
+        <translation>格式</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="46" />
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="46" />
+        <source>Problem</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="57" />
+        <source>Verify</source>
+        <translation>校验</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="57" />
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="57" />
+        <source>Verify failed</source>
+        <translation>校验失败</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/verify_dialog.cpp" line="120" />
+        <source>Whole: %n file(s), %1 read.</source>
+        <translation><numerusform>完整：%n 个文件，读取 %1。</numerusform></translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/verify_dialog.cpp" line="122" />
+        <source>Damaged: %n file(s) of %1, and %2 problem(s) beyond one file.</source>
+        <translation><numerusform>已损坏：%1 个文件中 %n 个，另有 %2 个跨文件的问题。</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="135" />
+        <source>✓ whole</source>
+        <translation>✓ 完整</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="136" />
+        <source>not covered by a checksum</source>
+        <translation>无校验和覆盖</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="137" />
+        <source>✗ missing</source>
+        <translation>✗ 缺失</translation>
+    </message>
+    <message>
+        <location filename="../app/verify_dialog.cpp" line="138" />
+        <source>✗ damaged</source>
+        <translation>✗ 已损坏</translation>
+    </message>
+</context>
+<context>
     <name>ckpt::layout</name>
     <message>
         <location filename="../model/layout/checkpoint.cpp" line="58" />
@@ -2576,7 +2679,8 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="243" />
-        <location filename="../model/layout/megatron_family.cpp" line="264" />
+        <location filename="../model/layout/megatron_family.cpp" line="350" />
+        <location filename="../model/layout/megatron_family.cpp" line="438" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
@@ -2663,7 +2767,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/deepspeed_family.cpp" line="96" />
-        <location filename="../model/layout/megatron_family.cpp" line="97" />
+        <location filename="../model/layout/megatron_family.cpp" line="98" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
@@ -2700,19 +2804,19 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="413" />
-        <location filename="../model/layout/megatron_family.cpp" line="85" />
+        <location filename="../model/layout/megatron_family.cpp" line="86" />
         <source>hidden size</source>
         <translation>隐藏层大小</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="416" />
-        <location filename="../model/layout/megatron_family.cpp" line="84" />
+        <location filename="../model/layout/megatron_family.cpp" line="85" />
         <source>layers</source>
         <translation>层数</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="419" />
-        <location filename="../model/layout/megatron_family.cpp" line="86" />
+        <location filename="../model/layout/megatron_family.cpp" line="87" />
         <source>attention heads</source>
         <translation>注意力头数</translation>
     </message>
@@ -2770,87 +2874,87 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="87" />
+        <location filename="../model/layout/megatron_family.cpp" line="88" />
         <source>query groups</source>
         <translation>查询组数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="88" />
+        <location filename="../model/layout/megatron_family.cpp" line="89" />
         <source>FFN size</source>
         <translation>FFN 大小</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="89" />
+        <location filename="../model/layout/megatron_family.cpp" line="90" />
         <source>vocabulary (padded)</source>
         <translation>词表大小（填充后）</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="90" />
+        <location filename="../model/layout/megatron_family.cpp" line="91" />
         <source>max positions</source>
         <translation>最大位置数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="91" />
+        <location filename="../model/layout/megatron_family.cpp" line="92" />
         <source>position embedding</source>
         <translation>位置编码</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="92" />
+        <location filename="../model/layout/megatron_family.cpp" line="93" />
         <source>normalization</source>
         <translation>归一化</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="93" />
+        <location filename="../model/layout/megatron_family.cpp" line="94" />
         <source>SwiGLU</source>
         <translation>SwiGLU</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="94" />
+        <location filename="../model/layout/megatron_family.cpp" line="95" />
         <source>linear biases</source>
         <translation>线性层偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="95" />
+        <location filename="../model/layout/megatron_family.cpp" line="96" />
         <source>QKV bias</source>
         <translation>QKV 偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="96" />
+        <location filename="../model/layout/megatron_family.cpp" line="97" />
         <source>untied embeddings</source>
         <translation>输入输出嵌入不共享</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="98" />
+        <location filename="../model/layout/megatron_family.cpp" line="99" />
         <source>experts per token</source>
         <translation>每个 token 的专家数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="99" />
+        <location filename="../model/layout/megatron_family.cpp" line="100" />
         <source>tensor-parallel size</source>
         <translation>张量并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="100" />
+        <location filename="../model/layout/megatron_family.cpp" line="101" />
         <source>pipeline-parallel size</source>
         <translation>流水线并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="101" />
+        <location filename="../model/layout/megatron_family.cpp" line="102" />
         <source>expert-parallel size</source>
         <translation>专家并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="102" />
+        <location filename="../model/layout/megatron_family.cpp" line="103" />
         <source>consumed samples</source>
         <translation>已消耗样本数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="179" />
+        <location filename="../model/layout/megatron_family.cpp" line="184" />
         <source>exports as</source>
         <translation>导出为</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="188" />
+        <location filename="../model/layout/megatron_family.cpp" line="361" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
     </message>

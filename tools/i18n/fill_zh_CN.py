@@ -569,6 +569,20 @@ ZH = {
     "consumed samples": "已消耗样本数",
     "Megatron-Core checkpoint": "Megatron-Core 检查点",
     "exports as": "导出为",
+    "&Verify...": "校验(&V)...",
+    "Prove the checkpoint whole: every file there, every record's checksum, a manifest's hashes": "证明检查点完整：每个文件都在、每条记录的校验和、清单中的哈希",
+    "Verify %1": "校验 %1",
+    "Reads every file of the checkpoint once: the files its format needs are all there, each zip record's CRC-32 (which torch.load never checks), safetensors offsets, archives to their end, and a manifest's SHA-256 where there is one (Megatron's integrity.json). Nothing is written.": "将检查点的每个文件读取一遍：格式所需的文件都在，每条 zip 记录的 CRC-32（torch.load 从不检查），safetensors 偏移，归档读到末尾，以及清单中的 SHA-256（如 Megatron 的 integrity.json）。不写入任何东西。",
+    "Every tag": "所有标签",
+    "Problem": "问题",
+    "Verify": "校验",
+    "Verify failed": "校验失败",
+    "Whole: %n file(s), %1 read.": "完整：%n 个文件，读取 %1。",
+    "Damaged: %n file(s) of %1, and %2 problem(s) beyond one file.": "已损坏：%1 个文件中 %n 个，另有 %2 个跨文件的问题。",
+    "✓ whole": "✓ 完整",
+    "not covered by a checksum": "无校验和覆盖",
+    "✗ missing": "✗ 缺失",
+    "✗ damaged": "✗ 已损坏",
 }
 
 

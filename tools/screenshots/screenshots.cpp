@@ -5,12 +5,15 @@
 #include "compare_window.h"
 #include "details_pane.h"
 #include "export_dialog.h"
+#include "io/mapped_file.h"
+#include "io/zip_reader.h"
 #include "main_window.h"
 #include "open_url_dialog.h"
 #include "ops/universal.h"
 #include "slim_dialog.h"
 #include "theme.h"
 #include "universal_dialog.h"
+#include "verify_dialog.h"
 
 #include <QApplication>
 #include <QDir>
@@ -222,6 +225,34 @@ void universal(Shooter& s, const QString& tmp)
     s.save(w.get(), "universal");
 }
 
+// Verify... on a run whose rank file had a byte flipped on disk: the table marks that file
+// damaged, naming the record whose CRC-32 no longer matches (issue 39).
+void verifyDamaged(Shooter& s, const QString& tmp)
+{
+    const QString ck = tmp + QStringLiteral("/verify/zero2_bf16_w2");
+    copyTree(data("deepspeed/zero2_bf16_w2"), ck);
+    const QString victim =
+        ck + QStringLiteral("/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt");
+    const io::ZipReader zip(io::MappedFile::open(victim.toStdString()));
+    for (const auto& e : zip.entries())
+        if (e.name.ends_with("/data/0")) {
+            QFile f(victim);
+            if (!f.open(QIODevice::ReadWrite)) return;
+            f.seek(qint64(e.dataOffset + e.size / 2));
+            char c = 0;
+            f.getChar(&c);
+            f.seek(qint64(e.dataOffset + e.size / 2));
+            f.putChar(char(c ^ 0x5a));
+        }
+    std::unique_ptr<app::MainWindow> w(window());
+    openAndWait(*w, ck);
+    app::VerifyDialog* d = w->openVerifyDialog(true);
+    d->start();
+    waitFor(d, &app::VerifyDialog::finished);
+    s.save(d, "verify-damaged");
+    d->close();
+}
+
 // Long names elided in the middle, every column in view at 1280 px (item 11).
 void longNames(Shooter& s, const QString& tmp)
 {
@@ -328,5 +359,6 @@ int main(int argc, char** argv)
     run("compareDtype", [&] { compareDtype(s, tmp.path()); });
     run("openUrlS3", [&] { openUrlS3(s); });
     run("trainingRun", [&] { trainingRun(s); });
+    run("verifyDamaged", [&] { verifyDamaged(s, tmp.path()); });
     return s.failed() ? 1 : 0;
 }
