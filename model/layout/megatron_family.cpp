@@ -329,7 +329,8 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
             int64_t layer = -1;
             if (key.rfind("decoder.layers.", 0) == 0) {
                 const size_t dot = key.find('.', 15);
-                if (dot == std::string::npos || dot == 15 || key.find_first_not_of("0123456789", 15) != dot)
+                if (dot == std::string::npos || dot == 15 || dot > 24 ||
+                    key.find_first_not_of("0123456789", 15) != dot)
                     throw Error("'" + key + "' names no layer", r.path);
                 layer = int64_t(r.pp) * (layers / ppSize) + std::stoll(key.substr(15, dot - 15));
                 for (const LegacyRule& x : kLayerRules)
@@ -391,7 +392,7 @@ public:
             std::remove_if(tracked.begin(), tracked.end(), [](char c) { return std::isspace(uint8_t(c)); }),
             tracked.end());
         if (tracked != "release" &&
-            (tracked.empty() ||
+            (tracked.empty() || tracked.size() > 12 ||
              !std::all_of(tracked.begin(), tracked.end(), [](char c) { return c >= '0' && c <= '9'; })))
             throw Error("holds '" + tracked + "': neither an iteration number nor 'release'",
                         dir.file(kTracker));
