@@ -15,14 +15,12 @@ params=${1:-3e8}
 work=${BENCH_DIR:-/tmp/ckpt-bench}
 ckpt=${CKPT:-build/release/cli/ckpt}
 mkdir -p "$work"
-command -v /usr/bin/time >/dev/null || { apt-get install -y -qq time >/dev/null; }
 if [ -z "${CKPT:-}" ]; then
   cmake --preset release -DCKPT_BUILD_TESTS=OFF >/dev/null
   cmake --build build/release --target ckpt >/dev/null
 fi
 
-rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
-wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; printf "%.2f", s}' "$1"; }
+. bench/lib.sh # rss, wall
 
 ck="$work/zero3-$params"
 if [ ! -f "$ck/latest" ]; then
