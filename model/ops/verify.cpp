@@ -310,52 +310,34 @@ size_t VerifyReport::damagedFiles() const
     }));
 }
 
-VerifyReport verify(const std::string& path, const VerifyOptions& options, const ProgressSink& progress,
+namespace {
+
+// A file given alone: its bytes say all there is, even where no family can open it (which is then
+// its first problem).
+void openFile(const std::string& path, VerifyReport& r, Scope& scope)
+{
+    scope.base = io::parentPath(path);
+    scope.files.push_back({path, io::fileName(path)});
+    try {
+        const auto opened = layout::openCheckpoint(path);
+        r.family = opened->model.familyName;
+        for (const auto& t : opened->model.tags)
+            if (!t.unreadable.empty())
+                r.problems.push_back(t.unreadableError ? std::string(t.unreadableError->what())
+                                                       : t.unreadable);
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const Error& e) {
+        r.family = "file";
+        r.problems.push_back(e.file().empty() ? path + ": " + e.message() : std::string(e.what()));
+    }
+}
+
+// Every file of the scope into r.files, checked in parallel, each read once by its format's
+// checks (and hashed when `hash`); their bytes in all, as far as known beforehand.
+uint64_t checkFiles(const Scope& scope, bool hash, VerifyReport& r, const ProgressSink& progress,
                     const CancelToken& cancel)
 {
-    io::requireOpenable(path);
-    // A manifest is written as every output is: never on, inside or around what it describes (a
-    // Megatron integrity.json is copied into the iteration folder by the user, knowingly).
-    if (!options.writeManifest.empty())
-        io::OutputTransaction::precheck({path}, options.writeManifest, io::OutputTransaction::Shape::File);
-    VerifyReport r;
-    r.checkpoint = path;
-    Scope scope;
-    std::set<std::string> seen;
-    if (progress) progress({0, "reading the checkpoint layout", 0, 0});
-    if (isFile(path)) {
-        // One file: its bytes say all there is, even where no family could open it.
-        scope.base = io::parentPath(path);
-        scope.files.push_back({path, io::fileName(path)});
-        try {
-            const auto opened = layout::openCheckpoint(path);
-            r.family = opened->model.familyName;
-            for (const auto& t : opened->model.tags)
-                if (!t.unreadable.empty())
-                    r.problems.push_back(t.unreadableError ? std::string(t.unreadableError->what())
-                                                           : t.unreadable);
-        } catch (const Cancelled&) {
-            throw;
-        } catch (const Error& e) {
-            r.family = "file";
-            r.problems.push_back(e.file().empty() ? path + ": " + e.message() : std::string(e.what()));
-        }
-    } else if (!openFolder(path, options, r, scope, seen)) {
-        // A folder its family recognises but cannot open is damaged (a .distcp cut short, an index
-        // naming a shard that is gone): said, and its files still checked one by one.
-        scope.base = io::normalFolder(path);
-        addFolder(scope, scope.base, seen);
-    }
-
-    // The manifests: the one given, and Megatron's integrity.json wherever it lies among the files.
-    std::vector<Manifest> manifests;
-    if (!options.manifest.empty()) manifests.push_back(readManifest(options.manifest, scope.base));
-    for (const auto& [p, name] : scope.files)
-        if (io::fileName(p) == kIntegrityName && options.manifest.empty())
-            manifests.push_back(readManifest(p, io::parentPath(p)));
-    const bool hash = !manifests.empty() || !options.writeManifest.empty();
-
-    // Every file, in parallel, each read once by its format's checks.
     r.files.resize(scope.files.size());
     uint64_t total = 0;
     for (size_t i = 0; i < scope.files.size(); ++i) {
@@ -393,67 +375,112 @@ VerifyReport verify(const std::string& path, const VerifyOptions& options, const
         t.join();
     if (failed) std::rethrow_exception(failed);
     r.bytes = done;
+    return total;
+}
 
-    // Each manifest against the files.
-    for (const Manifest& m : manifests) {
-        r.manifest = m.path;
-        std::set<std::string> named;
-        for (const auto& [name, entry] : m.files) {
-            const std::string p = io::childPath(m.base, name);
-            named.insert(p);
-            auto f = std::find_if(r.files.begin(), r.files.end(),
-                                  [&](const FileVerdict& x) { return x.path == p; });
-            if (f == r.files.end()) {
-                FileVerdict gone;
-                gone.path = p;
-                gone.name = name;
-                gone.status = "missing";
-                gone.problems.push_back("named by the manifest " + m.path + ", but not there");
-                r.files.push_back(std::move(gone));
-                continue;
-            }
-            if (entry.first >= 0 && uint64_t(entry.first) != f->size)
-                f->problems.push_back("holds " + std::to_string(f->size) +
-                                      " bytes where the manifest records " + std::to_string(entry.first));
-            else if (!f->sha256.empty() && f->sha256 != entry.second)
-                f->problems.push_back("SHA-256 " + f->sha256 + " where the manifest records " + entry.second);
-            if (!f->problems.empty())
-                f->status = "damaged";
-            else if (f->status == "not covered")
-                f->status = "ok";
+// The files against one manifest: its sizes and hashes, the files it names that are gone, and
+// those beside it that it does not name.
+void applyManifest(const Manifest& m, VerifyReport& r)
+{
+    r.manifest = m.path;
+    std::set<std::string> named;
+    for (const auto& [name, entry] : m.files) {
+        const std::string p = io::childPath(m.base, name);
+        named.insert(p);
+        auto f =
+            std::find_if(r.files.begin(), r.files.end(), [&](const FileVerdict& x) { return x.path == p; });
+        if (f == r.files.end()) {
+            FileVerdict gone;
+            gone.path = p;
+            gone.name = name;
+            gone.status = "missing";
+            gone.problems.push_back("named by the manifest " + m.path + ", but not there");
+            r.files.push_back(std::move(gone));
+            continue;
         }
-        for (const FileVerdict& f : r.files)
-            if (!named.count(f.path) && io::fileName(f.path) != kIntegrityName &&
-                f.path.rfind(m.base + "/", 0) == 0)
-                r.notes.push_back(f.name + ": not in the manifest " + m.path);
+        if (entry.first >= 0 && uint64_t(entry.first) != f->size)
+            f->problems.push_back("holds " + std::to_string(f->size) + " bytes where the manifest records " +
+                                  std::to_string(entry.first));
+        else if (!f->sha256.empty() && f->sha256 != entry.second)
+            f->problems.push_back("SHA-256 " + f->sha256 + " where the manifest records " + entry.second);
+        if (!f->problems.empty())
+            f->status = "damaged";
+        else if (f->status == "not covered")
+            f->status = "ok";
     }
+    for (const FileVerdict& f : r.files)
+        if (!named.count(f.path) && io::fileName(f.path) != kIntegrityName &&
+            f.path.rfind(m.base + "/", 0) == 0)
+            r.notes.push_back(f.name + ": not in the manifest " + m.path);
+}
+
+// The manifest of the files verified, ours or Megatron's integrity.json, written as every output is.
+void writeManifest(const std::string& input, const VerifyOptions& options, const VerifyReport& r)
+{
+    nlohmann::ordered_json j;
+    if (options.megatronManifest) {
+        j["algorithm"] = "sha256";
+        for (const FileVerdict& f : r.files)
+            if (f.status != "missing" && io::fileName(f.path) != kIntegrityName)
+                j["files"][f.name] = f.sha256;
+    } else {
+        j["format"] = "checkpoint-studio manifest";
+        j["version"] = 1;
+        j["algorithm"] = "sha256";
+        for (const FileVerdict& f : r.files)
+            if (f.status != "missing") j["files"][f.name] = {{"size", f.size}, {"sha256", f.sha256}};
+    }
+    io::OutputTransaction tx({input}, options.writeManifest, io::OutputTransaction::Shape::File);
+    io::AtomicFile& file = tx.create();
+    const std::string text = j.dump(2) + "\n";
+    file.write(text.data(), text.size());
+    file.finish();
+    tx.commit();
+}
+
+} // namespace
+
+VerifyReport verify(const std::string& path, const VerifyOptions& options, const ProgressSink& progress,
+                    const CancelToken& cancel)
+{
+    io::requireOpenable(path);
+    // A manifest is written as every output is: never on, inside or around what it describes (a
+    // Megatron integrity.json is copied into the iteration folder by the user, knowingly).
+    if (!options.writeManifest.empty())
+        io::OutputTransaction::precheck({path}, options.writeManifest, io::OutputTransaction::Shape::File);
+    VerifyReport r;
+    r.checkpoint = path;
+    Scope scope;
+    std::set<std::string> seen;
+    if (progress) progress({0, "reading the checkpoint layout", 0, 0});
+    if (isFile(path)) {
+        openFile(path, r, scope);
+    } else if (!openFolder(path, options, r, scope, seen)) {
+        // A folder its family recognises but cannot open is damaged (a .distcp cut short, an index
+        // naming a shard that is gone): said, and its files still checked one by one.
+        scope.base = io::normalFolder(path);
+        addFolder(scope, scope.base, seen);
+    }
+
+    // The manifests: the one given, and Megatron's integrity.json wherever it lies among the files.
+    std::vector<Manifest> manifests;
+    if (!options.manifest.empty()) manifests.push_back(readManifest(options.manifest, scope.base));
+    for (const auto& [p, name] : scope.files)
+        if (io::fileName(p) == kIntegrityName && options.manifest.empty())
+            manifests.push_back(readManifest(p, io::parentPath(p)));
+
+    const uint64_t total =
+        checkFiles(scope, !manifests.empty() || !options.writeManifest.empty(), r, progress, cancel);
+    for (const Manifest& m : manifests)
+        applyManifest(m, r);
     const size_t uncovered = size_t(std::count_if(
         r.files.begin(), r.files.end(), [](const FileVerdict& f) { return f.status == "not covered"; }));
     if (uncovered)
         r.notes.push_back(std::to_string(uncovered) +
                           " file(s) hold data no checksum covers (their format records none): a manifest "
                           "(--write-manifest, then --manifest) covers them");
-
     if (!options.writeManifest.empty()) {
-        nlohmann::ordered_json j;
-        if (options.megatronManifest) {
-            j["algorithm"] = "sha256";
-            for (const FileVerdict& f : r.files)
-                if (f.status != "missing" && io::fileName(f.path) != kIntegrityName)
-                    j["files"][f.name] = f.sha256;
-        } else {
-            j["format"] = "checkpoint-studio manifest";
-            j["version"] = 1;
-            j["algorithm"] = "sha256";
-            for (const FileVerdict& f : r.files)
-                if (f.status != "missing") j["files"][f.name] = {{"size", f.size}, {"sha256", f.sha256}};
-        }
-        io::OutputTransaction tx({path}, options.writeManifest, io::OutputTransaction::Shape::File);
-        io::AtomicFile& file = tx.create();
-        const std::string text = j.dump(2) + "\n";
-        file.write(text.data(), text.size());
-        file.finish();
-        tx.commit();
+        writeManifest(path, options, r);
         r.manifestWritten = options.writeManifest;
     }
     std::sort(r.files.begin(), r.files.end(),
