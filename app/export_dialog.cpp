@@ -22,6 +22,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -97,8 +98,10 @@ ExportDialog::ExportDialog(const QString& source, const QStringList& tags, const
     }
     setMinimumWidth(560);
     // Kept for the dialog's life: the window may open another checkpoint meanwhile.
-    if (workspace && workspace->snapshot() && QString::fromStdString(workspace->snapshot()->path) == source)
+    if (workspace && workspace->snapshot() && QString::fromStdString(workspace->snapshot()->path) == source) {
         m_opened = workspace->opened();
+        m_workspace = workspace;
+    }
     m_panel = new OperationPanel(tr("Export"), tr("Open folder"), tr("Export failed"),
                                  workspace ? &workspace->jobs() : nullptr, this);
     auto* layout = new QVBoxLayout(this);
@@ -237,6 +240,7 @@ void ExportDialog::start()
         emit finished(false);
         return;
     }
+    if (!mayExportAfterVerification()) return;
     // The operation's own check, before anything runs (an output on, inside or around the input).
     if (m_panel->refused({m_checkpoint.toStdString()}, m_output->text(), m_outcome)) {
         emit finished(false);
@@ -295,6 +299,32 @@ bool ExportDialog::mayWriteInto(const QString& folder)
     m_panel->say(tr("Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.")
                      .arg(QDir::toNativeSeparators(folder)));
     return false;
+}
+
+bool ExportDialog::mayExportAfterVerification()
+{
+    // Only what the window verified of the checkpoint it still shows counts.
+    if (!m_workspace || !m_workspace->opened() || m_workspace->opened() != m_opened) return true;
+    const auto& tags = m_workspace->snapshot()->tags();
+    const std::string name = !m_singleFile  ? tag().toStdString()
+                             : tags.empty() ? std::string()
+                                            : tags.front().name;
+    const auto* v = m_workspace->verification(name);
+    if (!v || v->whole) return true;
+    bool yes = m_damagedAnswer == ReplaceAnswer::Yes;
+    if (m_damagedAnswer == ReplaceAnswer::Ask)
+        yes = QMessageBox::warning(
+                  this, tr("Export a damaged tag?"),
+                  tr("Verify found this tag damaged: %n damaged or missing file(s), and %1 problem(s) beyond "
+                     "one file. An export of it may hold wrong values.\n\nExport anyway?",
+                     nullptr, v->damagedFiles)
+                      .arg(v->problems),
+                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes;
+    if (!yes) {
+        m_panel->say(tr("Nothing written: Verify found this tag damaged."));
+        emit finished(false);
+    }
+    return yes;
 }
 
 void ExportDialog::startFile(const std::string& in, const std::string& out)

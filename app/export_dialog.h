@@ -59,6 +59,9 @@ public:
     // Whether an output folder that holds files may be replaced: ask (the default, a question
     // box) or the answer given here.
     void setReplaceAnswer(ReplaceAnswer answer) { m_replaceAnswer = answer; }
+    // Whether a tag the window's last verification found damaged may be exported: ask (the
+    // default) or the answer given here.
+    void setDamagedAnswer(ReplaceAnswer answer) { m_damagedAnswer = answer; }
     void start();
     void cancel();
     bool running() const;
@@ -75,6 +78,7 @@ private:
     void onFinished(const JobResult<ExportOutcome>& r);
     void updateTitle();
     bool mayWriteInto(const QString& folder);
+    bool mayExportAfterVerification();
     void startFile(const std::string& in, const std::string& out);
 
     QString m_checkpoint;
@@ -85,6 +89,8 @@ private:
     QLabel* m_tagNote;
     bool m_singleFile = false;
     ReplaceAnswer m_replaceAnswer = ReplaceAnswer::Ask;
+    ReplaceAnswer m_damagedAnswer = ReplaceAnswer::Ask;
+    Workspace* m_workspace = nullptr; // its verification of the source, where it holds the source
     QLabel* m_source;
     QLabel* m_sourceNote;
     QComboBox* m_tag;

@@ -99,6 +99,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setAcceptDrops(true);
     resize(1280, 800);
     m_model = new TreeModel(this);
+    connect(&m_workspace, &Workspace::verificationChanged, m_model,
+            [this] { m_model->setDamaged(m_workspace.damagedFiles()); });
     m_proxy = new FilterProxy(this);
     m_proxy->setSourceModel(m_model);
     buildFileMenu();
@@ -780,6 +782,10 @@ VerifyDialog* MainWindow::openVerifyDialog(bool allTags)
     auto* d = new VerifyDialog(QString::fromStdString(s->path), tag, this, &m_workspace);
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->setAllTags(allTags);
+    // What it finds marks the tree and guards an export of the tag.
+    connect(d, &VerifyDialog::finished, this, [this, d] {
+        if (d->report()) m_workspace.recordVerification(*d->report());
+    });
     d->show();
     return d;
 }

@@ -1,5 +1,11 @@
 #include "tree_model.h"
 
+#include "workspace.h"
+
+#include <QApplication>
+#include <QBrush>
+#include <QStyle>
+
 #include "ops/inspect.h"
 
 #include <QIcon>
@@ -22,6 +28,32 @@ void TreeModel::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
     beginResetModel();
     m_snapshot = std::move(snapshot);
     endResetModel();
+}
+
+void TreeModel::setDamaged(std::map<std::string, QString> damaged)
+{
+    m_damaged = std::move(damaged);
+    if (!m_snapshot) return;
+    // Only rank files are marked: say so for each of them (the others never change).
+    std::vector<const Node*> stack{m_snapshot->root.get()};
+    while (!stack.empty()) {
+        const Node* n = stack.back();
+        stack.pop_back();
+        if (n->kind == NodeKind::RankFile) {
+            const QModelIndex i = indexOf(n);
+            emit dataChanged(i, i.siblingAtColumn(ColumnCount - 1));
+            continue;
+        }
+        for (const auto& c : n->children)
+            stack.push_back(c.get());
+    }
+}
+
+const QString* TreeModel::damageOf(const Node& n) const
+{
+    if (n.kind != NodeKind::RankFile || m_damaged.empty() || n.file.empty()) return nullptr;
+    const auto it = m_damaged.find(Workspace::keyOf(n.file.substr(0, n.file.find('!'))));
+    return it == m_damaged.end() ? nullptr : &it->second;
 }
 
 QString TreeModel::kindLabel(const Node& n)
@@ -76,11 +108,19 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
     if (!n) return {};
     if (role == PathRole) return QString::fromStdString(n->path);
     if (role == NodeRole) return QVariant::fromValue(static_cast<const void*>(n));
-    if (role == Qt::DecorationRole) return index.column() == Name ? QVariant(kindIcon(*n)) : QVariant();
+    const QString* damage = damageOf(*n);
+    if (role == Qt::DecorationRole) {
+        if (index.column() != Name) return {};
+        return damage ? QApplication::style()->standardIcon(QStyle::SP_MessageBoxCritical) : kindIcon(*n);
+    }
+    if (role == Qt::ForegroundRole && damage && (index.column() == Name || index.column() == Kind))
+        return QBrush(QColor(0xd0, 0x30, 0x30));
     const bool sort = role == SortRole;
     if (role != Qt::DisplayRole && !sort) {
         if (role == Qt::TextAlignmentRole && index.column() >= Elements)
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+        if (role == Qt::ToolTipRole && damage && index.column() <= Kind)
+            return tr("Damaged (found by Verify): %1").arg(*damage);
         if (role == Qt::ToolTipRole && index.column() == Name) return QString::fromStdString(n->path);
         if (role == Qt::ToolTipRole && index.column() == Value) return data(index, Qt::DisplayRole);
         return {};
@@ -90,7 +130,7 @@ QVariant TreeModel::data(const QModelIndex& index, int role) const
         if (n->kind == NodeKind::Group || n->kind == NodeKind::Config) return tr(n->name.c_str());
         return QString::fromStdString(n->name);
     case Kind:
-        return kindLabel(*n);
+        return damage ? tr("%1 \u2014 damaged").arg(kindLabel(*n)) : kindLabel(*n);
     case DType:
         return QString::fromStdString(n->dtype);
     case Shape: {

@@ -7,6 +7,7 @@
 #include "tree_model_base.h"
 
 #include <QSortFilterProxyModel>
+#include <map>
 #include <memory>
 
 namespace ckpt::app {
@@ -28,8 +29,14 @@ public:
     QModelIndex indexOfPath(const QString& path) const;
 
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    // Files a verification found damaged or missing, by Workspace::keyOf of their path, each with
+    // its first problem: their rows are marked (icon, colour, "damaged" in Kind, the problem as
+    // the tooltip). Replaces the last set.
+    void setDamaged(std::map<std::string, QString> damaged);
 
 private:
+    const QString* damageOf(const Node& n) const;
+    std::map<std::string, QString> m_damaged;
     int childCount(const Node* parent) const override;
     const Node* childAt(const Node* parent, int row) const override;
     std::span<const ModelColumn> columns() const override;

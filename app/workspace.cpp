@@ -26,8 +26,54 @@ void Workspace::setSnapshot(std::shared_ptr<const Snapshot> snapshot)
         m_jobs.drop(channelOf(key)); // computed from the last checkpoint's files
     m_waiting.clear();
     m_analyses.clear();
+    const bool verified = !m_verified.empty() || !m_damaged.empty();
+    m_verified.clear(); // the files may have changed since: a reload verifies afresh
+    m_damaged.clear();
     m_snapshot = std::move(snapshot);
     emit snapshotChanged();
+    if (verified) emit verificationChanged();
+}
+
+void Workspace::recordVerification(const ops::VerifyReport& report)
+{
+    if (!m_snapshot || report.checkpoint != m_snapshot->path) return;
+    // Each damaged file counts for the tag whose folder or files hold it; a problem beyond one
+    // file for the tag it names (else for every tag verified).
+    std::map<std::string, std::string> dirOf;
+    for (const auto& t : m_snapshot->tags())
+        dirOf[t.name] = t.dir.empty() ? std::string() : keyOf(t.dir);
+    const auto holds = [&](const std::string& tag, const std::string& file) {
+        const std::string& dir = dirOf[tag];
+        if (dir.empty() || file == dir || file.rfind(dir + "/", 0) == 0) return true;
+        for (const auto& t : m_snapshot->tags())
+            if (t.name == tag)
+                for (const auto& f : t.files)
+                    if (keyOf(f.path.substr(0, f.path.find('!'))) == file) return true;
+        return false;
+    };
+    for (const std::string& tag : report.tags) {
+        TagVerification& v = m_verified[tag] = {};
+        for (const auto& f : report.files)
+            if ((f.status == "damaged" || f.status == "missing") && holds(tag, keyOf(f.path)))
+                ++v.damagedFiles;
+        for (const auto& p : report.problems)
+            if (report.tags.size() == 1 || p.rfind("tag " + tag + ":", 0) == 0) ++v.problems;
+        v.whole = v.damagedFiles == 0 && v.problems == 0;
+    }
+    for (const auto& f : report.files) {
+        const std::string key = keyOf(f.path);
+        if (f.status == "damaged" || f.status == "missing")
+            m_damaged[key] = QString::fromStdString(f.problems.empty() ? f.status : f.problems.front());
+        else
+            m_damaged.erase(key); // whole now
+    }
+    emit verificationChanged();
+}
+
+const Workspace::TagVerification* Workspace::verification(const std::string& tag) const
+{
+    const auto it = m_verified.find(tag);
+    return it == m_verified.end() ? nullptr : &it->second;
 }
 
 QString Workspace::channelOf(const std::string& key)

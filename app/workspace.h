@@ -9,6 +9,7 @@
 
 #include "job_manager.h"
 #include "ops/bloat.h"
+#include "ops/verify.h"
 #include "snapshot.h"
 
 #include <QObject>
@@ -56,8 +57,24 @@ public:
     void cancelAnalysis(const std::string& path);
     bool analysing(const std::string& path) const;
 
+    // What the last verification of the open checkpoint found, kept until another checkpoint (or
+    // a reload) is open: per tag verified, whether it was whole; per file found damaged or
+    // missing, its first problem. The tree marks those files; an export of such a tag asks first.
+    struct TagVerification
+    {
+        bool whole = true;
+        int damagedFiles = 0;
+        int problems = 0; // beyond one file's bytes (a rank file missing, an unreadable tag)
+    };
+    // A report of another checkpoint than the open one is ignored.
+    void recordVerification(const ops::VerifyReport& report);
+    const TagVerification* verification(const std::string& tag) const;
+    const std::map<std::string, QString>& damagedFiles() const { return m_damaged; } // by keyOf(path)
+    static std::string keyOf(const std::string& path); // absolute, as the Bloat view names paths
+
 signals:
     void snapshotChanged();
+    void verificationChanged();
 
 private:
     struct Waiter
@@ -67,13 +84,14 @@ private:
         JobManager::ProgressHandler progress;
     };
     static QString channelOf(const std::string& key);
-    static std::string keyOf(const std::string& path); // absolute, as the Bloat view names paths
     bool insideOpened(const std::string& key) const;
     void analysed(const std::string& key, const JobResult<ops::FolderBloat>& r);
 
     std::shared_ptr<const Snapshot> m_snapshot;
     std::map<std::string, ops::FolderBloat> m_analyses; // by absolute path, for the open checkpoint
     std::map<std::string, std::vector<Waiter>> m_waiting;
+    std::map<std::string, TagVerification> m_verified; // by tag name
+    std::map<std::string, QString> m_damaged;          // by keyOf(file)
     JobManager m_jobs; // last: destroyed first, it stops and waits for every worker
 };
 

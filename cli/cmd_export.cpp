@@ -42,6 +42,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.overwrite = a.overwrite;
         opt.backend = backendFor(a.device, a.quiet || a.device == "auto");
         opt.shard = shardSpec(a.shard);
+        opt.manifestOut = a.manifestOut;
         ops::ConsolidateResult r;
         {
             ProgressPrinter printer(a.quiet || a.json);
@@ -73,6 +74,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
                       << "\n";
         for (const auto& f : r.files)
             std::cout << "  " << f << "\n";
+        if (!r.manifest.empty()) std::cout << "manifest written: " << r.manifest << "\n";
         return 0;
     }
     if (!a.shard.shard.empty() || a.shard.finalize)
@@ -87,6 +89,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
                     a.input);
     ops::ExportOptions opt;
     opt.skipUnsupported = a.skipUnsupported;
+    opt.manifestOut = a.manifestOut;
     ops::ExportResult r;
     {
         ProgressPrinter printer(a.quiet || a.json);
@@ -101,6 +104,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
     for (const auto& w : r.warnings)
         std::cerr << logPrefix() << "warning: " << a.input << ": " << w << "\n";
     std::cout << "wrote " << r.path << ": " << r.tensors << " tensors, " << ops::humanBytes(r.bytes) << "\n";
+    if (!r.manifest.empty()) std::cout << "manifest written: " << r.manifest << "\n";
     return 0;
 }
 

@@ -46,6 +46,7 @@ struct ExportArgs
     bool quiet = false;
     bool json = false;
     ShardArgs shard;
+    std::string manifestOut;
 };
 struct AnalyzeArgs
 {

@@ -124,6 +124,9 @@ Command addExport(CLI::App& app)
     sub->add_flag("--overwrite", a->overwrite,
                   "The output folder holds files: replace the export in it (earlier shards and index "
                   "removed, other files kept; the new set swapped in atomically)");
+    sub->add_option("--manifest-out", a->manifestOut,
+                    "Also write a manifest of the output: each file's size and each tensor's xxh3 as read "
+                    "from the checkpoint (`ckpt verify OUT --manifest FILE` then proves the export whole)");
     addShard(sub, a->shard, "the parts are the output's shard files");
     addJson(sub, a->json);
     addQuiet(sub, a->quiet);

@@ -1341,6 +1341,48 @@ private slots:
         QCOMPARE(bad, 1);
         QVERIFY(rows->rowCount() > 3); // every tag's files
         damaged->close();
+
+        // What it found marks the tree's row of that file, the problem as its tooltip...
+        const app::TreeModel* model = w.model();
+        QModelIndex marked;
+        int markedRows = 0;
+        for (std::vector<QModelIndex> stack{QModelIndex()}; !stack.empty();) {
+            const QModelIndex parent = stack.back();
+            stack.pop_back();
+            for (int r = 0; r < model->rowCount(parent); ++r) {
+                const QModelIndex i = model->index(r, 0, parent);
+                const app::Node* n = app::TreeModel::node(i);
+                if (n->kind == app::NodeKind::RankFile &&
+                    model->data(i.siblingAtColumn(app::TreeModel::Kind)).toString().contains("damaged")) {
+                    ++markedRows;
+                    if (n->file == victim) marked = i;
+                }
+                stack.push_back(i);
+            }
+        }
+        QVERIFY(marked.isValid());
+        QCOMPARE(markedRows, 1);
+        QVERIFY2(model->data(marked, Qt::ToolTipRole).toString().contains(QStringLiteral("CRC-32")),
+                 qPrintable(model->data(marked, Qt::ToolTipRole).toString()));
+        // ...and an export of its tag asks first: declined, nothing is written.
+        QVERIFY(w.select(QStringLiteral("global_step4")));
+        QPointer<app::ExportDialog> e = w.openExportDialog();
+        QVERIFY(e);
+        e->setOutputFolder(tmp.filePath("out"));
+        e->setDamagedAnswer(app::ReplaceAnswer::No);
+        QSignalSpy declined(e.data(), &app::ExportDialog::finished);
+        e->start();
+        QCOMPARE(declined.size(), 1);
+        QCOMPARE(declined.first().first().toBool(), false);
+        QVERIFY(!QFileInfo::exists(tmp.filePath("out/model.safetensors")));
+        // The whole tag beside it is exported without a question (the answer No is never read).
+        e->setTag(QStringLiteral("global_step2"));
+        QSignalSpy exported(e.data(), &app::ExportDialog::finished);
+        e->start();
+        QVERIFY(exported.wait(60000));
+        QCOMPARE(exported.first().first().toBool(), true);
+        QVERIFY(QFileInfo::exists(tmp.filePath("out/model.safetensors")));
+        e->close();
     }
 };
 

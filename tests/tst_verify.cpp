@@ -5,12 +5,16 @@
 
 #include "io/mapped_file.h"
 #include "io/zip_reader.h"
+#include "ops/consolidate.h"
+#include "ops/tensor_digest.h"
 #include "ops/verify.h"
+#include "torch/torch_file.h"
 
 #include <QProcess>
 #include <QTemporaryDir>
 #include <filesystem>
 #include <fstream>
+#include <xxhash.h>
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -237,6 +241,113 @@ private slots:
         // A file the manifest names that is gone.
         fs::remove(ck + "/__1_0.distcp");
         QVERIFY(!verifyIt(ck, check).whole());
+    }
+
+    // A tensor's digest is xxh3-64 of its elements in C order, whatever view of its storage it
+    // is: for every tensor of the view fixtures (transposed, sliced, a scalar of a matrix, shared
+    // storages; zip and legacy), the bytes torch's own values give (their SHA-256 recorded by the
+    // generator) hash to the digest the manifest records.
+    void tensorDigestsAreOfTheValuesInCOrder_data()
+    {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"views", "views_legacy", "shared", "state_dict_deflated", "dtypes"})
+            QTest::newRow(f) << QString::fromLatin1(f);
+    }
+    void tensorDigestsAreOfTheValuesInCOrder()
+    {
+        QFETCH(QString, fixture);
+        const std::string base = data("torch/torch-2.x/" + fixture.toStdString());
+        const auto file = torch::TorchFile::open(base + ".pt");
+        const auto digests = ops::tensorDigests(*file, {});
+        std::map<std::string, uint64_t> byKey;
+        for (const auto& d : digests)
+            byKey[d.key] = d.xxh3;
+        size_t checked = 0;
+        const auto expect = testutil::readJson(base + ".expect.json");
+        for (const auto& e : expect["tensors"]) {
+            const torch::Tensor* t = file->tensor(e["path"].get<std::string>());
+            if (!t || t->storage < 0 || !t->note.empty()) continue;
+            const auto bytes = testutil::contiguousBytes(*file, *t);
+            QCOMPARE(testutil::sha256Hex(bytes.data(), bytes.size()), e["sha256"].get<std::string>());
+            QVERIFY2(byKey.count(t->path), t->path.c_str());
+            QCOMPARE(byKey[t->path], uint64_t(XXH3_64bits(bytes.data(), bytes.size())));
+            ++checked;
+        }
+        QVERIFY(checked >= 3);
+    }
+
+    // A file that is whole as a file but holds other values than when the manifest was written
+    // (a step's file copied over another's: every CRC fine): each changed tensor named.
+    void tensorDigestsNameTheTensorThatChanged()
+    {
+        QTemporaryDir tmp;
+        const std::string ck = copyOf(tmp, "deepspeed/zero1_bf16_w2");
+        ops::VerifyOptions write;
+        write.tag = "global_step2";
+        write.writeManifest = tmp.filePath("m.json").toStdString();
+        QVERIFY(verifyIt(ck, write).whole());
+        const auto j = testutil::readJson(write.writeManifest);
+        QCOMPARE(j["version"].get<int>(), 2);
+        const auto& recorded = j["files"]["global_step2/mp_rank_00_model_states.pt"]["tensors"];
+        QVERIFY(recorded.contains("module/fc1.weight"));
+        fs::copy_file(ck + "/global_step4/mp_rank_00_model_states.pt",
+                      ck + "/global_step2/mp_rank_00_model_states.pt", fs::copy_options::overwrite_existing);
+        ops::VerifyOptions noManifest;
+        noManifest.tag = "global_step2";
+        QVERIFY(verifyIt(ck, noManifest).whole()); // every record's CRC is right
+        ops::VerifyOptions check;
+        check.tag = "global_step2";
+        check.manifest = write.writeManifest;
+        const ops::VerifyReport r = verifyIt(ck, check);
+        QVERIFY(!r.whole());
+        const std::string all = problemsOf(r);
+        QVERIFY2(all.find("tensor 'module/fc1.weight'") != std::string::npos &&
+                     all.find("its values changed") != std::string::npos,
+                 all.c_str());
+        QCOMPARE(fileNamed(r, "global_step2/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt")->status,
+                 std::string("ok"));
+    }
+
+    // `export --manifest-out`: the digests of what the export streamed out of the checkpoint; the
+    // output verified against them is whole, and a value changed in it afterwards is named.
+    void exportManifestProvesTheExport()
+    {
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("out").toStdString();
+        const std::string manifest = tmp.filePath("export.json").toStdString();
+        ops::ConsolidateOptions o;
+        o.manifestOut = manifest;
+        const auto result = ops::consolidate(data("megatron/gpt_tp2pp2_fp32"), out, o, {}, {});
+        QCOMPARE(result.manifest, manifest);
+        const auto j = testutil::readJson(manifest);
+        QCOMPARE(j["source"]["tag"].get<std::string>(), std::string("iter_0000020"));
+        QCOMPARE(j["files"]["model.safetensors"]["tensors"].size(), result.tensors);
+        ops::VerifyOptions check;
+        check.manifest = manifest;
+        const ops::VerifyReport clean = verifyIt(out, check);
+        QVERIFY2(clean.whole(), problemsOf(clean).c_str());
+        QCOMPARE(fileNamed(clean, "model.safetensors")->tensors.size(), result.tensors);
+
+        const std::string weights = out + "/model.safetensors";
+        flipByte(weights, fs::file_size(weights) - 3); // the last tensor's last element
+        const ops::VerifyReport caught = verifyIt(out, check);
+        QVERIFY(!caught.whole());
+        QVERIFY2(problemsOf(caught).find("its values changed") != std::string::npos,
+                 problemsOf(caught).c_str());
+        QVERIFY(verifyIt(out).whole()); // safetensors records no checksum: only the manifest saw it
+
+        // Never into the checkpoint; not for a job split across processes.
+        QTemporaryDir tmp2;
+        ops::ConsolidateOptions inside;
+        inside.manifestOut = copyOf(tmp2, "megatron/gpt_tp1pp1_fp32") + "/m.json";
+        QVERIFY_THROWS_EXCEPTION(Error, ops::consolidate(tmp2.filePath("gpt_tp1pp1_fp32").toStdString(),
+                                                         tmp2.filePath("o").toStdString(), inside, {}, {}));
+        QVERIFY(!fs::exists(inside.manifestOut));
+        ops::ConsolidateOptions split;
+        split.manifestOut = tmp.filePath("s.json").toStdString();
+        split.shard = ops::parseShard("1/2");
+        QVERIFY_THROWS_EXCEPTION(Error, ops::consolidate(data("megatron/gpt_tp1pp1_fp32"),
+                                                         tmp.filePath("s").toStdString(), split, {}, {}));
     }
 
     // A safetensors file's header damaged: found by its format alone.

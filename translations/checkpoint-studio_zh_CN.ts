@@ -869,139 +869,158 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::ExportDialog</name>
     <message>
-        <location filename="../app/export_dialog.cpp" line="65" />
+        <location filename="../app/export_dialog.cpp" line="66" />
         <source>Leave out frozen parameters</source>
         <translation>不包含冻结参数</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="67" />
+        <location filename="../app/export_dialog.cpp" line="68" />
         <source>Leave out tensors safetensors cannot hold (complex, quantized)</source>
         <translation>不包含 safetensors 无法保存的张量（复数、量化）</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="69" />
+        <location filename="../app/export_dialog.cpp" line="70" />
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="73" />
+        <location filename="../app/export_dialog.cpp" line="74" />
         <source>File</source>
         <translation>文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="73" />
+        <location filename="../app/export_dialog.cpp" line="74" />
         <source>Checkpoint</source>
         <translation>检查点</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="86" />
-        <location filename="../app/export_dialog.cpp" line="114" />
+        <location filename="../app/export_dialog.cpp" line="87" />
+        <location filename="../app/export_dialog.cpp" line="117" />
         <source>Output file</source>
         <translation>输出文件</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="89" />
+        <location filename="../app/export_dialog.cpp" line="90" />
         <source>Tag</source>
         <translation>标签</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="91" />
+        <location filename="../app/export_dialog.cpp" line="92" />
         <source>Format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="92" />
+        <location filename="../app/export_dialog.cpp" line="93" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="93" />
+        <location filename="../app/export_dialog.cpp" line="94" />
         <source>Largest shard</source>
         <translation>最大分片</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="95" />
-        <location filename="../app/export_dialog.cpp" line="116" />
+        <location filename="../app/export_dialog.cpp" line="96" />
+        <location filename="../app/export_dialog.cpp" line="119" />
         <source>Output folder</source>
         <translation>输出文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="102" />
+        <location filename="../app/export_dialog.cpp" line="105" />
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="102" />
+        <location filename="../app/export_dialog.cpp" line="105" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="115" />
+        <location filename="../app/export_dialog.cpp" line="118" />
         <source>safetensors (*.safetensors)</source>
         <translation>safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="138" />
+        <location filename="../app/export_dialog.cpp" line="141" />
         <source>Export %1 to safetensors</source>
         <translation>将 %1 导出为 safetensors</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="139" />
+        <location filename="../app/export_dialog.cpp" line="142" />
         <source>Export model: %1 of %2</source>
         <translation>导出模型：%2 的 %1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="156" />
+        <location filename="../app/export_dialog.cpp" line="159" />
         <source>This tag cannot be read, so it has no model to export: %1</source>
         <translation>无法读取此标签，因此没有可导出的模型：%1</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="166" />
+        <location filename="../app/export_dialog.cpp" line="169" />
         <source>The window now shows %1; this export still reads the checkpoint above.</source>
         <translation>窗口现在显示 %1；此导出仍读取上面的检查点。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="187" />
+        <location filename="../app/export_dialog.cpp" line="190" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/export_dialog.cpp" line="191" />
+        <location filename="../app/export_dialog.cpp" line="194" />
         <source>Wrote %n file(s) to %1 in %2 s.</source>
         <translation><numerusform>已将 %n 个文件写入 %1，用时 %2 秒。</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="102" />
+        <location filename="../app/export_dialog.cpp" line="317" />
+        <source>Export a damaged tag?</source>
+        <translation>导出已损坏的标签？</translation>
+    </message>
+    <message numerus="yes">
+        <location filename="../app/export_dialog.cpp" line="318" />
+        <source>Verify found this tag damaged: %n damaged or missing file(s), and %1 problem(s) beyond one file. An export of it may hold wrong values.
+
+Export anyway?</source>
+        <translation><numerusform>校验发现此标签已损坏：%n 个文件损坏或缺失，另有 %1 个超出单个文件的问题。导出结果可能含有错误的数值。
+
+仍要导出吗？</numerusform></translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="324" />
+        <source>Nothing written: Verify found this tag damaged.</source>
+        <translation>未写入任何内容：校验发现此标签已损坏。</translation>
+    </message>
+    <message>
+        <location filename="../app/export_dialog.cpp" line="105" />
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="57" />
+        <location filename="../app/export_dialog.cpp" line="58" />
         <source>as the checkpoint exports</source>
         <translation>按检查点的默认方式</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="61" />
+        <location filename="../app/export_dialog.cpp" line="62" />
         <source>Floating tensors' type in the export. "As the checkpoint exports": fp32 for DeepSpeed (as zero_to_fp32 writes), as stored otherwise. Integer tensors are never converted.</source>
         <translation>导出中浮点张量的类型。“按检查点的默认方式”：DeepSpeed 为 fp32（与 zero_to_fp32 相同），其他按存储的类型。整数张量从不转换。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="232" />
+        <location filename="../app/export_dialog.cpp" line="235" />
         <source>Choose an output folder first.</source>
         <translation>请先选择输出文件夹。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="236" />
+        <location filename="../app/export_dialog.cpp" line="239" />
         <source>Tag %1 cannot be read: %2 Choose a tag that can be read.</source>
         <translation>无法读取标签 %1：%2 请选择一个可以读取的标签。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="263" />
+        <location filename="../app/export_dialog.cpp" line="267" />
         <source>Largest shard: '%1' is not a size like 5GB, 500MB or 2000000 (bytes).</source>
         <translation>最大分片：“%1”不是有效大小，例如 5GB、500MB 或 2000000（字节）。</translation>
     </message>
     <message>
-        <location filename="../app/export_dialog.cpp" line="295" />
+        <location filename="../app/export_dialog.cpp" line="299" />
         <source>Nothing written: %1 holds files. Choose an empty folder, or replace the export in it.</source>
         <translation>未写入任何内容：%1 中已有文件。请选择空文件夹，或替换其中的导出。</translation>
     </message>
@@ -1090,7 +1109,7 @@ zeros %6  NaN %7  Inf %8</source>
 <context>
     <name>ckpt::app::FilterProxy</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="139" />
+        <location filename="../app/tree_model.cpp" line="179" />
         <source>Not a valid regular expression: %1 (at character %2)</source>
         <translation>不是有效的正则表达式：%1（第 %2 个字符处）</translation>
     </message>
@@ -1142,379 +1161,379 @@ zeros %6  NaN %7  Inf %8</source>
     <name>ckpt::app::MainWindow</name>
     <message>
         <location filename="../app/main_window.cpp" line="97" />
-        <location filename="../app/main_window.cpp" line="461" />
+        <location filename="../app/main_window.cpp" line="463" />
         <source>Checkpoint Studio</source>
         <translation>Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="288" />
+        <location filename="../app/main_window.cpp" line="290" />
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="296" />
+        <location filename="../app/main_window.cpp" line="298" />
         <source>Open &amp;Folder...</source>
         <translation>打开文件夹(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="297" />
+        <location filename="../app/main_window.cpp" line="299" />
         <source>Open checkpoint folder</source>
         <translation>打开检查点文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="289" />
+        <location filename="../app/main_window.cpp" line="291" />
         <source>&amp;Open File...</source>
         <translation>打开文件(&amp;O)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="157" />
+        <location filename="../app/main_window.cpp" line="159" />
         <source>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;Open, or drop here:&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;a run folder&lt;/b&gt;: DeepSpeed (with &lt;code&gt;latest&lt;/code&gt;), a Hugging Face Trainer output folder, Composer, PyTorch DCP, a Universal checkpoint (File &amp;gt; Open Folder, Ctrl+Shift+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;one tag&lt;/b&gt;: &lt;code&gt;global_step1000/&lt;/code&gt;, &lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;a file&lt;/b&gt;: &lt;code&gt;.pt&lt;/code&gt;, &lt;code&gt;.bin&lt;/code&gt;, &lt;code&gt;.safetensors&lt;/code&gt;, a Composer &lt;code&gt;.pt.tar&lt;/code&gt; (File &amp;gt; Open File, Ctrl+O)&lt;/li&gt;&lt;li&gt;&lt;b&gt;a URL&lt;/b&gt;: &lt;code&gt;s3://&lt;/code&gt;, &lt;code&gt;gs://&lt;/code&gt;, &lt;code&gt;hf://&lt;/code&gt;, &lt;code&gt;https://&lt;/code&gt; (File &amp;gt; Open URL, Ctrl+L)&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;Nothing is ever written into what you open. Recent items:&lt;/p&gt;</source>
         <translation>&lt;h2&gt;Checkpoint Studio&lt;/h2&gt;&lt;p&gt;打开或拖放到此处：&lt;/p&gt;&lt;ul&gt;&lt;li&gt;&lt;b&gt;训练目录&lt;/b&gt;：DeepSpeed（含 &lt;code&gt;latest&lt;/code&gt;）、Hugging Face Trainer 输出目录、Composer、PyTorch DCP、Universal 检查点（文件 &amp;gt; 打开文件夹，Ctrl+Shift+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;单个标签&lt;/b&gt;：&lt;code&gt;global_step1000/&lt;/code&gt;、&lt;code&gt;checkpoint-500/&lt;/code&gt;&lt;/li&gt;&lt;li&gt;&lt;b&gt;文件&lt;/b&gt;：&lt;code&gt;.pt&lt;/code&gt;、&lt;code&gt;.bin&lt;/code&gt;、&lt;code&gt;.safetensors&lt;/code&gt;、Composer &lt;code&gt;.pt.tar&lt;/code&gt;（文件 &amp;gt; 打开文件，Ctrl+O）&lt;/li&gt;&lt;li&gt;&lt;b&gt;URL&lt;/b&gt;：&lt;code&gt;s3://&lt;/code&gt;、&lt;code&gt;gs://&lt;/code&gt;、&lt;code&gt;hf://&lt;/code&gt;、&lt;code&gt;https://&lt;/code&gt;（文件 &amp;gt; 打开 URL，Ctrl+L）&lt;/li&gt;&lt;/ul&gt;&lt;p&gt;从不向打开的内容写入任何东西。最近打开：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="170" />
+        <location filename="../app/main_window.cpp" line="172" />
         <source>Open the bundled example (a real DeepSpeed run: ZeRO-2, bf16, 2 ranks, 2 tags)</source>
         <translation>打开自带示例（真实的 DeepSpeed 训练目录：ZeRO-2、bf16、2 个 rank、2 个标签）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="272" />
+        <location filename="../app/main_window.cpp" line="274" />
         <source>Compute: ...</source>
         <translation>计算设备：……</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="291" />
+        <location filename="../app/main_window.cpp" line="293" />
         <source>Open checkpoint file</source>
         <translation>打开检查点文件</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="292" />
+        <location filename="../app/main_window.cpp" line="294" />
         <source>Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)</source>
         <translation>检查点 (*.pt *.pth *.bin *.ckpt *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="301" />
+        <location filename="../app/main_window.cpp" line="303" />
         <source>Open &amp;URL...</source>
         <translation>打开 URL(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="303" />
+        <location filename="../app/main_window.cpp" line="305" />
         <source>Open a checkpoint on S3 or an HTTP(S) server, reading only what is shown</source>
         <translation>打开 S3 或 HTTP(S) 服务器上的检查点，只读取显示所需的内容</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="304" />
+        <location filename="../app/main_window.cpp" line="306" />
         <source>Open &amp;Recent</source>
         <translation>最近打开(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="307" />
+        <location filename="../app/main_window.cpp" line="309" />
         <source>Re&amp;load</source>
         <translation>重新加载(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="311" />
+        <location filename="../app/main_window.cpp" line="313" />
         <source>Read the open checkpoint again from disk (new tags, changed files)</source>
         <translation>从磁盘重新读取当前检查点（新标签、已更改的文件）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="314" />
+        <location filename="../app/main_window.cpp" line="316" />
         <source>&amp;Export Model...</source>
         <translation>导出模型(&amp;E)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="317" />
+        <location filename="../app/main_window.cpp" line="319" />
         <source>&amp;Slim...</source>
         <translation>精简(&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="325" />
+        <location filename="../app/main_window.cpp" line="327" />
         <source>Write a copy whose storages keep only the bytes their tensors view</source>
         <translation>写出一份副本，其存储只保留张量视图用到的字节</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="327" />
+        <location filename="../app/main_window.cpp" line="329" />
         <source>&amp;Verify...</source>
         <translation>校验(&amp;V)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="329" />
+        <location filename="../app/main_window.cpp" line="331" />
         <source>Prove the checkpoint whole: every file there, every record's checksum, a manifest's hashes</source>
         <translation>证明检查点完整：每个文件都在、每条记录的校验和、清单中的哈希</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="332" />
+        <location filename="../app/main_window.cpp" line="334" />
         <source>Convert to &amp;Universal...</source>
         <translation>转换为 Universal 检查点(&amp;U)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="333" />
+        <location filename="../app/main_window.cpp" line="335" />
         <source>Write the selected ZeRO tag as a DeepSpeed Universal checkpoint, to resume on another GPU count</source>
         <translation>将所选 ZeRO 标签写为 DeepSpeed Universal 检查点，以便在不同数量的 GPU 上恢复训练</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="336" />
+        <location filename="../app/main_window.cpp" line="338" />
         <source>&amp;Bloat of a Folder...</source>
         <translation>分析文件夹的膨胀(&amp;B)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="339" />
+        <location filename="../app/main_window.cpp" line="341" />
         <source>Folder to analyse</source>
         <translation>要分析的文件夹</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="342" />
+        <location filename="../app/main_window.cpp" line="344" />
         <source>&amp;Compare...</source>
         <translation>比较(&amp;C)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="344" />
+        <location filename="../app/main_window.cpp" line="346" />
         <source>Compare Selected &amp;Tags</source>
         <translation>比较所选标签(&amp;T)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="350" />
+        <location filename="../app/main_window.cpp" line="352" />
         <source>Select two tags in the tree (Ctrl+click) to compare them tensor by tensor</source>
         <translation>在树中选择两个标签（Ctrl+单击），逐个张量比较它们</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="353" />
+        <location filename="../app/main_window.cpp" line="355" />
         <source>&amp;Find...</source>
         <translation>查找(&amp;F)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="359" />
+        <location filename="../app/main_window.cpp" line="361" />
         <source>Filter the tree by name</source>
         <translation>按名称筛选树</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="360" />
+        <location filename="../app/main_window.cpp" line="362" />
         <source>&amp;Close Checkpoint</source>
         <translation>关闭检查点(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="367" />
+        <location filename="../app/main_window.cpp" line="369" />
         <source>Start &amp;Page</source>
         <translation>起始页(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="369" />
+        <location filename="../app/main_window.cpp" line="371" />
         <source>&amp;Preferences...</source>
         <translation>首选项(&amp;P)...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="372" />
+        <location filename="../app/main_window.cpp" line="374" />
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="374" />
+        <location filename="../app/main_window.cpp" line="376" />
         <source>Main</source>
         <translation>主工具栏</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="123" />
+        <location filename="../app/main_window.cpp" line="125" />
         <source>Bloat</source>
         <translation>膨胀分析</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="129" />
+        <location filename="../app/main_window.cpp" line="131" />
         <source>&amp;Bloat</source>
         <translation>膨胀分析(&amp;B)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="132" />
+        <location filename="../app/main_window.cpp" line="134" />
         <source>Where the bytes of the selected file, tag or checkpoint go, and how many are wasted</source>
         <translation>所选文件、标签或检查点的字节去向，以及浪费了多少</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="133" />
+        <location filename="../app/main_window.cpp" line="135" />
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="147" />
+        <location filename="../app/main_window.cpp" line="149" />
         <source>%1 is not open in the tree</source>
         <translation>%1 未在树中打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="192" />
+        <location filename="../app/main_window.cpp" line="194" />
         <source>Filter by name (wildcards, or a regular expression)</source>
         <translation>按名称筛选（通配符或正则表达式）</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="193" />
+        <location filename="../app/main_window.cpp" line="195" />
         <source>Regular expression</source>
         <translation>正则表达式</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="264" />
+        <location filename="../app/main_window.cpp" line="266" />
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="392" />
+        <location filename="../app/main_window.cpp" line="394" />
         <source>No recent checkpoints</source>
         <translation>没有最近打开的检查点</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="395" />
+        <location filename="../app/main_window.cpp" line="397" />
         <source>Clear the List</source>
         <translation>清空列表</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="405" />
+        <location filename="../app/main_window.cpp" line="407" />
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="406" />
+        <location filename="../app/main_window.cpp" line="408" />
         <source>&amp;Keyboard Shortcuts</source>
         <translation>键盘快捷键(&amp;K)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="407" />
+        <location filename="../app/main_window.cpp" line="409" />
         <source>Keyboard Shortcuts</source>
         <translation>键盘快捷键</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="410" />
+        <location filename="../app/main_window.cpp" line="412" />
         <source>&amp;Documentation</source>
         <translation>文档(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="413" />
+        <location filename="../app/main_window.cpp" line="415" />
         <source>Documentation</source>
         <translation>文档</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="414" />
+        <location filename="../app/main_window.cpp" line="416" />
         <source>The documentation is the README and the docs/ folder of the source, installed in /usr/share/doc/checkpoint-studio.</source>
         <translation>文档即源代码中的 README 和 docs/ 目录，安装在 /usr/share/doc/checkpoint-studio。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="417" />
+        <location filename="../app/main_window.cpp" line="419" />
         <source>&amp;About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="418" />
+        <location filename="../app/main_window.cpp" line="420" />
         <source>About Checkpoint Studio</source>
         <translation>关于 Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="419" />
+        <location filename="../app/main_window.cpp" line="421" />
         <source>About &amp;Qt</source>
         <translation>关于 &amp;Qt</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="551" />
+        <location filename="../app/main_window.cpp" line="553" />
         <source>Cancelling...</source>
         <translation>正在取消...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="564" />
+        <location filename="../app/main_window.cpp" line="566" />
         <source>Opening cancelled</source>
         <translation>已取消打开</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="277" />
+        <location filename="../app/main_window.cpp" line="279" />
         <source>Compute: %1</source>
         <translation>计算设备：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="438" />
+        <location filename="../app/main_window.cpp" line="440" />
         <source>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;Inspect, export, convert and compare DeepSpeed, Composer, PyTorch DCP and Hugging Face checkpoints without Python. No pickled code is ever run, and nothing is written into a checkpoint.&lt;/p&gt;&lt;p&gt;Compute: %2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;Licensed under the Apache License 2.0. Uses Qt (LGPL-3.0, linked dynamically), libarchive (BSD-2-Clause), libcurl (curl licence), OpenSSL (Apache-2.0), zlib (Zlib), xxHash (BSD-2-Clause), expat (MIT), nlohmann/json (MIT) and CLI11 (BSD-3-Clause). The licence texts are in the package's copyright file.&lt;/p&gt;</source>
         <translation>&lt;h3&gt;Checkpoint Studio %1&lt;/h3&gt;&lt;p&gt;无需 Python 即可查看、导出、转换和比较 DeepSpeed、Composer、PyTorch DCP 和 Hugging Face 检查点。从不运行任何 pickle 代码，也从不向检查点写入任何内容。&lt;/p&gt;&lt;p&gt;计算设备：%2&lt;br&gt;Qt %3&lt;/p&gt;&lt;p&gt;依据 Apache License 2.0 授权。使用 Qt（LGPL-3.0，动态链接）、libarchive（BSD-2-Clause）、libcurl（curl 许可证）、OpenSSL（Apache-2.0）、zlib（Zlib）、xxHash（BSD-2-Clause）、expat（MIT）、nlohmann/json（MIT）和 CLI11（BSD-3-Clause）。许可证全文见软件包的 copyright 文件。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="526" />
+        <location filename="../app/main_window.cpp" line="528" />
         <source>Reading the layout</source>
         <translation>正在读取布局</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="529" />
+        <location filename="../app/main_window.cpp" line="531" />
         <source>Opening %1...</source>
         <translation>正在打开 %1...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="574" />
+        <location filename="../app/main_window.cpp" line="576" />
         <source>Cannot open: %1</source>
         <translation>无法打开：%1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="579" />
+        <location filename="../app/main_window.cpp" line="581" />
         <source>Could not open %1: %2
 Still showing %3.</source>
         <translation>无法打开 %1：%2
 仍显示 %3。</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="583" />
+        <location filename="../app/main_window.cpp" line="585" />
         <source>Could not open %1: %2</source>
         <translation>无法打开 %1：%2</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="611" />
+        <location filename="../app/main_window.cpp" line="613" />
         <source>&lt;b&gt;%n warning(s)&lt;/b&gt;&lt;br&gt;</source>
         <translation><numerusform>&lt;b&gt;%n 条警告&lt;/b&gt;&lt;br&gt;</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="631" />
+        <location filename="../app/main_window.cpp" line="633" />
         <source>%1 - Checkpoint Studio</source>
         <translation>%1 - Checkpoint Studio</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="632" />
+        <location filename="../app/main_window.cpp" line="634" />
         <source>Opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="903" />
+        <location filename="../app/main_window.cpp" line="909" />
         <source>Writing %1...</source>
         <translation>正在写入 %1...</translation>
     </message>
     <message numerus="yes">
-        <location filename="../app/main_window.cpp" line="909" />
+        <location filename="../app/main_window.cpp" line="915" />
         <source>Wrote %n tensor(s), %1, to %2</source>
         <translation><numerusform>已将 %n 个张量（%1）写入 %2</numerusform></translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="913" />
+        <location filename="../app/main_window.cpp" line="919" />
         <source>Cancelled</source>
         <translation>已取消</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="923" />
+        <location filename="../app/main_window.cpp" line="929" />
         <source>Export tensor</source>
         <translation>导出张量</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="924" />
+        <location filename="../app/main_window.cpp" line="930" />
         <source>safetensors (*.safetensors);;PyTorch (*.pt)</source>
         <translation>safetensors (*.safetensors);;PyTorch (*.pt)</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="936" />
+        <location filename="../app/main_window.cpp" line="942" />
         <source>Show Values and Statistics</source>
         <translation>显示数值和统计信息</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="937" />
+        <location filename="../app/main_window.cpp" line="943" />
         <source>Export Tensor...</source>
         <translation>导出张量...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="939" />
+        <location filename="../app/main_window.cpp" line="945" />
         <source>Export with Optimizer State...</source>
         <translation>连同优化器状态导出...</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="944" />
+        <location filename="../app/main_window.cpp" line="950" />
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../app/main_window.cpp" line="946" />
+        <location filename="../app/main_window.cpp" line="952" />
         <source>Compare (select two tags)</source>
         <translation>比较（请选择两个标签）</translation>
     </message>
@@ -2179,47 +2198,57 @@ Click to select it in the tree.</source>
 <context>
     <name>ckpt::app::TreeModel</name>
     <message>
-        <location filename="../app/tree_model.cpp" line="30" />
+        <location filename="../app/tree_model.cpp" line="62" />
         <source>bytes</source>
         <translation>字节串</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="66" />
+        <location filename="../app/tree_model.cpp" line="98" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="66" />
+        <location filename="../app/tree_model.cpp" line="98" />
         <source>Kind</source>
         <translation>类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="66" />
+        <location filename="../app/tree_model.cpp" line="98" />
         <source>dtype</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="67" />
+        <location filename="../app/tree_model.cpp" line="99" />
         <source>Shape</source>
         <translation>形状</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="67" />
+        <location filename="../app/tree_model.cpp" line="99" />
         <source>Elements</source>
         <translation>元素数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="67" />
+        <location filename="../app/tree_model.cpp" line="99" />
         <source>Bytes</source>
         <translation>字节</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="67" />
+        <location filename="../app/tree_model.cpp" line="99" />
         <source>Ranks</source>
         <translation>Rank 数</translation>
     </message>
     <message>
-        <location filename="../app/tree_model.cpp" line="66" />
+        <location filename="../app/tree_model.cpp" line="123" />
+        <source>Damaged (found by Verify): %1</source>
+        <translation>已损坏（由校验发现）：%1</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="133" />
+        <source>%1 — damaged</source>
+        <translation>%1 — 已损坏</translation>
+    </message>
+    <message>
+        <location filename="../app/tree_model.cpp" line="98" />
         <source>Value</source>
         <translation>值</translation>
     </message>
@@ -2679,8 +2708,8 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="243" />
-        <location filename="../model/layout/megatron_family.cpp" line="350" />
-        <location filename="../model/layout/megatron_family.cpp" line="438" />
+        <location filename="../model/layout/megatron_family.cpp" line="351" />
+        <location filename="../model/layout/megatron_family.cpp" line="439" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
@@ -2954,7 +2983,7 @@ Click to select it in the tree.</source>
         <translation>导出为</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="361" />
+        <location filename="../model/layout/megatron_family.cpp" line="362" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
     </message>

@@ -232,6 +232,10 @@ public:
         writer.verified();
         result.tensors += tensors.size() + aliases.size();
         result.bytes += file.written();
+        for (const auto& [rel, digests] : writer.digests())
+            result.digests.push_back(
+                {rel.empty() ? std::filesystem::path(file.finalPath()).filename().string() : rel,
+                 file.written(), "", digests});
     }
 
     uint64_t planTotal() const { return m_planTotal; }
@@ -321,6 +325,10 @@ ConsolidateResult consolidateSharded(const layout::OpenedTag& in, const std::str
             "a split export writes a folder (its shards and index): give the output a folder name, not a "
             ".safetensors file",
             outDir);
+    if (!options.manifestOut.empty())
+        throw Error("--manifest-out does not combine with --shard or --finalize: each process streams only "
+                    "its own shards; `ckpt verify OUT --write-manifest FILE` records the finished output",
+                    outDir);
     if (options.overwrite)
         throw Error(
             "--overwrite does not combine with --shard or --finalize: the shards of one job share the "
@@ -423,6 +431,11 @@ ConsolidateResult consolidateOnce(const layout::OpenedTag& in, const std::string
     cancel.throwIfCancelled();
     // Everything written and verified: only now do the files take their final names.
     tx.commit();
+    if (!options.manifestOut.empty()) {
+        writeManifest(in.inputs(), options.manifestOut, result.digests,
+                      {{"checkpoint", in.root()}, {"tag", set.tag}});
+        result.manifest = options.manifestOut;
+    }
     for (const auto& f : tx.files())
         result.files.push_back(f);
     // A device that failed mid-job says so here (the output is the CPU's, identical).
@@ -466,6 +479,9 @@ ConsolidateResult consolidate(const std::string& checkpoint, const std::string& 
     // Refused before anything is parsed.
     io::OutputTransaction::precheck({checkpoint}, outDir, shapeOf(oneFileOutput(outDir, options)),
                                     existingRule(options));
+    if (!options.manifestOut.empty())
+        io::OutputTransaction::precheck({checkpoint}, options.manifestOut,
+                                        io::OutputTransaction::Shape::File);
     if (progress) progress({0, "reading the checkpoint layout", 0, 0});
     const layout::OpenedTag in =
         layout::openTag(checkpoint, options.tag, openingObserver(progress, cancel, "the checkpoint"));

@@ -9,6 +9,7 @@
 #include "layout/family.h"
 #include "ops/job.h"
 #include "ops/sharded.h"
+#include "ops/verify.h"
 #include "torch/dtype.h"
 
 #include <memory>
@@ -42,6 +43,10 @@ struct ConsolidateOptions
     // One process's part of a job split across processes, or the job's finalize (ops/sharded.h):
     // the units are the output's shard files; finalize writes the configuration files and index.
     ShardSpec shard;
+    // Also write a manifest here (ops/verify.h): each output file's size and each tensor's digest
+    // as it was streamed out of the checkpoint, so `ckpt verify OUT --manifest` proves the export
+    // holds what was read. Never on or inside the checkpoint.
+    std::string manifestOut;
 };
 
 struct ConsolidateResult
@@ -51,6 +56,9 @@ struct ConsolidateResult
     size_t tensors = 0;
     uint64_t bytes = 0;
     std::vector<std::string> warnings;
+    std::string manifest; // written, where options.manifestOut asked for one
+    // Each written weight file's tensors and digests (the manifest's content; not in --json).
+    std::vector<ManifestEntry> digests;
 
     template <class V> static void describe(V& v)
     {
@@ -59,6 +67,7 @@ struct ConsolidateResult
         v("tensors", &ConsolidateResult::tensors);
         v("bytes", &ConsolidateResult::bytes);
         v("warnings", &ConsolidateResult::warnings);
+        v("manifest", &ConsolidateResult::manifest);
     }
 };
 // The export's result as a document (Python's export() returns it).

@@ -5,11 +5,13 @@
 #include "layout/family.h"
 #include "ops/consolidate.h"
 #include "ops/tensor_source.h"
+#include "ops/verify.h"
 #include "ops/writers.h"
 #include "safetensors/safetensors_file.h"
 #include "torch/torch_file.h"
 #include "torch/torch_writer.h"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -22,6 +24,8 @@ ExportResult exportFileToSafetensors(const std::string& input, const std::string
 {
     // Before any work: the output may not be, or be inside, the input.
     io::OutputTransaction::precheck({input}, output, io::OutputTransaction::Shape::File);
+    if (!options.manifestOut.empty())
+        io::OutputTransaction::precheck({input}, options.manifestOut, io::OutputTransaction::Shape::File);
     return exportFileToSafetensors(layout::openTag(input, {}), output, options, progress, cancel);
 }
 
@@ -108,9 +112,16 @@ ExportResult exportFileToSafetensors(const layout::OpenedTag& in, const std::str
     if (progress) progress({900, "verifying", done, total});
     writer.verified();
     tx.commit();
-    if (progress) progress({1000, "done", done, total});
     result.tensors = out.size();
     result.bytes = file.written();
+    if (!options.manifestOut.empty()) {
+        writeManifest(in.inputs(), options.manifestOut,
+                      {{std::filesystem::path(output).filename().string(), result.bytes, "",
+                        writer.digests().begin()->second}},
+                      {{"checkpoint", input}});
+        result.manifest = options.manifestOut;
+    }
+    if (progress) progress({1000, "done", done, total});
     return result;
 }
 

@@ -33,6 +33,7 @@ struct ExportOptions
     // Tensors safetensors cannot hold (complex128, quantized, meta, ...) are an error unless
     // this is set, in which case they are left out and listed as warnings.
     bool skipUnsupported = false;
+    std::string manifestOut; // as ConsolidateOptions::manifestOut
 };
 
 struct ExportResult
@@ -41,6 +42,7 @@ struct ExportResult
     size_t tensors = 0;
     uint64_t bytes = 0;
     std::vector<std::string> warnings;
+    std::string manifest; // written, where options.manifestOut asked for one
 
     template <class V> static void describe(V& v)
     {
@@ -48,6 +50,7 @@ struct ExportResult
         v("tensors", &ExportResult::tensors);
         v("bytes", &ExportResult::bytes);
         v("warnings", &ExportResult::warnings);
+        v("manifest", &ExportResult::manifest);
     }
 };
 // The single-file export's result as a document (`ckpt export --json`).

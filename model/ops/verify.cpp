@@ -31,6 +31,7 @@ namespace {
 constexpr uint64_t kChunk = 8u << 20;
 constexpr uint64_t kMaxManifestBytes = 256u << 20;
 const char* const kIntegrityName = "integrity.json"; // Megatron-Core's manifest
+const char* const kTensorDigestName = "xxh3-64 of each tensor's elements in C order, as stored";
 
 // The bytes [offset, offset + size) of `file` through `eat`, a chunk at a time: a remote file's
 // ranges are fetched as they come, and the pages read are released after, so a terabyte file
@@ -82,6 +83,17 @@ private:
     EVP_MD_CTX* m_ctx;
 };
 
+void writeJsonFile(const std::vector<std::string>& inputs, const std::string& path,
+                   const nlohmann::ordered_json& j)
+{
+    io::OutputTransaction tx(inputs, path, io::OutputTransaction::Shape::File);
+    io::AtomicFile& file = tx.create();
+    const std::string text = j.dump(2) + "\n";
+    file.write(text.data(), text.size());
+    file.finish();
+    tx.commit();
+}
+
 // Every record of a zip container: its CRC-32 and sizes against what the directory records.
 void checkZipRecords(const std::shared_ptr<const io::MappedFile>& file, FileVerdict& v,
                      const CancelToken& cancel)
@@ -117,9 +129,10 @@ void checkZipRecords(const std::shared_ptr<const io::MappedFile>& file, FileVerd
     }
 }
 
-// What one file's bytes prove by their format; its SHA-256 too when `hash` (read again from the
-// page cache: a manifest is asked for rarely, and the format's checks stream by record).
-void checkFile(FileVerdict& v, bool hash, const CancelToken& cancel)
+// What one file's bytes prove by their format; its SHA-256 too when `hash`, and each tensor's
+// digest when `digests` (read again from the page cache: a manifest is asked for rarely, and the
+// format's checks stream by record).
+void checkFile(FileVerdict& v, bool hash, bool digests, const CancelToken& cancel)
 {
     try {
         const auto file = io::MappedFile::open(v.path);
@@ -144,15 +157,19 @@ void checkFile(FileVerdict& v, bool hash, const CancelToken& cancel)
             checkZipRecords(file, v, cancel);
             if (v.problems.empty() && torch::TorchFile::looksLikeTorch(head)) {
                 v.format = "torch zip";
-                torch::TorchFile::open(file); // the pickle parses; every storage is there, with its length
+                // The pickle parses; every storage is there, with its length.
+                const auto tf = torch::TorchFile::open(file);
+                if (digests) v.tensors = tensorDigests(*tf, cancel);
             }
         } else if (torch::TorchFile::looksLikeTorch(head)) {
             v.format = "torch legacy";
-            torch::TorchFile::open(file);
-            v.status = "ok";
+            const auto tf = torch::TorchFile::open(file);
+            if (digests) v.tensors = tensorDigests(*tf, cancel);
         } else if (safetensors::SafetensorsFile::looksLikeSafetensors(head)) {
             v.format = "safetensors";
-            safetensors::SafetensorsFile::open(file); // header, offsets covering the data, size
+            const auto sf =
+                safetensors::SafetensorsFile::open(file); // header, offsets covering the data, size
+            if (digests) v.tensors = tensorDigests(*sf, cancel);
         } else if (!wrapper.empty()) {
             v.format = "archive (" + wrapper + ")";
             io::unwrap(v.path, [](const std::string&) { return false; }); // read to its end
@@ -185,11 +202,17 @@ void checkFile(FileVerdict& v, bool hash, const CancelToken& cancel)
         v.status = "ok";
 }
 
-// A manifest: name (relative to `base`) -> (size or -1 where it records none, sha256).
+// A manifest: what it records of each file, by name relative to `base`.
 struct Manifest
 {
+    struct File
+    {
+        int64_t size = -1;                       // -1: not recorded (Megatron's integrity.json)
+        std::string sha256;                      // "": not recorded (an export's manifest: its tensors only)
+        std::map<std::string, uint64_t> tensors; // key -> xxh3-64
+    };
     std::string path, base;
-    std::map<std::string, std::pair<int64_t, std::string>> files;
+    std::map<std::string, File> files;
 };
 
 Manifest readManifest(const std::string& path, const std::string& base)
@@ -204,12 +227,28 @@ Manifest readManifest(const std::string& path, const std::string& base)
         throw Error("the manifest's algorithm is " + j["algorithm"].dump() + "; sha256 is the one read",
                     path);
     for (const auto& [name, entry] : j["files"].items()) {
-        if (entry.is_string()) // Megatron's integrity.json: name -> hex
-            m.files[name] = {-1, entry.get<std::string>()};
-        else if (entry.is_object() && entry.contains("sha256") && entry["sha256"].is_string())
-            m.files[name] = {entry.value("size", int64_t(-1)), entry["sha256"].get<std::string>()};
-        else
-            throw Error("file '" + name + "' has no sha256", path);
+        Manifest::File& f = m.files[name];
+        if (entry.is_string()) { // Megatron's integrity.json: name -> hex
+            f.sha256 = entry.get<std::string>();
+            continue;
+        }
+        if (!entry.is_object()) throw Error("file '" + name + "' is recorded as " + entry.dump(), path);
+        if (const auto it = entry.find("size"); it != entry.end()) {
+            if (!it->is_number_unsigned())
+                throw Error("file '" + name + "' has a size that is not one", path);
+            f.size = it->get<int64_t>();
+        }
+        if (const auto it = entry.find("sha256"); it != entry.end() && it->is_string())
+            f.sha256 = it->get<std::string>();
+        if (const auto it = entry.find("tensors"); it != entry.end() && it->is_object())
+            for (const auto& [key, hex] : it->items()) {
+                const auto d = hex.is_string() ? parseDigestHex(hex.get<std::string>()) : std::nullopt;
+                if (!d)
+                    throw Error("tensor '" + key + "' of file '" + name + "' has no xxh3-64 digest", path);
+                f.tensors[key] = *d;
+            }
+        if (f.sha256.empty() && f.tensors.empty())
+            throw Error("file '" + name + "' has neither a sha256 nor tensor digests", path);
     }
     return m;
 }
@@ -335,8 +374,8 @@ void openFile(const std::string& path, VerifyReport& r, Scope& scope)
 
 // Every file of the scope into r.files, checked in parallel, each read once by its format's
 // checks (and hashed when `hash`); their bytes in all, as far as known beforehand.
-uint64_t checkFiles(const Scope& scope, bool hash, VerifyReport& r, const ProgressSink& progress,
-                    const CancelToken& cancel)
+uint64_t checkFiles(const Scope& scope, bool hash, const std::set<std::string>& digested, VerifyReport& r,
+                    const ProgressSink& progress, const CancelToken& cancel)
 {
     r.files.resize(scope.files.size());
     uint64_t total = 0;
@@ -352,7 +391,7 @@ uint64_t checkFiles(const Scope& scope, bool hash, VerifyReport& r, const Progre
     auto work = [&] {
         for (size_t i; (i = next++) < r.files.size();) {
             try {
-                checkFile(r.files[i], hash, cancel);
+                checkFile(r.files[i], hash, digested.count("*") || digested.count(r.files[i].path), cancel);
             } catch (...) {
                 const std::lock_guard<std::mutex> g(lock);
                 if (!failed) failed = std::current_exception();
@@ -378,6 +417,28 @@ uint64_t checkFiles(const Scope& scope, bool hash, VerifyReport& r, const Progre
     return total;
 }
 
+// A file's tensors against the digests a manifest records of them: each one changed, gone or new
+// named (the file's SHA-256 says only that something in it changed).
+void checkTensors(const Manifest::File& entry, const std::string& manifest, FileVerdict& f)
+{
+    if (entry.tensors.empty() || f.status == "damaged") return; // damaged: its tensors did not read
+    std::map<std::string, uint64_t> found;
+    for (const TensorDigest& d : f.tensors)
+        found.emplace(d.key, d.xxh3);
+    for (const auto& [key, digest] : entry.tensors) {
+        const auto it = found.find(key);
+        if (it == found.end())
+            f.problems.push_back("tensor '" + key + "': recorded by the manifest " + manifest +
+                                 ", but not in the file");
+        else if (it->second != digest)
+            f.problems.push_back("tensor '" + key + "': xxh3 " + digestHex(it->second) +
+                                 " where the manifest records " + digestHex(digest) + ": its values changed");
+    }
+    for (const auto& [key, digest] : found)
+        if (!entry.tensors.count(key))
+            f.problems.push_back("tensor '" + key + "': not recorded by the manifest " + manifest);
+}
+
 // The files against one manifest: its sizes and hashes, the files it names that are gone, and
 // those beside it that it does not name.
 void applyManifest(const Manifest& m, VerifyReport& r)
@@ -398,11 +459,12 @@ void applyManifest(const Manifest& m, VerifyReport& r)
             r.files.push_back(std::move(gone));
             continue;
         }
-        if (entry.first >= 0 && uint64_t(entry.first) != f->size)
+        if (entry.size >= 0 && uint64_t(entry.size) != f->size)
             f->problems.push_back("holds " + std::to_string(f->size) + " bytes where the manifest records " +
-                                  std::to_string(entry.first));
-        else if (!f->sha256.empty() && f->sha256 != entry.second)
-            f->problems.push_back("SHA-256 " + f->sha256 + " where the manifest records " + entry.second);
+                                  std::to_string(entry.size));
+        else if (!entry.sha256.empty() && !f->sha256.empty() && f->sha256 != entry.sha256)
+            f->problems.push_back("SHA-256 " + f->sha256 + " where the manifest records " + entry.sha256);
+        checkTensors(entry, m.path, *f);
         if (!f->problems.empty())
             f->status = "damaged";
         else if (f->status == "not covered")
@@ -414,28 +476,21 @@ void applyManifest(const Manifest& m, VerifyReport& r)
             r.notes.push_back(f.name + ": not in the manifest " + m.path);
 }
 
-// The manifest of the files verified, ours or Megatron's integrity.json, written as every output is.
-void writeManifest(const std::string& input, const VerifyOptions& options, const VerifyReport& r)
+// The manifest of the files verified, ours or Megatron's integrity.json.
+void writeVerifiedManifest(const std::string& input, const VerifyOptions& options, const VerifyReport& r)
 {
-    nlohmann::ordered_json j;
-    if (options.megatronManifest) {
-        j["algorithm"] = "sha256";
+    if (!options.megatronManifest) {
+        std::vector<ManifestEntry> files;
         for (const FileVerdict& f : r.files)
-            if (f.status != "missing" && io::fileName(f.path) != kIntegrityName)
-                j["files"][f.name] = f.sha256;
-    } else {
-        j["format"] = "checkpoint-studio manifest";
-        j["version"] = 1;
-        j["algorithm"] = "sha256";
-        for (const FileVerdict& f : r.files)
-            if (f.status != "missing") j["files"][f.name] = {{"size", f.size}, {"sha256", f.sha256}};
+            if (f.status != "missing") files.push_back({f.name, f.size, f.sha256, f.tensors});
+        writeManifest({input}, options.writeManifest, files, nullptr);
+        return;
     }
-    io::OutputTransaction tx({input}, options.writeManifest, io::OutputTransaction::Shape::File);
-    io::AtomicFile& file = tx.create();
-    const std::string text = j.dump(2) + "\n";
-    file.write(text.data(), text.size());
-    file.finish();
-    tx.commit();
+    nlohmann::ordered_json j;
+    j["algorithm"] = "sha256";
+    for (const FileVerdict& f : r.files)
+        if (f.status != "missing" && io::fileName(f.path) != kIntegrityName) j["files"][f.name] = f.sha256;
+    writeJsonFile({input}, options.writeManifest, j);
 }
 
 } // namespace
@@ -469,8 +524,14 @@ VerifyReport verify(const std::string& path, const VerifyOptions& options, const
         if (io::fileName(p) == kIntegrityName && options.manifest.empty())
             manifests.push_back(readManifest(p, io::parentPath(p)));
 
-    const uint64_t total =
-        checkFiles(scope, !manifests.empty() || !options.writeManifest.empty(), r, progress, cancel);
+    // Tensor digests: of every file for a manifest written, else of those a manifest records them of.
+    std::set<std::string> digested;
+    if (!options.writeManifest.empty() && !options.megatronManifest) digested.insert("*");
+    for (const Manifest& m : manifests)
+        for (const auto& [name, f] : m.files)
+            if (!f.tensors.empty()) digested.insert(io::childPath(m.base, name));
+    const uint64_t total = checkFiles(scope, !manifests.empty() || !options.writeManifest.empty(), digested,
+                                      r, progress, cancel);
     for (const Manifest& m : manifests)
         applyManifest(m, r);
     const size_t uncovered = size_t(std::count_if(
@@ -480,13 +541,32 @@ VerifyReport verify(const std::string& path, const VerifyOptions& options, const
                           " file(s) hold data no checksum covers (their format records none): a manifest "
                           "(--write-manifest, then --manifest) covers them");
     if (!options.writeManifest.empty()) {
-        writeManifest(path, options, r);
+        writeVerifiedManifest(path, options, r);
         r.manifestWritten = options.writeManifest;
     }
     std::sort(r.files.begin(), r.files.end(),
               [](const FileVerdict& a, const FileVerdict& b) { return a.name < b.name; });
     if (progress) progress({1000, "done", r.bytes, total});
     return r;
+}
+
+void writeManifest(const std::vector<std::string>& inputs, const std::string& path,
+                   const std::vector<ManifestEntry>& files, const nlohmann::ordered_json& source)
+{
+    nlohmann::ordered_json j;
+    j["format"] = "checkpoint-studio manifest";
+    j["version"] = 2;
+    j["algorithm"] = "sha256";
+    j["tensor_digest"] = kTensorDigestName;
+    if (!source.is_null()) j["source"] = source;
+    j["files"] = nlohmann::ordered_json::object();
+    for (const ManifestEntry& f : files) {
+        auto& e = j["files"][f.name] = {{"size", f.size}};
+        if (!f.sha256.empty()) e["sha256"] = f.sha256;
+        for (const TensorDigest& d : f.tensors)
+            e["tensors"][d.key] = digestHex(d.xxh3);
+    }
+    writeJsonFile(inputs, path, j);
 }
 
 nlohmann::ordered_json toJson(const VerifyReport& r)

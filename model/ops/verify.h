@@ -8,13 +8,14 @@
 //   - safetensors: the header, offsets that cover the data exactly, the file's size;
 //   - tarballs and compressed files: read to their end; JSON files parse;
 //   - a manifest (ours, or Megatron-Core's integrity.json found beside the files): each file's
-//     size and SHA-256.
+//     size and SHA-256, and (ours) each tensor's xxh3-64, so damage is named down to the tensor.
 // What nothing covers (a .distcp's tensor bytes without a manifest) is said as such. Files are
 // checked in parallel, each read once in chunks whose pages are then released; nothing is
 // written into the checkpoint (a manifest only where the user names its path).
 #pragma once
 
 #include "ops/job.h"
+#include "ops/tensor_digest.h"
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -42,6 +43,9 @@ struct FileVerdict
     std::string status; // "ok", "damaged", "missing", "not covered"
     std::vector<std::string> problems; // each what is wrong, naming the record or tensor where known
     std::string sha256;                // when a manifest is written or checked
+    // Each tensor's digest (ops/tensor_digest.h) when a manifest is written, or the one checked
+    // records the file's tensors.
+    std::vector<TensorDigest> tensors;
 
     template <class V> static void describe(V& v)
     {
@@ -52,6 +56,7 @@ struct FileVerdict
         v("status", &FileVerdict::status);
         v("problems", &FileVerdict::problems);
         v("sha256", &FileVerdict::sha256); // "" unless a manifest was written or checked
+        v("tensors", &FileVerdict::tensors);
     }
 };
 
@@ -92,6 +97,19 @@ struct VerifyReport
 // parse); damage is in the report.
 VerifyReport verify(const std::string& path, const VerifyOptions& options, const ProgressSink& progress,
                     const CancelToken& cancel);
+
+// One file of a manifest: its size, and its SHA-256 and tensors' digests where known.
+struct ManifestEntry
+{
+    std::string name; // relative to the manifest's folder
+    uint64_t size = 0;
+    std::string sha256; // "": not recorded
+    std::vector<TensorDigest> tensors;
+};
+// Writes our manifest format as every output is written (never on, in or around `inputs`); `source`
+// says what the files were made from (an export's checkpoint and tag), where not null.
+void writeManifest(const std::vector<std::string>& inputs, const std::string& path,
+                   const std::vector<ManifestEntry>& files, const nlohmann::ordered_json& source);
 
 // The report as `ckpt verify --json` prints it.
 nlohmann::ordered_json toJson(const VerifyReport& r);

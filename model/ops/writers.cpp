@@ -122,6 +122,19 @@ void VerifiedWriter::done(const io::AtomicFile& out)
     m_written += out.written();
 }
 
+void VerifiedWriter::remember(const std::string& rel, const std::vector<torch::OutTensor>& tensors,
+                              const std::vector<uint64_t>& hashes, const std::vector<torch::Alias>& aliases)
+{
+    std::vector<TensorDigest>& d = m_digests[rel];
+    std::map<std::string, uint64_t> byName;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        d.push_back({tensors[i].name, hashes.at(i)});
+        byName[tensors[i].name] = hashes[i];
+    }
+    for (const torch::Alias& a : aliases) // the same bytes under a second name
+        if (const auto it = byName.find(a.target); it != byName.end()) d.push_back({a.name, it->second});
+}
+
 std::function<void(uint64_t)> VerifiedWriter::counter(const std::string& rel) const
 {
     return [this, rel](uint64_t n) {
@@ -150,7 +163,9 @@ const io::AtomicFile& VerifiedWriter::safetensors(const std::string& rel,
         m_cancel);
     out.finish();
     done(out);
-    m_verifier.add([&out, written = writtenOf(tensors, hasher.digests()), &cancel = m_cancel] {
+    const std::vector<uint64_t> hashes = hasher.digests();
+    remember(rel, tensors, hashes, {});
+    m_verifier.add([&out, written = writtenOf(tensors, hashes), &cancel = m_cancel] {
         checkSafetensors(out.tempPath(), out.finalPath(), written, cancel);
     });
     return out;
@@ -164,6 +179,7 @@ const io::AtomicFile& VerifiedWriter::torchZip(const std::string& rel,
     const auto hashes = torch::writeTorchZip(out, tensors, aliases, "archive", counter(rel), m_cancel);
     out.finish();
     done(out);
+    remember(rel, tensors, hashes, aliases);
     m_verifier.add([&out, written = writtenOf(tensors, hashes), aliases, &cancel = m_cancel] {
         checkTorchZip(out.tempPath(), out.finalPath(), written, aliases, cancel);
     });

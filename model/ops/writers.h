@@ -8,6 +8,7 @@
 #include "io/output.h"
 #include "io/verified_writer.h"
 #include "ops/job.h"
+#include "ops/tensor_digest.h"
 #include "torch/out_tensor.h"
 #include "torch/torch_writer.h"
 
@@ -57,17 +58,23 @@ public:
     void verified() { m_verifier.finish(); }
     size_t files() const { return m_files; }
     uint64_t written() const { return m_written; }
+    // Each tensor file's tensors with their digests as streamed out, by `rel` (an export's
+    // manifest: what it read, tensor by tensor).
+    const std::map<std::string, std::vector<TensorDigest>>& digests() const { return m_digests; }
 
 private:
     io::AtomicFile& start(const std::string& rel);
     void done(const io::AtomicFile& out);
     std::function<void(uint64_t)> counter(const std::string& rel) const;
+    void remember(const std::string& rel, const std::vector<torch::OutTensor>& tensors,
+                  const std::vector<uint64_t>& hashes, const std::vector<torch::Alias>& aliases);
 
     io::OutputTransaction& m_tx;
     const CancelToken& m_cancel;
     OnBytes m_onBytes;
     size_t m_files = 0;
     uint64_t m_written = 0;
+    std::map<std::string, std::vector<TensorDigest>> m_digests;
     io::Verifier m_verifier; // last: stopped before the rest goes
 };
 

@@ -55,9 +55,10 @@ ops::ConsolidateResult exportOp(nb::handle src, const std::string& out, const st
                                 const std::string& format, std::optional<std::string> dtype,
                                 const std::string& maxShardSize, bool excludeFrozen,
                                 std::vector<std::string> ignore, bool all, bool overwrite,
-                                const std::string& device, nb::object poll)
+                                const std::string& device, const std::string& manifestOut, nb::object poll)
 {
     ops::ConsolidateOptions o;
+    o.manifestOut = manifestOut;
     o.tag = tag;
     if (format != "safetensors" && format != "bin") throw Error("format must be 'safetensors' or 'bin'");
     o.format =
@@ -178,7 +179,8 @@ void bindOperations(nb::module_& m)
 {
     bindResults(m);
     m.def("export", &exportOp, "src"_a, "out"_a, "tag"_a, "format"_a, "dtype"_a.none(), "max_shard_size"_a,
-          "exclude_frozen"_a, "ignore"_a, "all"_a, "overwrite"_a, "device"_a, "poll"_a.none());
+          "exclude_frozen"_a, "ignore"_a, "all"_a, "overwrite"_a, "device"_a, "manifest_out"_a,
+          "poll"_a.none());
     m.def("universal", &universalOp, "src"_a, "out"_a, "tag"_a, "inject_missing_state"_a, "overwrite"_a,
           "poll"_a.none());
     m.def("slim", &slimOp, "path"_a, "out"_a, "dry_run"_a, "overwrite"_a, "poll"_a.none());

@@ -66,6 +66,7 @@ void bindResults(nb::module_& m)
     bindDescribed<ops::ScanFinding>(m, "ScanFinding");
     bindDescribed<ops::ScanReport>(m, "ScanReport");
     bindDescribed<ops::FolderScan>(m, "FolderScan");
+    bindDescribed<ops::TensorDigest>(m, "TensorDigest");
     bindDescribed<ops::FileVerdict>(m, "FileVerdict");
     bindDescribed<ops::VerifyReport>(m, "VerifyReport");
     bindDescribed<gpu::Histogram>(m, "Histogram");

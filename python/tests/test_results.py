@@ -173,3 +173,10 @@ def test_verify(tmp_path):
     written = cs.verify(ZERO2, all_tags=True, write_manifest=manifest)
     assert written.manifest_written == str(manifest) and all(len(f.sha256) == 64 for f in written.files)
     assert cs.verify(ZERO2, all_tags=True, manifest=manifest).whole
+    # The manifest records each tensor's digest; an export's manifest proves the export whole.
+    assert all(f.tensors for f in written.files) and all(len(d.xxh3) == 16 for d in written.files[0].tensors)
+    out, em = tmp_path / "out", tmp_path / "export.json"
+    r = cs.export(ZERO2, out, manifest_out=em)
+    assert r.manifest == str(em)
+    check = cs.verify(out, manifest=em)
+    assert check.whole and sum(len(f.tensors) for f in check.files) == r.tensors

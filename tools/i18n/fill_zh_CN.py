@@ -583,6 +583,12 @@ ZH = {
     "not covered by a checksum": "无校验和覆盖",
     "✗ missing": "✗ 缺失",
     "✗ damaged": "✗ 已损坏",
+    "Export a damaged tag?": "导出已损坏的标签？",
+    "Verify found this tag damaged: %n damaged or missing file(s), and %1 problem(s) beyond one file. An export of it may hold wrong values.\n\nExport anyway?":
+        "校验发现此标签已损坏：%n 个文件损坏或缺失，另有 %1 个超出单个文件的问题。导出结果可能含有错误的数值。\n\n仍要导出吗？",
+    "Nothing written: Verify found this tag damaged.": "未写入任何内容：校验发现此标签已损坏。",
+    "Damaged (found by Verify): %1": "已损坏（由校验发现）：%1",
+    "%1 \u2014 damaged": "%1 — 已损坏",
 }
 
 

@@ -232,18 +232,20 @@ void verifyDamaged(Shooter& s, const QString& tmp)
     const QString ck = tmp + QStringLiteral("/verify/zero2_bf16_w2");
     copyTree(data("deepspeed/zero2_bf16_w2"), ck);
     const QString victim =
-        ck + QStringLiteral("/global_step4/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt");
+        ck + QStringLiteral("/global_step4/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt");
+    // A byte of its largest record (the fp32 partition): the tag still opens, only its CRC tells.
     const io::ZipReader zip(io::MappedFile::open(victim.toStdString()));
+    const io::ZipEntry* largest = nullptr;
     for (const auto& e : zip.entries())
-        if (e.name.ends_with("/data/0")) {
-            QFile f(victim);
-            if (!f.open(QIODevice::ReadWrite)) return;
-            f.seek(qint64(e.dataOffset + e.size / 2));
-            char c = 0;
-            f.getChar(&c);
-            f.seek(qint64(e.dataOffset + e.size / 2));
-            f.putChar(char(c ^ 0x5a));
-        }
+        if (!largest || e.size > largest->size) largest = &e;
+    QFile f(victim);
+    if (!largest || !f.open(QIODevice::ReadWrite)) return;
+    f.seek(qint64(largest->dataOffset + largest->size / 2));
+    char c = 0;
+    f.getChar(&c);
+    f.seek(qint64(largest->dataOffset + largest->size / 2));
+    f.putChar(char(c ^ 0x5a));
+    f.close();
     std::unique_ptr<app::MainWindow> w(window());
     openAndWait(*w, ck);
     app::VerifyDialog* d = w->openVerifyDialog(true);
@@ -251,6 +253,9 @@ void verifyDamaged(Shooter& s, const QString& tmp)
     waitFor(d, &app::VerifyDialog::finished);
     s.save(d, "verify-damaged");
     d->close();
+    // The window marks the damaged file in its tree, the problem as its tooltip.
+    w->select(QStringLiteral("global_step4/rank files/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt"));
+    s.save(w.get(), "verify-damaged-tree");
 }
 
 // Long names elided in the middle, every column in view at 1280 px (item 11).
