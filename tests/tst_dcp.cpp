@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace ckpt;
@@ -344,6 +345,57 @@ private slots:
             QVERIFY2(got.count(path), ("--all lacks " + path).c_str());
             QCOMPARE(got.at(path).sha256, t["sha256"].get<std::string>());
         }
+    }
+
+    // A real torchtitan dump folder (CheckpointManager's checkpoint/step-N, issue 40): opened
+    // from the dump folder, its steps as tags, the highest `latest` (torchtitan resumes from it),
+    // labelled by its TrainState, every saved tensor listed, each moment under its parameter, and
+    // the model exported as dcp_to_torch_save gives it.
+    void torchtitanRun()
+    {
+        const std::string run = testutil::dataDir() + "/torchtitan/llama3_fsdp2_w2";
+        const auto exp = testutil::readJson(run + ".expect.json");
+        const auto opened = layout::openCheckpoint(run);
+        QCOMPARE(opened->model.tags.size(), size_t(2));
+        const layout::Tag& tag = opened->chooseTag("");
+        QCOMPARE(tag.name, std::string("step-4"));
+        const auto badges = testutil::badges(tag);
+        QCOMPARE(badges["layout"].get<std::string>(), std::string("torchtitan"));
+        QCOMPARE(badges["step"].get<int>(), 4);
+        QCOMPARE(tag.globalSteps, int64_t(4));
+        std::set<std::string> listed;
+        for (const auto* list : {&tag.params, &tag.otherTensors})
+            for (const auto& p : *list)
+                listed.insert(p.path);
+        const auto& step = exp["steps"]["step-4"];
+        size_t tensors = 0;
+        for (const auto& [fqn, k] : step["saved_keys"].items()) {
+            if (k["kind"] != "tensor") continue;
+            std::string path;
+            for (const auto& part : k["key_path"])
+                path += (path.empty() ? "" : "/") + part.get<std::string>();
+            QVERIFY2(listed.count(path), ("not listed: " + path).c_str());
+            ++tensors;
+        }
+        QVERIFY(tensors > 40);
+        const auto norm = std::find_if(tag.params.begin(), tag.params.end(),
+                                       [](const layout::Parameter& p) { return p.name == "norm.weight"; });
+        QVERIFY(norm != tag.params.end());
+        std::set<std::string> states;
+        for (const auto& st : norm->state)
+            states.insert(st.name);
+        QVERIFY(states.count("exp_avg") && states.count("exp_avg_sq"));
+
+        QTemporaryDir out;
+        ops::consolidate(run, out.path().toStdString(), {}, {}, {});
+        std::map<std::string, Expected> want;
+        for (const auto& [name, t] : step["reference"].items())
+            want[name] = {t["dtype"], t["shape"].get<std::vector<int64_t>>(), t["sha256"]};
+        compare(readSafetensors(out.path().toStdString()), want);
+
+        // A DCP folder whose keys name no writer is said to be one, plainly: never "torchtitan".
+        const auto plain = layout::openCheckpoint(testutil::dataDir() + "/dcp/dtensor_mixed_w3");
+        QVERIFY(testutil::badges(plain->model.tags.front())["layout"] != "torchtitan");
     }
 
     void runFolderLatestFromSymlink()

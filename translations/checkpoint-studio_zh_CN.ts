@@ -2579,26 +2579,27 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="204" />
-        <location filename="../model/layout/dcp_family.cpp" line="155" />
+        <location filename="../model/layout/dcp_family.cpp" line="162" />
+        <location filename="../model/layout/dcp_family.cpp" line="185" />
         <source>framework</source>
         <translation>框架</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="208" />
-        <location filename="../model/layout/dcp_family.cpp" line="157" />
+        <location filename="../model/layout/dcp_family.cpp" line="164" />
         <source>Composer version</source>
         <translation>Composer 版本</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="210" />
-        <location filename="../model/layout/dcp_family.cpp" line="159" />
+        <location filename="../model/layout/dcp_family.cpp" line="166" />
         <source>precision</source>
         <translation>精度</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="212" />
         <location filename="../model/layout/composer_family.cpp" line="214" />
-        <location filename="../model/layout/dcp_family.cpp" line="160" />
+        <location filename="../model/layout/dcp_family.cpp" line="167" />
         <source>world size</source>
         <translation>进程总数</translation>
     </message>
@@ -2614,7 +2615,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="221" />
-        <location filename="../model/layout/dcp_family.cpp" line="161" />
+        <location filename="../model/layout/dcp_family.cpp" line="168" />
         <source>run name</source>
         <translation>运行名称</translation>
     </message>
@@ -2630,13 +2631,13 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="232" />
-        <location filename="../model/layout/dcp_family.cpp" line="163" />
+        <location filename="../model/layout/dcp_family.cpp" line="170" />
         <source>batches</source>
         <translation>批次数</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="233" />
-        <location filename="../model/layout/dcp_family.cpp" line="164" />
+        <location filename="../model/layout/dcp_family.cpp" line="171" />
         <source>samples</source>
         <translation>样本数</translation>
     </message>
@@ -2697,29 +2698,39 @@ Click to select it in the tree.</source>
         <translation>Composer 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="240" />
+        <location filename="../model/layout/dcp_family.cpp" line="188" />
+        <source>step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="192" />
+        <source>tokens seen (one rank's count)</source>
+        <translation>已处理 token 数（单个 rank 的计数）</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_family.cpp" line="260" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="242" />
+        <location filename="../model/layout/dcp_family.cpp" line="262" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="243" />
+        <location filename="../model/layout/dcp_family.cpp" line="263" />
         <location filename="../model/layout/megatron_family.cpp" line="351" />
         <location filename="../model/layout/megatron_family.cpp" line="439" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="244" />
+        <location filename="../model/layout/dcp_family.cpp" line="264" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="371" />
+        <location filename="../model/layout/dcp_family.cpp" line="395" />
         <source>PyTorch DCP checkpoint</source>
         <translation>PyTorch DCP 检查点</translation>
     </message>
@@ -2867,7 +2878,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="231" />
-        <location filename="../model/layout/dcp_family.cpp" line="162" />
+        <location filename="../model/layout/dcp_family.cpp" line="169" />
         <location filename="../model/layout/trainer_family.cpp" line="195" />
         <source>epoch</source>
         <translation>轮次</translation>

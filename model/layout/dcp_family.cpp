@@ -127,12 +127,19 @@ struct ModelRule
                        std::equal(p.begin(), p.end(), e.keyPath.begin());
             });
         };
+        // What wrote the folder, where its keys say so; never a guess: model keys at the top level
+        // are torchtitan's only beside its TrainState (`train_state`: step, ntokens_seen).
+        const bool trainState = std::any_of(md.entries.begin(), md.entries.end(), [](const dcp::Entry& e) {
+            return e.keyPath.size() > 1 && e.keyPath.front() == "train_state";
+        });
         if (under({"model"}))
             prefix = {"model"}, layout = "model";
         else if (under({"state", "model"}))
             prefix = {"state", "model"}, layout = "composer";
-        else
+        else if (trainState)
             layout = "torchtitan";
+        else
+            layout = "top-level state dict";
     }
 
     bool isModel(const dcp::Entry& e) const
@@ -170,6 +177,20 @@ void composerBadges(Tag& tag)
         if (std::string_view(badge) == "batch" && value.is_number_integer())
             tag.globalSteps = value.get<int64_t>();
     }
+}
+
+// torchtitan's TrainState, saved beside the model: the step it was saved at, and the tokens seen.
+void torchtitanBadges(Tag& tag)
+{
+    stateBadge(tag, "family", QT_TRANSLATE_NOOP("ckpt::layout", "framework"), "torchtitan");
+    const auto& state = tag.clientState.value("train_state", nlohmann::ordered_json::object());
+    if (const auto step = state.find("step"); step != state.end() && step->is_number_integer()) {
+        stateBadge(tag, "step", QT_TRANSLATE_NOOP("ckpt::layout", "step"), *step);
+        tag.globalSteps = step->get<int64_t>();
+    }
+    if (const auto n = state.find("ntokens_seen"); n != state.end() && n->is_number_integer())
+        stateBadge(tag, "ntokens_seen", QT_TRANSLATE_NOOP("ckpt::layout", "tokens seen (one rank's count)"),
+                   *n);
 }
 
 class Opener
@@ -244,6 +265,7 @@ public:
         stateBadge(tag, "ranks", QT_TRANSLATE_NOOP("ckpt::layout", "ranks"), ranks.size());
         tag.sharding = Sharding::NdChunks; // each rank's block of each tensor, in any dimension
         if (rule.layout == "composer") composerBadges(tag);
+        if (rule.layout == "torchtitan") torchtitanBadges(tag);
         if (tag.params.empty())
             tag.warnings.push_back(
                 "no model tensors (looked for the entries under " +
@@ -364,6 +386,9 @@ private:
 
 class DcpFamily final : public Family
 {
+    static constexpr const char* kCheckpointFolder = "checkpoint";
+    static bool isRun(const io::Folder& dir) { return !dcpSubfolders(dir).empty() && !dir.has(".metadata"); }
+
 public:
     std::string_view id() const override { return "dcp"; }
     std::string_view displayName() const override
@@ -379,24 +404,33 @@ public:
     {
         const io::Folder dir(path);
         if (!dir.exists()) return false;
-        return isDcpFolder(dir) || (!dcpSubfolders(dir).empty() && !dir.has(".metadata"));
+        return isDcpFolder(dir) || isRun(dir) ||
+               (dir.has(kCheckpointFolder) && isRun(dir.folder(kCheckpointFolder)));
     }
     TagList listTags(const std::string& path) const override
     {
-        const io::Folder dir(path);
+        const io::Folder top(path);
         TagList l;
         l.root = path;
-        if (isDcpFolder(dir)) {
+        if (isDcpFolder(top)) {
             l.tags.push_back({lastName(path), path});
             l.latest = l.tags.front().first;
             return l;
         }
+        // torchtitan's dump folder keeps its steps in checkpoint/ (checkpoint.folder's default).
+        const io::Folder dir = isRun(top) ? top : top.folder(kCheckpointFolder);
         std::vector<std::string> names = dcpSubfolders(dir);
         if (names.empty()) throw Error("no DCP checkpoint folders (.metadata and *.distcp) in it", path);
         std::sort(names.begin(), names.end(),
                   [](const auto& a, const auto& b) { return trainingOrder(a) < trainingOrder(b); });
         for (const auto& n : names)
             l.tags.push_back({n, dir.file(n)});
+        // torchtitan resumes from the highest step-N it finds (CheckpointManager._find_load_step).
+        if (std::all_of(names.begin(), names.end(), [](const std::string& n) {
+                return n.size() > 5 && n.starts_with("step-") &&
+                       std::all_of(n.begin() + 5, n.end(), [](char c) { return std::isdigit(uint8_t(c)); });
+            }))
+            l.latest = names.back();
         // Composer's `latest-rank0.pt` (and similar pointers) is a link to the newest folder.
         for (const auto& e : dir.entries())
             if (const auto target =

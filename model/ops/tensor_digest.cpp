@@ -62,7 +62,8 @@ std::vector<TensorDigest> tensorDigests(const torch::TorchFile& file, const Canc
         const uint32_t es = torch::elementSize(t.dtype);
         uint64_t digest;
         if (t.isContiguous())
-            digest = io::hashReleasing(file, bytes.data() + uint64_t(t.storageOffset) * es, t.nbytes(), &cancel);
+            digest =
+                io::hashReleasing(file, bytes.data() + uint64_t(t.storageOffset) * es, t.nbytes(), &cancel);
         else
             digest = digestStrided({bytes.data(), es, t.shape, t.stride, t.storageOffset}, cancel);
         out.push_back({t.path, digest});

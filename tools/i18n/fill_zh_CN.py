@@ -589,6 +589,7 @@ ZH = {
     "Nothing written: Verify found this tag damaged.": "未写入任何内容：校验发现此标签已损坏。",
     "Damaged (found by Verify): %1": "已损坏（由校验发现）：%1",
     "%1 \u2014 damaged": "%1 — 已损坏",
+    "tokens seen (one rank's count)": "已处理 token 数（单个 rank 的计数）",
 }
 
 
