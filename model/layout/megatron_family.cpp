@@ -373,7 +373,14 @@ public:
     {
         const io::Folder dir(path);
         if (!dir.exists()) return false;
-        if (dir.sizeOf(kTracker)) return true;
+        if (dir.sizeOf(kTracker)) {
+            // verl writes the same tracker beside its global_step_N folders: Megatron's run has
+            // iter_NNNNNNN (or release) folders. Over HTTP, which lists nothing, the tracker says.
+            if (!dir.lists()) return true;
+            for (const io::FolderEntry& e : dir.entries())
+                if (e.folder && (iterationOf(e.name) || e.name == "release")) return true;
+            return false;
+        }
         return !shardedBackend(dir).empty();
     }
 
