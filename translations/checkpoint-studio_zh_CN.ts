@@ -2581,6 +2581,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="204" />
         <location filename="../model/layout/dcp_family.cpp" line="162" />
         <location filename="../model/layout/dcp_family.cpp" line="185" />
+        <location filename="../model/layout/verl_family.cpp" line="253" />
         <source>framework</source>
         <translation>框架</translation>
     </message>
@@ -2600,6 +2601,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="212" />
         <location filename="../model/layout/composer_family.cpp" line="214" />
         <location filename="../model/layout/dcp_family.cpp" line="167" />
+        <location filename="../model/layout/verl_family.cpp" line="255" />
         <source>world size</source>
         <translation>进程总数</translation>
     </message>
@@ -2708,29 +2710,29 @@ Click to select it in the tree.</source>
         <translation>已处理 token 数（单个 rank 的计数）</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="260" />
+        <location filename="../model/layout/dcp_family.cpp" line="261" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="262" />
+        <location filename="../model/layout/dcp_family.cpp" line="263" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="263" />
+        <location filename="../model/layout/dcp_family.cpp" line="264" />
         <location filename="../model/layout/megatron_family.cpp" line="351" />
-        <location filename="../model/layout/megatron_family.cpp" line="439" />
+        <location filename="../model/layout/megatron_family.cpp" line="446" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="264" />
+        <location filename="../model/layout/dcp_family.cpp" line="265" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="395" />
+        <location filename="../model/layout/dcp_family.cpp" line="396" />
         <source>PyTorch DCP checkpoint</source>
         <translation>PyTorch DCP 检查点</translation>
     </message>
@@ -2997,6 +2999,36 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/megatron_family.cpp" line="362" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="254" />
+        <source>role</source>
+        <translation>角色</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="260" />
+        <source>FSDP version</source>
+        <translation>FSDP 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="275" />
+        <source>device mesh</source>
+        <translation>设备网格</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="276" />
+        <source>placements</source>
+        <translation>放置方式</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="336" />
+        <source>LR scheduler step</source>
+        <translation>学习率调度器步数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="347" />
+        <source>verl checkpoint</source>
+        <translation>verl 检查点</translation>
     </message>
 </context>
 <context>

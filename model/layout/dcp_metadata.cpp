@@ -1,5 +1,7 @@
 #include "layout/dcp_metadata.h"
 
+#include "torch/dtensor.h"
+
 #include "io/error.h"
 #include "pickle/machine.h"
 #include "torch/torch_file.h"
@@ -65,13 +67,7 @@ std::string indexKey(const std::string& fqn, const std::optional<std::vector<int
     return k;
 }
 
-std::string shapeText(const std::vector<int64_t>& v)
-{
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-}
+using torch::shapeText;
 
 // What the parsed form may hold, in bytes of names and sizes copied out of the pickle, for each
 // byte of it (and 1 MiB more): a memo reference costs the pickle two bytes but copies all it

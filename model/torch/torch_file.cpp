@@ -468,6 +468,20 @@ private:
             }
         }
         if ((mod == "torch._tensor" && (nm == "_rebuild_from_type_v2" || nm == "_rebuild_from_type"))) {
+            // A DTensor: its local shard is the tensor (with data), its spec where that lies.
+            std::optional<PickledDTensor> d;
+            try {
+                d = readDTensor(args);
+            } catch (const Error& e) {
+                fail(path, e.message());
+            }
+            if (d && d->local->kind == Kind::Call) {
+                auto t = recognise(path, d->local->callable, d->local->args, d->local->isNew, depth + 1);
+                if (!t || t->storage < 0) fail(path, "a DTensor whose local tensor has no data");
+                t->subclass = globalName(item(args, 1));
+                t->dtensor = std::make_shared<const DTensorSpec>(std::move(d->spec));
+                return t;
+            }
             auto t = recognise(path, item(args, 0), item(args, 2), false, depth + 1);
             if (t) t->subclass = globalName(item(args, 1));
             return t;

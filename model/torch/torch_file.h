@@ -7,6 +7,7 @@
 #include "io/mapped_file.h"
 #include "io/zip_reader.h"
 #include "pickle/machine.h"
+#include "torch/dtensor.h"
 #include "torch/dtype.h"
 
 #include <atomic>
@@ -44,6 +45,9 @@ struct Tensor
     std::string subclass; // _rebuild_from_type_v2 class, "module.Name"
     std::string note;     // "quantized", "meta", ... for tensors we describe but cannot export
     int aliasOf = -1;     // same Python object as an earlier tensor (pickle memo)
+    // A DTensor's local shard (the tensor itself, with its data) and where it lies in the whole;
+    // null for any other tensor.
+    std::shared_ptr<const DTensorSpec> dtensor;
 
     uint64_t numel() const;
     uint64_t nbytes() const { return numel() * elementSize(dtype); }

@@ -104,6 +104,22 @@ inline void openAndRead(const std::string& path)
     }
 }
 
+// The same for the model alone, as an export reads it (a family's mapping: Megatron's Hugging Face
+// names, a DTensor's shards assembled).
+inline void openAndReadModel(const std::string& path)
+{
+    try {
+        const auto set = ckpt::ops::anyTensors(path, {});
+        std::vector<uint8_t> buf;
+        for (const auto& t : set.tensors)
+            if (t.tensor.fill && t.tensor.nbytes <= (16u << 20)) {
+                buf.resize(t.tensor.nbytes);
+                t.tensor.fill(0, t.tensor.nbytes, buf.data());
+            }
+    } catch (const ckpt::Error&) {
+    }
+}
+
 // With CKPT_FUZZ_SEEDS=DIR set, a target writes its seed inputs there (`selector`, the first
 // input byte that picks the fixture and file, then the file's bytes) and exits: run_fuzzers.sh
 // seeds the folder targets from the fixtures they copy, with the selectors they use.
@@ -119,5 +135,60 @@ inline void writeSeed(const std::string& name, uint8_t selector, const fs::path&
     out.put(char(selector));
     out.write(bytes.data(), std::streamsize(bytes.size()));
 }
+
+// Fixtures of one family copied into the target's private folder, and files of them the fuzzer
+// replaces: the first input byte picks the fixture (byte % fixtures) and the file (byte / fixtures
+// % files), the rest is the file's new content. A file a fixture lacks is skipped.
+class VictimRuns
+{
+public:
+    VictimRuns(const std::string& target, const std::string& family, const std::vector<std::string>& fixtures,
+               std::vector<std::string> victims)
+        : m_victims(std::move(victims))
+    {
+        for (const std::string& name : fixtures) {
+            const fs::path source = fs::path(CKPT_TEST_DATA) / family / name;
+            const fs::path dir = privateDir(target) / name;
+            copyFixture(source, dir);
+            m_runs.push_back({dir, source});
+        }
+    }
+
+    // With CKPT_FUZZ_SEEDS set: every fixture's every file, with its selector; then exits.
+    void seedAndExit() const
+    {
+        if (!seedDir()) return;
+        for (size_t r = 0; r < m_runs.size(); ++r)
+            for (size_t v = 0; v < m_victims.size(); ++v) {
+                std::error_code ec;
+                const fs::path file = m_runs[r].source / m_victims[v];
+                if (fs::is_regular_file(file, ec))
+                    writeSeed("seed-" + std::to_string(r) + "-" + std::to_string(v),
+                              uint8_t(r + v * m_runs.size()), file);
+            }
+        std::exit(0);
+    }
+
+    // Writes the input over the file it picks, calls `open(fixture folder)`, then puts the file back.
+    template <class Open> void run(const uint8_t* data, size_t size, Open&& open) const
+    {
+        if (size < 1) return;
+        const Run& run = m_runs[data[0] % m_runs.size()];
+        const std::string& victim = m_victims[(data[0] / m_runs.size()) % m_victims.size()];
+        std::error_code ec;
+        if (!fs::is_regular_file(run.source / victim, ec)) return;
+        writeFile(run.dir / victim, data + 1, size - 1);
+        open(run.dir);
+        fs::copy_file(run.source / victim, run.dir / victim, fs::copy_options::overwrite_existing);
+    }
+
+private:
+    struct Run
+    {
+        fs::path dir, source;
+    };
+    std::vector<Run> m_runs;
+    std::vector<std::string> m_victims;
+};
 
 } // namespace fuzz

@@ -590,6 +590,11 @@ ZH = {
     "Damaged (found by Verify): %1": "已损坏（由校验发现）：%1",
     "%1 \u2014 damaged": "%1 — 已损坏",
     "tokens seen (one rank's count)": "已处理 token 数（单个 rank 的计数）",
+    "FSDP version": "FSDP 版本",
+    "device mesh": "设备网格",
+    "placements": "放置方式",
+    "LR scheduler step": "学习率调度器步数",
+    "verl checkpoint": "verl 检查点",
 }
 
 
