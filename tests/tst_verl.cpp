@@ -135,8 +135,8 @@ private slots:
                     const torch::Tensor* t = f->tensor(s.master[0].tensorPath.str());
                     QVERIFY(t && t->dtensor);
                     const auto bytes = testutil::contiguousBytes(*f, *t);
-                    const auto& want =
-                        optim["rank" + std::to_string(s.rank)]["state"][std::to_string(i)][name]["local_sha256"];
+                    const auto& want = optim["rank" + std::to_string(s.rank)]["state"][std::to_string(i)]
+                                            [name]["local_sha256"];
                     QCOMPARE(testutil::sha256Hex(bytes.data(), bytes.size()), want.get<std::string>());
                 }
             }
@@ -145,7 +145,8 @@ private slots:
         // FSDP1 saves flat slices nothing ties to a name: said, never guessed.
         const auto fsdp1 = layout::openCheckpoint(verlDir() + "/fsdp1_w2");
         const layout::Tag& t1 = fsdp1->chooseTag("");
-        QVERIFY(std::all_of(t1.params.begin(), t1.params.end(), [](const auto& p) { return p.state.empty(); }));
+        QVERIFY(
+            std::all_of(t1.params.begin(), t1.params.end(), [](const auto& p) { return p.state.empty(); }));
         QVERIFY(!t1.warnings.empty());
     }
 
@@ -165,7 +166,8 @@ private slots:
         QVERIFY2(why.contains("model_world_size_2_rank_1.pt"), qPrintable(why));
         std::ofstream(run / "latest_checkpointed_iteration.txt", std::ios::trunc) << "6";
         why = testutil::errorOf([&] { layout::openCheckpoint(run.string()); });
-        QVERIFY2(why.contains("latest_checkpointed_iteration.txt") && why.contains("global_step_6"), qPrintable(why));
+        QVERIFY2(why.contains("latest_checkpointed_iteration.txt") && why.contains("global_step_6"),
+                 qPrintable(why));
     }
 };
 

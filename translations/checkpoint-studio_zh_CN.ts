@@ -2581,7 +2581,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="204" />
         <location filename="../model/layout/dcp_family.cpp" line="162" />
         <location filename="../model/layout/dcp_family.cpp" line="185" />
-        <location filename="../model/layout/verl_family.cpp" line="253" />
+        <location filename="../model/layout/verl_family.cpp" line="259" />
         <source>framework</source>
         <translation>框架</translation>
     </message>
@@ -2601,7 +2601,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="212" />
         <location filename="../model/layout/composer_family.cpp" line="214" />
         <location filename="../model/layout/dcp_family.cpp" line="167" />
-        <location filename="../model/layout/verl_family.cpp" line="255" />
+        <location filename="../model/layout/verl_family.cpp" line="261" />
         <source>world size</source>
         <translation>进程总数</translation>
     </message>
@@ -2711,11 +2711,13 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="261" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="228" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="263" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="230" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
@@ -2728,6 +2730,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="265" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="231" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
@@ -3001,34 +3004,39 @@ Click to select it in the tree.</source>
         <translation>Megatron-Core 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="254" />
+        <location filename="../model/layout/verl_family.cpp" line="260" />
         <source>role</source>
         <translation>角色</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="260" />
+        <location filename="../model/layout/verl_family.cpp" line="267" />
         <source>FSDP version</source>
         <translation>FSDP 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="275" />
+        <location filename="../model/layout/verl_family.cpp" line="283" />
         <source>device mesh</source>
         <translation>设备网格</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="276" />
+        <location filename="../model/layout/verl_family.cpp" line="284" />
         <source>placements</source>
         <translation>放置方式</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="336" />
+        <location filename="../model/layout/verl_family.cpp" line="349" />
         <source>LR scheduler step</source>
         <translation>学习率调度器步数</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="347" />
+        <location filename="../model/layout/verl_family.cpp" line="362" />
         <source>verl checkpoint</source>
         <translation>verl 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="241" />
+        <source>PyTorch DCP over safetensors</source>
+        <translation>基于 safetensors 的 PyTorch DCP</translation>
     </message>
 </context>
 <context>

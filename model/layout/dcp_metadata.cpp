@@ -69,6 +69,60 @@ std::string indexKey(const std::string& fqn, const std::optional<std::vector<int
 
 using torch::shapeText;
 
+} // namespace
+
+// The chunks must cover the tensor exactly: each inside it, none overlapping another, and
+// together as many elements as it has (no gap then). "" when they do.
+std::string tilingProblem(const Entry& e)
+{
+    const size_t d = e.shape.size();
+    uint64_t numel = 1, covered = 0;
+    for (int64_t x : e.shape) {
+        if (x < 0 || (x && numel > UINT64_MAX / uint64_t(x)))
+            return ("'" + e.fqn + "' has an impossible size");
+        numel *= uint64_t(x);
+    }
+    std::vector<const Chunk*> nonEmpty;
+    for (const Chunk& c : e.chunks) {
+        if (c.offsets.size() != d || c.sizes.size() != d)
+            return ("a chunk of '" + e.fqn + "' has another rank than the tensor " + shapeText(e.shape));
+        uint64_t n = 1;
+        for (size_t i = 0; i < d; ++i) {
+            if (c.offsets[i] < 0 || c.sizes[i] < 0 || c.offsets[i] > e.shape[i] ||
+                c.sizes[i] > e.shape[i] - c.offsets[i])
+                return ("chunk at " + shapeText(c.offsets) + " of size " + shapeText(c.sizes) +
+                        " lies outside '" + e.fqn + "' " + shapeText(e.shape));
+            n *= uint64_t(c.sizes[i]);
+        }
+        covered += n;
+        if (n) nonEmpty.push_back(&c);
+    }
+    if (covered != numel)
+        return ("the chunks of '" + e.fqn + "' hold " + std::to_string(covered) + " elements, the tensor " +
+                std::to_string(numel));
+    if (d == 0) {
+        if (nonEmpty.size() > 1) return "'" + e.fqn + "' has overlapping chunks";
+        return {};
+    }
+    // Sweep along dim 0: only chunks whose row ranges meet can overlap.
+    std::sort(nonEmpty.begin(), nonEmpty.end(),
+              [](const Chunk* a, const Chunk* b) { return a->offsets[0] < b->offsets[0]; });
+    for (size_t i = 0; i < nonEmpty.size(); ++i)
+        for (size_t j = i + 1; j < nonEmpty.size(); ++j) {
+            const Chunk &a = *nonEmpty[i], &b = *nonEmpty[j];
+            if (b.offsets[0] >= a.offsets[0] + a.sizes[0]) break;
+            bool meet = true;
+            for (size_t k = 1; k < d && meet; ++k)
+                meet = a.offsets[k] < b.offsets[k] + b.sizes[k] && b.offsets[k] < a.offsets[k] + a.sizes[k];
+            if (meet)
+                return ("chunks at " + shapeText(a.offsets) + " and " + shapeText(b.offsets) + " of '" +
+                        e.fqn + "' overlap");
+        }
+    return {};
+}
+
+namespace {
+
 // What the parsed form may hold, in bytes of names and sizes copied out of the pickle, for each
 // byte of it (and 1 MiB more): a memo reference costs the pickle two bytes but copies all it
 // refers to, so 400 entries whose key paths share one list of 3,000 references to one 8 KB string
@@ -145,54 +199,9 @@ public:
         return e;
     }
 
-    // The chunks must cover the tensor exactly: each inside it, none overlapping another, and
-    // together as many elements as it has (no gap then).
     void checkTiling(const Entry& e) const
     {
-        const size_t d = e.shape.size();
-        uint64_t numel = 1, covered = 0;
-        for (int64_t x : e.shape) {
-            if (x < 0 || (x && numel > UINT64_MAX / uint64_t(x)))
-                fail("'" + e.fqn + "' has an impossible size");
-            numel *= uint64_t(x);
-        }
-        std::vector<const Chunk*> nonEmpty;
-        for (const Chunk& c : e.chunks) {
-            if (c.offsets.size() != d || c.sizes.size() != d)
-                fail("a chunk of '" + e.fqn + "' has another rank than the tensor " + shapeText(e.shape));
-            uint64_t n = 1;
-            for (size_t i = 0; i < d; ++i) {
-                if (c.offsets[i] < 0 || c.sizes[i] < 0 || c.offsets[i] > e.shape[i] ||
-                    c.sizes[i] > e.shape[i] - c.offsets[i])
-                    fail("chunk at " + shapeText(c.offsets) + " of size " + shapeText(c.sizes) +
-                         " lies outside '" + e.fqn + "' " + shapeText(e.shape));
-                n *= uint64_t(c.sizes[i]);
-            }
-            covered += n;
-            if (n) nonEmpty.push_back(&c);
-        }
-        if (covered != numel)
-            fail("the chunks of '" + e.fqn + "' hold " + std::to_string(covered) + " elements, the tensor " +
-                 std::to_string(numel));
-        if (d == 0) {
-            if (nonEmpty.size() > 1) fail("'" + e.fqn + "' has overlapping chunks");
-            return;
-        }
-        // Sweep along dim 0: only chunks whose row ranges meet can overlap.
-        std::sort(nonEmpty.begin(), nonEmpty.end(),
-                  [](const Chunk* a, const Chunk* b) { return a->offsets[0] < b->offsets[0]; });
-        for (size_t i = 0; i < nonEmpty.size(); ++i)
-            for (size_t j = i + 1; j < nonEmpty.size(); ++j) {
-                const Chunk &a = *nonEmpty[i], &b = *nonEmpty[j];
-                if (b.offsets[0] >= a.offsets[0] + a.sizes[0]) break;
-                bool meet = true;
-                for (size_t k = 1; k < d && meet; ++k)
-                    meet =
-                        a.offsets[k] < b.offsets[k] + b.sizes[k] && b.offsets[k] < a.offsets[k] + a.sizes[k];
-                if (meet)
-                    fail("chunks at " + shapeText(a.offsets) + " and " + shapeText(b.offsets) + " of '" +
-                         e.fqn + "' overlap");
-            }
+        if (const std::string why = tilingProblem(e); !why.empty()) fail(why);
     }
 
     std::vector<std::string> keyPath(const Value* t, const std::string& fqn) const

@@ -52,6 +52,10 @@ struct Metadata
 // Metadata class somewhere near the start).
 bool looksLikeMetadata(std::string_view head);
 
+// Why a tensor entry's chunks do not cover it exactly once (one lies outside it, two overlap, they
+// leave a gap), or "" when they do.
+std::string tilingProblem(const Entry& e);
+
 // Parses and checks `.metadata` (every chunk has a storage item, every field has the expected
 // type); throws Error naming `file` otherwise.
 Metadata parseMetadata(io::ByteSpan bytes, const std::string& file);

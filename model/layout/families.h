@@ -7,15 +7,16 @@
 
 namespace ckpt::layout {
 
-const Family& composerFamily();    // composer_family.cpp
-const Family& deepSpeedFamily();   // deepspeed_family.cpp
-const Family& dcpFamily();         // dcp_family.cpp
-const Family& huggingFaceFamily(); // hf_family.cpp
-const Family& singleFileFamily();  // file_family.cpp
-const Family& megatronFamily();    // megatron_family.cpp
-const Family& trainerFamily();     // trainer_family.cpp
-const Family& universalFamily();   // universal.cpp
-const Family& verlFamily();        // verl_family.cpp
+const Family& composerFamily();       // composer_family.cpp
+const Family& deepSpeedFamily();      // deepspeed_family.cpp
+const Family& dcpFamily();            // dcp_family.cpp
+const Family& dcpSafetensorsFamily(); // dcp_safetensors_family.cpp
+const Family& huggingFaceFamily();    // hf_family.cpp
+const Family& singleFileFamily();     // file_family.cpp
+const Family& megatronFamily();       // megatron_family.cpp
+const Family& trainerFamily();        // trainer_family.cpp
+const Family& universalFamily();      // universal.cpp
+const Family& verlFamily();           // verl_family.cpp
 
 // A transformers config.json as facts (and badges): model_type, architectures, transformers_version, the
 // dtype (torch_dtype, or transformers 5's dtype) under `dtypeBadge`, and the sizes (hidden size,

@@ -39,7 +39,8 @@ std::optional<int64_t> stepOf(const std::string& name)
     constexpr std::string_view prefix = "global_step_";
     if (!name.starts_with(prefix) || name.size() == prefix.size() || name.size() > prefix.size() + 15)
         return std::nullopt;
-    if (!std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return std::isdigit(uint8_t(c)); }))
+    if (!std::all_of(name.begin() + prefix.size(), name.end(),
+                     [](char c) { return std::isdigit(uint8_t(c)); }))
         return std::nullopt;
     return std::stoll(name.substr(prefix.size()));
 }
@@ -101,8 +102,9 @@ std::vector<int64_t> shardOffsets(const torch::Tensor& t, const std::string& key
         sizes[size_t(p.dim)] = std::clamp<int64_t>(n - offsets[size_t(p.dim)], 0, chunk);
     }
     if (t.shape != sizes)
-        throw Error("'" + key + "': the local shard is " + shapeText(t.shape) + " where " + d.placementsText() +
-                        " on a " + shapeText(d.meshShape) + " mesh gives " + shapeText(sizes),
+        throw Error("'" + key + "': the local shard is " + shapeText(t.shape) + " where " +
+                        d.placementsText() + " on a " + shapeText(d.meshShape) + " mesh gives " +
+                        shapeText(sizes),
                     file);
     return offsets;
 }
@@ -165,7 +167,10 @@ std::vector<RankSlice> slicesOf(const std::vector<Rank>& ranks, const std::strin
             s.paramOffset += uint64_t(offsets[d]) * stride;
             stride *= size_t(shape[d]);
         }
-        s.master.push_back(Source::chunk(ranks[r].path, key, dtype, offsets, t->shape));
+        if (t->shape == shape) // whole (a 0-d or replicated tensor): read flat, in place
+            s.master.push_back(Source::flat(ranks[r].path, key, 0, s.length, dtype));
+        else
+            s.master.push_back(Source::chunk(ranks[r].path, key, dtype, offsets, t->shape));
         covered += s.length;
         slices.push_back(std::move(s));
     }
@@ -220,9 +225,10 @@ std::vector<std::pair<int, std::string>> rankFiles(const io::Folder& dir, std::s
     std::vector<std::pair<int, std::string>> out;
     for (int r = 0; r < world; ++r) {
         const auto it = found.find(r);
-        const std::string name = std::string(kind) + "_world_size_" + std::to_string(world) + "_rank_" +
-                                 std::to_string(r) + ".pt";
-        if (it == found.end()) throw Error("missing: the save has " + std::to_string(world) + " ranks", dir.file(name));
+        const std::string name =
+            std::string(kind) + "_world_size_" + std::to_string(world) + "_rank_" + std::to_string(r) + ".pt";
+        if (it == found.end())
+            throw Error("missing: the save has " + std::to_string(world) + " ranks", dir.file(name));
         out.push_back({r, it->second});
     }
     return out;
@@ -255,9 +261,11 @@ void addFacts(Tag& tag, const io::Folder& dir, const std::vector<Rank>& model, i
     stateBadge(tag, "world_size", QT_TRANSLATE_NOOP("ckpt::layout", "world size"), world);
     tag.worldSize = world;
     if (dir.sizeOf("fsdp_config.json")) {
-        const auto j = nlohmann::json::parse(io::readSmallFile(dir.file("fsdp_config.json"), 1 << 20), nullptr, false);
+        const auto j =
+            nlohmann::json::parse(io::readSmallFile(dir.file("fsdp_config.json"), 1 << 20), nullptr, false);
         if (j.is_object() && j.contains("FSDP_version"))
-            stateBadge(tag, "fsdp_version", QT_TRANSLATE_NOOP("ckpt::layout", "FSDP version"), j["FSDP_version"]);
+            stateBadge(tag, "fsdp_version", QT_TRANSLATE_NOOP("ckpt::layout", "FSDP version"),
+                       j["FSDP_version"]);
         if (j.is_object() && j.contains("world_size") && j["world_size"] != world)
             throw Error("says world size " + j["world_size"].dump() + ", but " + std::to_string(world) +
                             " ranks saved model files",
@@ -290,7 +298,8 @@ void addHuggingFace(Tag& tag, const io::Folder& dir)
             e.name != "model.safetensors.index.json")
             tag.exportCopies.push_back({e.name, hf.file(e.name)});
     if (hf.sizeOf("config.json")) {
-        tag.config = nlohmann::json::parse(io::readSmallFile(hf.file("config.json"), 4 << 20), nullptr, false);
+        tag.config =
+            nlohmann::json::parse(io::readSmallFile(hf.file("config.json"), 4 << 20), nullptr, false);
         if (tag.config.is_object()) addTransformersConfigBadges(tag.config, tag, "config_dtype");
     }
 }
@@ -303,7 +312,8 @@ Tag openRole(const std::string& name, const io::Folder& dir, FileSet& files)
     tag.sharding = Sharding::NdChunks;
     if (const auto n = stepOf(name)) tag.globalSteps = *n;
     int world = 0;
-    const std::vector<Rank> model = parseRanks(dir, rankFiles(dir, "model", world), files, FileRole::ModelStates, tag);
+    const std::vector<Rank> model =
+        parseRanks(dir, rankFiles(dir, "model", world), files, FileRole::ModelStates, tag);
     for (const torch::Tensor& t : model.front().file->tensors()) {
         if (t.storage < 0 || t.path.find('/') != std::string::npos) continue; // the state dict's own entries
         Parameter p;
@@ -324,13 +334,16 @@ Tag openRole(const std::string& name, const io::Folder& dir, FileSet& files)
         const std::vector<Rank> optim =
             parseRanks(dir, rankFiles(dir, "optim", optimWorld), files, FileRole::OptimStates, tag);
         attachOptimizerState(tag, optim);
-        if (std::none_of(tag.params.begin(), tag.params.end(), [](const Parameter& p) { return !p.state.empty(); }))
-            tag.warnings.push_back("the optimizer's moments are FSDP1 flat parameters' slices, which nothing in the "
-                                   "save ties to parameter names: not shown per parameter");
+        if (std::none_of(tag.params.begin(), tag.params.end(),
+                         [](const Parameter& p) { return !p.state.empty(); }))
+            tag.warnings.push_back(
+                "the optimizer's moments are FSDP1 flat parameters' slices, which nothing in the "
+                "save ties to parameter names: not shown per parameter");
     }
     int extraWorld = world;
     if (saved("extra_state")) {
-        const auto extra = parseRanks(dir, rankFiles(dir, "extra_state", extraWorld), files, FileRole::Scheduler, tag);
+        const auto extra =
+            parseRanks(dir, rankFiles(dir, "extra_state", extraWorld), files, FileRole::Scheduler, tag);
         tag.lrScheduler = torch::pickleToJson(extra.front().file->value("lr_scheduler"));
         if (tag.lrScheduler.is_object() && tag.lrScheduler.contains("last_epoch"))
             stateBadge(tag, "scheduler_step", QT_TRANSLATE_NOOP("ckpt::layout", "LR scheduler step"),
@@ -344,10 +357,14 @@ class VerlFamily final : public Family
 {
 public:
     std::string_view id() const override { return "verl"; }
-    std::string_view displayName() const override { return QT_TRANSLATE_NOOP("ckpt::layout", "verl checkpoint"); }
+    std::string_view displayName() const override
+    {
+        return QT_TRANSLATE_NOOP("ckpt::layout", "verl checkpoint");
+    }
     std::string_view lookedFor() const override
     {
-        return "a verl FSDP checkpoint (latest_checkpointed_iteration.txt beside global_step_N folders, one of "
+        return "a verl FSDP checkpoint (latest_checkpointed_iteration.txt beside global_step_N folders, one "
+               "of "
                "them, or its actor/ folder of model_world_size_W_rank_R.pt files)";
     }
     std::vector<std::string> namesAsked() const override { return {kTracker}; }
@@ -383,10 +400,10 @@ public:
         std::string tracked = io::readSmallFile(dir.file(kTracker), 64);
         std::erase_if(tracked, [](char c) { return std::isspace(uint8_t(c)); });
         const std::string latest = "global_step_" + tracked;
-        if (!stepOf(latest))
-            throw Error("holds '" + tracked + "': not a step number", dir.file(kTracker));
+        if (!stepOf(latest)) throw Error("holds '" + tracked + "': not a step number", dir.file(kTracker));
         if (std::none_of(steps.begin(), steps.end(), [&](const auto& s) { return s.second == latest; }))
-            throw Error("names step " + tracked + ", but no " + latest + " folder is here", dir.file(kTracker));
+            throw Error("names step " + tracked + ", but no " + latest + " folder is here",
+                        dir.file(kTracker));
         l.latest = latest;
         return l;
     }

@@ -113,8 +113,7 @@ std::optional<PickledDTensor> readDTensor(const Value* fromTypeArgs)
     PickledDTensor d;
     d.local = dictGet(slots, "_local_tensor");
     const Value* spec = dictGet(slots, "_spec");
-    if (!d.local || !isClass(spec, "DTensorSpec"))
-        throw Error("a DTensor without its local tensor and spec");
+    if (!d.local || !isClass(spec, "DTensorSpec")) throw Error("a DTensor without its local tensor and spec");
     const auto shape = asInts(at(at(fromTypeArgs, 2), 2));
     if (!shape) throw Error("a DTensor without its global size");
     d.spec.globalShape = *shape;

@@ -192,3 +192,17 @@ private:
 };
 
 } // namespace fuzz
+
+// The libFuzzer entry points of a VictimRuns target: `runs()` returns its VictimRuns, `open(dir)`
+// opens a fixture whose file the input replaced.
+#define CKPT_FUZZ_VICTIM_TARGET(runs, open)                                                                  \
+    extern "C" int LLVMFuzzerInitialize(int*, char***)                                                       \
+    {                                                                                                        \
+        runs().seedAndExit();                                                                                \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)                                  \
+    {                                                                                                        \
+        runs().run(data, size, open);                                                                        \
+        return 0;                                                                                            \
+    }

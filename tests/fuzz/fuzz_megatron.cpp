@@ -19,20 +19,13 @@ const fuzz::VictimRuns& runs()
     return r;
 }
 
+void openFixture(const fuzz::fs::path& run)
+{
+    fuzz::openAndRead(run.string());
+    fuzz::openAndRead((run / "iter_0000020").string());
+    fuzz::openAndReadModel(run.string());
+}
+
 } // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    runs().seedAndExit();
-    return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
-    runs().run(data, size, [](const fuzz::fs::path& run) {
-        fuzz::openAndRead(run.string());
-        fuzz::openAndRead((run / "iter_0000020").string());
-        fuzz::openAndReadModel(run.string());
-    });
-    return 0;
-}
+CKPT_FUZZ_VICTIM_TARGET(runs, openFixture)

@@ -14,25 +14,20 @@ const fuzz::VictimRuns& runs()
     static const fuzz::VictimRuns r(
         "fuzz_verl", "verl", {"fsdp2_w2", "hsdp_fsdp1_w4"},
         {"latest_checkpointed_iteration.txt", "global_step_4/actor/model_world_size_2_rank_0.pt",
-         "global_step_4/actor/model_world_size_2_rank_1.pt", "global_step_4/actor/optim_world_size_2_rank_1.pt",
-         "global_step_4/actor/model_world_size_4_rank_0.pt", "global_step_4/actor/model_world_size_4_rank_3.pt",
+         "global_step_4/actor/model_world_size_2_rank_1.pt",
+         "global_step_4/actor/optim_world_size_2_rank_1.pt",
+         "global_step_4/actor/model_world_size_4_rank_0.pt",
+         "global_step_4/actor/model_world_size_4_rank_3.pt",
          "global_step_4/actor/extra_state_world_size_2_rank_0.pt", "global_step_4/actor/fsdp_config.json"});
     return r;
 }
 
+void openFixture(const fuzz::fs::path& run)
+{
+    fuzz::openAndRead(run.string());
+    fuzz::openAndReadModel(run.string());
+}
+
 } // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    runs().seedAndExit();
-    return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
-    runs().run(data, size, [](const fuzz::fs::path& run) {
-        fuzz::openAndRead(run.string());
-        fuzz::openAndReadModel(run.string());
-    });
-    return 0;
-}
+CKPT_FUZZ_VICTIM_TARGET(runs, openFixture)

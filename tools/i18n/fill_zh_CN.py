@@ -595,6 +595,7 @@ ZH = {
     "placements": "放置方式",
     "LR scheduler step": "学习率调度器步数",
     "verl checkpoint": "verl 检查点",
+    "PyTorch DCP over safetensors": "基于 safetensors 的 PyTorch DCP",
 }
 
 
