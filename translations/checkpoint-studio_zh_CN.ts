@@ -2581,6 +2581,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="204" />
         <location filename="../model/layout/dcp_family.cpp" line="162" />
         <location filename="../model/layout/dcp_family.cpp" line="185" />
+        <location filename="../model/layout/lightning_family.cpp" line="151" />
         <location filename="../model/layout/verl_family.cpp" line="259" />
         <source>framework</source>
         <translation>框架</translation>
@@ -2711,13 +2712,13 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="261" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="228" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="230" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="263" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="230" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="232" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
@@ -2730,7 +2731,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="265" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="231" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="233" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
@@ -2877,13 +2878,35 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed 标签</translation>
     </message>
     <message>
+        <location filename="../model/layout/lightning_family.cpp" line="153" />
+        <source>Lightning version</source>
+        <translation>Lightning 版本</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/lightning_family.cpp" line="157" />
         <location filename="../model/layout/trainer_family.cpp" line="194" />
         <source>global step</source>
         <translation>全局步数</translation>
     </message>
     <message>
+        <location filename="../model/layout/lightning_family.cpp" line="198" />
+        <source>names without the prefix</source>
+        <translation>去掉前缀的名称</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/lightning_family.cpp" line="210" />
+        <source>PyTorch Lightning checkpoint</source>
+        <translation>PyTorch Lightning 检查点</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/lightning_family.cpp" line="259" />
+        <source>Lightning strategy save</source>
+        <translation>Lightning 策略保存</translation>
+    </message>
+    <message>
         <location filename="../model/layout/composer_family.cpp" line="231" />
         <location filename="../model/layout/dcp_family.cpp" line="169" />
+        <location filename="../model/layout/lightning_family.cpp" line="155" />
         <location filename="../model/layout/trainer_family.cpp" line="195" />
         <source>epoch</source>
         <translation>轮次</translation>
@@ -3034,7 +3057,7 @@ Click to select it in the tree.</source>
         <translation>verl 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="241" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="243" />
         <source>PyTorch DCP over safetensors</source>
         <translation>基于 safetensors 的 PyTorch DCP</translation>
     </message>

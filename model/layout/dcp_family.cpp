@@ -64,21 +64,6 @@ std::string lastName(std::string path)
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Training order from the names: the numbers in them compared as numbers (Composer's ep0-ba10
-// after ep0-ba9, torchtitan's step-100 after step-20), then the names themselves.
-std::pair<std::vector<uint64_t>, std::string> trainingOrder(const std::string& name)
-{
-    std::pair<std::vector<uint64_t>, std::string> key{{}, name};
-    for (size_t i = 0; i < name.size(); ++i) {
-        if (!std::isdigit(uint8_t(name[i]))) continue;
-        uint64_t n = 0;
-        for (; i < name.size() && std::isdigit(uint8_t(name[i])); ++i)
-            n = std::min<uint64_t>(n * 10 + uint64_t(name[i] - '0'), UINT64_MAX / 10);
-        key.first.push_back(n);
-    }
-    return key;
-}
-
 // `__<rank>_<n>.distcp`: the rank that wrote the file, or -1.
 int rankOf(const std::string& name)
 {
@@ -447,6 +432,21 @@ public:
 };
 
 } // namespace
+
+// Training order from the names: the numbers in them compared as numbers (Composer's ep0-ba10
+// after ep0-ba9, torchtitan's step-100 after step-20), then the names themselves.
+std::pair<std::vector<uint64_t>, std::string> trainingOrder(const std::string& name)
+{
+    std::pair<std::vector<uint64_t>, std::string> key{{}, name};
+    for (size_t i = 0; i < name.size(); ++i) {
+        if (!std::isdigit(uint8_t(name[i]))) continue;
+        uint64_t n = 0;
+        for (; i < name.size() && std::isdigit(uint8_t(name[i])); ++i)
+            n = std::min<uint64_t>(n * 10 + uint64_t(name[i] - '0'), UINT64_MAX / 10);
+        key.first.push_back(n);
+    }
+    return key;
+}
 
 const Family& dcpFamily()
 {

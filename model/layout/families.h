@@ -13,6 +13,7 @@ const Family& dcpFamily();            // dcp_family.cpp
 const Family& dcpSafetensorsFamily(); // dcp_safetensors_family.cpp
 const Family& huggingFaceFamily();    // hf_family.cpp
 const Family& singleFileFamily();     // file_family.cpp
+const Family& lightningFamily();      // lightning_family.cpp
 const Family& megatronFamily();       // megatron_family.cpp
 const Family& trainerFamily();        // trainer_family.cpp
 const Family& universalFamily();      // universal.cpp
@@ -23,5 +24,10 @@ const Family& verlFamily();           // verl_family.cpp
 // layers, attention heads, vocabulary, under GPT-2's names too). Shared by the Hugging Face and
 // Trainer families (hf_family.cpp).
 void addTransformersConfigBadges(const nlohmann::json& config, Tag& tag, const char* dtypeBadge);
+
+// Training order from a checkpoint folder's or file's name: the numbers in it compared as numbers
+// (Composer's ep0-ba10 after ep0-ba9, torchtitan's step-100 after step-20), then the name itself
+// (dcp_family.cpp).
+std::pair<std::vector<uint64_t>, std::string> trainingOrder(const std::string& name);
 
 } // namespace ckpt::layout

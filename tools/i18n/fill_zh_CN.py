@@ -596,6 +596,10 @@ ZH = {
     "LR scheduler step": "学习率调度器步数",
     "verl checkpoint": "verl 检查点",
     "PyTorch DCP over safetensors": "基于 safetensors 的 PyTorch DCP",
+    "Lightning version": "Lightning 版本",
+    "names without the prefix": "去掉前缀的名称",
+    "PyTorch Lightning checkpoint": "PyTorch Lightning 检查点",
+    "Lightning strategy save": "Lightning 策略保存",
 }
 
 
