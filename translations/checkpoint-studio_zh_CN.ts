@@ -2578,30 +2578,51 @@ Click to select it in the tree.</source>
         <translation>否</translation>
     </message>
     <message>
+        <location filename="../model/layout/accelerate_family.cpp" line="172" />
         <location filename="../model/layout/composer_family.cpp" line="204" />
-        <location filename="../model/layout/dcp_family.cpp" line="162" />
-        <location filename="../model/layout/dcp_family.cpp" line="185" />
-        <location filename="../model/layout/lightning_family.cpp" line="151" />
+        <location filename="../model/layout/dcp_family.cpp" line="147" />
+        <location filename="../model/layout/dcp_family.cpp" line="170" />
+        <location filename="../model/layout/lightning_family.cpp" line="144" />
         <location filename="../model/layout/verl_family.cpp" line="259" />
         <source>framework</source>
         <translation>框架</translation>
     </message>
     <message>
+        <location filename="../model/layout/accelerate_family.cpp" line="186" />
+        <source>FSDP sharded state dict</source>
+        <translation>FSDP 分片状态字典</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/accelerate_family.cpp" line="193" />
+        <source>prepared models</source>
+        <translation>已准备的模型数</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/accelerate_family.cpp" line="223" />
+        <source>save number</source>
+        <translation>保存序号</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/accelerate_family.cpp" line="233" />
+        <source>Accelerate save_state checkpoint</source>
+        <translation>Accelerate save_state 检查点</translation>
+    </message>
+    <message>
         <location filename="../model/layout/composer_family.cpp" line="208" />
-        <location filename="../model/layout/dcp_family.cpp" line="164" />
+        <location filename="../model/layout/dcp_family.cpp" line="149" />
         <source>Composer version</source>
         <translation>Composer 版本</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="210" />
-        <location filename="../model/layout/dcp_family.cpp" line="166" />
+        <location filename="../model/layout/dcp_family.cpp" line="151" />
         <source>precision</source>
         <translation>精度</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="212" />
         <location filename="../model/layout/composer_family.cpp" line="214" />
-        <location filename="../model/layout/dcp_family.cpp" line="167" />
+        <location filename="../model/layout/dcp_family.cpp" line="152" />
         <location filename="../model/layout/verl_family.cpp" line="261" />
         <source>world size</source>
         <translation>进程总数</translation>
@@ -2618,7 +2639,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="221" />
-        <location filename="../model/layout/dcp_family.cpp" line="168" />
+        <location filename="../model/layout/dcp_family.cpp" line="153" />
         <source>run name</source>
         <translation>运行名称</translation>
     </message>
@@ -2634,13 +2655,13 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="232" />
-        <location filename="../model/layout/dcp_family.cpp" line="170" />
+        <location filename="../model/layout/dcp_family.cpp" line="155" />
         <source>batches</source>
         <translation>批次数</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="233" />
-        <location filename="../model/layout/dcp_family.cpp" line="171" />
+        <location filename="../model/layout/dcp_family.cpp" line="156" />
         <source>samples</source>
         <translation>样本数</translation>
     </message>
@@ -2701,42 +2722,42 @@ Click to select it in the tree.</source>
         <translation>Composer 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="188" />
+        <location filename="../model/layout/dcp_family.cpp" line="173" />
         <source>step</source>
         <translation>步</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="192" />
+        <location filename="../model/layout/dcp_family.cpp" line="177" />
         <source>tokens seen (one rank's count)</source>
         <translation>已处理 token 数（单个 rank 的计数）</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="261" />
+        <location filename="../model/layout/dcp_family.cpp" line="246" />
         <location filename="../model/layout/dcp_safetensors_family.cpp" line="230" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="263" />
+        <location filename="../model/layout/dcp_family.cpp" line="248" />
         <location filename="../model/layout/dcp_safetensors_family.cpp" line="232" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="264" />
+        <location filename="../model/layout/dcp_family.cpp" line="249" />
         <location filename="../model/layout/megatron_family.cpp" line="351" />
         <location filename="../model/layout/megatron_family.cpp" line="446" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="265" />
+        <location filename="../model/layout/dcp_family.cpp" line="250" />
         <location filename="../model/layout/dcp_safetensors_family.cpp" line="233" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_family.cpp" line="396" />
+        <location filename="../model/layout/dcp_family.cpp" line="381" />
         <source>PyTorch DCP checkpoint</source>
         <translation>PyTorch DCP 检查点</translation>
     </message>
@@ -2878,35 +2899,35 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed 标签</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="153" />
+        <location filename="../model/layout/lightning_family.cpp" line="146" />
         <source>Lightning version</source>
         <translation>Lightning 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="157" />
+        <location filename="../model/layout/lightning_family.cpp" line="150" />
         <location filename="../model/layout/trainer_family.cpp" line="194" />
         <source>global step</source>
         <translation>全局步数</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="198" />
+        <location filename="../model/layout/lightning_family.cpp" line="192" />
         <source>names without the prefix</source>
         <translation>去掉前缀的名称</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="210" />
+        <location filename="../model/layout/lightning_family.cpp" line="204" />
         <source>PyTorch Lightning checkpoint</source>
         <translation>PyTorch Lightning 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="259" />
+        <location filename="../model/layout/lightning_family.cpp" line="254" />
         <source>Lightning strategy save</source>
         <translation>Lightning 策略保存</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="231" />
-        <location filename="../model/layout/dcp_family.cpp" line="169" />
-        <location filename="../model/layout/lightning_family.cpp" line="155" />
+        <location filename="../model/layout/dcp_family.cpp" line="154" />
+        <location filename="../model/layout/lightning_family.cpp" line="148" />
         <location filename="../model/layout/trainer_family.cpp" line="195" />
         <source>epoch</source>
         <translation>轮次</translation>

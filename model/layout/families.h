@@ -7,6 +7,7 @@
 
 namespace ckpt::layout {
 
+const Family& accelerateFamily();     // accelerate_family.cpp
 const Family& composerFamily();       // composer_family.cpp
 const Family& deepSpeedFamily();      // deepspeed_family.cpp
 const Family& dcpFamily();            // dcp_family.cpp
@@ -29,5 +30,10 @@ void addTransformersConfigBadges(const nlohmann::json& config, Tag& tag, const c
 // (Composer's ep0-ba10 after ep0-ba9, torchtitan's step-100 after step-20), then the name itself
 // (dcp_family.cpp).
 std::pair<std::vector<uint64_t>, std::string> trainingOrder(const std::string& name);
+
+// A tensor stored whole in one file, read in place: the parameter `name`, its one slice the
+// tensor at `tensorPath` of `file` (file_family.cpp).
+Parameter wholeTensor(const std::string& file, const std::string& tensorPath, std::string name,
+                      torch::DType dtype, const std::vector<int64_t>& shape);
 
 } // namespace ckpt::layout

@@ -19,11 +19,12 @@ std::vector<const Family*>& registry()
     // A Trainer checkpoint holds a DeepSpeed tag (and `latest`) or a Hugging Face model, and a run
     // folder its final model: the Trainer's family comes first and reads those through theirs.
     // A Megatron-Core iteration is a DCP folder too, with Megatron's metadata.json: before DCP's.
-    // So is a Lightning run of FSDP .ckpt folders, which Lightning's family reads through DCP's.
-    static std::vector<const Family*> all = {&trainerFamily(),  &universalFamily(),      &deepSpeedFamily(),
-                                             &megatronFamily(), &verlFamily(),           &lightningFamily(),
-                                             &dcpFamily(),      &dcpSafetensorsFamily(), &huggingFaceFamily(),
-                                             &composerFamily(), &singleFileFamily()};
+    // So is a Lightning run of FSDP .ckpt folders, which Lightning's family reads through DCP's; an
+    // Accelerate save_state folder holds a Hugging Face model file: before both.
+    static std::vector<const Family*> all = {
+        &trainerFamily(),        &universalFamily(),   &deepSpeedFamily(),  &megatronFamily(),
+        &verlFamily(),           &lightningFamily(),   &accelerateFamily(), &dcpFamily(),
+        &dcpSafetensorsFamily(), &huggingFaceFamily(), &composerFamily(),   &singleFileFamily()};
     return all;
 }
 

@@ -11,20 +11,6 @@ namespace ckpt::layout {
 
 namespace {
 
-Parameter wholeTensor(const std::string& file, const std::string& name, torch::DType dtype,
-                      const std::vector<int64_t>& shape)
-{
-    Parameter p;
-    p.name = name;
-    p.dtype = dtype;
-    p.shape = shape;
-    RankSlice s;
-    s.length = p.numel();
-    s.master.push_back(Source::flat(file, name, 0, s.length, dtype));
-    p.slices.push_back(std::move(s));
-    return p;
-}
-
 class SingleFileFamily final : public Family
 {
 public:
@@ -65,7 +51,7 @@ public:
         if (const torch::TorchFile* f = file->torch()) {
             tag.warnings = f->warnings();
             for (const torch::Tensor& t : f->tensors()) {
-                Parameter p = wholeTensor(path, t.path, t.dtype, t.shape);
+                Parameter p = wholeTensor(path, t.path, t.path, t.dtype, t.shape);
                 if (t.aliasOf >= 0) {
                     p.tiedTo = f->tensors()[size_t(t.aliasOf)].path;
                     p.slices.clear();
@@ -77,13 +63,28 @@ public:
             }
         } else {
             for (const auto& t : file->safetensors()->tensors())
-                tag.params.push_back(wholeTensor(path, t.name, t.dtype, t.shape));
+                tag.params.push_back(wholeTensor(path, t.name, t.name, t.dtype, t.shape));
         }
         return tag;
     }
 };
 
 } // namespace
+
+Parameter wholeTensor(const std::string& file, const std::string& tensorPath, std::string name,
+                      torch::DType dtype, const std::vector<int64_t>& shape)
+{
+    Parameter p;
+    p.name = std::move(name);
+    if (p.name != tensorPath) p.path = tensorPath;
+    p.dtype = dtype;
+    p.shape = shape;
+    RankSlice s;
+    s.length = p.numel();
+    s.master.push_back(Source::flat(file, tensorPath, 0, s.length, dtype));
+    p.slices.push_back(std::move(s));
+    return p;
+}
 
 const Family& singleFileFamily()
 {

@@ -78,20 +78,15 @@ std::string commonPrefix(const std::vector<const torch::Tensor*>& model)
     return prefix;
 }
 
-Parameter wholeTensor(const std::string& file, const torch::Tensor& t, std::string name)
+// The tensor `t` of the file as a parameter; one without data says why.
+Parameter fileTensor(const std::string& file, const torch::Tensor& t, std::string name)
 {
-    Parameter p;
-    p.name = std::move(name);
+    Parameter p = wholeTensor(file, t.path, std::move(name), t.dtype, t.shape);
     p.path = t.path;
-    p.dtype = t.dtype;
-    p.shape = t.shape;
-    RankSlice s;
-    s.length = p.numel();
-    if (t.storage >= 0 && t.note.empty())
-        s.master.push_back(Source::flat(file, t.path, 0, s.length, t.dtype));
-    else
+    if (t.storage < 0 || !t.note.empty()) {
         p.unreadable = t.note.empty() ? "no data" : t.note;
-    p.slices.push_back(std::move(s));
+        p.slices.front().master.clear();
+    }
     return p;
 }
 
@@ -122,7 +117,7 @@ void attachMoments(Tag& tag, const torch::TorchFile& f, const std::string& path)
                 st.count = std::string_view(name) == "step";
                 st.shape = t->shape;
                 st.dtype = t->dtype;
-                st.slices = wholeTensor(path, *t, t->path).slices;
+                st.slices = fileTensor(path, *t, t->path).slices;
                 fits = st.count || st.shape == trainable[i]->shape;
                 found.push_back({trainable[i], std::move(st)});
             }
@@ -180,13 +175,13 @@ Tag openFile(const std::string& name, const std::string& path, FileSet& files)
         if (t.path.starts_with("state_dict/")) model.push_back(&t);
     const std::string prefix = commonPrefix(model);
     for (const torch::Tensor* t : model) {
-        Parameter p = wholeTensor(path, *t, t->path.substr(11 + prefix.size()));
+        Parameter p = fileTensor(path, *t, t->path.substr(11 + prefix.size()));
         if (isBuffer(p.name)) p.kind = Parameter::Kind::Buffer;
         if (t->aliasOf >= 0) p.tiedTo = f->tensors()[size_t(t->aliasOf)].path.substr(11 + prefix.size());
         tag.params.push_back(std::move(p));
     }
     for (const torch::Tensor& t : f->tensors())
-        if (!t.path.starts_with("state_dict/")) tag.otherTensors.push_back(wholeTensor(path, t, t.path));
+        if (!t.path.starts_with("state_dict/")) tag.otherTensors.push_back(fileTensor(path, t, t.path));
     addFacts(tag, *f);
     if (!prefix.empty())
         tag.facts.push_back({QT_TRANSLATE_NOOP("ckpt::layout", "names without the prefix"),

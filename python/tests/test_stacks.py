@@ -27,3 +27,19 @@ def test_dcp_over_safetensors_fp8():
             if w["dtype"].startswith("float8"):
                 continue  # numpy has no FP8: compared bit for bit by tst_dcp
             assert sha(tag.get_tensor(name)) == w["sha256"], name
+
+
+def test_accelerate_moments_are_the_saved_ones():
+    for run in ["safe_false", "fsdp"]:
+        expect = json.loads((DATA / "accelerate" / f"{run}.expect.json").read_text())
+        saved = expect["optimizer"]["."]
+        saved = saved["state"] if "state" in saved else saved["optimizer.bin"]
+        with cs.open(DATA / "accelerate" / run) as ck:
+            assert ck.family == "accelerate"
+            tag = ck.tag()
+            for name, moments in saved.items():
+                if name in ("param_groups", "function", "top_level_keys"):
+                    continue
+                state = tag.optimizer_state(name)
+                for m in ("exp_avg", "exp_avg_sq"):
+                    assert sha(state[m]) == moments[m]["sha256"], (run, name, m)

@@ -600,6 +600,10 @@ ZH = {
     "names without the prefix": "去掉前缀的名称",
     "PyTorch Lightning checkpoint": "PyTorch Lightning 检查点",
     "Lightning strategy save": "Lightning 策略保存",
+    "FSDP sharded state dict": "FSDP 分片状态字典",
+    "prepared models": "已准备的模型数",
+    "save number": "保存序号",
+    "Accelerate save_state checkpoint": "Accelerate save_state 检查点",
 }
 
 
