@@ -416,7 +416,8 @@ private slots:
         const auto opened = layout::openCheckpoint(base + "/sharded");
         QCOMPARE(opened->model.family, std::string("dcp-safetensors"));
         const layout::Tag& tag = opened->model.tags.front();
-        for (const auto& [fqn, k] : exp["saved_keys"].items()) {
+        for (const auto& [key, k] : exp["saved_keys"].items()) {
+            const std::string fqn = key; // (clang captures no structured binding)
             const auto p = std::find_if(tag.params.begin(), tag.params.end(),
                                         [&](const layout::Parameter& x) { return x.name == fqn; });
             QVERIFY2(p != tag.params.end(), fqn.c_str());
