@@ -126,6 +126,103 @@ struct Piece
     int rank = 0;
 };
 
+// The chunks of every tensor, gathered over the shard files.
+struct Chunks
+{
+    std::map<std::string, dcp::Entry> entries; // by fqn
+    std::map<std::string, std::vector<Piece>> pieces;
+    std::vector<std::string> order; // first seen, file by file
+    std::string version;
+    std::set<int> ranks;
+};
+
+// One shard file's chunks, placed by its DCP_SHARDING_INFO; the file among the tag's.
+void addShardFile(Chunks& all, Tag& tag, const io::Folder& dir, const std::string& fileName, FileSet& files)
+{
+    const std::string path = dir.file(fileName);
+    const auto parsed = files.get(path);
+    const safetensors::SafetensorsFile* st = parsed->safetensors();
+    if (!st) throw Error("not a safetensors file", path);
+    const auto meta = st->metadata().find(kShardingInfo);
+    if (meta == st->metadata().end())
+        throw Error(std::string("no ") + kShardingInfo + " in its metadata: not written by DCP", path);
+    const auto info = nlohmann::json::parse(meta->second, nullptr, false);
+    if (!info.is_object()) throw Error(std::string(kShardingInfo) + " is not a JSON object", path);
+    if (const auto v = st->metadata().find("DCP_VERSION"); v != st->metadata().end()) all.version = v->second;
+    const int rank = *shardRank(fileName);
+    all.ranks.insert(rank);
+    RankFile rf;
+    rf.path = path;
+    rf.name = fileName;
+    rf.role = FileRole::ModelStates;
+    rf.dpRank = rank;
+    rf.size = st->file()->size();
+    tag.files.push_back(rf);
+    for (const safetensors::TensorInfo& t : st->tensors()) {
+        const auto it = info.find(t.name);
+        const nlohmann::json* offsets = it == info.end() ? nullptr : &(*it)["saved_offsets"];
+        if (!offsets || !offsets->is_array() || offsets->size() != t.shape.size() ||
+            !std::all_of(offsets->begin(), offsets->end(),
+                         [](const auto& o) { return o.is_number_unsigned(); }))
+            throw Error("'" + t.name + "' has no saved_offsets of its rank in " + kShardingInfo, path);
+        auto [e, fresh] = all.entries.try_emplace(t.name);
+        if (fresh) {
+            e->second.fqn = t.name;
+            e->second.tensor = true;
+            e->second.dtype = t.dtype;
+            e->second.shape.assign(t.shape.size(), 0);
+            all.order.push_back(t.name);
+        } else if (e->second.dtype != t.dtype || e->second.shape.size() != t.shape.size()) {
+            throw Error("'" + t.name + "' is " + std::string(torch::name(t.dtype)) + " " +
+                            torch::shapeText(t.shape) + " here, unlike its other chunks",
+                        path);
+        }
+        dcp::Chunk c;
+        for (size_t d = 0; d < t.shape.size(); ++d) {
+            const uint64_t o = (*offsets)[d].get<uint64_t>();
+            if (o > uint64_t(INT64_MAX / 2)) throw Error("'" + t.name + "' has an impossible offset", path);
+            c.offsets.push_back(int64_t(o));
+            c.sizes.push_back(t.shape[d]);
+            e->second.shape[d] = std::max(e->second.shape[d], int64_t(o) + t.shape[d]);
+        }
+        e->second.chunks.push_back(std::move(c));
+        all.pieces[t.name].push_back({path, t.name, rank});
+    }
+}
+
+// The whole tensor from its chunks, which must tile it exactly (without .metadata the whole
+// shape is only where the chunks end).
+Parameter assemble(const dcp::Entry& e, const std::vector<Piece>& pieces, const io::Folder& dir)
+{
+    if (const std::string why = dcp::tilingProblem(e); !why.empty())
+        throw Error(why + " (the shard files are not of one save)", dir.path());
+    Parameter p;
+    p.name = e.fqn;
+    p.shape = e.shape;
+    p.dtype = e.dtype;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const dcp::Chunk& c = e.chunks[i];
+        RankSlice s;
+        s.rank = pieces[i].rank;
+        s.length = 1;
+        for (int64_t x : c.sizes)
+            s.length *= uint64_t(x);
+        if (s.length == 0) continue;
+        for (size_t k = 0, stride = 1; k < c.offsets.size(); ++k) {
+            const size_t d = c.offsets.size() - 1 - k;
+            s.paramOffset += uint64_t(c.offsets[d]) * stride;
+            stride *= size_t(e.shape[d]);
+        }
+        // A whole tensor (a replicated one, a 0-d scale) reads flat, in place.
+        if (c.sizes == e.shape)
+            s.master.push_back(Source::flat(pieces[i].file, pieces[i].name, 0, s.length, e.dtype));
+        else
+            s.master.push_back(Source::chunk(pieces[i].file, pieces[i].name, e.dtype, c.offsets, c.sizes));
+        p.slices.push_back(std::move(s));
+    }
+    return p;
+}
+
 Tag openShards(const std::string& name, const io::Folder& dir, FileSet& files)
 {
     Tag tag;
@@ -133,104 +230,20 @@ Tag openShards(const std::string& name, const io::Folder& dir, FileSet& files)
     tag.dir = dir.path();
     tag.latest = true;
     tag.sharding = Sharding::NdChunks;
-    std::map<std::string, dcp::Entry> entries; // by fqn
-    std::map<std::string, std::vector<Piece>> pieces;
-    std::vector<std::string> order; // first seen, file by file
-    std::string version;
-    std::set<int> ranks;
+    Chunks all;
     const std::vector<std::string> names = shardFiles(dir);
-    for (const std::string& fileName : names) {
-        const std::string path = dir.file(fileName);
-        const auto parsed = files.get(path);
-        const safetensors::SafetensorsFile* st = parsed->safetensors();
-        if (!st) throw Error("not a safetensors file", path);
-        const auto meta = st->metadata().find(kShardingInfo);
-        if (meta == st->metadata().end())
-            throw Error(std::string("no ") + kShardingInfo + " in its metadata: not written by DCP", path);
-        const auto info = nlohmann::json::parse(meta->second, nullptr, false);
-        if (!info.is_object()) throw Error(std::string(kShardingInfo) + " is not a JSON object", path);
-        if (const auto v = st->metadata().find("DCP_VERSION"); v != st->metadata().end()) version = v->second;
-        const int rank = *shardRank(fileName);
-        ranks.insert(rank);
-        RankFile rf;
-        rf.path = path;
-        rf.name = fileName;
-        rf.role = FileRole::ModelStates;
-        rf.dpRank = rank;
-        rf.size = st->file()->size();
-        tag.files.push_back(rf);
-        for (const safetensors::TensorInfo& t : st->tensors()) {
-            const auto it = info.find(t.name);
-            const nlohmann::json* offsets = it == info.end() ? nullptr : &(*it)["saved_offsets"];
-            if (!offsets || !offsets->is_array() || offsets->size() != t.shape.size() ||
-                !std::all_of(offsets->begin(), offsets->end(),
-                             [](const auto& o) { return o.is_number_unsigned(); }))
-                throw Error("'" + t.name + "' has no saved_offsets of its rank in " + kShardingInfo, path);
-            auto [e, fresh] = entries.try_emplace(t.name);
-            if (fresh) {
-                e->second.fqn = t.name;
-                e->second.tensor = true;
-                e->second.dtype = t.dtype;
-                e->second.shape.assign(t.shape.size(), 0);
-                order.push_back(t.name);
-            } else if (e->second.dtype != t.dtype || e->second.shape.size() != t.shape.size()) {
-                throw Error("'" + t.name + "' is " + std::string(torch::name(t.dtype)) + " " +
-                                torch::shapeText(t.shape) + " here, unlike its other chunks",
-                            path);
-            }
-            dcp::Chunk c;
-            for (size_t d = 0; d < t.shape.size(); ++d) {
-                const uint64_t o = (*offsets)[d].get<uint64_t>();
-                if (o > uint64_t(INT64_MAX / 2))
-                    throw Error("'" + t.name + "' has an impossible offset", path);
-                c.offsets.push_back(int64_t(o));
-                c.sizes.push_back(t.shape[d]);
-                e->second.shape[d] = std::max(e->second.shape[d], int64_t(o) + t.shape[d]);
-            }
-            e->second.chunks.push_back(std::move(c));
-            pieces[t.name].push_back({path, t.name, rank});
-        }
-    }
-    for (const std::string& fqn : order) {
-        const dcp::Entry& e = entries.at(fqn);
-        // Without .metadata the whole shape is where the chunks end: they must tile it exactly.
-        if (const std::string why = dcp::tilingProblem(e); !why.empty())
-            throw Error(why + " (the shard files are not of one save)", dir.path());
-        Parameter p;
-        p.name = fqn;
-        p.shape = e.shape;
-        p.dtype = e.dtype;
-        const auto& ps = pieces.at(fqn);
-        for (size_t i = 0; i < ps.size(); ++i) {
-            const dcp::Chunk& c = e.chunks[i];
-            RankSlice s;
-            s.rank = ps[i].rank;
-            s.length = 1;
-            for (int64_t x : c.sizes)
-                s.length *= uint64_t(x);
-            if (s.length == 0) continue;
-            for (size_t k = 0, stride = 1; k < c.offsets.size(); ++k) {
-                const size_t d = c.offsets.size() - 1 - k;
-                s.paramOffset += uint64_t(c.offsets[d]) * stride;
-                stride *= size_t(e.shape[d]);
-            }
-            // A whole tensor (a replicated one, a 0-d scale) reads flat, in place.
-            if (c.sizes == e.shape)
-                s.master.push_back(Source::flat(ps[i].file, ps[i].name, 0, s.length, e.dtype));
-            else
-                s.master.push_back(Source::chunk(ps[i].file, ps[i].name, e.dtype, c.offsets, c.sizes));
-            p.slices.push_back(std::move(s));
-        }
-        tag.params.push_back(std::move(p));
-    }
+    for (const std::string& fileName : names)
+        addShardFile(all, tag, dir, fileName, files);
+    for (const std::string& fqn : all.order)
+        tag.params.push_back(assemble(all.entries.at(fqn), all.pieces.at(fqn), dir));
     if (tag.params.empty()) throw Error("the shard files hold no tensors", dir.path());
     if (!checkConsolidated(dir, tag, files))
         for (std::string& w : singleWriterFiles(names))
             tag.warnings.push_back(std::move(w));
     stateBadge(tag, "format", QT_TRANSLATE_NOOP("ckpt::layout", "format"), "PyTorch DCP over safetensors");
-    if (!version.empty())
-        stateBadge(tag, "dcp_version", QT_TRANSLATE_NOOP("ckpt::layout", "DCP version"), version);
-    stateBadge(tag, "ranks", QT_TRANSLATE_NOOP("ckpt::layout", "ranks"), ranks.size());
+    if (!all.version.empty())
+        stateBadge(tag, "dcp_version", QT_TRANSLATE_NOOP("ckpt::layout", "DCP version"), all.version);
+    stateBadge(tag, "ranks", QT_TRANSLATE_NOOP("ckpt::layout", "ranks"), all.ranks.size());
     return tag;
 }
 
