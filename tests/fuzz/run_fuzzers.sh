@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 tree=build/asan
 targets=(${CKPT_FUZZ_TARGETS:-zip pickle torch safetensors deepspeed remote_headers s3_xml aws_config \
-  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json google_credentials megatron verl dcp_safetensors})
+  dcp_metadata hf_index composer_archive universal trainer deepspeed_layouts hub_json google_credentials megatron verl
+  dcp_safetensors lightning accelerate})
 [ -f $tree/CMakeCache.txt ] || cmake --preset asan >/dev/null || { echo "fuzzers: 0 passed, 1 failed"; exit 1; }
 cmake --build $tree --target "${targets[@]/#/fuzz_}" >/dev/null || { echo "fuzzers: 0 passed, 1 failed"; exit 1; }
 work=$tree/fuzz-corpus
@@ -73,7 +74,7 @@ except Exception: pass' "$f" "$work/pickle/$(basename "$f").pkl"
       done ;;
     # The checkpoint-folder readers: each target writes its seeds itself, from the fixtures it
     # copies, with the first byte that selects fixture and file (tests/fuzz/fuzz_folder.h).
-    dcp_metadata|hf_index|composer_archive|universal|trainer|deepspeed_layouts|megatron|verl|dcp_safetensors)
+    dcp_metadata|hf_index|composer_archive|universal|trainer|deepspeed_layouts|megatron|verl|dcp_safetensors|lightning|accelerate)
       CKPT_FUZZ_SEEDS="$work/$t" ./$tree/tests/fuzz/fuzz_$t >/dev/null 2>&1 ;;
   esac
 }
