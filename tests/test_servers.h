@@ -57,7 +57,10 @@ startServer(const QString& program, const QStringList& args,
     p->setProgram(program);
     p->setArguments(args);
     p->setProcessEnvironment(env);
+    // Nothing reads a server's output while a test blocks on a client, so a pipe would fill and
+    // stop the server mid-answer (moto logs a line per request: ~600 requests fill 64 KiB).
     p->setProcessChannelMode(QProcess::MergedChannels);
+    p->setStandardOutputFile(QProcess::nullDevice());
     p->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGTERM); });
     p->start();
     return p;

@@ -213,7 +213,7 @@ void TestGuiRemote::initTestCase()
     m_hub = testservers::startServer("python3",
                                      {kSource + "/tools/servers/fake_hub.py", QString::number(m_hubPort),
                                       m_www, "ckpt/fixtures", m_tmp.filePath("hub.log")});
-    QVERIFY2(testservers::waitForPort(m_hubPort, *m_hub, 10000), m_hub->readAll().constData());
+    QVERIFY2(testservers::waitForPort(m_hubPort, *m_hub, 10000), "fake_hub.py did not start listening");
     qputenv("HF_ENDPOINT", QString("http://127.0.0.1:%1").arg(m_hubPort).toUtf8());
     m_nginx = testservers::startNginx(kSource, m_tmp.filePath("nginx"), m_www, m_port, m_skip);
     if (!m_nginx && qEnvironmentVariable("CI") == "true")

@@ -180,6 +180,14 @@ std::vector<std::optional<uint64_t>> probeFiles(const std::vector<std::string>& 
     return out;
 }
 
+// A listing in one order wherever the folder is: a store lists its folders before its objects,
+// a local folder in the order of its directory blocks.
+static void sortByName(std::vector<FolderEntry>& entries)
+{
+    std::sort(entries.begin(), entries.end(),
+              [](const FolderEntry& a, const FolderEntry& b) { return a.name < b.name; });
+}
+
 std::vector<FolderEntry> listFolder(const std::string& folder)
 {
     std::vector<FolderEntry> out;
@@ -191,6 +199,7 @@ std::vector<FolderEntry> listFolder(const std::string& folder)
             out.push_back({withoutSlash(p.substr(prefix.size())), true, 0});
         for (const auto& o : page.objects)
             if (o.key.size() > prefix.size()) out.push_back({o.key.substr(prefix.size()), false, o.size});
+        sortByName(out);
         return out;
     }
     std::error_code ec;
@@ -202,6 +211,7 @@ std::vector<FolderEntry> listFolder(const std::string& folder)
             {e.path().filename().string(), dir, dir ? 0 : uint64_t(e.file_size(e2)), e.is_symlink(e2)});
     }
     if (ec) throw Error("cannot list the folder: " + ec.message(), folder);
+    sortByName(out);
     return out;
 }
 

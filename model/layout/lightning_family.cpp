@@ -203,15 +203,17 @@ public:
         return "a PyTorch Lightning .ckpt file, or a folder of them (ModelCheckpoint's, .ckpt folders of its "
                "DeepSpeed and FSDP strategies too)";
     }
+    // A folder is ModelCheckpoint's when its first .ckpt is Lightning's: one file's head read, not
+    // every file's (each a request when the folder is in a store).
     bool match(const std::string& path) const override
     {
         if (isLightningFile(path)) return true;
         const io::Folder dir(path);
         if (!dir.exists() || !dir.lists()) return false;
         for (const io::FolderEntry& e : dir.entries())
-            if (e.name.ends_with(".ckpt") &&
-                (e.folder ? strategyFamily(dir.file(e.name)) != nullptr : isLightningFile(dir.file(e.name))))
-                return true;
+            if (e.name.ends_with(".ckpt"))
+                return e.folder ? strategyFamily(dir.file(e.name)) != nullptr
+                                : isLightningFile(dir.file(e.name));
         return false;
     }
     TagList listTags(const std::string& path) const override
@@ -225,10 +227,9 @@ public:
         }
         const io::Folder dir(path);
         std::vector<std::string> names;
+        // Every .ckpt is a tag: one that is not Lightning's says so when it is opened.
         for (const io::FolderEntry& e : dir.entries())
-            if (e.name.ends_with(".ckpt") &&
-                (e.folder ? strategyFamily(dir.file(e.name)) != nullptr : isLightningFile(dir.file(e.name))))
-                names.push_back(e.name);
+            if (e.name.ends_with(".ckpt")) names.push_back(e.name);
         std::sort(names.begin(), names.end(),
                   [](const auto& a, const auto& b) { return order(a) < order(b); });
         for (const std::string& n : names)
@@ -249,6 +250,9 @@ public:
             tag.facts.insert(tag.facts.begin(), {QT_TRANSLATE_NOOP("ckpt::layout", "Lightning strategy save"),
                                                  std::string(f->displayName())});
             tag.name = name;
+        } else if (io::pathKind(path) == io::PathKind::Folder) {
+            throw Error(
+                "a .ckpt folder that is neither a DeepSpeed tag (latest) nor a DCP folder (.metadata)", path);
         } else {
             tag = openFile(name, path, files);
         }
