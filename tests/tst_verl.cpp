@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -52,7 +53,7 @@ private slots:
     void cases_data()
     {
         QTest::addColumn<QString>("run");
-        for (const char* r : {"fsdp1_w2", "fsdp2_w2", "hsdp_fsdp1_w4"})
+        for (const char* r : {"fsdp1_w2", "fsdp2_w2", "hsdp_fsdp1_w4", "actor_critic_fsdp2_w2"})
             QTest::newRow(r) << QString(r);
     }
 
@@ -113,6 +114,53 @@ private slots:
             QCOMPARE(whole.at(name), t["sha256"].get<std::string>());
         QVERIFY(fs::exists(out.filePath("fp32/config.json").toStdString()));
         QVERIFY(fs::exists(out.filePath("fp32/tokenizer.json").toStdString()));
+    }
+
+    // A PPO run saves the critic beside the actor: the step's tag is the actor's (what the merger
+    // exports), the critic's files and tensors listed under critic/ with their global shapes; the
+    // critic folder opened alone is the value model, exported equal to FSDP's full state dict (and
+    // to the merger's output as it casts) under the class its weights are, not the actor's
+    // config's. The trainer's data.pt and the hf_model save are listed, not read as the model.
+    void criticIsTheValueModel()
+    {
+        const std::string dir = verlDir() + "/actor_critic_fsdp2_w2";
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        const auto opened = layout::openCheckpoint(dir);
+        const layout::Tag& tag = opened->chooseTag("");
+        std::set<std::string> names;
+        for (const auto& f : tag.files)
+            names.insert(f.name);
+        for (const char* f : {"critic/model_world_size_2_rank_1.pt", "critic/optim_world_size_2_rank_0.pt",
+                              "data.pt", "huggingface/model.safetensors"})
+            QVERIFY2(names.count(f), f);
+        size_t critic = 0;
+        for (const auto& p : tag.otherTensors)
+            if (p.name.starts_with("critic/")) {
+                const auto& want = expect["keys"]["critic"][p.name.substr(7)];
+                QVERIFY2(want.is_object(), p.name.c_str());
+                QCOMPARE(p.shape, want["shape"].get<std::vector<int64_t>>());
+                ++critic;
+            }
+        QCOMPARE(critic, expect["keys"]["critic"].size());
+        QVERIFY(!param(tag, "score.weight"));
+
+        QTemporaryDir out;
+        const std::string role = dir + "/global_step_4/critic";
+        ops::consolidate(role, out.filePath("fp32").toStdString(), {}, {}, {});
+        const auto whole = exported(out.filePath("fp32").toStdString());
+        QCOMPARE(whole.size(), expect["critic"]["final_model_truth_fp32"].size());
+        for (const auto& [name, t] : expect["critic"]["final_model_truth_fp32"].items())
+            QCOMPARE(whole.at(name), t["sha256"].get<std::string>());
+        ops::ConsolidateOptions bf16;
+        bf16.dtype = torch::DType::BFloat16;
+        ops::consolidate(role, out.filePath("bf16").toStdString(), bf16, {}, {});
+        const auto merged = exported(out.filePath("bf16").toStdString());
+        for (const auto& [name, t] : expect["critic"]["reference"]["tensors"].items())
+            if (t["dtype"] == "bfloat16") QCOMPARE(merged.at(name), t["sha256"].get<std::string>());
+        const auto config = testutil::readJson(out.filePath("fp32/config.json").toStdString());
+        QCOMPARE(config["architectures"][0].get<std::string>(), std::string("LlamaForTokenClassification"));
+        QCOMPARE(expect["critic"]["reference"]["config.json"]["architectures"][0].get<std::string>(),
+                 std::string("LlamaForCausalLM")); // what verl saved, and its merger keeps
     }
 
     // FSDP2's optimizer state is keyed by parameter index: each parameter's exp_avg and exp_avg_sq

@@ -8,8 +8,10 @@
 // Each parameter is assembled from the ranks' shards as verl.model_merger assembles them
 // (fsdp_model_merger.py: Shard(d) shards side by side along d in mesh order, a Replicate
 // dimension's copy taken once), but losslessly, in the dtype saved (the merger casts to bf16:
-// `--dtype bf16` gives its output bit for bit). Nothing is executed: the DTensors' placements and
-// mesh come from their pickled specs (torch/dtensor.h).
+// `--dtype bf16` gives its output bit for bit). A step's tag is its actor; a PPO run's critic is
+// listed beside it under critic/, and its folder opens as the value model it is (exported as a
+// token classifier, whatever the config verl copied from the actor says). Nothing is executed: the DTensors'
+// placements and mesh come from their pickled specs (torch/dtensor.h).
 #include "io/error.h"
 #include "io/folder.h"
 #include "io/input_file.h"
@@ -287,21 +289,60 @@ void addFacts(Tag& tag, const io::Folder& dir, const std::vector<Rank>& model, i
         }
 }
 
-// The saved config and tokenizer (huggingface/): the export's files beside the weights.
+bool hasParam(const Tag& tag, std::string_view name)
+{
+    return std::any_of(tag.params.begin(), tag.params.end(),
+                       [&](const Parameter& p) { return p.name == name; });
+}
+
+// verl's critic is a token classifier with one label (a `score` head, no lm_head), but its
+// huggingface/config.json is the actor's: "LlamaForCausalLM", which from_pretrained would load
+// with a fresh lm_head and the score head dropped. The export names the class the weights are.
+void nameTheValueModel(Tag& tag)
+{
+    if (!hasParam(tag, "score.weight") || hasParam(tag, "lm_head.weight") || !tag.config.is_object() ||
+        !tag.config.contains("architectures") || !tag.config["architectures"].is_array() ||
+        tag.config["architectures"].size() != 1 || !tag.config["architectures"][0].is_string())
+        return;
+    const std::string saved = tag.config["architectures"][0];
+    if (!saved.ends_with("ForCausalLM")) return;
+    const std::string named = saved.substr(0, saved.size() - 11) + "ForTokenClassification";
+    nlohmann::ordered_json config = tag.config;
+    config["architectures"] = {named};
+    std::erase_if(tag.exportCopies, [](const auto& c) { return c.first == "config.json"; });
+    tag.exportFiles.push_back({"config.json", config.dump(2) + "\n"});
+    tag.warnings.push_back("verl saved this value model's config as " + saved +
+                           ", but its weights are a score head without lm_head: exported as " + named);
+}
+
+// The saved config and tokenizer (huggingface/): the export's files beside the weights. The whole
+// model verl writes there with save_contents "hf_model" is listed, not read: the shards are the
+// save, and the same weights.
 void addHuggingFace(Tag& tag, const io::Folder& dir)
 {
     if (!dir.has("huggingface")) return;
     const io::Folder hf = dir.folder("huggingface");
     if (!hf.exists()) return;
-    for (const io::FolderEntry& e : hf.entries())
-        if (!e.folder && !e.name.ends_with(".safetensors") && !e.name.ends_with(".bin") &&
-            e.name != "model.safetensors.index.json")
+    for (const io::FolderEntry& e : hf.entries()) {
+        if (e.folder) continue;
+        if (!e.name.ends_with(".safetensors") && !e.name.ends_with(".bin") &&
+            e.name != "model.safetensors.index.json") {
             tag.exportCopies.push_back({e.name, hf.file(e.name)});
+            continue;
+        }
+        RankFile rf;
+        rf.path = hf.file(e.name);
+        rf.name = "huggingface/" + e.name;
+        rf.role = FileRole::Other;
+        rf.size = e.size;
+        tag.files.push_back(rf);
+    }
     if (hf.sizeOf("config.json")) {
         tag.config =
             nlohmann::json::parse(io::readSmallFile(hf.file("config.json"), 4 << 20), nullptr, false);
         if (tag.config.is_object()) addTransformersConfigBadges(tag.config, tag, "config_dtype");
     }
+    nameTheValueModel(tag);
 }
 
 Tag openRole(const std::string& name, const io::Folder& dir, FileSet& files)
@@ -351,6 +392,38 @@ Tag openRole(const std::string& name, const io::Folder& dir, FileSet& files)
     }
     addHuggingFace(tag, dir);
     return tag;
+}
+
+// A step folder's other saves beside the model's role: the critic (a PPO run's value model) as
+// tensors under critic/ (its files listed, exported with --all; its folder opens as a model of its
+// own), and the trainer's dataloader state (data.pt).
+void addStepExtras(Tag& tag, const io::Folder& step, const io::Folder& role, FileSet& files)
+{
+    for (const char* other : kRoles) {
+        if (other == role.name() || !step.has(other) || !isRoleFolder(step.folder(other))) continue;
+        const Tag t = openRole(tag.name, step.folder(other), files);
+        const std::string prefix = std::string(other) + "/";
+        for (RankFile rf : t.files) {
+            rf.name = prefix + rf.name;
+            tag.files.push_back(std::move(rf));
+        }
+        for (Parameter p : t.params) {
+            p.name = prefix + p.name;
+            tag.otherTensors.push_back(std::move(p));
+        }
+        const char* label = std::string_view(other) == "critic" ? QT_TRANSLATE_NOOP("ckpt::layout", "critic")
+                                                                : QT_TRANSLATE_NOOP("ckpt::layout", "actor");
+        stateBadge(tag, other, label,
+                   std::to_string(t.params.size()) + " tensors (open " + prefix + " to export it)");
+    }
+    if (const auto size = step.sizeOf("data.pt")) {
+        RankFile rf;
+        rf.path = step.file("data.pt");
+        rf.name = "data.pt";
+        rf.role = FileRole::Other;
+        rf.size = *size;
+        tag.files.push_back(rf);
+    }
 }
 
 class VerlFamily final : public Family
@@ -416,6 +489,7 @@ public:
         if (!role) throw Error("no actor/ or critic/ folder of model_world_size_W_rank_R.pt files", where);
         Tag tag = openRole(name, *role, files);
         tag.latest = name == list.latest;
+        if (!isRoleFolder(dir)) addStepExtras(tag, dir, *role, files);
         return tag;
     }
 };
