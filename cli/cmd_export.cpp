@@ -37,6 +37,7 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
         opt.maxShardSize = ops::parseShardSize(a.maxShardSize);
         opt.excludeFrozen = a.excludeFrozen;
         opt.all = a.all;
+        opt.raw = a.raw;
         opt.ignore = a.ignore;
         opt.dtype = parseDtype(a.dtype);
         opt.overwrite = a.overwrite;
@@ -82,11 +83,12 @@ int runExport(const ExportArgs& a, const ops::CancelToken& cancel)
             "--shard and --finalize split a checkpoint's export; a single file is exported by one process",
             a.input);
     if (!a.tag.empty() || !a.dtype.empty() || a.format != "safetensors" || a.excludeFrozen || a.all ||
-        !a.ignore.empty())
-        throw Error("--tag, --dtype, --format, --exclude-frozen, --all and --ignore apply to checkpoints; a "
-                    "single file is "
-                    "exported as one safetensors file",
-                    a.input);
+        a.raw || !a.ignore.empty())
+        throw Error(
+            "--tag, --dtype, --format, --exclude-frozen, --all, --raw and --ignore apply to checkpoints; a "
+            "single file is "
+            "exported as one safetensors file",
+            a.input);
     ops::ExportOptions opt;
     opt.skipUnsupported = a.skipUnsupported;
     opt.manifestOut = a.manifestOut;

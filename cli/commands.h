@@ -40,6 +40,7 @@ struct ExportArgs
     std::string device = "auto";
     bool excludeFrozen = false;
     bool all = false;
+    bool raw = false;
     std::vector<std::string> ignore;
     bool skipUnsupported = false;
     bool overwrite = false;

@@ -117,6 +117,9 @@ Command addExport(CLI::App& app)
         "as Composer's ignore_keys; repeatable");
     sub->add_flag("--all", a->all,
                   "Every tensor (optimizer state too), named by its `/` path, not only the model");
+    sub->add_flag("--raw", a->raw,
+                  "The model under the checkpoint's own names where it is mapped to a Hugging Face class "
+                  "(Megatron's decoder.layers.*); needed where no class matches");
     addDevice(sub, a->device, "Where casts run: auto, cpu or cuda");
     sub->add_flag(
         "--skip-unsupported", a->skipUnsupported,

@@ -12,6 +12,7 @@
 #include "torch/dtype.h"
 
 #include <QTemporaryDir>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -44,7 +45,7 @@ private slots:
     {
         QTest::addColumn<QString>("run");
         for (const char* r : {"gpt_tp1pp1_fp32", "gpt_tp2pp2_fp32", "gpt_tp2pp1_bf16",
-                              "qwen_tp1pp1_qkvbias_fp32", "moe_tp1pp1_ep2_fp32"})
+                              "qwen_tp1pp1_qkvbias_fp32", "moe_tp1pp1_ep2_fp32", "gpt2_tp2pp1_fp32"})
             QTest::newRow(r) << QString(r);
     }
     void torchDistRunsOpen()
@@ -93,6 +94,9 @@ private slots:
         torchDistRunsOpen_data();
         // the legacy format: each TP rank's shard merged along its partition dimension
         QTest::newRow("legacy_tp2pp1_fp32") << QString("legacy_tp2pp1_fp32");
+        // ... and its pipeline stages' layers at their global index, the word embeddings tied (the
+        // last stage's output_layer copy of them is no part of the model)
+        QTest::newRow("legacy_tp2pp2_tied_fp32") << QString("legacy_tp2pp2_tied_fp32");
     }
     void exportIsTheHuggingFaceModel()
     {
@@ -117,6 +121,59 @@ private slots:
         for (const auto& [k, v] : expect["hf_config"].items())
             QVERIFY2(config.contains(k) && config[k] == v,
                      (k + ": " + config.value(k, nlohmann::json()).dump()).c_str());
+    }
+
+    // --raw: the model under Megatron's own keys, each equal to the mapped model's source (the
+    // GPT-2 flavour's Conv1D weights are transposed regions of them: --raw gives them untransposed),
+    // no config.json (it describes the mapped class). An iteration folder of the legacy format opens
+    // on its own.
+    void rawExportKeepsMegatronsNames()
+    {
+        const std::string dir = megatronDir() + "/gpt2_tp2pp1_fp32";
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        const auto& keys = expect["iterations"]["20"]["keys"];
+        QTemporaryDir tmp;
+        ops::ConsolidateOptions raw;
+        raw.raw = true;
+        const std::string out = tmp.filePath("raw").toStdString();
+        ops::consolidate(dir, out, raw, {}, {});
+        const auto st = safetensors::SafetensorsFile::open(out + "/model.safetensors");
+        size_t tensors = 0;
+        for (const auto& [key, k] : keys.items())
+            if (k.contains("shape")) ++tensors;
+        QCOMPARE(st->tensors().size(), tensors);
+        for (const auto& t : st->tensors()) {
+            QVERIFY2(keys.contains(t.name), t.name.c_str());
+            QCOMPARE(t.shape, keys[t.name]["shape"].get<std::vector<int64_t>>());
+        }
+        QVERIFY(!fs::exists(out + "/config.json"));
+        // c_fc is linear_fc1 of layer 1 transposed: element (i, j) of one is (j, i) of the other.
+        const std::string hf = tmp.filePath("hf").toStdString();
+        ops::consolidate(dir, hf, {}, {}, {});
+        const auto mapped = safetensors::SafetensorsFile::open(hf + "/model.safetensors");
+        const auto find = [](const auto& f, const std::string& name) {
+            for (const auto& t : f->tensors())
+                if (t.name == name) return f->bytes(t);
+            throw std::runtime_error(name);
+        };
+        const auto fc1 = find(st, "decoder.layers.mlp.linear_fc1.weight");
+        const auto cfc = find(mapped, "transformer.h.1.mlp.c_fc.weight");
+        const auto at = [](const auto& b, size_t i) {
+            float f;
+            std::memcpy(&f, b.data() + 4 * i, 4);
+            return f;
+        };
+        const size_t ffn = 128, hidden = 32;
+        for (size_t i = 0; i < hidden; ++i)
+            for (size_t j = 0; j < ffn; ++j)
+                QCOMPARE(at(cfc, i * ffn + j), at(fc1, ffn * hidden + j * hidden + i));
+
+        const auto legacy = layout::openCheckpoint(megatronDir() + "/legacy_tp2pp2_tied_fp32/iter_0000020");
+        QCOMPARE(legacy->model.family, std::string("megatron"));
+        QCOMPARE(legacy->chooseTag("").params.size(),
+                 testutil::readJson(megatronDir() +
+                                    "/legacy_tp2pp2_tied_fp32.expect.json")["iterations"]["20"]["hf"]
+                     .size());
     }
 
     // An iteration compared with itself is identical tensor for tensor (every byte read).

@@ -106,7 +106,9 @@ struct Source
     std::vector<int64_t> chunkShape;
     // The region: chunk element (i0, i1, ...) is the stored tensor's element regionOffset +
     // sum(ik * regionStrides[k]), counted in its logical (row-major) order, whatever its layout
-    // on disk. Rows are read whole: the last stride is 1. Empty: the whole tensor, row-major.
+    // on disk. A last stride of 1 reads rows whole; another reads each row element by element
+    // (a transposed region: GPT-2's Conv1D weights are Megatron's Linear ones transposed).
+    // Empty: the whole tensor, row-major.
     std::vector<int64_t> regionStrides;
     int64_t regionOffset = 0;
 
@@ -369,6 +371,12 @@ struct Tag
     // Files an export copies beside the weights, read only then (a tokenizer.json may be tens of
     // MB, and opening a run reads every checkpoint): name in the output -> path to copy.
     std::vector<std::pair<std::string, std::string>> exportCopies;
+    // Where `params` is another framework's names for the stored model (Megatron's tensors under
+    // a Hugging Face class's), the stored tensors' names among otherTensors: `--raw` exports those.
+    std::vector<std::string> rawModel;
+    // Why the model has no such names (no Hugging Face class computes it): an export then writes
+    // the stored names only when asked to (--raw), as nothing would load them as a model.
+    std::string unmappedModel;
     // What the run logged of its training up to this tag (a Trainer's trainer_state.json), for
     // any family whose framework keeps one.
     std::optional<TrainingLog> trainingLog;

@@ -5,8 +5,10 @@
 // common.pt holding what every rank shares (Megatron-LM's `args`, `checkpoint_version`,
 // `iteration`): its tensors are read by the DCP family, under Megatron's own keys
 // (decoder.layers.* stacked along the first dimension, a fused QKV), and the family adds what
-// the saved args say of the run. The legacy format (mp_rank_TT[_PPP]/model_optim_rng.pt) is
-// recognised and said to be not read yet.
+// the saved args say of the run. The legacy format (mp_rank_TT[_PPP]/model_optim_rng.pt) is read
+// as the global tensors torch_dist would have saved (openLegacy). Where the args describe a Hugging
+// Face class exactly, the model is that class's tensors (megatron_hf.h) and Megatron's stay as
+// other tensors (--raw exports them); where none does, export asks for --raw.
 #include "io/error.h"
 #include "io/folder.h"
 #include "io/input_file.h"
@@ -152,6 +154,21 @@ MegatronShape shapeOf(const nlohmann::ordered_json& a)
     m.biasLinear = flag("add_bias_linear");
     m.qkvBias = flag("add_qkv_bias");
     m.untied = flag("untie_embeddings_and_output_weights");
+    m.tanhGelu = flag("openai_gelu");
+    // Arguments that change what the model computes in ways no Hugging Face class does.
+    const std::pair<const char*, const char*> exotic[] = {
+        {"apply_layernorm_1p", "zero-centred norm weights (--apply-layernorm-1p)"},
+        {"squared_relu", "squared ReLU"},
+        {"apply_residual_connection_post_layernorm", "the residual taken after the norm"},
+        {"rotary_interleaved", "interleaved RoPE"},
+        {"qk_layernorm", "query and key norms"},
+        {"use_rope_scaling", "RoPE scaling"},
+        {"multi_latent_attention", "multi-latent attention"},
+    };
+    for (const auto& [key, what] : exotic)
+        if (flag(key)) m.unmapped += (m.unmapped.empty() ? "" : ", ") + std::string(what);
+    if (real("rotary_percent", 1.0) != 1.0 && m.positionEmbedding == "rope")
+        m.unmapped += (m.unmapped.empty() ? "" : ", ") + std::string("partial RoPE (--rotary-percent)");
     return m;
 }
 
@@ -161,21 +178,27 @@ void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
 {
     const MegatronShape m = shapeOf(args);
     if (m.groups <= 0 || m.heads % m.groups != 0 || m.vocab <= 0 || m.vocab > m.paddedVocab) {
-        tag.warnings.push_back(
-            "the saved args do not give the model's heads, groups and vocabulary: exported "
-            "under Megatron's names");
+        tag.unmappedModel = "the saved args do not give the model's heads, groups and vocabulary";
+        tag.warnings.push_back(tag.unmappedModel + ": no Hugging Face class is matched");
         return;
     }
     if (huggingFaceArchitecture(m).empty()) {
-        tag.warnings.push_back("no Hugging Face architecture matches this model (normalization " +
-                               m.normalization + ", position embedding " + m.positionEmbedding +
-                               (m.swiglu ? ", SwiGLU" : "") + (m.biasLinear ? ", linear biases" : "") +
-                               "): exported under Megatron's names");
+        tag.unmappedModel =
+            "no Hugging Face class computes this model (" +
+            (m.unmapped.empty()
+                 ? "normalization " + m.normalization + ", position embedding " + m.positionEmbedding +
+                       (m.swiglu ? ", SwiGLU" : "") + (m.biasLinear ? ", linear biases" : "") +
+                       (m.groups != m.heads ? ", grouped queries" : "")
+                 : m.unmapped) +
+            ")";
+        tag.warnings.push_back(tag.unmappedModel + ": it is exported under Megatron's names with --raw");
         return;
     }
     std::vector<Parameter> hf = huggingFaceParameters(tag.params, m);
-    for (Parameter& p : tag.params)
+    for (Parameter& p : tag.params) {
+        tag.rawModel.push_back(p.name);
         tag.otherTensors.push_back(std::move(p));
+    }
     tag.params = std::move(hf);
     const std::string dtype = tag.dtype == "bf16" ? "bfloat16" : tag.dtype == "fp16" ? "float16" : "float32";
     // transformers writes config.json with sorted keys
@@ -381,7 +404,8 @@ public:
                 if (e.folder && (iterationOf(e.name) || e.name == "release")) return true;
             return false;
         }
-        return !shardedBackend(dir).empty();
+        // One iteration: torch_dist's (metadata.json) or the legacy format's mp_rank_TT folders.
+        return isIteration(dir);
     }
 
     TagList listTags(const std::string& path) const override

@@ -17,10 +17,14 @@ struct MegatronShape
     double normEpsilon = 1e-5, ropeTheta = 10000;
     std::string normalization, positionEmbedding;
     bool swiglu = false, biasLinear = false, qkvBias = false, untied = false;
+    bool tanhGelu = false; // --openai-gelu
+    // What the args say that no Hugging Face class computes (zero-centred norms, squared ReLU, ...):
+    // nothing is mapped then.
+    std::string unmapped;
 };
 
 // The Hugging Face class whose layout this is ("LlamaForCausalLM", "Qwen2ForCausalLM",
-// "MixtralForCausalLM"), or "" when none is exactly it.
+// "MixtralForCausalLM", "GPT2LMHeadModel"), or "" when none is exactly it.
 std::string huggingFaceArchitecture(const MegatronShape& m);
 
 // The model's tensors under that class's names, each made of regions of the stored Megatron

@@ -115,6 +115,7 @@ SourceOptions sourceOptions(const ConsolidateOptions& options)
     so.dtype = options.dtype;
     so.excludeFrozen = options.excludeFrozen;
     so.all = options.all;
+    so.raw = options.raw;
     so.ignore = options.ignore;
     so.backend = options.backend;
     return so;
@@ -125,6 +126,11 @@ SourceOptions sourceOptions(const ConsolidateOptions& options)
 // unreadable tag is refused by tagTensors already, with its reason.
 TensorSet modelToWrite(const layout::OpenedTag& in, const ConsolidateOptions& options)
 {
+    // Stored names nothing loads as a model are written when asked for, never as if they were one.
+    if (!options.raw && !in->unmappedModel.empty())
+        throw Error("tag '" + in->name + "': " + in->unmappedModel +
+                        "; --raw exports it under the checkpoint's own names",
+                    in->dir.empty() ? in.checkpoint->model.root : in->dir);
     TensorSet set = withFilesBeside(tagTensors(in.checkpoint, *in, sourceOptions(options)), *in);
     if (!set.tensors.empty()) return set;
     const layout::Tag& tag = *in;
@@ -292,7 +298,7 @@ uint64_t planFingerprint(const layout::OpenedTag& in, const ConsolidateOptions& 
     text << "ckpt export 1 " << set.tag << '\n'
          << int(options.format) << ' ' << options.maxShardSize << ' '
          << (options.dtype ? int(*options.dtype) : -1) << ' ' << options.excludeFrozen << ' ' << options.all
-         << '\n';
+         << (options.raw ? " raw" : "") << '\n';
     for (const auto& g : options.ignore)
         text << "ignore " << g << '\n';
     for (size_t s = 0; s < shards.size(); ++s)

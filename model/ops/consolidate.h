@@ -26,7 +26,10 @@ struct ConsolidateOptions
     enum class Format { Safetensors, Bin } format = Format::Safetensors;
     uint64_t maxShardSize = 5'000'000'000; // decimal, as huggingface_hub parses "5GB"
     bool excludeFrozen = false;
-    bool all = false;                // every tensor, not only the model's (optimizer state, ...)
+    bool all = false; // every tensor, not only the model's (optimizer state, ...)
+    // The model under the checkpoint's own names where the family maps it to another's (Megatron's
+    // decoder.layers.* rather than a Hugging Face class's); required where no class matches.
+    bool raw = false;
     std::vector<std::string> ignore; // Composer ignore_keys globs over `/` paths
     // Floating tensors are written in this dtype; integer buffers keep theirs. nullopt: the
     // family's default (Tag::exportDtype: zero_to_fp32's float32 for ZeRO, frozen and buffers

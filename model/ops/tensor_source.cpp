@@ -97,18 +97,32 @@ struct Reader
     torch::DType from, to;
     gpu::ComputeBackend* backend = &gpu::cpuBackend();
 
-    // Copies `n` logical elements from `first` of a piece's tensor to dst, cast to `to`.
+    // Copies `n` logical elements from `first` of a piece's tensor to dst, cast to `to`; with a
+    // `step`, every step-th element from `first` (a row of a transposed region: a column of the
+    // stored tensor, which must then be stored contiguously).
     void copy(const Piece& p, const layout::TensorBytes& b, uint64_t first, uint64_t n, uint8_t* dst,
-              std::vector<uint8_t>& staging) const
+              std::vector<uint8_t>& staging, int64_t step = 1) const
     {
         const uint32_t fs = torch::elementSize(from);
         gpu::StridedView v{b.storage.bytes.data(), fs, b.shape, b.stride, b.storageOffset};
-        // A remote file's bytes come when read: only this range of a contiguous tensor (a chunk of
-        // a rank's flat partition), not its whole storage (bytes(…, false) fetched nothing).
-        if (b.contiguous)
+        if (step != 1) {
+            if (!b.contiguous)
+                throw Error("tensor '" + p.tensorPath +
+                            "' is read transposed, but is not stored contiguously");
+            v = gpu::StridedView{
+                b.storage.bytes.data(), fs, {int64_t(n)}, {step}, b.storageOffset + int64_t(first)};
+            // Fetched whole, kept: the next row reads the next column of the same rows.
+            p.file->fetch(b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs,
+                          ((n - 1) * uint64_t(step) + 1) * fs);
+            first = 0;
+        } else if (b.contiguous) {
+            // A remote file's bytes come when read: only this range of a contiguous tensor (a
+            // chunk of a rank's flat partition), not its whole storage (bytes(…, false) fetched
+            // nothing).
             p.file->fetch(b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs, n * fs);
-        else
+        } else {
             p.file->fetch(b.storage.bytes.data(), b.storage.bytes.size());
+        }
         // The job's backend does every step it supports; the rest runs on the CPU.
         const gpu::Scalar sf = *scalarOf(from);
         gpu::ComputeBackend& gatherer = backend->supports(gpu::Op::Gather, sf) ? *backend : gpu::cpuBackend();
@@ -128,7 +142,7 @@ struct Reader
         // of the first page: its head was read before (the previous row of a DCP chunk, the
         // previous range), and only whole pages are dropped, so rows shorter than a few pages
         // would otherwise leave a page each behind.
-        if (b.contiguous) {
+        if (b.contiguous && step == 1) {
             const uint8_t* at = b.storage.bytes.data() + (uint64_t(b.storageOffset) + first) * fs;
             const uint64_t back = std::min<uint64_t>(reinterpret_cast<uintptr_t>(at) % 4096,
                                                      uint64_t(at - b.storage.bytes.data()));
@@ -213,8 +227,9 @@ struct Reader
                 const uint64_t lo = std::max(at, first), hi = std::min(at + uint64_t(rowLen), end);
                 if (lo < hi) {
                     if (!bytes) bytes = p.file->bytes(p.tensorPath);
-                    copy(p, *bytes, p.rowStart(r, idx) + (lo - at), hi - lo, dst + (lo - first) * ts,
-                         staging);
+                    const int64_t step = p.regionStrides.empty() ? 1 : p.regionStrides.back();
+                    copy(p, *bytes, p.rowStart(r, idx) + (lo - at) * uint64_t(step), hi - lo,
+                         dst + (lo - first) * ts, staging, step);
                 }
                 for (size_t i = idx.size(); i-- > 0;) { // next row, row-major
                     if (++idx[i] < p.chunkShape[i]) break;
@@ -242,7 +257,8 @@ bool ignored(const std::string& path, const std::vector<std::string>& globs)
 namespace {
 
 // A region of a stored tensor (Source::regionStrides) lies inside it, one stride per dimension of
-// the chunk, rows whole: else a recognizer's mistake would read another tensor's bytes.
+// the chunk: else a recognizer's mistake would read another tensor's bytes. Its rows are whole
+// rows of the stored tensor, or (a transposed region) columns of it, read element by element.
 void checkRegion(const layout::Source& src, const layout::TensorFile& f, const std::string& param)
 {
     const auto fail = [&](const std::string& what) {
@@ -251,8 +267,8 @@ void checkRegion(const layout::Source& src, const layout::TensorFile& f, const s
     };
     if (src.chunkOffsets.empty() || src.regionStrides.size() != src.chunkShape.size())
         fail("has no stride for each dimension of its chunk");
-    if (!src.chunkShape.empty() && src.chunkShape.back() > 1 && src.regionStrides.back() != 1)
-        fail("does not read whole rows (its last stride is not 1)");
+    if (!src.chunkShape.empty() && src.chunkShape.back() > 1 && src.regionStrides.back() < 1)
+        fail("reads its rows backwards or in place (its last stride is below 1)");
     uint64_t stored = 1;
     for (int64_t d : f.bytes(src.tensorPath, false).shape)
         stored *= uint64_t(d);
@@ -338,11 +354,20 @@ TensorSet tagTensors(std::shared_ptr<const layout::OpenedCheckpoint> opened, con
     std::vector<SourceTensor>& plan = set.tensors;
     const std::optional<torch::DType> want = options.dtype ? options.dtype : tag.exportDtype;
     std::vector<const layout::Parameter*> params;
-    for (const auto& p : tag.params)
-        params.push_back(&p);
-    if (options.all)
+    if (options.raw && !tag.rawModel.empty()) {
+        // The stored model under its own names; the files written beside a mapped model (its
+        // config.json) describe the mapping, not these.
+        const std::set<std::string> raw(tag.rawModel.begin(), tag.rawModel.end());
         for (const auto& p : tag.otherTensors)
+            if (raw.count(p.name) || options.all) params.push_back(&p);
+        set.exportFiles.clear();
+    } else {
+        for (const auto& p : tag.params)
             params.push_back(&p);
+        if (options.all)
+            for (const auto& p : tag.otherTensors)
+                params.push_back(&p);
+    }
     std::set<std::string> dropped; // by a filter: their aliases go too
     for (const layout::Parameter* pp : params) {
         const layout::Parameter& p = *pp;

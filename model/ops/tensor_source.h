@@ -55,6 +55,7 @@ struct SourceOptions
     std::optional<torch::DType> dtype;
     bool excludeFrozen = false;
     bool all = false;                             // the tag's other tensors too (optimizer state, ...)
+    bool raw = false;                             // the model as stored (Tag::rawModel), not as mapped
     std::vector<std::string> ignore;              // fnmatch globs over `/` paths: a match drops the subtree
     std::shared_ptr<gpu::ComputeBackend> backend; // casts; nullptr = CPU
     layout::OpenObserver opening;                 // parsing the tag's files: progress and cancel

@@ -126,15 +126,17 @@ def _dtype(dtype):
 
 
 def export(src, out_dir, *, tag=None, safe_serialization=True, max_shard_size="5GB", dtype=None,
-           exclude_frozen_parameters=False, ignore=(), all_tensors=False, overwrite=False, device="auto",
-           manifest_out=None, progress=None, cancel=None) -> ExportResult:
+           exclude_frozen_parameters=False, ignore=(), all_tensors=False, raw=False, overwrite=False,
+           device="auto", manifest_out=None, progress=None, cancel=None) -> ExportResult:
     """`ckpt export`: the tag's model as a Hugging Face folder (safetensors or .bin shards and
-    index); for DeepSpeed ZeRO, zero_to_fp32's names, order, shards and values. `manifest_out`: also
-    write each output tensor's digest as read from the checkpoint (`verify(out, manifest=...)`)."""
+    index); for DeepSpeed ZeRO, zero_to_fp32's names, order, shards and values. `raw`: the model
+    under the checkpoint's own names where it is mapped to a Hugging Face class (Megatron's).
+    `manifest_out`: also write each output tensor's digest as read from the checkpoint
+    (`verify(out, manifest=...)`)."""
     s, t = _source(src, tag)
     fmt = "safetensors" if safe_serialization else "bin"
     return run(lambda poll: _engine.export(s, os.fspath(out_dir), t, fmt, _dtype(dtype), str(max_shard_size),
-                                           exclude_frozen_parameters, list(ignore), all_tensors, overwrite, device,
+                                           exclude_frozen_parameters, list(ignore), all_tensors, raw, overwrite, device,
                                            os.fspath(manifest_out) if manifest_out else "", poll),
                progress, cancel)
 

@@ -54,7 +54,7 @@ std::shared_ptr<gpu::ComputeBackend> backendOf(const std::string& device)
 ops::ConsolidateResult exportOp(nb::handle src, const std::string& out, const std::string& tag,
                                 const std::string& format, std::optional<std::string> dtype,
                                 const std::string& maxShardSize, bool excludeFrozen,
-                                std::vector<std::string> ignore, bool all, bool overwrite,
+                                std::vector<std::string> ignore, bool all, bool raw, bool overwrite,
                                 const std::string& device, const std::string& manifestOut, nb::object poll)
 {
     ops::ConsolidateOptions o;
@@ -68,6 +68,7 @@ ops::ConsolidateResult exportOp(nb::handle src, const std::string& out, const st
     o.excludeFrozen = excludeFrozen;
     o.ignore = std::move(ignore);
     o.all = all;
+    o.raw = raw;
     o.overwrite = overwrite;
     o.backend = backendOf(device);
     const Input in = inputOf(src);
@@ -179,7 +180,7 @@ void bindOperations(nb::module_& m)
 {
     bindResults(m);
     m.def("export", &exportOp, "src"_a, "out"_a, "tag"_a, "format"_a, "dtype"_a.none(), "max_shard_size"_a,
-          "exclude_frozen"_a, "ignore"_a, "all"_a, "overwrite"_a, "device"_a, "manifest_out"_a,
+          "exclude_frozen"_a, "ignore"_a, "all"_a, "raw"_a, "overwrite"_a, "device"_a, "manifest_out"_a,
           "poll"_a.none());
     m.def("universal", &universalOp, "src"_a, "out"_a, "tag"_a, "inject_missing_state"_a, "overwrite"_a,
           "poll"_a.none());

@@ -9,7 +9,8 @@ import pytest
 import checkpoint_studio as cs
 from conftest import DATA, sha
 
-RUNS = ["gpt_tp2pp2_fp32", "moe_tp1pp1_ep2_fp32", "legacy_tp2pp1_fp32"]
+RUNS = ["gpt_tp2pp2_fp32", "moe_tp1pp1_ep2_fp32", "legacy_tp2pp1_fp32", "gpt2_tp2pp1_fp32",
+        "legacy_tp2pp2_tied_fp32"]
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -25,5 +26,19 @@ def test_tensors_are_the_hugging_face_model(run):
         for name, w in want.items():
             t = tag.get_tensor(name)
             assert list(t.shape) == w["shape"] and sha(t) == w["sha256"], name
-        q = tag.get_slice("model.layers.1.self_attn.q_proj.weight")[8:24]
-        assert q.shape[0] == 16 and bool((q == tag.get_tensor("model.layers.1.self_attn.q_proj.weight")[8:24]).all())
+        if run.startswith("gpt2"):  # a Conv1D weight: a transposed region, sliced by rows
+            c = tag.get_slice("transformer.h.1.mlp.c_fc.weight")[8:24]
+            assert c.shape[0] == 16 and bool((c == tag.get_tensor("transformer.h.1.mlp.c_fc.weight")[8:24]).all())
+        else:
+            q = tag.get_slice("model.layers.1.self_attn.q_proj.weight")[8:24]
+            assert q.shape[0] == 16 and bool(
+                (q == tag.get_tensor("model.layers.1.self_attn.q_proj.weight")[8:24]).all())
+
+
+def test_raw_export_keeps_megatrons_names(tmp_path):
+    """export(raw=True): the stored tensors under Megatron's keys, no config.json of the class."""
+    run = DATA / "megatron" / "gpt2_tp2pp1_fp32"
+    keys = json.loads((DATA / "megatron" / "gpt2_tp2pp1_fp32.expect.json").read_text())["iterations"]["20"]["keys"]
+    r = cs.export(run, tmp_path / "raw", raw=True)
+    assert r.tensors == sum(1 for k in keys.values() if "shape" in k)
+    assert not (tmp_path / "raw" / "config.json").exists()
