@@ -123,6 +123,57 @@ private slots:
                      (k + ": " + config.value(k, nlohmann::json()).dump()).c_str());
     }
 
+    // Megatron-Bridge (run_config.yaml, no saved args) and NeMo 2 (context/model.yaml, weights/ under
+    // "module.", the vocabulary from its tokenizer): every stored key under Megatron's name with its
+    // global shape, the tool as a fact, and the export the Hugging Face model bit for bit (the
+    // generator checked its logits against the tool's own reloaded forward).
+    void bridgeAndNemoExportTheModel_data()
+    {
+        QTest::addColumn<QString>("run");
+        QTest::addColumn<QString>("framework");
+        QTest::newRow("bridge") << "bridge_llama_tp1pp1_fp32"
+                                << "Megatron-Bridge";
+        QTest::newRow("nemo2") << "nemo2_llama_tp1pp1_fp32"
+                               << "NeMo 2";
+    }
+    void bridgeAndNemoExportTheModel()
+    {
+        QFETCH(QString, run);
+        QFETCH(QString, framework);
+        const std::string dir = megatronDir() + "/" + run.toStdString();
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        const bool nemo = run.startsWith("nemo2");
+        const auto& at = nemo ? expect : expect["iterations"][expect["latest_checkpointed_iteration"].dump()];
+        const auto opened = layout::openCheckpoint(dir);
+        QCOMPARE(opened->model.family, std::string("megatron"));
+        const layout::Tag& tag = opened->chooseTag("");
+        QVERIFY2(tag.warnings.empty(), tag.warnings.empty() ? "" : tag.warnings.front().c_str());
+        QCOMPARE(testutil::badges(tag)["framework"].get<std::string>(), framework.toStdString());
+        QCOMPARE(testutil::badges(tag)["architecture"].get<std::string>(), std::string("LlamaForCausalLM"));
+        for (const auto& [key, k] : at["keys"].items()) {
+            if (!k.contains("shape")) continue;
+            const std::string name = nemo ? key.substr(7) : key; // "module." is NeMo's wrapper
+            const layout::Parameter* p = tensorNamed(tag, name);
+            QVERIFY2(p, name.c_str());
+            QCOMPARE(p->shape, k["shape"].get<std::vector<int64_t>>());
+        }
+        QTemporaryDir tmp;
+        const std::string out = tmp.filePath("hf").toStdString();
+        ops::consolidate(dir, out, {}, {}, {});
+        const auto st = safetensors::SafetensorsFile::open(out + "/model.safetensors");
+        QCOMPARE(st->tensors().size(), at["hf"].size());
+        for (const auto& t : st->tensors()) {
+            QVERIFY2(at["hf"].contains(t.name), t.name.c_str());
+            const auto b = st->bytes(t);
+            QVERIFY2(testutil::sha256Hex(b.data(), b.size()) == at["hf"][t.name]["sha256"].get<std::string>(),
+                     t.name.c_str());
+        }
+        const auto config = testutil::readJson(out + "/config.json");
+        for (const auto& [k, v] : expect["hf_config"].items())
+            QVERIFY2(config.contains(k) && config[k] == v,
+                     (k + ": " + config.value(k, nlohmann::json()).dump()).c_str());
+    }
+
     // --raw: the model under Megatron's own keys, each equal to the mapped model's source (the
     // GPT-2 flavour's Conv1D weights are transposed regions of them: --raw gives them untransposed),
     // no config.json (it describes the mapped class). An iteration folder of the legacy format opens

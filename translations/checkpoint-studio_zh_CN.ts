@@ -2578,32 +2578,34 @@ Click to select it in the tree.</source>
         <translation>否</translation>
     </message>
     <message>
-        <location filename="../model/layout/accelerate_family.cpp" line="172" />
+        <location filename="../model/layout/accelerate_family.cpp" line="167" />
         <location filename="../model/layout/composer_family.cpp" line="204" />
         <location filename="../model/layout/dcp_family.cpp" line="147" />
         <location filename="../model/layout/dcp_family.cpp" line="170" />
-        <location filename="../model/layout/lightning_family.cpp" line="144" />
-        <location filename="../model/layout/verl_family.cpp" line="259" />
+        <location filename="../model/layout/lightning_family.cpp" line="139" />
+        <location filename="../model/layout/megatron_family.cpp" line="516" />
+        <location filename="../model/layout/megatron_family.cpp" line="660" />
+        <location filename="../model/layout/verl_family.cpp" line="261" />
         <source>framework</source>
         <translation>框架</translation>
     </message>
     <message>
-        <location filename="../model/layout/accelerate_family.cpp" line="186" />
+        <location filename="../model/layout/accelerate_family.cpp" line="181" />
         <source>FSDP sharded state dict</source>
         <translation>FSDP 分片状态字典</translation>
     </message>
     <message>
-        <location filename="../model/layout/accelerate_family.cpp" line="193" />
+        <location filename="../model/layout/accelerate_family.cpp" line="188" />
         <source>prepared models</source>
         <translation>已准备的模型数</translation>
     </message>
     <message>
-        <location filename="../model/layout/accelerate_family.cpp" line="223" />
+        <location filename="../model/layout/accelerate_family.cpp" line="219" />
         <source>save number</source>
         <translation>保存序号</translation>
     </message>
     <message>
-        <location filename="../model/layout/accelerate_family.cpp" line="233" />
+        <location filename="../model/layout/accelerate_family.cpp" line="229" />
         <source>Accelerate save_state checkpoint</source>
         <translation>Accelerate save_state 检查点</translation>
     </message>
@@ -2623,7 +2625,7 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/composer_family.cpp" line="212" />
         <location filename="../model/layout/composer_family.cpp" line="214" />
         <location filename="../model/layout/dcp_family.cpp" line="152" />
-        <location filename="../model/layout/verl_family.cpp" line="261" />
+        <location filename="../model/layout/verl_family.cpp" line="263" />
         <source>world size</source>
         <translation>进程总数</translation>
     </message>
@@ -2733,26 +2735,26 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="246" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="230" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="243" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="248" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="232" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="245" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="249" />
-        <location filename="../model/layout/megatron_family.cpp" line="351" />
-        <location filename="../model/layout/megatron_family.cpp" line="446" />
+        <location filename="../model/layout/megatron_family.cpp" line="488" />
+        <location filename="../model/layout/megatron_family.cpp" line="503" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="250" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="233" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="246" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
@@ -2834,7 +2836,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/deepspeed_family.cpp" line="96" />
-        <location filename="../model/layout/megatron_family.cpp" line="98" />
+        <location filename="../model/layout/megatron_family.cpp" line="115" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
@@ -2871,19 +2873,19 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="413" />
-        <location filename="../model/layout/megatron_family.cpp" line="86" />
+        <location filename="../model/layout/megatron_family.cpp" line="103" />
         <source>hidden size</source>
         <translation>隐藏层大小</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="416" />
-        <location filename="../model/layout/megatron_family.cpp" line="85" />
+        <location filename="../model/layout/megatron_family.cpp" line="102" />
         <source>layers</source>
         <translation>层数</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="419" />
-        <location filename="../model/layout/megatron_family.cpp" line="87" />
+        <location filename="../model/layout/megatron_family.cpp" line="104" />
         <source>attention heads</source>
         <translation>注意力头数</translation>
     </message>
@@ -2899,35 +2901,35 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed 标签</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="146" />
+        <location filename="../model/layout/lightning_family.cpp" line="141" />
         <source>Lightning version</source>
         <translation>Lightning 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="150" />
+        <location filename="../model/layout/lightning_family.cpp" line="145" />
         <location filename="../model/layout/trainer_family.cpp" line="194" />
         <source>global step</source>
         <translation>全局步数</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="192" />
+        <location filename="../model/layout/lightning_family.cpp" line="187" />
         <source>names without the prefix</source>
         <translation>去掉前缀的名称</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="204" />
+        <location filename="../model/layout/lightning_family.cpp" line="199" />
         <source>PyTorch Lightning checkpoint</source>
         <translation>PyTorch Lightning 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/lightning_family.cpp" line="254" />
+        <location filename="../model/layout/lightning_family.cpp" line="250" />
         <source>Lightning strategy save</source>
         <translation>Lightning 策略保存</translation>
     </message>
     <message>
         <location filename="../model/layout/composer_family.cpp" line="231" />
         <location filename="../model/layout/dcp_family.cpp" line="154" />
-        <location filename="../model/layout/lightning_family.cpp" line="148" />
+        <location filename="../model/layout/lightning_family.cpp" line="143" />
         <location filename="../model/layout/trainer_family.cpp" line="195" />
         <source>epoch</source>
         <translation>轮次</translation>
@@ -2963,122 +2965,132 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="88" />
+        <location filename="../model/layout/megatron_family.cpp" line="105" />
         <source>query groups</source>
         <translation>查询组数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="89" />
+        <location filename="../model/layout/megatron_family.cpp" line="106" />
         <source>FFN size</source>
         <translation>FFN 大小</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="90" />
+        <location filename="../model/layout/megatron_family.cpp" line="107" />
         <source>vocabulary (padded)</source>
         <translation>词表大小（填充后）</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="91" />
+        <location filename="../model/layout/megatron_family.cpp" line="108" />
         <source>max positions</source>
         <translation>最大位置数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="92" />
+        <location filename="../model/layout/megatron_family.cpp" line="109" />
         <source>position embedding</source>
         <translation>位置编码</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="93" />
+        <location filename="../model/layout/megatron_family.cpp" line="110" />
         <source>normalization</source>
         <translation>归一化</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="94" />
+        <location filename="../model/layout/megatron_family.cpp" line="111" />
         <source>SwiGLU</source>
         <translation>SwiGLU</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="95" />
+        <location filename="../model/layout/megatron_family.cpp" line="112" />
         <source>linear biases</source>
         <translation>线性层偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="96" />
+        <location filename="../model/layout/megatron_family.cpp" line="113" />
         <source>QKV bias</source>
         <translation>QKV 偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="97" />
+        <location filename="../model/layout/megatron_family.cpp" line="114" />
         <source>untied embeddings</source>
         <translation>输入输出嵌入不共享</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="99" />
+        <location filename="../model/layout/megatron_family.cpp" line="116" />
         <source>experts per token</source>
         <translation>每个 token 的专家数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="100" />
+        <location filename="../model/layout/megatron_family.cpp" line="117" />
         <source>tensor-parallel size</source>
         <translation>张量并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="101" />
+        <location filename="../model/layout/megatron_family.cpp" line="118" />
         <source>pipeline-parallel size</source>
         <translation>流水线并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="102" />
+        <location filename="../model/layout/megatron_family.cpp" line="119" />
         <source>expert-parallel size</source>
         <translation>专家并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="103" />
+        <location filename="../model/layout/megatron_family.cpp" line="120" />
         <source>consumed samples</source>
         <translation>已消耗样本数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="184" />
+        <location filename="../model/layout/megatron_family.cpp" line="224" />
         <source>exports as</source>
         <translation>导出为</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="362" />
+        <location filename="../model/layout/megatron_family.cpp" line="543" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="260" />
+        <location filename="../model/layout/verl_family.cpp" line="262" />
         <source>role</source>
         <translation>角色</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="267" />
+        <location filename="../model/layout/verl_family.cpp" line="269" />
         <source>FSDP version</source>
         <translation>FSDP 版本</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="283" />
+        <location filename="../model/layout/verl_family.cpp" line="285" />
         <source>device mesh</source>
         <translation>设备网格</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="284" />
+        <location filename="../model/layout/verl_family.cpp" line="286" />
         <source>placements</source>
         <translation>放置方式</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="349" />
+        <location filename="../model/layout/verl_family.cpp" line="390" />
         <source>LR scheduler step</source>
         <translation>学习率调度器步数</translation>
     </message>
     <message>
-        <location filename="../model/layout/verl_family.cpp" line="362" />
+        <location filename="../model/layout/verl_family.cpp" line="414" />
+        <source>critic</source>
+        <translation>评论家模型 (critic)</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="415" />
+        <source>actor</source>
+        <translation>演员模型 (actor)</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/verl_family.cpp" line="435" />
         <source>verl checkpoint</source>
         <translation>verl 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="243" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="256" />
         <source>PyTorch DCP over safetensors</source>
         <translation>基于 safetensors 的 PyTorch DCP</translation>
     </message>

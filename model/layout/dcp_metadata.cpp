@@ -269,7 +269,10 @@ Metadata parseMetadata(io::ByteSpan bytes, const std::string& file)
         throw e.withFile(file);
     }
     const Value* root = parsed.root;
-    if (!isDcp(root, "Metadata")) r.fail("not DCP metadata: the pickle holds " + describe(root));
+    // megatron-core 0.15 saves its subclass (one more field, mcore_data, beside torch's).
+    const bool mcore = className(root) == "MCoreMetadata" &&
+                       root->callable->text.starts_with("megatron.core.dist_checkpointing.");
+    if (!isDcp(root, "Metadata") && !mcore) r.fail("not DCP metadata: the pickle holds " + describe(root));
 
     Metadata md;
     if (const auto v = torch::asString(field(root, "version"))) md.version = *v;

@@ -15,6 +15,7 @@
 #include "layout/families.h"
 #include "layout/megatron_hf.h"
 #include "layout/words.h"
+#include "layout/yaml_scalars.h"
 #include "torch/pickle_json.h"
 #include "torch/torch_file.h"
 
@@ -74,6 +75,20 @@ bool isIteration(const io::Folder& dir)
     const std::vector<io::FolderEntry> entries = dir.entries();
     return std::any_of(entries.begin(), entries.end(),
                        [](const io::FolderEntry& e) { return e.folder && e.name.rfind("mp_rank_", 0) == 0; });
+}
+
+// A NeMo 2 checkpoint: context/ (the model's config, its tokenizer) beside weights/, a torch_dist
+// save of the model under "module.".
+bool isNemoCheckpoint(const io::Folder& dir)
+{
+    return dir.has("weights") && dir.has("context") && !shardedBackend(dir.folder("weights")).empty();
+}
+
+// A NeMo 2 run's checkpoint folders are named by their metrics and step
+// ("<name>--val_loss=1.23-step=100-consumed_samples=800[-last]").
+bool isNemoCheckpointName(const std::string& name)
+{
+    return name.find("step=") != std::string::npos;
 }
 
 // What Megatron-LM's saved args say of the run, as facts (and badges under their own names).
@@ -167,6 +182,8 @@ MegatronShape shapeOf(const nlohmann::ordered_json& a)
     };
     for (const auto& [key, what] : exotic)
         if (flag(key)) m.unmapped += (m.unmapped.empty() ? "" : ", ") + std::string(what);
+    if (!text("glu_activation").empty())
+        m.unmapped += (m.unmapped.empty() ? "" : ", ") + std::string("a gated ") + text("glu_activation");
     if (real("rotary_percent", 1.0) != 1.0 && m.positionEmbedding == "rope")
         m.unmapped += (m.unmapped.empty() ? "" : ", ") + std::string("partial RoPE (--rotary-percent)");
     return m;
@@ -206,6 +223,123 @@ void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
     tag.exportFiles.push_back({"config.json", config.dump(2, ' ', true) + "\n"});
     stateBadge(tag, "architecture", QT_TRANSLATE_NOOP("ckpt::layout", "exports as"),
                huggingFaceArchitecture(m));
+}
+
+// Megatron-Core's TransformerConfig as a tool dumped it (Megatron-Bridge's run_config.yaml under
+// model.*, NeMo 2's context/model.yaml under config.*), as the Megatron-LM args the family reads.
+nlohmann::ordered_json argsFromConfig(const std::map<std::string, nlohmann::json>& y, const std::string& at)
+{
+    const auto get = [&](const std::string& k) {
+        const auto it = y.find(at + k);
+        return it == y.end() ? nlohmann::json() : it->second;
+    };
+    nlohmann::ordered_json a;
+    for (const char* k : {"num_layers",
+                          "hidden_size",
+                          "num_attention_heads",
+                          "num_query_groups",
+                          "kv_channels",
+                          "ffn_hidden_size",
+                          "normalization",
+                          "position_embedding_type",
+                          "rotary_base",
+                          "rotary_percent",
+                          "rotary_interleaved",
+                          "add_bias_linear",
+                          "add_qkv_bias",
+                          "qk_layernorm",
+                          "moe_router_topk",
+                          "moe_ffn_hidden_size",
+                          "multi_latent_attention",
+                          "apply_residual_connection_post_layernorm",
+                          "tensor_model_parallel_size",
+                          "pipeline_model_parallel_size",
+                          "expert_model_parallel_size",
+                          "bf16",
+                          "fp16",
+                          "vocab_size",
+                          "max_position_embeddings"})
+        if (!get(k).is_null()) a[k] = get(k);
+    if (get("layernorm_epsilon").is_number()) a["norm_epsilon"] = get("layernorm_epsilon");
+    if (get("num_moe_experts").is_number_integer()) a["num_experts"] = get("num_moe_experts");
+    if (!a.contains("max_position_embeddings") && get("seq_length").is_number_integer())
+        a["max_position_embeddings"] = get("seq_length");
+    if (a.contains("num_query_groups") && a.contains("num_attention_heads") &&
+        a["num_query_groups"] != a["num_attention_heads"])
+        a["group_query_attention"] = true;
+    if (get("share_embeddings_and_output_weights").is_boolean())
+        a["untie_embeddings_and_output_weights"] = !get("share_embeddings_and_output_weights").get<bool>();
+    if (get("layernorm_zero_centered_gamma").is_boolean())
+        a["apply_layernorm_1p"] = get("layernorm_zero_centered_gamma");
+    // The activation is a callable, dumped as its import path: SwiGLU is a gated SiLU.
+    const nlohmann::json act = get("activation_func._target_");
+    const std::string f = act.is_string() ? act.get<std::string>() : "";
+    a["swiglu"] = get("gated_linear_unit") == true && f.ends_with(".silu");
+    if (f.ends_with("squared_relu")) a["squared_relu"] = true;
+    if (get("gated_linear_unit") == true && !f.ends_with(".silu")) a["glu_activation"] = f;
+    return a;
+}
+
+// The vocabulary a Hugging Face tokenizer.json covers: its highest token id + 1, or 0.
+int64_t tokenizerVocabulary(const std::string& path)
+{
+    try {
+        const auto t = nlohmann::json::parse(io::readSmallFile(path, 64u << 20), nullptr, false);
+        if (!t.is_object() || !t.contains("model") || !t["model"].is_object()) return 0;
+        int64_t n = 0;
+        const auto& v = t["model"].value("vocab", nlohmann::json());
+        if (v.is_object())
+            for (const auto& [piece, id] : v.items())
+                if (id.is_number_integer()) n = std::max(n, id.get<int64_t>() + 1);
+        if (v.is_array()) n = int64_t(v.size()); // Unigram: [piece, score] in id order
+        if (t.contains("added_tokens") && t["added_tokens"].is_array())
+            for (const auto& a : t["added_tokens"])
+                if (a.is_object() && a.contains("id") && a["id"].is_number_integer())
+                    n = std::max(n, a["id"].get<int64_t>() + 1);
+        return n;
+    } catch (const Error&) {
+        return 0;
+    }
+}
+
+// The padded vocabulary, which a config that pads at build time records nowhere else.
+int64_t storedVocabulary(const Tag& tag)
+{
+    for (const Parameter& p : tag.params)
+        if (p.name == "embedding.word_embeddings.weight" && !p.shape.empty()) return p.shape[0];
+    return 0;
+}
+
+// NeMo 2 saves its module under "module.": Megatron's own keys without it.
+void withoutModulePrefix(Tag& tag)
+{
+    const auto prefixed = [](const Parameter& p) { return p.name.starts_with("module."); };
+    if (tag.params.empty() || !std::all_of(tag.params.begin(), tag.params.end(), prefixed)) return;
+    for (auto* list : {&tag.params, &tag.otherTensors})
+        for (Parameter& p : *list)
+            if (prefixed(p)) p.name.erase(0, 7);
+}
+
+// The model's facts and Hugging Face names from a tool's config in place of saved args; the
+// padded vocabulary from the stored embedding, the real one from the config or the tokenizer.
+void addConfigModel(Tag& tag, nlohmann::ordered_json args, int64_t tokenizerVocab)
+{
+    if (const int64_t padded = storedVocabulary(tag)) {
+        args["padded_vocab_size"] = padded;
+        if (!args.contains("vocab_size") || !args["vocab_size"].is_number_integer()) {
+            if (tokenizerVocab > 0 && tokenizerVocab <= padded) {
+                args["vocab_size"] = tokenizerVocab;
+            } else {
+                args["vocab_size"] = padded;
+                tag.warnings.push_back(
+                    "the config names no vocabulary and no tokenizer says it: exported with "
+                    "all " +
+                    std::to_string(padded) + " stored rows, padding included");
+            }
+        }
+    }
+    addArgsFacts(tag, args);
+    asHuggingFace(tag, args);
 }
 
 // How a legacy rank file's tensor makes the global one (torch_dist's key, layers stacked): the
@@ -376,6 +510,53 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
     return tag;
 }
 
+// A torch_dist folder's tensors, through the DCP family, under Megatron's own keys.
+Tag openTorchDist(const std::string& name, const io::Folder& dir, FileSet& files)
+{
+    const std::string backend = shardedBackend(dir);
+    if (backend != "torch_dist")
+        throw Error("sharded backend '" + backend + "' is not read (torch_dist is)",
+                    dir.file("metadata.json"));
+    TagList sub;
+    sub.root = dir.path();
+    sub.tags.push_back({name, dir.path()});
+    Tag tag = dcpFamily().openTag(sub, 0, files);
+    stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron");
+    return tag;
+}
+
+// A NeMo 2 checkpoint: weights/ is the model (under "module."), Lightning's state in its
+// common.pt (global_step); context/model.yaml the model's config, context/nemo_tokenizer/ the
+// tokenizer whose vocabulary NeMo padded.
+Tag openNemo(const std::string& name, const io::Folder& dir, FileSet& files)
+{
+    const io::Folder weights = dir.folder("weights"), context = dir.folder("context");
+    Tag tag = openTorchDist(name, weights, files);
+    tag.dir = dir.path();
+    withoutModulePrefix(tag);
+    stateBadge(tag, "framework", QT_TRANSLATE_NOOP("ckpt::layout", "framework"), "NeMo 2");
+    if (weights.sizeOf("common.pt"))
+        if (const torch::TorchFile* f = files.get(weights.file("common.pt"))->torch())
+            if (const auto step = torch::asInt(f->value("global_step"))) tag.globalSteps = *step;
+    if (!context.sizeOf("model.yaml")) {
+        tag.warnings.push_back(
+            "no context/model.yaml: the model's shape is unknown, so it has no Hugging Face "
+            "names");
+        return tag;
+    }
+    const auto yaml = yamlScalars(io::readSmallFile(context.file("model.yaml"), 16u << 20));
+    const auto tok = yaml.find("tokenizer.pretrained_model_name");
+    int64_t vocab = 0;
+    if (tok != yaml.end() && tok->second.is_string() &&
+        tok->second.get<std::string>().find('/') == std::string::npos &&
+        tok->second.get<std::string>().find("..") == std::string::npos) {
+        const io::Folder t = context.folder(tok->second.get<std::string>());
+        if (t.sizeOf("tokenizer.json")) vocab = tokenizerVocabulary(t.file("tokenizer.json"));
+    }
+    addConfigModel(tag, argsFromConfig(yaml, "config."), vocab);
+    return tag;
+}
+
 class MegatronFamily final : public Family
 {
 public:
@@ -387,8 +568,10 @@ public:
     std::string_view lookedFor() const override
     {
         return "a Megatron-Core checkpoint (latest_checkpointed_iteration.txt beside iter_NNNNNNN folders, "
-               "or "
-               "an iteration folder whose metadata.json names its sharded backend)";
+               "an "
+               "iteration folder whose metadata.json names its sharded backend or holding mp_rank_TT "
+               "folders, "
+               "a NeMo 2 checkpoint's context/ and weights/, or a folder of those)";
     }
     std::vector<std::string> namesAsked() const override { return {kTracker, "metadata.json"}; }
 
@@ -405,7 +588,12 @@ public:
             return false;
         }
         // One iteration: torch_dist's (metadata.json) or the legacy format's mp_rank_TT folders.
-        return isIteration(dir);
+        if (isIteration(dir) || isNemoCheckpoint(dir)) return true;
+        // A NeMo 2 run: its first checkpoint folder says.
+        if (!dir.lists()) return false;
+        for (const io::FolderEntry& e : dir.entries())
+            if (e.folder && isNemoCheckpointName(e.name)) return isNemoCheckpoint(dir.folder(e.name));
+        return false;
     }
 
     TagList listTags(const std::string& path) const override
@@ -413,7 +601,19 @@ public:
         const io::Folder dir(path);
         TagList list;
         list.root = path;
-        if (!dir.sizeOf(kTracker)) { // one iteration folder
+        if (!dir.sizeOf(kTracker) && !isIteration(dir) && !isNemoCheckpoint(dir)) { // a NeMo 2 run
+            std::vector<std::string> names;
+            for (const io::FolderEntry& e : dir.entries())
+                if (e.folder && isNemoCheckpointName(e.name)) names.push_back(e.name);
+            std::sort(names.begin(), names.end(),
+                      [](const auto& a, const auto& b) { return trainingOrder(a) < trainingOrder(b); });
+            for (const std::string& n : names)
+                list.tags.push_back({n, dir.folder(n).path()});
+            if (names.empty()) throw Error("no NeMo 2 checkpoint folder (<name>-step=N...)", path);
+            list.latest = names.back();
+            return list;
+        }
+        if (!dir.sizeOf(kTracker)) { // one iteration folder, or one NeMo 2 checkpoint
             list.tags.push_back({dir.name(), path});
             list.latest = dir.name();
             return list;
@@ -449,6 +649,11 @@ public:
     {
         const auto& [name, where] = list.tags.at(index);
         const io::Folder dir(where);
+        if (isNemoCheckpoint(dir)) {
+            Tag tag = openNemo(name, dir, files);
+            tag.latest = name == list.latest;
+            return tag;
+        }
         const std::string backend = shardedBackend(dir);
         if (backend.empty()) {
             if (!isIteration(dir))
@@ -459,16 +664,10 @@ public:
             tag.latest = name == list.latest;
             return tag;
         }
-        if (backend != "torch_dist")
-            throw Error("sharded backend '" + backend + "' is not read (torch_dist is)",
-                        dir.file("metadata.json"));
-        TagList sub;
-        sub.root = where;
-        sub.tags.push_back({name, where});
-        Tag tag = dcpFamily().openTag(sub, 0, files);
+        Tag tag = openTorchDist(name, dir, files);
         tag.latest = name == list.latest;
-        stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron");
         if (const auto n = iterationOf(name)) tag.globalSteps = *n;
+        bool described = false;
         if (dir.sizeOf("common.pt")) {
             const auto common = files.get(dir.file("common.pt"));
             if (const torch::TorchFile* f = common->torch()) {
@@ -476,10 +675,24 @@ public:
                 if (args.is_object()) {
                     addArgsFacts(tag, args);
                     asHuggingFace(tag, args);
+                    described = true;
                 }
                 if (const auto it = torch::asInt(f->value("iteration"))) tag.globalSteps = *it;
             }
         }
+        // Megatron-Bridge saves no args: its run_config.yaml holds the model's config.
+        if (!described && dir.sizeOf("run_config.yaml")) {
+            stateBadge(tag, "framework", QT_TRANSLATE_NOOP("ckpt::layout", "framework"), "Megatron-Bridge");
+            addConfigModel(
+                tag,
+                argsFromConfig(yamlScalars(io::readSmallFile(dir.file("run_config.yaml"), 16u << 20)),
+                               "model."),
+                0);
+            described = true;
+        }
+        if (!described)
+            tag.warnings.push_back("no saved args (common.pt) and no run_config.yaml: the model's shape is "
+                                   "unknown, so it has no Hugging Face names");
         return tag;
     }
 };

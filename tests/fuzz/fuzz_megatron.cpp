@@ -1,10 +1,11 @@
 // Fuzzes the Megatron-Core family (issue 38): runs the real megatron-core wrote (tests/data/megatron)
 // with one of their small files replaced: the tracker latest_checkpointed_iteration.txt, an
 // iteration's metadata.json (its sharded backend), common.pt (the args, read by our pickle VM,
-// never run), the DCP .metadata, or a legacy rank's model_optim_rng.pt (the TP shards merged by
-// partition dimension against the args' sizes). The run is then opened as a checkpoint, every
-// tensor read, and the model read as exported (the Hugging Face mapping). An Error or a warning is
-// fine; a crash, a hang or an unbounded allocation is not.
+// never run), the DCP .metadata, a legacy rank's model_optim_rng.pt (the TP shards merged by
+// partition dimension against the args' sizes), Megatron-Bridge's run_config.yaml or NeMo 2's
+// model.yaml (our YAML scalar reader), its tokenizer.json (the vocabulary) or weights/common.pt. The run is
+// then opened as a checkpoint, every tensor read, and the model read as exported (the Hugging Face mapping).
+// An Error or a warning is fine; a crash, a hang or an unbounded allocation is not.
 #include "fuzz_folder.h"
 
 namespace {
@@ -12,10 +13,13 @@ namespace {
 const fuzz::VictimRuns& runs()
 {
     static const fuzz::VictimRuns r(
-        "fuzz_megatron", "megatron", {"gpt_tp2pp2_fp32", "qwen_tp1pp1_qkvbias_fp32", "legacy_tp2pp1_fp32"},
+        "fuzz_megatron", "megatron",
+        {"gpt_tp2pp2_fp32", "qwen_tp1pp1_qkvbias_fp32", "legacy_tp2pp1_fp32", "bridge_llama_tp1pp1_fp32",
+         "nemo2_llama_tp1pp1_fp32"},
         {"latest_checkpointed_iteration.txt", "iter_0000020/metadata.json", "iter_0000020/common.pt",
          "iter_0000020/.metadata", "iter_0000020/mp_rank_00/model_optim_rng.pt",
-         "iter_0000020/mp_rank_01/model_optim_rng.pt"});
+         "iter_0000020/mp_rank_01/model_optim_rng.pt", "iter_0000002/run_config.yaml", "context/model.yaml",
+         "context/nemo_tokenizer/tokenizer.json", "weights/common.pt", "weights/.metadata"});
     return r;
 }
 

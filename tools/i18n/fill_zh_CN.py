@@ -604,6 +604,8 @@ ZH = {
     "prepared models": "已准备的模型数",
     "save number": "保存序号",
     "Accelerate save_state checkpoint": "Accelerate save_state 检查点",
+    "critic": "评论家模型 (critic)",
+    "actor": "演员模型 (actor)",
 }
 
 
