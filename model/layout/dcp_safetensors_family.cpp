@@ -160,7 +160,10 @@ void addShardFile(Chunks& all, Tag& tag, const io::Folder& dir, const std::strin
     tag.files.push_back(rf);
     for (const safetensors::TensorInfo& t : st->tensors()) {
         const auto it = info.find(t.name);
-        const nlohmann::json* offsets = it == info.end() ? nullptr : &(*it)["saved_offsets"];
+        // A chunk's entry may be anything: a missing key on a const json is an assertion, not an Error.
+        const nlohmann::json* offsets = it == info.end() || !it->is_object() || !it->contains("saved_offsets")
+                                            ? nullptr
+                                            : &it->at("saved_offsets");
         if (!offsets || !offsets->is_array() || offsets->size() != t.shape.size() ||
             !std::all_of(offsets->begin(), offsets->end(),
                          [](const auto& o) { return o.is_number_unsigned(); }))
