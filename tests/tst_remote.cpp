@@ -55,6 +55,17 @@ QByteArray readAll(const QString& path)
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
+// Every file below `from` (hidden ones too: DCP's .metadata) at the same place below `to`.
+bool copyTree(const QString& from, const QString& to)
+{
+    for (QDirIterator it(from, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories); it.hasNext();) {
+        const QString dst = to + "/" + QDir(from).relativeFilePath(it.next());
+        QDir().mkpath(QFileInfo(dst).path());
+        if (!QFile::copy(it.filePath(), dst)) return false;
+    }
+    return true;
+}
+
 void writeAll(const QString& path, const QByteArray& bytes)
 {
     QDir().mkpath(QFileInfo(path).path());
@@ -275,6 +286,7 @@ class TestRemote : public QObject
 
     std::map<QString, uint64_t> fetchedPerObject(const QString& scheme, int* requests) const;
     void prepareFixtures();
+    static void addStackRows();
     void startNginx();
     void startMoto();
     void startHub();
@@ -437,14 +449,8 @@ void TestRemote::prepareFixtures()
         }
     }
     // Hugging Face Trainer runs: one with its final model at the top, one with DeepSpeed tags.
-    for (const char* run : {"gpt2_plain_w1", "gpt2_zero1_bf16_w2"}) {
-        const QString from = data + "/trainer/" + run;
-        for (QDirIterator it(from, QDir::Files, QDirIterator::Subdirectories); it.hasNext();) {
-            const QString to = m_www + "/trainer-" + run + "/" + QDir(from).relativeFilePath(it.next());
-            QDir().mkpath(QFileInfo(to).path());
-            QVERIFY(QFile::copy(it.filePath(), to));
-        }
-    }
+    for (const char* run : {"gpt2_plain_w1", "gpt2_zero1_bf16_w2"})
+        QVERIFY(copyTree(data + "/trainer/" + run, m_www + "/trainer-" + run));
     // A run folder of DCP saves (Composer's sharded checkpoints: a folder per step).
     const QString step = data + "/composer/fsdp2_sharded/ep0-ba2";
     QDir().mkpath(m_www + "/dcp-run/ep0-ba2");
@@ -463,12 +469,7 @@ void TestRemote::prepareFixtures()
         {"megatron/legacy_tp2pp1_fp32", "megatron-legacy"},
     };
     for (const auto& [from, to] : stacks)
-        for (QDirIterator it(data + "/" + from, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
-             it.hasNext();) {
-            const QString dst = m_www + "/" + to + "/" + QDir(data + "/" + from).relativeFilePath(it.next());
-            QDir().mkpath(QFileInfo(dst).path());
-            QVERIFY(QFile::copy(it.filePath(), dst));
-        }
+        QVERIFY(copyTree(data + "/" + from, m_www + "/" + to));
     for (const QString folder :
          {"uni", "composer-run", "composer", "composer-ds-gz", "composer-ds-tar", "trainer-gpt2_plain_w1",
           "trainer-gpt2_zero1_bf16_w2", "dcp-run", "verl", "lightning", "lightning-ds", "accelerate",
@@ -1360,6 +1361,37 @@ void TestRemote::s3ObjectReplacedMidRead()
 // ---------------------------------------------------------------------------------------------
 // ckpt inspect
 
+// The other training stacks' rows of inspectUrlMatchesLocal (issues 38, 40), listed by the
+// stores; over HTTP a Megatron iteration's .distcp names come from .metadata, a Lightning .ckpt is
+// a file.
+void TestRemote::addStackRows()
+{
+    QTest::newRow("s3 verl run") << "s3"
+                                 << "verl";
+    QTest::newRow("hf verl run") << "hf"
+                                 << "verl";
+    QTest::newRow("s3 Lightning run") << "s3"
+                                      << "lightning";
+    QTest::newRow("http Lightning file") << "http"
+                                         << "lightning/last.ckpt";
+    QTest::newRow("gs Lightning DeepSpeed run") << "gs"
+                                                << "lightning-ds";
+    QTest::newRow("s3 Accelerate run") << "s3"
+                                       << "accelerate";
+    QTest::newRow("hf Accelerate FSDP folder") << "hf"
+                                               << "accelerate-fsdp";
+    QTest::newRow("s3 torchtitan run") << "s3"
+                                       << "torchtitan";
+    QTest::newRow("gs DCP over safetensors") << "gs"
+                                             << "dcp-safetensors";
+    QTest::newRow("s3 Megatron run") << "s3"
+                                     << "megatron";
+    QTest::newRow("http Megatron iteration") << "http"
+                                             << "megatron/iter_0000020/";
+    QTest::newRow("hf Megatron legacy run") << "hf"
+                                            << "megatron-legacy";
+}
+
 void TestRemote::inspectUrlMatchesLocal_data()
 {
     QTest::addColumn<QString>("scheme");
@@ -1444,32 +1476,7 @@ void TestRemote::inspectUrlMatchesLocal_data()
                                 << "dcp-run";
     QTest::newRow("hf DCP run") << "hf"
                                 << "dcp-run";
-    // The other training stacks (issues 38, 40), listed by the stores; over HTTP a Megatron run
-    // is found by its tracker and its .distcp names come from .metadata, a Lightning .ckpt is a file.
-    QTest::newRow("s3 verl run") << "s3"
-                                 << "verl";
-    QTest::newRow("hf verl run") << "hf"
-                                 << "verl";
-    QTest::newRow("s3 Lightning run") << "s3"
-                                      << "lightning";
-    QTest::newRow("http Lightning file") << "http"
-                                         << "lightning/last.ckpt";
-    QTest::newRow("gs Lightning DeepSpeed run") << "gs"
-                                                << "lightning-ds";
-    QTest::newRow("s3 Accelerate run") << "s3"
-                                       << "accelerate";
-    QTest::newRow("hf Accelerate FSDP folder") << "hf"
-                                               << "accelerate-fsdp";
-    QTest::newRow("s3 torchtitan run") << "s3"
-                                       << "torchtitan";
-    QTest::newRow("gs DCP over safetensors") << "gs"
-                                             << "dcp-safetensors";
-    QTest::newRow("s3 Megatron run") << "s3"
-                                     << "megatron";
-    QTest::newRow("http Megatron iteration") << "http"
-                                             << "megatron/iter_0000020/";
-    QTest::newRow("hf Megatron legacy run") << "hf"
-                                            << "megatron-legacy";
+    addStackRows();
     // rclone's S3 (ranges answered 200 with a Content-Range; no ETags).
     QTest::newRow("rclone torch") << "rclone"
                                   << "torch/nested.pt";
