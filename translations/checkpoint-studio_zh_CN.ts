@@ -2583,8 +2583,8 @@ Click to select it in the tree.</source>
         <location filename="../model/layout/dcp_family.cpp" line="147" />
         <location filename="../model/layout/dcp_family.cpp" line="170" />
         <location filename="../model/layout/lightning_family.cpp" line="139" />
-        <location filename="../model/layout/megatron_family.cpp" line="516" />
-        <location filename="../model/layout/megatron_family.cpp" line="660" />
+        <location filename="../model/layout/megatron_family.cpp" line="675" />
+        <location filename="../model/layout/megatron_family.cpp" line="823" />
         <location filename="../model/layout/verl_family.cpp" line="261" />
         <source>framework</source>
         <translation>框架</translation>
@@ -2735,26 +2735,26 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="246" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="243" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="246" />
         <source>format</source>
         <translation>格式</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="248" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="245" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="248" />
         <source>DCP version</source>
         <translation>DCP 版本</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="249" />
-        <location filename="../model/layout/megatron_family.cpp" line="488" />
-        <location filename="../model/layout/megatron_family.cpp" line="503" />
+        <location filename="../model/layout/megatron_family.cpp" line="578" />
+        <location filename="../model/layout/megatron_family.cpp" line="662" />
         <source>layout</source>
         <translation>布局</translation>
     </message>
     <message>
         <location filename="../model/layout/dcp_family.cpp" line="250" />
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="246" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="249" />
         <source>ranks</source>
         <translation>rank 数</translation>
     </message>
@@ -2801,6 +2801,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/deepspeed_family.cpp" line="68" />
+        <location filename="../model/layout/megatron_family.cpp" line="122" />
         <source>optimizer</source>
         <translation>优化器</translation>
     </message>
@@ -2836,7 +2837,7 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/deepspeed_family.cpp" line="96" />
-        <location filename="../model/layout/megatron_family.cpp" line="115" />
+        <location filename="../model/layout/megatron_family.cpp" line="116" />
         <source>experts</source>
         <translation>专家</translation>
     </message>
@@ -2873,19 +2874,19 @@ Click to select it in the tree.</source>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="413" />
-        <location filename="../model/layout/megatron_family.cpp" line="103" />
+        <location filename="../model/layout/megatron_family.cpp" line="104" />
         <source>hidden size</source>
         <translation>隐藏层大小</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="416" />
-        <location filename="../model/layout/megatron_family.cpp" line="102" />
+        <location filename="../model/layout/megatron_family.cpp" line="103" />
         <source>layers</source>
         <translation>层数</translation>
     </message>
     <message>
         <location filename="../model/layout/hf_family.cpp" line="419" />
-        <location filename="../model/layout/megatron_family.cpp" line="104" />
+        <location filename="../model/layout/megatron_family.cpp" line="105" />
         <source>attention heads</source>
         <translation>注意力头数</translation>
     </message>
@@ -2965,87 +2966,98 @@ Click to select it in the tree.</source>
         <translation>DeepSpeed Universal 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="105" />
+        <location filename="../model/layout/megatron_family.cpp" line="106" />
         <source>query groups</source>
         <translation>查询组数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="106" />
+        <location filename="../model/layout/megatron_family.cpp" line="107" />
         <source>FFN size</source>
         <translation>FFN 大小</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="107" />
+        <location filename="../model/layout/megatron_family.cpp" line="108" />
         <source>vocabulary (padded)</source>
         <translation>词表大小（填充后）</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="108" />
+        <location filename="../model/layout/megatron_family.cpp" line="109" />
         <source>max positions</source>
         <translation>最大位置数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="109" />
+        <location filename="../model/layout/megatron_family.cpp" line="110" />
         <source>position embedding</source>
         <translation>位置编码</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="110" />
+        <location filename="../model/layout/megatron_family.cpp" line="111" />
         <source>normalization</source>
         <translation>归一化</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="111" />
+        <location filename="../model/layout/megatron_family.cpp" line="112" />
         <source>SwiGLU</source>
         <translation>SwiGLU</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="112" />
+        <location filename="../model/layout/megatron_family.cpp" line="113" />
         <source>linear biases</source>
         <translation>线性层偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="113" />
+        <location filename="../model/layout/megatron_family.cpp" line="114" />
         <source>QKV bias</source>
         <translation>QKV 偏置</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="114" />
+        <location filename="../model/layout/megatron_family.cpp" line="115" />
         <source>untied embeddings</source>
         <translation>输入输出嵌入不共享</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="116" />
+        <location filename="../model/layout/megatron_family.cpp" line="117" />
         <source>experts per token</source>
         <translation>每个 token 的专家数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="117" />
+        <location filename="../model/layout/megatron_family.cpp" line="118" />
         <source>tensor-parallel size</source>
         <translation>张量并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="118" />
+        <location filename="../model/layout/megatron_family.cpp" line="119" />
         <source>pipeline-parallel size</source>
         <translation>流水线并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="119" />
+        <location filename="../model/layout/megatron_family.cpp" line="120" />
         <source>expert-parallel size</source>
         <translation>专家并行规模</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="120" />
+        <location filename="../model/layout/megatron_family.cpp" line="121" />
         <source>consumed samples</source>
         <translation>已消耗样本数</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="224" />
+        <location filename="../model/layout/megatron_family.cpp" line="123" />
+        <source>distributed optimizer</source>
+        <translation>分布式优化器</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/megatron_family.cpp" line="258" />
         <source>exports as</source>
         <translation>导出为</translation>
     </message>
     <message>
-        <location filename="../model/layout/megatron_family.cpp" line="543" />
+        <location filename="../model/layout/megatron_family.cpp" line="638" />
+        <location filename="../model/layout/megatron_family.cpp" line="641" />
+        <source>optimizer state</source>
+        <translation>优化器状态</translation>
+    </message>
+    <message>
+        <location filename="../model/layout/megatron_family.cpp" line="704" />
         <source>Megatron-Core checkpoint</source>
         <translation>Megatron-Core 检查点</translation>
     </message>
@@ -3090,7 +3102,7 @@ Click to select it in the tree.</source>
         <translation>verl 检查点</translation>
     </message>
     <message>
-        <location filename="../model/layout/dcp_safetensors_family.cpp" line="256" />
+        <location filename="../model/layout/dcp_safetensors_family.cpp" line="259" />
         <source>PyTorch DCP over safetensors</source>
         <translation>基于 safetensors 的 PyTorch DCP</translation>
     </message>

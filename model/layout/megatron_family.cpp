@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace ckpt::layout {
 
@@ -118,6 +119,8 @@ void addArgsFacts(Tag& tag, const nlohmann::ordered_json& args)
         {"pipeline_model_parallel_size", QT_TRANSLATE_NOOP("ckpt::layout", "pipeline-parallel size")},
         {"expert_model_parallel_size", QT_TRANSLATE_NOOP("ckpt::layout", "expert-parallel size")},
         {"consumed_train_samples", QT_TRANSLATE_NOOP("ckpt::layout", "consumed samples")},
+        {"optimizer", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer")},
+        {"use_distributed_optimizer", QT_TRANSLATE_NOOP("ckpt::layout", "distributed optimizer")},
     };
     const bool moe = args.contains("num_experts") && args["num_experts"].is_number_integer();
     for (const Arg& a : kArgs) {
@@ -189,6 +192,36 @@ MegatronShape shapeOf(const nlohmann::ordered_json& a)
     return m;
 }
 
+// The optimizer's state of the Hugging Face tensors `hf`: each state of Megatron's tensors
+// (a moment or master copy of their shape) mapped as the weights are, the same regions of the
+// state's tensors. A state some tensor lacks is left on Megatron's tensors alone.
+void mapOptimizerState(std::vector<Parameter>& hf, const std::vector<Parameter>& stored,
+                       const MegatronShape& m)
+{
+    std::set<std::string> names;
+    for (const Parameter& p : stored)
+        for (const OptimizerState& st : p.state)
+            names.insert(st.name);
+    for (const std::string& name : names) {
+        std::vector<Parameter> as;
+        for (const Parameter& p : stored)
+            if (const OptimizerState* st = p.stateNamed(name); st && !st->perSlice && st->shape == p.shape) {
+                Parameter x;
+                x.name = p.name, x.shape = p.shape, x.dtype = st->dtype, x.slices = st->slices;
+                as.push_back(std::move(x));
+            }
+        std::vector<Parameter> mapped;
+        try {
+            mapped = huggingFaceParameters(as, m);
+        } catch (const Error&) {
+            continue; // a tensor the mapping reads has no such state
+        }
+        for (size_t i = 0; i < hf.size() && i < mapped.size(); ++i)
+            hf[i].state.push_back(
+                OptimizerState{name, mapped[i].shape, mapped[i].dtype, std::move(mapped[i].slices)});
+    }
+}
+
 // The model as Hugging Face names it, where the args describe a class exactly; Megatron's own
 // tensors then stay as other tensors (listed, diffed, exported with --all).
 void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
@@ -212,6 +245,7 @@ void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
         return;
     }
     std::vector<Parameter> hf = huggingFaceParameters(tag.params, m);
+    mapOptimizerState(hf, tag.params, m);
     for (Parameter& p : tag.params) {
         tag.rawModel.push_back(p.name);
         tag.otherTensors.push_back(std::move(p));
@@ -343,28 +377,36 @@ void addConfigModel(Tag& tag, nlohmann::ordered_json args, int64_t tokenizerVoca
 }
 
 // How a legacy rank file's tensor makes the global one (torch_dist's key, layers stacked): the
-// dimension tensor-parallel ranks split it along (-1: every rank holds all of it), and whether it
-// is SwiGLU's fused gate and up, each rank holding its share of both.
+// dimension tensor-parallel ranks split it along (-1: every rank holds all of it; a row-parallel
+// layer's bias is added after its all-reduce, so each rank keeps all of it), and whether it is
+// SwiGLU's fused gate and up (with --swiglu), each rank holding its share of both.
 struct LegacyRule
 {
     const char* suffix; // after decoder.layers.N. (or the whole key outside the layers)
     const char* key;    // torch_dist's
     int dim;
-    bool halves = false;
+    bool gated = false;
 };
 constexpr LegacyRule kLayerRules[] = {
     {"self_attention.linear_qkv.weight", "decoder.layers.self_attention.linear_qkv.weight", 0},
     {"self_attention.linear_qkv.bias", "decoder.layers.self_attention.linear_qkv.bias", 0},
     {"self_attention.linear_proj.weight", "decoder.layers.self_attention.linear_proj.weight", 1},
+    {"self_attention.linear_proj.bias", "decoder.layers.self_attention.linear_proj.bias", -1},
     {"input_layernorm.weight", "decoder.layers.self_attention.linear_qkv.layer_norm_weight", -1},
+    {"input_layernorm.bias", "decoder.layers.self_attention.linear_qkv.layer_norm_bias", -1},
     {"pre_mlp_layernorm.weight", "decoder.layers.mlp.linear_fc1.layer_norm_weight", -1},
+    {"pre_mlp_layernorm.bias", "decoder.layers.mlp.linear_fc1.layer_norm_bias", -1},
     {"mlp.linear_fc1.weight", "decoder.layers.mlp.linear_fc1.weight", 0, true},
+    {"mlp.linear_fc1.bias", "decoder.layers.mlp.linear_fc1.bias", 0, true},
     {"mlp.linear_fc2.weight", "decoder.layers.mlp.linear_fc2.weight", 1},
+    {"mlp.linear_fc2.bias", "decoder.layers.mlp.linear_fc2.bias", -1},
 };
 constexpr LegacyRule kModelRules[] = {
     {"embedding.word_embeddings.weight", "embedding.word_embeddings.weight", 0},
+    {"embedding.position_embeddings.weight", "embedding.position_embeddings.weight", -1},
     {"output_layer.weight", "output_layer.weight", 0},
     {"decoder.final_layernorm.weight", "decoder.final_layernorm.weight", -1},
+    {"decoder.final_layernorm.bias", "decoder.final_layernorm.bias", -1},
 };
 
 struct RankDir
@@ -397,9 +439,9 @@ std::vector<RankDir> legacyRanks(const io::Folder& dir, int& tpSize, int& ppSize
 }
 
 // One rank's tensor `t` as chunks of its global tensor `g` (made at first use): its share along
-// the rule's dimension, at its global layer.
+// the rule's dimension, at its global layer; of SwiGLU's fused linear_fc1, its share of each half.
 void addRankPiece(Parameter& g, const LegacyRule& rule, const RankDir& r, const torch::Tensor& t,
-                  int64_t layer, int64_t layers, int tpSize)
+                  int64_t layer, int64_t layers, int tpSize, bool swiglu)
 {
     std::vector<int64_t> shape = t.shape;
     if (rule.dim >= 0) shape.at(size_t(rule.dim)) *= tpSize;
@@ -427,13 +469,39 @@ void addRankPiece(Parameter& g, const LegacyRule& rule, const RankDir& r, const 
     const int64_t own = size[d];
     if (rule.dim < 0)
         piece(0, own, 0);
-    else if (!rule.halves)
+    else if (!(rule.gated && swiglu))
         piece(r.tp * own, own, 0);
     else { // [gate_r; up_r]: rows r*h of gate_all and F + r*h of up_all
         const int64_t h = own / 2;
         piece(r.tp * h, h, 0);
         piece(h * tpSize + r.tp * h, h, h);
     }
+}
+
+// The distributed optimizer's state beside a legacy rank's model (distrib_optim.pt): per
+// gradient buffer and dtype, flat param / exp_avg / exp_avg_sq buffers in the optimizer's own
+// bucket layout, which the file does not describe per parameter. Listed as the file's tensors.
+void addDistribOptim(Tag& tag, const RankDir& r, FileSet& files)
+{
+    const io::Folder dir(io::parentPath(r.path));
+    if (!dir.sizeOf("distrib_optim.pt")) return;
+    const std::string path = dir.file("distrib_optim.pt");
+    const torch::TorchFile* f = files.get(path)->torch();
+    if (!f) throw Error("not a torch.save file", path);
+    RankFile rf;
+    rf.path = path;
+    rf.name = dir.name() + "/distrib_optim.pt";
+    rf.role = FileRole::OptimStates;
+    rf.mpRank = r.tp;
+    rf.size = f->fileSize();
+    tag.files.push_back(rf);
+    for (const torch::Tensor& t : f->tensors())
+        if (t.storage >= 0)
+            tag.otherTensors.push_back(wholeTensor(path, t.path, rf.name + ":" + t.path, t.dtype, t.shape));
+    if (r.tp == 0 && r.pp == 0)
+        tag.warnings.push_back(
+            "the distributed optimizer's state (distrib_optim.pt) is saved in its bucket layout: listed "
+            "as saved, not per parameter");
 }
 
 // Megatron's legacy format (--ckpt-format torch): iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt, each
@@ -459,6 +527,7 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
         rf.mpRank = r.tp;
         rf.size = f->fileSize();
         tag.files.push_back(rf);
+        addDistribOptim(tag, r, files);
         if (&r == &ranks.front()) {
             args = torch::pickleToJson(f->value("args"));
             if (const auto it = torch::asInt(f->value("iteration"))) tag.globalSteps = *it;
@@ -477,6 +546,7 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
                                : 0;
     if (layers <= 0 || layers % ppSize)
         throw Error("num_layers does not split over the pipeline stages", ranks.front().path);
+    const bool swiglu = args.contains("swiglu") && args["swiglu"].is_boolean() && args["swiglu"].get<bool>();
     std::map<std::string, Parameter> global;
     for (const RankDir& r : ranks)
         for (const torch::Tensor& t : files.get(r.path)->torch()->tensors()) {
@@ -500,7 +570,7 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
             if (!rule)
                 throw Error("'" + key + "' is not a tensor this reader maps (dense GPT layers only)", r.path);
             if (rule->dim < 0 && r.tp != 0) continue; // replicated: rank 0's
-            addRankPiece(global[rule->key], *rule, r, t, layer, layers, tpSize);
+            addRankPiece(global[rule->key], *rule, r, t, layer, layers, tpSize, swiglu);
         }
     for (auto& [key, g] : global)
         tag.params.push_back(std::move(g));
@@ -508,6 +578,73 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
     stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron legacy");
     asHuggingFace(tag, args);
     return tag;
+}
+
+// The state name and parameter key of a dist_checkpointing optimizer tensor saved per parameter,
+// "[chained_N.]optimizer.state.<state>.<parameter key>" (the regular optimizer's, and the
+// distributed optimizer's fully_reshardable ones): nullopt for any other key.
+std::optional<std::pair<std::string, std::string>> perParameterState(std::string key)
+{
+    std::replace(key.begin(), key.end(), '/', '.'); // where a planner split the key into a path
+    if (key.starts_with("chained_")) {
+        const size_t dot = key.find('.');
+        if (dot == std::string::npos || key.find_first_not_of("0123456789", 8) != dot) return std::nullopt;
+        key.erase(0, dot + 1);
+    }
+    constexpr std::string_view kPrefix = "optimizer.state.";
+    if (!key.starts_with(kPrefix)) return std::nullopt;
+    const size_t dot = key.find('.', kPrefix.size());
+    if (dot == std::string::npos || dot == kPrefix.size() || dot + 1 == key.size()) return std::nullopt;
+    return std::pair{key.substr(kPrefix.size(), dot - kPrefix.size()), key.substr(dot + 1)};
+}
+
+// Megatron-Core's optimizer state, where it was saved per parameter (each state tensor of its
+// parameter's global shape, sharded as the parameter is), becomes that parameter's state: the
+// moments, and the fp32 master copy (fp32_param; the distributed optimizer's fully_reshardable
+// format calls it param). The distributed optimizer's dp_reshardable buffers
+// (optimizer.distributed.*) follow its internal buckets, which the checkpoint does not describe
+// per parameter: they stay listed as they are saved, and a warning says why.
+void attachOptimizerState(Tag& tag)
+{
+    std::vector<std::pair<std::pair<std::string, std::string>, Parameter>> saved;
+    bool bucketSpace = false;
+    for (auto* list : {&tag.params, &tag.otherTensors})
+        std::erase_if(*list, [&](Parameter& t) {
+            std::string fqn = t.path.empty() ? t.name : t.path;
+            std::replace(fqn.begin(), fqn.end(), '/', '.');
+            bucketSpace = bucketSpace || fqn.find("optimizer.distributed.") != std::string::npos;
+            auto state = perParameterState(fqn);
+            if (state) saved.push_back({std::move(*state), std::move(t)});
+            return state.has_value();
+        });
+    std::map<std::string, Parameter*> byKey;
+    for (Parameter& p : tag.params)
+        byKey[p.name] = &p;
+    for (auto& [state, t] : saved) {
+        auto owner = byKey.find(state.second);
+        if (owner == byKey.end() && state.second.starts_with("module.")) // NeMo 2's wrapper
+            owner = byKey.find(state.second.substr(7));
+        if (owner != byKey.end() && owner->second->shape == t.shape)
+            owner->second->state.push_back(
+                OptimizerState{state.first, t.shape, t.dtype, std::move(t.slices)});
+        else
+            tag.otherTensors.push_back(std::move(t));
+    }
+    std::set<std::string> names;
+    for (const Parameter& p : tag.params)
+        for (const OptimizerState& st : p.state)
+            names.insert(st.name);
+    if (!names.empty())
+        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
+                   nlohmann::ordered_json(std::vector<std::string>(names.begin(), names.end())));
+    else if (bucketSpace)
+        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
+                   "dp_reshardable buckets");
+    if (bucketSpace)
+        tag.warnings.push_back(
+            "the distributed optimizer's state is saved in its bucket layout (dp_reshardable): listed as "
+            "saved (optimizer.distributed.*), not per parameter (Megatron-LM's "
+            "--dist-ckpt-optim-fully-reshardable saves it per parameter)");
 }
 
 // A torch_dist folder's tensors, through the DCP family, under Megatron's own keys.
@@ -521,6 +658,7 @@ Tag openTorchDist(const std::string& name, const io::Folder& dir, FileSet& files
     sub.root = dir.path();
     sub.tags.push_back({name, dir.path()});
     Tag tag = dcpFamily().openTag(sub, 0, files);
+    attachOptimizerState(tag);
     stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron");
     return tag;
 }

@@ -1,5 +1,7 @@
 #include "layout/yaml_scalars.h"
 
+#include "io/text.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -11,10 +13,7 @@ namespace {
 
 std::string trimmed(std::string_view s)
 {
-    const size_t a = s.find_first_not_of(" \t\r");
-    if (a == std::string_view::npos) return {};
-    const size_t b = s.find_last_not_of(" \t\r");
-    return std::string(s.substr(a, b - a + 1));
+    return std::string(io::trimBlanks(s));
 }
 
 // A plain scalar's JSON value (YAML 1.1's core forms that dumps write).

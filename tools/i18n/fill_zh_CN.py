@@ -606,6 +606,7 @@ ZH = {
     "Accelerate save_state checkpoint": "Accelerate save_state 检查点",
     "critic": "评论家模型 (critic)",
     "actor": "演员模型 (actor)",
+    "distributed optimizer": "分布式优化器",
 }
 
 

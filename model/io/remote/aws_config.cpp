@@ -1,6 +1,7 @@
 #include "io/remote/aws_config.h"
 
 #include "io/error.h"
+#include "io/text.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -14,10 +15,7 @@ namespace {
 
 std::string trim(std::string_view s)
 {
-    const auto b = s.find_first_not_of(" \t\r");
-    if (b == std::string_view::npos) return {};
-    const auto e = s.find_last_not_of(" \t\r");
-    return std::string(s.substr(b, e - b + 1));
+    return std::string(trimBlanks(s));
 }
 
 std::string lower(std::string s)

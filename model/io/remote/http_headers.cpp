@@ -1,19 +1,12 @@
 #include "io/remote/http_headers.h"
 
+#include "io/text.h"
+
 #include <charconv>
 
 namespace ckpt::io::remote {
 
 namespace {
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-        s.remove_suffix(1);
-    return s;
-}
 
 // A whole run of decimal digits, no sign, no overflow.
 std::optional<uint64_t> number(std::string_view s)
@@ -29,7 +22,7 @@ std::optional<uint64_t> number(std::string_view s)
 
 std::optional<ContentRange> parseContentRange(std::string_view value)
 {
-    value = trim(value);
+    value = trimBlanks(value);
     constexpr std::string_view unit = "bytes ";
     if (value.substr(0, unit.size()) != unit) return std::nullopt;
     value.remove_prefix(unit.size());
@@ -51,14 +44,14 @@ std::optional<ContentRange> parseContentRange(std::string_view value)
 
 std::optional<double> parseRetryAfter(std::string_view value)
 {
-    const auto v = number(trim(value));
+    const auto v = number(trimBlanks(value));
     if (!v) return std::nullopt;
     return double(std::min<uint64_t>(*v, 3600));
 }
 
 std::optional<std::string> parseEtag(std::string_view value)
 {
-    value = trim(value);
+    value = trimBlanks(value);
     std::string_view inner = value;
     if (inner.substr(0, 2) == "W/") inner.remove_prefix(2);
     if (inner.size() < 2 || inner.front() != '"' || inner.back() != '"') return std::nullopt;
@@ -69,17 +62,17 @@ std::optional<std::string> parseEtag(std::string_view value)
 
 void addHeaderLine(std::map<std::string, std::string>& headers, std::string_view line)
 {
-    line = trim(line);
+    line = trimBlanks(line);
     if (line.substr(0, 5) == "HTTP/") {
         headers.clear();
         return;
     }
     const auto colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return;
-    std::string name(trim(line.substr(0, colon)));
+    std::string name(trimBlanks(line.substr(0, colon)));
     for (char& c : name)
         if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    headers[name] = std::string(trim(line.substr(colon + 1)));
+    headers[name] = std::string(trimBlanks(line.substr(colon + 1)));
 }
 
 } // namespace ckpt::io::remote
