@@ -161,7 +161,7 @@ def to_hf(sd):
     return {k: t.contiguous() for k, t in hf.items()}
 
 
-def reference_worker(rank, world, run, out, port):
+def reference_worker(rank, world, run, out, port, fsync=False):
     t = {"start (imports)": time.time() - T0}
     tick = time.time()
     run = Path(run)
@@ -199,6 +199,13 @@ def reference_worker(rank, world, run, out, port):
     Path(out, "config.json").write_text(json.dumps(cfg, indent=1))
     save_file(hf, str(Path(out, "model.safetensors")), metadata={"format": "pt"})
     t["safetensors save_file"] = time.time() - tick
+    if fsync:  # the output made durable, as ckpt export makes its own (fsync of each file)
+        tick = time.time()
+        for name in ("model.safetensors", "config.json"):
+            fd = os.open(str(Path(out, name)), os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+        t["fsync"] = time.time() - tick
     print("reference phases (s): " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()), file=sys.stderr, flush=True)
     ps.destroy_model_parallel()
     dist.destroy_process_group()
@@ -206,7 +213,7 @@ def reference_worker(rank, world, run, out, port):
 
 def cmd_reference(a):
     # World size 1 in this very process (no spawn): dist_checkpointing needs a process group.
-    reference_worker(0, 1, a.run, a.out, 29733)
+    reference_worker(0, 1, a.run, a.out, 29733, fsync=a.fsync)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -245,6 +252,7 @@ def main():
     r = sub.add_parser("reference")
     r.add_argument("run")
     r.add_argument("out")
+    r.add_argument("--fsync", action="store_true", help="fsync the output files, as ckpt does")
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")

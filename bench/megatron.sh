@@ -56,16 +56,17 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== uptime before: $(uptime)"
 rows=()
 same=yes
-# Output on disk (ckpt fsyncs its files, save_file does not) and on tmpfs (no disk in the way: the tools'
-# own work).
-for target in ${TARGETS:-disk tmpfs}; do
+# Output on disk (ckpt fsyncs its files, save_file does not), on disk with the reference's output fsynced
+# too (disk+fsync: the same durable result from both), and on tmpfs (no disk in the way: the tools' own work).
+for target in ${TARGETS:-disk disk+fsync tmpfs}; do
   base=$work; [ $target = tmpfs ] && base=/dev/shm/ckpt-bench-megatron && mkdir -p $base
+  durable=""; [ $target = disk+fsync ] && durable=--fsync
   for tool in megatron-core ckpt; do
     out="$base/out-$tool"
     rm -rf "$out"
     log="$work/time-$target-$tool.txt"
     case $tool in
-      megatron-core) $nice /usr/bin/time -v $py bench/make_megatron_checkpoint.py reference "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; }
+      megatron-core) $nice /usr/bin/time -v $py bench/make_megatron_checkpoint.py reference $durable "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; }
                      grep 'reference phases' "$log" | sed 's/^/   /' ;;
       ckpt) $nice /usr/bin/time -v "$ckpt" export -q "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; } ;;
     esac

@@ -7,6 +7,7 @@
 
 #include "layout/family.h"
 #include "ops/analyze.h"
+#include "ops/bloat.h"
 #include "ops/consolidate.h"
 #include "ops/tensor_digest.h"
 #include "ops/tensor_source.h"
@@ -296,6 +297,13 @@ private slots:
                     QVERIFY2(st && st->shape == p.shape && st->complete(), (p.name + "/" + n).c_str());
                 }
             QCOMPARE(testutil::badges(tag)["optimizer_state"].size(), names.size());
+            // Its bytes count as what they are (each DCP item by its key): weights, moments, masters.
+            const ops::FolderBloat b =
+                ops::analyzeFolderBloat(tag.dir, {}, {}, opened->files.get(), &opened->model);
+            for (ops::ByteRole r :
+                 {ops::ByteRole::ModelWeights, ops::ByteRole::ExpAvg, ops::ByteRole::ExpAvgSq})
+                QVERIFY2(b.roleBytes[size_t(r)] > 0, ops::roleName(r));
+            QCOMPARE(b.roleBytes[size_t(ops::ByteRole::Fp32Master)] > 0, names.count("param") > 0);
         }
     }
 

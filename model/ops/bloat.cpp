@@ -156,7 +156,10 @@ ByteRole roleOf(const std::string& path)
     if (has("exp_avg")) return ByteRole::ExpAvg;
     // ZeRO-1/2: single_partition_of_fp32_groups; ZeRO-3: fp32_flat_groups; BF16_Optimizer and
     // Universal: fp32 in the name too.
-    if (has("fp32")) return ByteRole::Fp32Master;
+    // Megatron-Core's distributed optimizer keeps its masters as "param" (optimizer.state.param.<key>,
+    // or its buckets' optimizer.distributed.<bucket>.param).
+    if (has("fp32") || has("optimizer.state.param.") || (has("optimizer.") && path.ends_with(".param")))
+        return ByteRole::Fp32Master;
     if (has("optimizer")) return ByteRole::OtherOptimizer;
     // DeepSpeed's model states keep the weights under `module`; a plain state dict is all weights.
     if (path.rfind("module/", 0) == 0 || path.find('/') == std::string::npos || has("state_dict") ||
@@ -193,6 +196,34 @@ std::map<std::string, layout::FileRole> fileRoles(const layout::Checkpoint* mode
     return roles;
 }
 
+// The items of each file the checkpoint's tags read as a sequence of items (a DCP .distcp), by path.
+std::map<std::string, std::vector<layout::RankFile::Item>> fileItems(const layout::Checkpoint* model)
+{
+    std::map<std::string, std::vector<layout::RankFile::Item>> items;
+    if (model)
+        for (const auto& t : model->tags)
+            for (const auto& f : t.files)
+                if (!f.items.empty()) items.emplace(f.path, f.items);
+    return items;
+}
+
+// A DCP data file: each item (a torch.save of one tensor chunk or value) counts by its key's
+// role (a key names the model's weight, a moment, a master copy), the rest of the file (what no
+// entry reads) as other bytes.
+void itemRoles(const std::vector<layout::RankFile::Item>& items, const layout::FileSet& fileSet,
+               FolderFile& f)
+{
+    uint64_t counted = 0;
+    for (const auto& item : items) {
+        const torch::TorchFile* tf = fileSet.get(item.id)->torch();
+        if (!tf) continue;
+        const uint64_t n = std::min(tf->fileSize(), f.fileBytes - counted);
+        f.roleBytes[size_t(roleOf(item.label.substr(0, item.label.rfind('@'))))] += n; // key@offsets
+        counted += n;
+    }
+    f.roleBytes[size_t(ByteRole::Other)] += f.fileBytes - counted;
+}
+
 // A safetensors file is weights: its tensors' bytes, the header beside them other bytes. A file
 // that does not parse counts as other bytes (the checkpoint's family reports real damage).
 void safetensorsRoles(const std::string& path, FolderFile& f)
@@ -216,6 +247,7 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
                                const layout::Checkpoint* model)
 {
     const std::map<std::string, layout::FileRole> roles = fileRoles(model);
+    const auto items = fileItems(model);
     std::vector<std::pair<std::string, std::string>> files; // absolute, relative
     const bool folder = io::pathKind(path) == io::PathKind::Folder;
     if (folder)
@@ -268,8 +300,11 @@ FolderBloat analyzeFolderBloat(const std::string& path, const ProgressSink& prog
             } catch (const Error&) {
                 f.fileBytes = 0; // gone since it was listed: counted as nothing, as before
             }
+            const auto listed = items.find(files[i].first);
             if (kind == FileKind::Safetensors)
                 safetensorsRoles(files[i].first, f);
+            else if (listed != items.end() && fileSet)
+                itemRoles(listed->second, *fileSet, f);
             else
                 f.roleBytes[size_t(ByteRole::Other)] = f.fileBytes;
         }
