@@ -225,8 +225,9 @@ QWidget* MainWindow::buildBrowser()
     ll->addWidget(m_tree);
     split->addWidget(left);
     split->addWidget(m_details);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    // The tree gets two thirds: its names (model.layers.17.self_attn.q_proj.weight) need the room.
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 1);
     bl->addWidget(m_error);
     bl->addWidget(m_banner);
     bl->addWidget(split, 1);
@@ -601,7 +602,7 @@ void MainWindow::onLoaded(const JobResult<std::shared_ptr<const Snapshot>>& r)
         m_tree->resizeColumnToContents(c);
     // Values can be long reprs (a config string): the column shows their start, the tooltip all.
     m_tree->setColumnWidth(TreeModel::Value, std::min(m_tree->columnWidth(TreeModel::Value), 180));
-    m_tree->setColumnWidth(TreeModel::Kind, std::min(m_tree->columnWidth(TreeModel::Kind), 210));
+    m_tree->setColumnWidth(TreeModel::Kind, std::min(m_tree->columnWidth(TreeModel::Kind), 150));
     fitNameColumn();
     m_details->show(snapshot.get(), nullptr);
     if (snapshot->warnings.empty()) {
