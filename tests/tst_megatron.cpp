@@ -297,6 +297,26 @@ private slots:
                     QVERIFY2(st && st->shape == p.shape && st->complete(), (p.name + "/" + n).c_str());
                 }
             QCOMPARE(testutil::badges(tag)["optimizer_state"].size(), names.size());
+            // In fp32 the distributed optimizer's master ("param") is the weights after the step: each
+            // Hugging Face tensor's mapped master reads the same bytes as the tensor.
+            if (names.count("param") && tag.dtype == "fp32") {
+                layout::Tag masters;
+                masters.name = tag.name;
+                masters.dir = tag.dir;
+                for (const layout::Parameter& p : tag.params)
+                    masters.params.push_back(layout::stateTensor(p, *p.stateNamed("param"), p.name));
+                const ops::TensorSet weights = ops::tagTensors(opened, tag, {});
+                const ops::TensorSet mapped = ops::tagTensors(opened, masters, {});
+                QCOMPARE(mapped.tensors.size(), weights.tensors.size());
+                for (size_t i = 0; i < weights.tensors.size(); ++i) {
+                    const auto& w = weights.tensors[i].tensor;
+                    const auto& m = mapped.tensors[i].tensor;
+                    std::vector<uint8_t> a(w.nbytes), b(m.nbytes);
+                    w.fill(0, w.nbytes, a.data());
+                    m.fill(0, m.nbytes, b.data());
+                    QVERIFY2(a == b, w.name.c_str());
+                }
+            }
             // Its bytes count as what they are (each DCP item by its key): weights, moments, masters.
             const ops::FolderBloat b =
                 ops::analyzeFolderBloat(tag.dir, {}, {}, opened->files.get(), &opened->model);
