@@ -550,7 +550,14 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
     std::map<std::string, Parameter> global;
     for (const RankDir& r : ranks)
         for (const torch::Tensor& t : files.get(r.path)->torch()->tensors()) {
-            if (t.path.rfind("model/", 0) != 0 || t.storage < 0) continue;
+            if (t.storage < 0) continue;
+            if (t.path.rfind("model/", 0) != 0) { // the optimizer's state (a regular one's), RNG states
+                if (t.aliasOf >= 0) continue;     // listed once, under its first path
+                const std::string listed =
+                    io::fileName(io::parentPath(r.path)) + "/model_optim_rng.pt:" + t.path;
+                tag.otherTensors.push_back(wholeTensor(r.path, t.path, listed, t.dtype, t.shape));
+                continue;
+            }
             const std::string key = t.path.substr(6);
             const LegacyRule* rule = nullptr;
             int64_t layer = -1;

@@ -181,6 +181,9 @@ ByteRole roleIn(layout::FileRole fileRole, const std::string& tensorPath)
         return ByteRole::Other;
     const ByteRole r = roleOf(tensorPath);
     const bool optimizer = fileRole == FileRole::OptimStates || fileRole == FileRole::ExpertOptim;
+    // An optimizer's own copy of the parameters is its fp32 master (Megatron's distrib_optim.pt
+    // buffers' "param", a Universal checkpoint's fp32.pt "param").
+    if (optimizer && (tensorPath == "param" || tensorPath.ends_with("/param"))) return ByteRole::Fp32Master;
     if (optimizer && (r == ByteRole::ModelWeights || r == ByteRole::Other)) return ByteRole::OtherOptimizer;
     return r;
 }
