@@ -108,7 +108,9 @@ private slots:
         // runs with optimizer state: the weights are the model, the state is not
         for (const char* r : {"gpt_tp1pp1_adam_fp32", "gpt_tp1pp1_dp2_distopt_fully_fp32",
                               "gpt_tp1pp1_dp2_distopt_fully_bf16", "gpt_tp1pp1_dp2_distopt_dp_fp32",
-                              "gpt_tp1pp1_dp2_distopt_dp_bf16", "legacy_tp1pp1_dp2_distopt_fp32"})
+                              "gpt_tp1pp1_dp2_distopt_dp_bf16", "legacy_tp1pp1_dp2_distopt_fp32",
+                              "gpt_tp2pp1_dp2_distopt_dp_fp32", "gpt_tp1pp2_dp2_distopt_dp_fp32",
+                              "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32"})
             QTest::newRow(r) << QString(r);
     }
     void exportIsTheHuggingFaceModel()
@@ -334,7 +336,8 @@ private slots:
     {
         QTest::addColumn<QString>("run");
         for (const char* r : {"gpt_tp1pp1_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_bf16",
-                              "legacy_tp1pp1_dp2_distopt_fp32"})
+                              "legacy_tp1pp1_dp2_distopt_fp32", "gpt_tp2pp1_dp2_distopt_dp_fp32",
+                              "gpt_tp1pp2_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32"})
             QTest::newRow(r) << QString(r);
     }
     void bucketSpaceOptimizerStateIsListedAsSaved()
