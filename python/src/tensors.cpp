@@ -77,7 +77,16 @@ ops::TensorSet optimizerSet(const layout::OpenedTag& in, const ops::SourceOption
     if (!p) throw Error("no parameter '" + name + "' in tag " + tag.name, tag.dir);
     if (!p->tiedTo.empty()) p = findParam(tag, p->tiedTo);
     if (!p) throw Error("'" + name + "' is tied to a parameter the tag does not have", tag.dir);
+    // The optimizer's own fp32 copy where the family states one (Megatron's fp32_param, or param
+    // in the distributed optimizer's formats), else the weights read as fp32 (what ZeRO's
+    // consolidated fp32 masters are).
     layout::Parameter master = *p;
+    for (const char* own : {"fp32_param", "param"})
+        if (const layout::OptimizerState* st = p->stateNamed(own);
+            st && st->elementwise(p->shape) && st->complete()) {
+            master = layout::stateTensor(*p, *st, "fp32");
+            break;
+        }
     master.name = "fp32";
     ops::SourceOptions o = options;
     o.dtype = torch::DType::Float32;

@@ -42,3 +42,24 @@ def test_raw_export_keeps_megatrons_names(tmp_path):
     r = cs.export(run, tmp_path / "raw", raw=True)
     assert r.tensors == sum(1 for k in keys.values() if "shape" in k)
     assert not (tmp_path / "raw" / "config.json").exists()
+
+
+@pytest.mark.parametrize("run", ["gpt_tp1pp1_dp2_distopt_fully_bf16", "gpt_tp1pp1_adam_fp32"])
+def test_optimizer_state_of_a_hugging_face_tensor(run):
+    """optimizer_state(name) of a Hugging Face tensor: its moments, mapped from Megatron's saved per
+    parameter, and as "fp32" the optimizer's own master where it saved one (the bf16 weights are that
+    master rounded, not the other way round), else the weights."""
+    import torch
+    with cs.open(DATA / "megatron" / run) as ck:
+        tag = ck.tag()
+        finer = 0
+        for name in tag.keys():
+            state = tag.optimizer_state(name)
+            w = tag.get_tensor(name)
+            assert {"fp32", "exp_avg", "exp_avg_sq"} <= set(state), name
+            for key in ("fp32", "exp_avg", "exp_avg_sq"):
+                assert list(state[key].shape) == list(w.shape) and state[key].dtype == torch.float32, name
+            assert torch.equal(state["fp32"].to(w.dtype), w), name
+            finer += not torch.equal(state["fp32"], w.float())
+        # bf16 matrices: the master keeps what rounding to bf16 dropped; Adam in fp32 saved none
+        assert (finer > 0) == run.endswith("bf16"), finer
