@@ -192,17 +192,23 @@ MegatronShape shapeOf(const nlohmann::ordered_json& a)
     return m;
 }
 
+// The names of the optimizer states the tensors have (exp_avg, exp_avg_sq, a master's).
+std::set<std::string> stateNames(const std::vector<Parameter>& params)
+{
+    std::set<std::string> names;
+    for (const Parameter& p : params)
+        for (const OptimizerState& st : p.state)
+            names.insert(st.name);
+    return names;
+}
+
 // The optimizer's state of the Hugging Face tensors `hf`: each state of Megatron's tensors
 // (a moment or master copy of their shape) mapped as the weights are, the same regions of the
 // state's tensors. A state some tensor lacks is left on Megatron's tensors alone.
 void mapOptimizerState(std::vector<Parameter>& hf, const std::vector<Parameter>& stored,
                        const MegatronShape& m)
 {
-    std::set<std::string> names;
-    for (const Parameter& p : stored)
-        for (const OptimizerState& st : p.state)
-            names.insert(st.name);
-    for (const std::string& name : names) {
+    for (const std::string& name : stateNames(stored)) {
         std::vector<Parameter> as;
         for (const Parameter& p : stored)
             if (const OptimizerState* st = p.stateNamed(name); st && !st->perSlice && st->shape == p.shape) {
@@ -637,10 +643,7 @@ void attachOptimizerState(Tag& tag)
         else
             tag.otherTensors.push_back(std::move(t));
     }
-    std::set<std::string> names;
-    for (const Parameter& p : tag.params)
-        for (const OptimizerState& st : p.state)
-            names.insert(st.name);
+    const std::set<std::string> names = stateNames(tag.params);
     if (!names.empty())
         stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
                    nlohmann::ordered_json(std::vector<std::string>(names.begin(), names.end())));
