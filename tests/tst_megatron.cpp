@@ -5,7 +5,9 @@
 // legacy format's TP shards too.
 #include "testutil.h"
 
+#include "layout/families.h"
 #include "layout/family.h"
+#include "layout/megatron_buckets.h"
 #include "ops/analyze.h"
 #include "ops/bloat.h"
 #include "ops/consolidate.h"
@@ -329,10 +331,15 @@ private slots:
         }
     }
 
-    // The distributed optimizer's dp_reshardable state (its buckets, keyed by buffer, dtype and
-    // bucket) and the legacy format's distrib_optim.pt are listed as saved, with a warning that
-    // says so (the model still exports bit for bit: exportIsTheHuggingFaceModel).
-    void bucketSpaceOptimizerStateIsListedAsSaved_data()
+    // The distributed optimizer's dp_reshardable state (one tensor per buffer, bucket and state, in
+    // DDP's bucket layout) and the legacy format's distrib_optim.pt become each parameter's state:
+    // every state of every Megatron tensor, in its global stacked and tensor-parallel-merged shape,
+    // has the values megatron-core's own optimizer held (xxh3 of the elements in C order, which
+    // the generator gathered from each rank's optimizer: `global_state` per key where TP, PP or
+    // several buckets make the layout, `per_param` per layer otherwise). Pieces straddle the
+    // data-parallel split and bucket ends there; the buckets leave the other tensors, and the
+    // Hugging Face tensors carry the states mapped.
+    void bucketLayoutStateIsEachParametersState_data()
     {
         QTest::addColumn<QString>("run");
         for (const char* r : {"gpt_tp1pp1_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_bf16",
@@ -340,21 +347,120 @@ private slots:
                               "gpt_tp1pp2_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32"})
             QTest::newRow(r) << QString(r);
     }
-    void bucketSpaceOptimizerStateIsListedAsSaved()
+    void bucketLayoutStateIsEachParametersState()
     {
         QFETCH(QString, run);
-        const auto opened = layout::openCheckpoint(megatronDir() + "/" + run.toStdString());
-        const layout::Tag& tag = opened->chooseTag("");
-        QVERIFY2(tag.unreadable.empty(), tag.unreadable.c_str());
-        QVERIFY(std::any_of(tag.warnings.begin(), tag.warnings.end(), [](const std::string& w) {
-            return w.find("bucket layout") != std::string::npos;
-        }));
-        size_t buffers = 0;
-        for (const layout::Parameter& p : tag.otherTensors)
-            if (p.name.find("optimizer.distributed.") == 0 ||
-                p.name.find("distrib_optim.pt:") != std::string::npos)
-                ++buffers;
-        QVERIFY2(buffers >= 3, std::to_string(buffers).c_str());
+        const std::string dir = megatronDir() + "/" + run.toStdString();
+        const auto expect = testutil::readJson(dir + ".expect.json");
+        const auto opened = layout::openCheckpoint(dir);
+        for (const layout::Tag& tag : opened->model.tags) {
+            QVERIFY2(tag.unreadable.empty(), tag.unreadable.c_str());
+            for (const std::string& w : tag.warnings)
+                QVERIFY2(w.find("bucket layout") == std::string::npos, w.c_str());
+            for (const layout::Parameter& t : tag.otherTensors)
+                QVERIFY2(t.name.find("optimizer.distributed.") == std::string::npos &&
+                             t.name.find("distrib_optim.pt:") == std::string::npos,
+                         t.name.c_str());
+            const auto& truth =
+                expect["optimizer"]["iterations"][std::to_string(std::stoll(tag.name.substr(5)))];
+            // Each (key, state): the whole tensor's digest, or per layer.
+            std::map<std::pair<std::string, std::string>, std::map<int64_t, std::string>> want;
+            if (truth.contains("global_state"))
+                for (const auto& [key, g] : truth["global_state"].items())
+                    for (const auto& [state, d] : g["states"].items())
+                        want[{key, state}][-1] = d["xxh3_64"].get<std::string>();
+            else
+                for (const auto& [name, p] : truth["per_param"].items())
+                    for (const auto& [state, d] : p["states"].items())
+                        want[{p["key"].get<std::string>(), state}]
+                            [p["layer"].is_null() ? -1 : p["layer"].get<int64_t>()] =
+                                d["xxh3_64"].get<std::string>();
+            QVERIFY(want.size() >= 3 * 8);
+            for (const auto& [which, digests] : want) {
+                const layout::Parameter* p = tensorNamed(tag, which.first);
+                QVERIFY2(p, which.first.c_str());
+                const layout::OptimizerState* st = p->stateNamed(which.second);
+                QVERIFY2(st && st->shape == p->shape && st->complete(),
+                         (which.first + "/" + which.second).c_str());
+                layout::Tag one;
+                one.name = tag.name, one.dir = tag.dir;
+                one.params.push_back(layout::stateTensor(*p, *st, which.first));
+                const ops::TensorSet set = ops::tagTensors(opened, one, {});
+                QCOMPARE(set.tensors.size(), size_t(1));
+                const auto& t = set.tensors[0].tensor;
+                std::vector<uint8_t> bytes(t.nbytes);
+                t.fill(0, t.nbytes, bytes.data());
+                const size_t layers = digests.count(-1) ? 1 : size_t(p->shape.at(0));
+                QCOMPARE(digests.size(), layers);
+                for (const auto& [layer, digest] : digests) {
+                    const size_t each = bytes.size() / layers, at = layer < 0 ? 0 : size_t(layer) * each;
+                    QVERIFY2(ops::digestHex(XXH3_64bits(bytes.data() + at, each)) == digest,
+                             (which.first + "/" + which.second + " layer " + std::to_string(layer)).c_str());
+                }
+            }
+            QCOMPARE(testutil::badges(tag)["optimizer_state"].size(), size_t(3));
+            for (const layout::Parameter& p : tag.params)
+                for (const char* n : {"exp_avg", "exp_avg_sq", "param"}) {
+                    const layout::OptimizerState* st = p.stateNamed(n);
+                    QVERIFY2(st && st->shape == p.shape && st->complete(), (p.name + "/" + n).c_str());
+                }
+        }
+    }
+
+    // A bucket layout is accepted only where it accounts for every bucket's length and every saved
+    // chunk's boundary: told the run as it was, the buckets of the several-bucket run (parameters
+    // straddling the data-parallel split) are placed; told one wrong thing, they are refused whole
+    // and the reason names what disagreed, nothing attached.
+    void aBucketLayoutIsAcceptedOnlyWhereEverythingAgrees_data()
+    {
+        QTest::addColumn<int>("layers");
+        QTest::addColumn<int>("dataParallel");
+        QTest::addColumn<int>("spec");
+        QTest::addColumn<QString>("why"); // empty: placed
+        const int local = int(layout::BucketRun::Spec::Local),
+                  te = int(layout::BucketRun::Spec::TransformerEngine);
+        QTest::newRow("as it was") << 2 << 2 << local << "";
+        QTest::newRow("either spec") << 2 << 2 << int(layout::BucketRun::Spec::Unknown) << "";
+        QTest::newRow("three layers") << 3 << 2 << local << "stacks 2 layers where the args say 3";
+        QTest::newRow("one layer") << 1 << 2 << local << "stacks 2 layers where the args say 1";
+        QTest::newRow("DP 3") << 2 << 3 << local << "no data-parallel split";
+        QTest::newRow("DP unknown") << 2 << 0 << local << "no data-parallel split";
+        QTest::newRow("Transformer Engine") << 2 << 2 << te << "gbuf_idx_0";
+    }
+    void aBucketLayoutIsAcceptedOnlyWhereEverythingAgrees()
+    {
+        QFETCH(int, layers);
+        QFETCH(int, dataParallel);
+        QFETCH(int, spec);
+        QFETCH(QString, why);
+        const std::string dir = megatronDir() + "/gpt_tp1pp1_dp2_distopt_dp_buckets_fp32/iter_0000002";
+        layout::TagList list;
+        list.root = dir;
+        list.tags.push_back({"iter_0000002", dir});
+        layout::FileSet files;
+        layout::Tag tag = layout::dcpFamily().openTag(list, 0, files);
+        layout::BucketRun run;
+        run.tp = run.pp = 1;
+        run.layers = layers;
+        run.dataParallel = dataParallel;
+        run.spec = layout::BucketRun::Spec(spec);
+        const layout::BucketOutcome o = layout::attachBucketState(tag, run);
+        QVERIFY(o.found);
+        const size_t buckets =
+            size_t(std::count_if(tag.otherTensors.begin(), tag.otherTensors.end(),
+                                 [](const auto& t) { return t.name.find("optimizer.distributed.") == 0; }));
+        size_t states = 0;
+        for (const layout::Parameter& p : tag.params)
+            states += p.state.size();
+        if (why.isEmpty()) {
+            QVERIFY2(o.unplaced.empty(), o.unplaced.c_str());
+            QCOMPARE(buckets, size_t(0));
+            QCOMPARE(states, 3 * tag.params.size());
+        } else {
+            QVERIFY2(o.unplaced.find(why.toStdString()) != std::string::npos, o.unplaced.c_str());
+            QCOMPARE(buckets, size_t(4 * 3)); // 4 buckets x param, exp_avg, exp_avg_sq
+            QCOMPARE(states, size_t(0));
+        }
     }
 
     // An iteration compared with itself is identical tensor for tensor (every byte read).

@@ -13,6 +13,7 @@
 #include "io/folder.h"
 #include "io/input_file.h"
 #include "layout/families.h"
+#include "layout/megatron_buckets.h"
 #include "layout/megatron_hf.h"
 #include "layout/words.h"
 #include "layout/yaml_scalars.h"
@@ -202,6 +203,71 @@ std::set<std::string> stateNames(const std::vector<Parameter>& params)
     return names;
 }
 
+// The optimizer-state fact: the states the tensors have.
+void stateNamesBadge(Tag& tag)
+{
+    const std::set<std::string> names = stateNames(tag.params);
+    if (!names.empty())
+        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
+                   nlohmann::ordered_json(std::vector<std::string>(names.begin(), names.end())));
+}
+
+// How the args say the run was split, as the bucket layout needs it (legacySpec: the legacy
+// format's rank files name the local spec's modules, whatever transformer_impl says).
+BucketRun bucketRunOf(const nlohmann::ordered_json& args, bool legacySpec)
+{
+    const auto integer = [&](const char* key) -> int64_t {
+        return args.contains(key) && args[key].is_number_integer() ? args[key].get<int64_t>() : 0;
+    };
+    const auto set = [&](const char* key) {
+        return args.contains(key) && !args[key].is_null() && args[key] != false;
+    };
+    BucketRun run;
+    run.tp = int(integer("tensor_model_parallel_size"));
+    run.pp = int(integer("pipeline_model_parallel_size"));
+    run.layers = integer("num_layers");
+    // The optimizer's data-parallel group holds the context-parallel ranks too: world / (TP x PP).
+    if (const int64_t world = integer("world_size");
+        world > 0 && run.tp > 0 && run.pp > 0 && world % (run.tp * run.pp) == 0)
+        run.dataParallel = world / (run.tp * run.pp);
+    else if (const int64_t dp = integer("data_parallel_size"); dp > 0)
+        run.dataParallel = dp * std::max<int64_t>(1, integer("context_parallel_size"));
+    if (run.dataParallel > (int64_t(1) << 24)) run.dataParallel = 0; // no such run: not a size to pad by
+    run.layersEvenlySplit = integer("virtual_pipeline_model_parallel_size") <= 1;
+    for (const char* uneven :
+         {"num_layers_per_virtual_pipeline_stage", "decoder_first_pipeline_num_layers",
+          "decoder_last_pipeline_num_layers", "pipeline_model_parallel_layout",
+          "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"})
+        run.layersEvenlySplit = run.layersEvenlySplit && !set(uneven);
+    run.experts = integer("num_experts") > 0;
+    const std::string impl = args.contains("transformer_impl") && args["transformer_impl"].is_string()
+                                 ? args["transformer_impl"].get<std::string>()
+                                 : "";
+    run.spec = legacySpec || impl == "local"  ? BucketRun::Spec::Local
+               : impl == "transformer_engine" ? BucketRun::Spec::TransformerEngine
+                                              : BucketRun::Spec::Unknown;
+    return run;
+}
+
+// The distributed optimizer's state saved in its bucket layout (dp_reshardable; distrib_optim.pt)
+// becomes each parameter's state where the layout the args describe accounts for every bucket;
+// otherwise the buckets stay listed as saved, and a warning says why.
+void placeBucketState(Tag& tag, const nlohmann::ordered_json& args, bool legacySpec = false)
+{
+    const BucketOutcome placed = attachBucketState(tag, bucketRunOf(args, legacySpec));
+    if (!placed.found) return;
+    if (placed.unplaced.empty()) {
+        stateNamesBadge(tag);
+        return;
+    }
+    if (stateNames(tag.params).empty())
+        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
+                   "bucket layout");
+    tag.warnings.push_back("the distributed optimizer's state is saved in its bucket layout (dp_reshardable, "
+                           "distrib_optim.pt) and is listed as saved, not per parameter: " +
+                           placed.unplaced);
+}
+
 // The optimizer's state of the Hugging Face tensors `hf`: each state of Megatron's tensors
 // (a moment or master copy of their shape) mapped as the weights are, the same regions of the
 // state's tensors. A state some tensor lacks is left on Megatron's tensors alone.
@@ -263,6 +329,15 @@ void asHuggingFace(Tag& tag, const nlohmann::ordered_json& args)
     tag.exportFiles.push_back({"config.json", config.dump(2, ' ', true) + "\n"});
     stateBadge(tag, "architecture", QT_TRANSLATE_NOOP("ckpt::layout", "exports as"),
                huggingFaceArchitecture(m));
+}
+
+// What the args say of the model: its facts, the optimizer's bucket-layout state placed on its
+// tensors, and its Hugging Face names.
+void describeModel(Tag& tag, const nlohmann::ordered_json& args, bool legacySpec = false)
+{
+    addArgsFacts(tag, args);
+    placeBucketState(tag, args, legacySpec);
+    asHuggingFace(tag, args);
 }
 
 // Megatron-Core's TransformerConfig as a tool dumped it (Megatron-Bridge's run_config.yaml under
@@ -378,8 +453,7 @@ void addConfigModel(Tag& tag, nlohmann::ordered_json args, int64_t tokenizerVoca
             }
         }
     }
-    addArgsFacts(tag, args);
-    asHuggingFace(tag, args);
+    describeModel(tag, args);
 }
 
 // How a legacy rank file's tensor makes the global one (torch_dist's key, layers stacked): the
@@ -486,7 +560,8 @@ void addRankPiece(Parameter& g, const LegacyRule& rule, const RankDir& r, const 
 
 // The distributed optimizer's state beside a legacy rank's model (distrib_optim.pt): per
 // gradient buffer and dtype, flat param / exp_avg / exp_avg_sq buffers in the optimizer's own
-// bucket layout, which the file does not describe per parameter. Listed as the file's tensors.
+// bucket layout, which the file does not describe per parameter. Listed as the file's tensors
+// (placeBucketState makes them each parameter's state where it can).
 void addDistribOptim(Tag& tag, const RankDir& r, FileSet& files)
 {
     const io::Folder dir(io::parentPath(r.path));
@@ -504,10 +579,6 @@ void addDistribOptim(Tag& tag, const RankDir& r, FileSet& files)
     for (const torch::Tensor& t : f->tensors())
         if (t.storage >= 0)
             tag.otherTensors.push_back(wholeTensor(path, t.path, rf.name + ":" + t.path, t.dtype, t.shape));
-    if (r.tp == 0 && r.pp == 0)
-        tag.warnings.push_back(
-            "the distributed optimizer's state (distrib_optim.pt) is saved in its bucket layout: listed "
-            "as saved, not per parameter");
 }
 
 // Megatron's legacy format (--ckpt-format torch): iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt, each
@@ -587,9 +658,8 @@ Tag openLegacy(const std::string& name, const std::string& where, FileSet& files
         }
     for (auto& [key, g] : global)
         tag.params.push_back(std::move(g));
-    addArgsFacts(tag, args);
     stateBadge(tag, "layout", QT_TRANSLATE_NOOP("ckpt::layout", "layout"), "megatron legacy");
-    asHuggingFace(tag, args);
+    describeModel(tag, args, true);
     return tag;
 }
 
@@ -615,18 +685,14 @@ std::optional<std::pair<std::string, std::string>> perParameterState(std::string
 // parameter's global shape, sharded as the parameter is), becomes that parameter's state: the
 // moments, and the fp32 master copy (fp32_param; the distributed optimizer's fully_reshardable
 // format calls it param). The distributed optimizer's dp_reshardable buffers
-// (optimizer.distributed.*) follow its internal buckets, which the checkpoint does not describe
-// per parameter: they stay listed as they are saved, and a warning says why.
+// (optimizer.distributed.*) follow its internal buckets: placeBucketState places them, once the
+// args say how the run was split.
 void attachOptimizerState(Tag& tag)
 {
     std::vector<std::pair<std::pair<std::string, std::string>, Parameter>> saved;
-    bool bucketSpace = false;
     for (auto* list : {&tag.params, &tag.otherTensors})
         std::erase_if(*list, [&](Parameter& t) {
-            std::string fqn = t.path.empty() ? t.name : t.path;
-            std::replace(fqn.begin(), fqn.end(), '/', '.');
-            bucketSpace = bucketSpace || fqn.find("optimizer.distributed.") != std::string::npos;
-            auto state = perParameterState(fqn);
+            auto state = perParameterState(t.path.empty() ? t.name : t.path);
             if (state) saved.push_back({std::move(*state), std::move(t)});
             return state.has_value();
         });
@@ -643,18 +709,7 @@ void attachOptimizerState(Tag& tag)
         else
             tag.otherTensors.push_back(std::move(t));
     }
-    const std::set<std::string> names = stateNames(tag.params);
-    if (!names.empty())
-        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
-                   nlohmann::ordered_json(std::vector<std::string>(names.begin(), names.end())));
-    else if (bucketSpace)
-        stateBadge(tag, "optimizer_state", QT_TRANSLATE_NOOP("ckpt::layout", "optimizer state"),
-                   "dp_reshardable buckets");
-    if (bucketSpace)
-        tag.warnings.push_back(
-            "the distributed optimizer's state is saved in its bucket layout (dp_reshardable): listed as "
-            "saved (optimizer.distributed.*), not per parameter (Megatron-LM's "
-            "--dist-ckpt-optim-fully-reshardable saves it per parameter)");
+    stateNamesBadge(tag);
 }
 
 // A torch_dist folder's tensors, through the DCP family, under Megatron's own keys.
@@ -690,6 +745,7 @@ Tag openNemo(const std::string& name, const io::Folder& dir, FileSet& files)
         tag.warnings.push_back(
             "no context/model.yaml: the model's shape is unknown, so it has no Hugging Face "
             "names");
+        placeBucketState(tag, {});
         return tag;
     }
     const auto yaml = yamlScalars(io::readSmallFile(context.file("model.yaml"), 16u << 20));
@@ -821,8 +877,7 @@ public:
             if (const torch::TorchFile* f = common->torch()) {
                 const auto args = torch::pickleToJson(f->value("args"));
                 if (args.is_object()) {
-                    addArgsFacts(tag, args);
-                    asHuggingFace(tag, args);
+                    describeModel(tag, args);
                     described = true;
                 }
                 if (const auto it = torch::asInt(f->value("iteration"))) tag.globalSteps = *it;
@@ -838,9 +893,11 @@ public:
                 0);
             described = true;
         }
-        if (!described)
+        if (!described) {
             tag.warnings.push_back("no saved args (common.pt) and no run_config.yaml: the model's shape is "
                                    "unknown, so it has no Hugging Face names");
+            placeBucketState(tag, {});
+        }
         return tag;
     }
 };
