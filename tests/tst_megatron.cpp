@@ -11,6 +11,7 @@
 #include "ops/analyze.h"
 #include "ops/bloat.h"
 #include "ops/consolidate.h"
+#include "ops/inspect.h"
 #include "ops/tensor_digest.h"
 #include "ops/tensor_source.h"
 #include "safetensors/safetensors_file.h"
@@ -112,7 +113,8 @@ private slots:
                               "gpt_tp1pp1_dp2_distopt_fully_bf16", "gpt_tp1pp1_dp2_distopt_dp_fp32",
                               "gpt_tp1pp1_dp2_distopt_dp_bf16", "legacy_tp1pp1_dp2_distopt_fp32",
                               "gpt_tp2pp1_dp2_distopt_dp_fp32", "gpt_tp1pp2_dp2_distopt_dp_fp32",
-                              "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32"})
+                              "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32", "gpt_tp2pp2_dp2_distopt_dp_tied_fp32",
+                              "gpt2_tp2pp1_dp2_distopt_dp_fp32", "legacy_tp2pp1_dp2_distopt_fp32"})
             QTest::newRow(r) << QString(r);
     }
     void exportIsTheHuggingFaceModel()
@@ -344,7 +346,9 @@ private slots:
         QTest::addColumn<QString>("run");
         for (const char* r : {"gpt_tp1pp1_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_bf16",
                               "legacy_tp1pp1_dp2_distopt_fp32", "gpt_tp2pp1_dp2_distopt_dp_fp32",
-                              "gpt_tp1pp2_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32"})
+                              "gpt_tp1pp2_dp2_distopt_dp_fp32", "gpt_tp1pp1_dp2_distopt_dp_buckets_fp32",
+                              "gpt_tp2pp2_dp2_distopt_dp_tied_fp32", "gpt2_tp2pp1_dp2_distopt_dp_fp32",
+                              "legacy_tp2pp1_dp2_distopt_fp32"})
             QTest::newRow(r) << QString(r);
     }
     void bucketLayoutStateIsEachParametersState()
@@ -405,6 +409,14 @@ private slots:
                     QVERIFY2(st && st->shape == p.shape && st->complete(), (p.name + "/" + n).c_str());
                 }
         }
+        // `ckpt inspect --json` lists each tensor's states with their shapes.
+        const auto doc = ops::inspectCheckpoint(dir, "", false);
+        for (const auto& t : doc["tags"])
+            for (const auto& p : t["parameters"]) {
+                QVERIFY2(p.contains("optimizer_state") && p["optimizer_state"].size() == 3, p.dump().c_str());
+                for (const auto& st : p["optimizer_state"])
+                    QVERIFY2(st["shape"] == p["shape"] && st["dtype"] == "float32", st.dump().c_str());
+            }
     }
 
     // A bucket layout is accepted only where it accounts for every bucket's length and every saved

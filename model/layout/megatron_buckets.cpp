@@ -312,8 +312,9 @@ int64_t roundUp(int64_t n, int64_t to)
 // DDP's walk over a buffer's parameters (param_and_grad_buffer.py): each start aligned to 64
 // elements; a bucket ends where the saved one does (at its last parameter's end, or at the
 // aligned start of a parameter that needs a bucket of its own), the next parameter starting the
-// next bucket. `lengths`: each saved bucket's numel_unpadded; one length and `coalesced`: the
-// buckets concatenated without their end padding (where that shifts nothing, one bucket).
+// next bucket. `lengths`: each saved bucket's numel_unpadded, or the one length of a buffer's
+// buckets concatenated without their end padding (distrib_optim.pt), which this walk accounts for
+// only where no bucket ends unaligned: one bucket, as without --overlap-grad-reduce.
 std::vector<Placed> placeBuffer(const std::vector<const Local*>& order, const std::vector<int64_t>& lengths,
                                 const std::string& where)
 {

@@ -360,6 +360,8 @@ ListedParameter CheckpointListing::parameter(size_t tag, size_t index) const
     pj.tiedTo = p.tiedTo;
     pj.group = p.group;
     pj.groupOffset = p.groupOffset;
+    for (const layout::OptimizerState& st : p.state)
+        pj.optimizerState.push_back({st.name, std::string(torch::name(st.dtype)), st.shape});
     for (size_t i = 0; i < p.slices.size(); ++i) {
         const layout::RankSlice& s = p.slices[i];
         ListedPartition sj;

@@ -81,6 +81,21 @@ struct ListedPartition
     }
 };
 
+// One tensor of a parameter's optimizer state, as the family placed it (a moment, a master copy,
+// the step): its name as the optimizer keeps it, its shape and stored dtype.
+struct ListedState
+{
+    std::string name, dtype;
+    std::vector<int64_t> shape;
+
+    template <class V> static void describe(V& v)
+    {
+        v("name", &ListedState::name);
+        v("shape", &ListedState::shape);
+        v("dtype", &ListedState::dtype);
+    }
+};
+
 struct ListedParameter
 {
     std::string name, kind, dtype; // kind: "trainable", "frozen", "buffer"
@@ -89,6 +104,7 @@ struct ListedParameter
     std::string tiedTo;
     int group = -1; // a flat group (ZeRO-1/2) or sub-group (ZeRO-3); -1: none
     uint64_t groupOffset = 0;
+    std::vector<ListedState> optimizerState;
     std::vector<ListedPartition> partitions;
 
     template <class V> static void describe(V& v)
@@ -104,6 +120,7 @@ struct ListedParameter
         v("tied_to", &P::tiedTo, tied);
         v("group", &P::group, grouped);
         v("group_offset", &P::groupOffset, grouped);
+        v("optimizer_state", &P::optimizerState, [](const P& p) { return !p.optimizerState.empty(); });
         v("partitions", &P::partitions);
     }
 };

@@ -46,7 +46,9 @@ def test_raw_export_keeps_megatrons_names(tmp_path):
 
 @pytest.mark.parametrize("run", ["gpt_tp1pp1_dp2_distopt_fully_bf16", "gpt_tp1pp1_adam_fp32",
                                  "gpt_tp1pp1_dp2_distopt_dp_bf16", "gpt_tp2pp1_dp2_distopt_dp_fp32",
-                                 "gpt_tp1pp2_dp2_distopt_dp_fp32", "legacy_tp1pp1_dp2_distopt_fp32"])
+                                 "gpt_tp1pp2_dp2_distopt_dp_fp32", "legacy_tp1pp1_dp2_distopt_fp32",
+                                 "gpt_tp2pp2_dp2_distopt_dp_tied_fp32", "gpt2_tp2pp1_dp2_distopt_dp_fp32",
+                                 "legacy_tp2pp1_dp2_distopt_fp32"])
 def test_optimizer_state_of_a_hugging_face_tensor(run):
     """optimizer_state(name) of a Hugging Face tensor: its moments, mapped from Megatron's saved per
     parameter or in the distributed optimizer's bucket layout, and as "fp32" the optimizer's own master where it saved one (the bf16 weights are that

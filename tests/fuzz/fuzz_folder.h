@@ -5,6 +5,7 @@
 #pragma once
 
 #include "io/error.h"
+#include "layout/family.h"
 #include "ops/tensor_source.h"
 
 #include <algorithm>
@@ -83,6 +84,17 @@ inline std::string readFile(const fs::path& p)
 // Opens `path` through the family registry and reads every tensor of up to 16 MiB (all of the
 // tag's tensors, optimizer state included); an Error is a fine outcome. CKPT_FUZZ_VERBOSE=1 says
 // what came of it (to see what an input reaches).
+// Every tensor of a set read whole (those up to 16 MB: a fixture's are smaller).
+inline void readAll(const ckpt::ops::TensorSet& set)
+{
+    std::vector<uint8_t> buf;
+    for (const auto& t : set.tensors)
+        if (t.tensor.fill && t.tensor.nbytes <= (16u << 20)) {
+            buf.resize(t.tensor.nbytes);
+            t.tensor.fill(0, t.tensor.nbytes, buf.data());
+        }
+}
+
 inline void openAndRead(const std::string& path)
 {
     static const bool verbose = std::getenv("CKPT_FUZZ_VERBOSE");
@@ -90,12 +102,7 @@ inline void openAndRead(const std::string& path)
         ckpt::ops::SourceOptions o;
         o.all = true;
         const auto set = ckpt::ops::anyTensors(path, o);
-        std::vector<uint8_t> buf;
-        for (const auto& t : set.tensors) {
-            if (!t.tensor.fill || t.tensor.nbytes > (16u << 20)) continue;
-            buf.resize(t.tensor.nbytes);
-            t.tensor.fill(0, t.tensor.nbytes, buf.data());
-        }
+        readAll(set);
         if (verbose)
             std::fprintf(stderr, "%s: %zu tensors, %zu skipped, %zu warnings\n", set.label.c_str(),
                          set.tensors.size(), set.skipped.size(), set.warnings.size());
@@ -109,13 +116,22 @@ inline void openAndRead(const std::string& path)
 inline void openAndReadModel(const std::string& path)
 {
     try {
-        const auto set = ckpt::ops::anyTensors(path, {});
-        std::vector<uint8_t> buf;
-        for (const auto& t : set.tensors)
-            if (t.tensor.fill && t.tensor.nbytes <= (16u << 20)) {
-                buf.resize(t.tensor.nbytes);
-                t.tensor.fill(0, t.tensor.nbytes, buf.data());
-            }
+        readAll(ckpt::ops::anyTensors(path, {}));
+    } catch (const ckpt::Error&) {
+    }
+}
+
+// The optimizer state a family placed on the latest tag's tensors, read as diff --moments reads
+// it (Megatron's bucket layout made per parameter: regions of the saved buckets).
+inline void openAndReadMoments(const std::string& path)
+{
+    try {
+        const auto opened = ckpt::layout::openCheckpoint(path);
+        const ckpt::layout::Tag& tag = opened->chooseTag("");
+        ckpt::layout::Tag moments;
+        moments.name = tag.name, moments.dir = tag.dir;
+        moments.params = ckpt::layout::momentTensors(tag);
+        readAll(ckpt::ops::tagTensors(opened, moments, {}));
     } catch (const ckpt::Error&) {
     }
 }
