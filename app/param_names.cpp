@@ -31,15 +31,25 @@ QString elideName(const QString& name, const std::function<int(const QString&)>&
         if (width(c) <= available) return c;
     }
     if (number >= 0) { // 2: "…layers.17.…" and as many of the last segments as fit
-        const QString head =
-            dots + seg.mid(keepFrom, number - keepFrom + 1).join(QLatin1Char('.')) + QLatin1Char('.') + dots;
-        QString best;
-        for (qsizetype t = seg.size() - 1; t > number; --t) {
-            const QString c = head + seg.mid(t).join(QLatin1Char('.'));
-            if (width(c) > available) break;
-            best = c;
+        // The last two segments say which tensor of the layer it is ("gate_proj.weight", not
+        // "weight", which every projection ends in): the word before the number goes before they do.
+        const qsizetype want = std::min<qsizetype>(2, seg.size() - 1 - number);
+        QString fewer;
+        for (const qsizetype from : {keepFrom, number}) {
+            const QString head =
+                dots + seg.mid(from, number - from + 1).join(QLatin1Char('.')) + QLatin1Char('.');
+            QString best;
+            qsizetype kept = 0;
+            for (qsizetype t = seg.size() - 1; t > number; --t) {
+                const QString c =
+                    head + (t > number + 1 ? dots : QString()) + seg.mid(t).join(QLatin1Char('.'));
+                if (width(c) > available) break;
+                best = c, kept = seg.size() - t;
+            }
+            if (!best.isEmpty() && kept >= want) return best;
+            if (fewer.isEmpty()) fewer = best;
         }
-        if (!best.isEmpty()) return best;
+        if (!fewer.isEmpty()) return fewer;
     }
     // 3: the end, character by character (the last segment says what the tensor is).
     QString tail = name;

@@ -543,6 +543,15 @@ private slots:
                     }
                 }
         QCOMPARE(shown.size(), 16); // at each width, each of the 8 names its own text
+        // Too narrow for "…layers.1.…gate_proj.weight": the word before the number goes, not the
+        // projection ("…layers.1.…weight" was gate_proj, up_proj and down_proj alike).
+        QSet<QString> projections;
+        for (const char* proj : {"gate_proj", "up_proj", "down_proj"})
+            projections.insert(app::elideName(
+                QStringLiteral("model.layers.1.mlp.%1.weight").arg(QLatin1String(proj)), chars, 22));
+        QCOMPARE(projections, (QSet<QString>{QStringLiteral("\u20261.\u2026gate_proj.weight"),
+                                             QStringLiteral("\u20261.mlp.up_proj.weight"),
+                                             QStringLiteral("\u20261.\u2026down_proj.weight")}));
         QCOMPARE(app::elideName(QStringLiteral("fc1.weight"), chars, 40), QStringLiteral("fc1.weight"));
         // No layer number: leading segments go, then characters, the end kept.
         QCOMPARE(app::elideName(QStringLiteral("transformer.wte.weight"), chars, 12),
