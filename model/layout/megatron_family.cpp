@@ -254,7 +254,19 @@ BucketRun bucketRunOf(const nlohmann::ordered_json& args, bool legacySpec)
 // otherwise the buckets stay listed as saved, and a warning says why.
 void placeBucketState(Tag& tag, const nlohmann::ordered_json& args, bool legacySpec = false)
 {
-    const BucketOutcome placed = attachBucketState(tag, bucketRunOf(args, legacySpec));
+    BucketRun run = bucketRunOf(args, legacySpec);
+    // A tool's config (NeMo 2, Megatron-Bridge) gives no world size: torch_dist's files do, one
+    // __R_I.distcp set per rank.
+    if (!run.dataParallel && run.tp > 0 && run.pp > 0) {
+        std::set<int> ranks;
+        for (const RankFile& f : tag.files) {
+            int r = -1, i = -1;
+            if (std::sscanf(f.name.c_str(), "__%d_%d.distcp", &r, &i) == 2 && r >= 0) ranks.insert(r);
+        }
+        if (const int64_t world = int64_t(ranks.size()); world > 0 && world % (run.tp * run.pp) == 0)
+            run.dataParallel = world / (run.tp * run.pp);
+    }
+    const BucketOutcome placed = attachBucketState(tag, run);
     if (!placed.found) return;
     if (placed.unplaced.empty()) {
         stateNamesBadge(tag);
@@ -370,6 +382,11 @@ nlohmann::ordered_json argsFromConfig(const std::map<std::string, nlohmann::json
                           "tensor_model_parallel_size",
                           "pipeline_model_parallel_size",
                           "expert_model_parallel_size",
+                          "context_parallel_size",
+                          "virtual_pipeline_model_parallel_size",
+                          "pipeline_model_parallel_layout",
+                          "account_for_embedding_in_pipeline_split",
+                          "account_for_loss_in_pipeline_split",
                           "bf16",
                           "fp16",
                           "vocab_size",
@@ -377,6 +394,11 @@ nlohmann::ordered_json argsFromConfig(const std::map<std::string, nlohmann::json
         if (!get(k).is_null()) a[k] = get(k);
     if (get("layernorm_epsilon").is_number()) a["norm_epsilon"] = get("layernorm_epsilon");
     if (get("num_moe_experts").is_number_integer()) a["num_experts"] = get("num_moe_experts");
+    // TransformerConfig's names for Megatron-LM's uneven pipeline stages (the bucket layout's).
+    if (!get("num_layers_in_first_pipeline_stage").is_null())
+        a["decoder_first_pipeline_num_layers"] = get("num_layers_in_first_pipeline_stage");
+    if (!get("num_layers_in_last_pipeline_stage").is_null())
+        a["decoder_last_pipeline_num_layers"] = get("num_layers_in_last_pipeline_stage");
     if (!a.contains("max_position_embeddings") && get("seq_length").is_number_integer())
         a["max_position_embeddings"] = get("seq_length");
     if (a.contains("num_query_groups") && a.contains("num_attention_heads") &&
