@@ -13,6 +13,7 @@ path from it to Hugging Face safetensors (the reference `ckpt export` is timed a
                                  (unstack layers, split QKV per query group, fc1 into gate/up, trim the
                                  vocabulary), safetensors save_file of one model.safetensors + config.json.
                                  Prints the phases' seconds on stderr.
+    bridge RUN OUT               Megatron-Bridge 0.3.1's export (run it with .venv-bridge): see cmd_bridge.
     compare A B                  both folders hold the same tensor names, dtypes, shapes and bytes
                                  (sha256 per tensor, read one tensor at a time).
 
@@ -217,6 +218,109 @@ def cmd_reference(a):
 
 
 # ----------------------------------------------------------------------------------------------------------
+def llama_hf_config(ma):
+    """config.json of the matching LlamaForCausalLM, from the checkpoint's Megatron-LM args (the mapping of
+    tools/fixtures/make_megatron_fixtures.hf_config; the reference writes the same values)."""
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": ma.vocab_size,
+            "hidden_size": ma.hidden_size, "intermediate_size": ma.ffn_hidden_size,
+            "num_hidden_layers": ma.num_layers, "num_attention_heads": ma.num_attention_heads,
+            "num_key_value_heads": ma.num_query_groups, "head_dim": ma.kv_channels,
+            "max_position_embeddings": ma.max_position_embeddings, "rms_norm_eps": ma.norm_epsilon,
+            "rope_theta": float(ma.rotary_base), "hidden_act": "silu",
+            "tie_word_embeddings": not ma.untie_embeddings_and_output_weights,
+            "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32"}
+
+
+def cmd_bridge(a):
+    """Megatron-Bridge 0.3.1's export (run with .venv-bridge): AutoBridge.export_ckpt's own steps, with its
+    load_model_config step replaced by an adapter.
+
+    export_ckpt(run, out) cannot read a Megatron-LM run folder whose args Namespace is not Megatron-LM's
+    complete argparse set: load_megatron_model -> load_model_config (training/model_load_save.py:229) ->
+    mlm_compat/arguments.py:52 _transformer_config_from_args reads args.multi_latent_attention (and more
+    of Megatron-LM's arguments) -> AttributeError (tried). Read, not tried: with complete args,
+    AutoBridge.load_megatron_model (auto_bridge.py:679) passes no model_type and build_and_load_model asserts
+    model_type in ("gpt", "mamba") (model_load_save.py:286). Bridge's own checkpoints carry run_config.yaml.
+
+    Adapter (ours): a scratch HF folder in place of the HF model Bridge exports "to": config.json of
+    LlamaForCausalLM from the checkpoint's args, and a model.safetensors.index.json (no weights) naming
+    transformers' own LlamaForCausalLM parameters, all in model.safetensors; the provider's model-parallel reset that load_megatron_model does (TP/PP/CP/EP 1,
+    perform_initialization False); CPU placement: the local (non-TE) layer spec -- the one the checkpoint
+    was saved with; Transformer Engine is not installable without CUDA -- and the CUDA-only fusions off, the
+    fixture generators' CPU patches and TE import stub.
+    Bridge's own: AutoBridge.from_hf_pretrained, to_megatron_provider (HF config -> GPTModelProvider),
+    temporary_distributed_context("gloo"), build_and_load_model (provide_distributed_model +
+    _load_model_weights_from_checkpoint: dist_checkpointing.load, resharding TP2 PP2 -> TP1 PP1),
+    save_hf_weights (stream_weights_megatron_to_hf -> the Llama mapping registry ->
+    SafeTensorsStateSource.save_generator, which with no source index buffers every tensor and writes one
+    model.safetensors with safetensors' save_file), and the HF config's save_pretrained as save_artifacts
+    calls it. Not save_hf_pretrained: its save_artifacts also loads a tokenizer, and there is none
+    (AutoTokenizer on a config-only folder raises in transformers' convert_slow_tokenizer, reached from
+    causal_lm.py:213); ckpt's and the reference's outputs hold no tokenizer either.
+    """
+    import tempfile
+    t = {"start (imports)": time.time() - T0}
+    tick = time.time()
+    F.apply_cpu_patches()
+    import make_bridge_fixtures as BF  # the TE import stub (CPU)
+    (ab, mls) = BF.import_with_te_stub("megatron.bridge.models.conversion.auto_bridge",
+                                       "megatron.bridge.training.model_load_save")
+    from megatron.bridge.models.gpt_provider import local_layer_spec
+    from megatron.core import dist_checkpointing
+    t["import megatron.bridge"] = time.time() - tick
+    tick = time.time()
+    run = Path(a.run)
+    it = int((run / "latest_checkpointed_iteration.txt").read_text().strip())
+    d = run / f"iter_{it:07d}"
+    ma = dist_checkpointing.load_common_state_dict(str(d))["args"]
+    hf_dir = tempfile.mkdtemp(prefix="bridge-hf-config-")
+    Path(hf_dir, "config.json").write_text(json.dumps(llama_hf_config(ma), indent=1))
+    # Bridge takes the HF tensor names (and their file) from the source HF folder's safetensors or index
+    # (state.py get_all_keys / key_to_filename_map): an index naming transformers' own LlamaForCausalLM
+    # parameters (built on the meta device: no memory, no values), all in model.safetensors.
+    import transformers
+    with torch.device("meta"):
+        names = list(transformers.LlamaForCausalLM(transformers.LlamaConfig.from_pretrained(hf_dir)).state_dict())
+    Path(hf_dir, "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {n: "model.safetensors" for n in names}}))
+    bridge = ab.AutoBridge.from_hf_pretrained(hf_dir)
+    provider = bridge.to_megatron_provider(load_weights=False)
+    # as load_megatron_model (model_load_save.py:378): one process, TP1 PP1, no init
+    for k, v in dict(tensor_model_parallel_size=1, pipeline_model_parallel_size=1, context_parallel_size=1,
+                     expert_model_parallel_size=1, expert_tensor_parallel_size=1, sequence_parallel=False,
+                     perform_initialization=False, virtual_pipeline_model_parallel_size=None,
+                     num_layers_in_first_pipeline_stage=None, num_layers_in_last_pipeline_stage=None).items():
+        setattr(provider, k, v)
+    # CPU: no Transformer Engine (the checkpoint's own local spec), no CUDA fusions
+    provider.transformer_layer_spec = local_layer_spec
+    for k in ("bias_activation_fusion", "masked_softmax_fusion", "persist_layer_norm", "bias_dropout_fusion",
+              "apply_rope_fusion", "gradient_accumulation_fusion", "cross_entropy_loss_fusion"):
+        setattr(provider, k, False)
+    t["HF config + provider"] = time.time() - tick
+    tick = time.time()
+    with mls.temporary_distributed_context(backend="gloo"):
+        model = mls.build_and_load_model(str(d), provider, use_cpu_init=True, skip_temp_dist_context=True)
+        t["build + load (reshard)"] = time.time() - tick
+        tick = time.time()
+        # save_hf_pretrained = save_artifacts (config.json, then the tokenizer) + save_hf_weights; this run
+        # has no tokenizer (nor does the reference's or ckpt's output), and AutoTokenizer on a config-only
+        # folder raises (causal_lm.py:213), so: the config as save_artifacts writes it, then save_hf_weights.
+        bridge.hf_pretrained.config.save_pretrained(a.out)
+        bridge.save_hf_weights(model, a.out, show_progress=False, strict=False)
+        t["save_hf_weights"] = time.time() - tick
+        if a.fsync:  # as the reference's --fsync
+            tick = time.time()
+            for f in sorted(Path(a.out).iterdir()):
+                fd = os.open(str(f), os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+            t["fsync"] = time.time() - tick
+    import shutil
+    shutil.rmtree(hf_dir)
+    print("bridge phases (s): " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()), file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------
 def digests(folder):
     from safetensors import safe_open
     out = {}
@@ -253,11 +357,15 @@ def main():
     r.add_argument("run")
     r.add_argument("out")
     r.add_argument("--fsync", action="store_true", help="fsync the output files, as ckpt does")
+    b = sub.add_parser("bridge")
+    b.add_argument("run")
+    b.add_argument("out")
+    b.add_argument("--fsync", action="store_true", help="fsync the output files, as ckpt does")
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")
     a = ap.parse_args()
-    {"make": cmd_make, "reference": cmd_reference, "compare": cmd_compare}[a.cmd](a)
+    {"make": cmd_make, "reference": cmd_reference, "bridge": cmd_bridge, "compare": cmd_compare}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,22 @@
 # Reference (bench/make_megatron_checkpoint.py reference), one process: import torch + megatron-core, a TP1
 # PP1 GPTModel, dist_checkpointing.load of the iteration into it (megatron-core reshards on load), the Megatron
 # -> HF mapping of tools/fixtures/make_megatron_fixtures.py, safetensors save_file. Ours: `ckpt export -q`.
-# Both under /usr/bin/time -v (wall, peak RSS); both outputs compared tensor by tensor (sha256).
+# Megatron-Bridge (bench/make_megatron_checkpoint.py bridge, in .venv-bridge): Megatron-Bridge 0.3.1's export,
+# AutoBridge.export_ckpt's steps (from_hf_pretrained, to_megatron_provider, temporary_distributed_context
+# gloo, build_and_load_model, save_hf_weights) with an adapter for what export_ckpt cannot do with this run
+# folder (its Megatron-LM args; no HF source folder): see cmd_bridge's docstring for which part is which.
+# All under /usr/bin/time -v (wall, peak RSS); every output compared with megatron-core's tensor by tensor
+# (sha256).
 #
-# Needs .venv-megatron (tools/fixtures/make_megatron_fixtures.sh makes it; made here when missing).
-# Disk: the checkpoint (~2.3 GB) plus two outputs under BENCH_DIR (default /tmp/ckpt-bench/megatron); the
+# Needs .venv-megatron (tools/fixtures/make_megatron_fixtures.sh makes it; made here when missing) and, for
+# the bridge rows, .venv-bridge (tools/fixtures/make_bridge_fixtures.sh --venv-only; made here when missing:
+# several minutes and about 8 GB).
+# Disk: the checkpoint (~2.3 GB) plus one output per tool under BENCH_DIR (default /tmp/ckpt-bench/megatron); the
 # outputs are removed at the end, the checkpoint kept for reruns unless CLEAN=1.
 # Usage: bench/megatron.sh [LAYERS]   (default 10: 2.33 GB of fp32 weights)
-#   CKPT=path/to/ckpt (default build/release/cli/ckpt, built when missing), RESULTS=/dev/null to skip the append.
+#   CKPT=path/to/ckpt (default build/release/cli/ckpt, built when missing), RESULTS=/dev/null to skip the append,
+#   TARGETS="disk disk+fsync tmpfs" (the outputs), TOOLS="megatron-core ckpt bridge" (the rows; megatron-core
+#   always runs: the others are compared with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -21,6 +30,8 @@ work=${BENCH_DIR:-/tmp/ckpt-bench/megatron}
 ckpt=${CKPT:-build/release/cli/ckpt}
 results=${RESULTS:-bench/RESULTS.md}
 py=.venv-megatron/bin/python
+bpy=.venv-bridge/bin/python
+tools="megatron-core $(echo "${TOOLS:-ckpt bridge}" | tr ' ' '\n' | grep -vx megatron-core | tr '\n' ' ')"
 nice="nice -n 15"
 mkdir -p "$work"
 
@@ -32,6 +43,10 @@ if ! $py -c "import torch, megatron.core, transformers, safetensors, psutil" 2>/
   $nice .venv-megatron/bin/pip install -q "torch==2.10.0" "megatron-core==0.16.1" "numpy==2.4.6" \
     "safetensors==0.8.0" "transformers==5.24.0" "psutil==7.2.2"
 fi
+case " $tools " in *" bridge "*)
+  [ -x $bpy ] && $bpy -c "import importlib.metadata as m, megatron.core, transformers; assert m.version('megatron-bridge') == '0.3.1'" 2>/dev/null \
+    || tools/fixtures/make_bridge_fixtures.sh --venv-only ;;
+esac
 if [ -z "${CKPT:-}" ] && [ ! -x "$ckpt" ]; then
   cmake --preset release -DCKPT_BUILD_TESTS=OFF >/dev/null
   $nice cmake --build build/release --target ckpt >/dev/null
@@ -61,7 +76,7 @@ same=yes
 for target in ${TARGETS:-disk disk+fsync tmpfs}; do
   base=$work; [ $target = tmpfs ] && base=/dev/shm/ckpt-bench-megatron && mkdir -p $base
   durable=""; [ $target = disk+fsync ] && durable=--fsync
-  for tool in megatron-core ckpt; do
+  for tool in $tools; do
     out="$base/out-$tool"
     rm -rf "$out"
     log="$work/time-$target-$tool.txt"
@@ -69,20 +84,26 @@ for target in ${TARGETS:-disk disk+fsync tmpfs}; do
       megatron-core) $nice /usr/bin/time -v $py bench/make_megatron_checkpoint.py reference $durable "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; }
                      grep 'reference phases' "$log" | sed 's/^/   /' ;;
       ckpt) $nice /usr/bin/time -v "$ckpt" export -q "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; } ;;
+      bridge) $nice /usr/bin/time -v $bpy bench/make_megatron_checkpoint.py bridge $durable "$run" "$out" >/dev/null 2>"$log" || { tail -5 "$log"; exit 1; }
+              grep 'bridge phases' "$log" | sed 's/^/   /' ;;
     esac
     echo "   $target $tool: $(wall "$log") s, peak RSS $(rss "$log") MB"
     rows+=("$target $tool $(wall "$log") $(rss "$log")")
+    [ $tool = megatron-core ] && continue
+    # Compared, then removed before the next tool runs: each tool runs beside megatron-core's output only
+    # (on tmpfs, Bridge's load was seen 3x slower with ckpt's 2.33 GB output still there: RESULTS.md).
+    echo "== checking $tool's output holds megatron-core's tensors"
+    check=$($nice $py bench/make_megatron_checkpoint.py compare "$base/out-megatron-core" "$out" 2>/dev/null | tail -n 1)
+    echo "   $check"
+    case $check in *"same names"*) ;; *) same=no ;; esac
+    bytes=$(echo "$check" | awk '{print $3}')
+    if cmp -s "$base/out-megatron-core/model.safetensors" "$out/model.safetensors" 2>/dev/null; then
+      echo "   model.safetensors: identical bytes"
+    else
+      ls -l "$base/out-megatron-core" "$out" | sed 's/^/   /'
+    fi
+    rm -rf "$out"
   done
-  echo "== checking both outputs hold the same tensors"
-  check=$($nice $py bench/make_megatron_checkpoint.py compare "$base/out-megatron-core" "$base/out-ckpt" 2>/dev/null | tail -n 1)
-  echo "   $check"
-  case $check in *"same names"*) ;; *) same=no ;; esac
-  bytes=$(echo "$check" | awk '{print $3}')
-  if cmp -s "$base/out-megatron-core/model.safetensors" "$base/out-ckpt/model.safetensors" 2>/dev/null; then
-    echo "   model.safetensors: identical bytes"
-  else
-    ls -l "$base/out-megatron-core" "$base/out-ckpt" | sed 's/^/   /'
-  fi
   rm -rf "$base"/out-*
 done
 rm -rf /dev/shm/ckpt-bench-megatron
@@ -93,7 +114,8 @@ echo "== uptime after: $(uptime)"
 gb=$(awk -v b="$bytes" 'BEGIN {printf "%.2f", b/1e9}')
 {
   echo
-  echo "### $(date -u +%Y-%m-%d) — Megatron-Core torch_dist export (TP2 PP2, $gb GB)"
+  with=""; case " $tools " in *" bridge "*) with=", with Megatron-Bridge 0.3.1" ;; esac
+  echo "### $(date -u +%Y-%m-%d) — Megatron-Core torch_dist export (TP2 PP2, $gb GB$with)"
   echo
   echo "| output | tool | wall s | GB/s | peak RSS MB | time vs megatron-core | RSS vs megatron-core |"
   echo "|---|---|---:|---:|---:|---:|---:|"
