@@ -155,12 +155,11 @@ const io::AtomicFile& VerifiedWriter::safetensors(const std::string& rel,
     const auto onBytes = counter(rel);
     torch::streamChunks(
         tensors,
-        [&](size_t i, const uint8_t* data, uint64_t size) {
-            hasher.update(i, data, size);
+        [&](size_t, const uint8_t* data, uint64_t size) {
             out.write(data, size);
             if (onBytes) onBytes(size);
         },
-        m_cancel);
+        m_cancel, &hasher);
     out.finish();
     done(out);
     const std::vector<uint64_t> hashes = hasher.digests();

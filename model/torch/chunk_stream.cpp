@@ -79,7 +79,7 @@ struct Shared
 // after the last one `last`. Stops early when the consumer says stop; its exceptions go to
 // the consumer through `producerError`.
 void produce(Shared& sh, const std::vector<torch::OutTensor>& tensors, uint64_t chunkSize,
-             const io::CancelToken& cancel)
+             const io::CancelToken& cancel, io::TensorHasher* hasher)
 {
     size_t slot = 0;
     auto publish = [&](Slot& s) {
@@ -100,6 +100,7 @@ void produce(Shared& sh, const std::vector<torch::OutTensor>& tensors, uint64_t 
                 s.tensor = i;
                 s.size = std::min(chunkSize, tensors[i].nbytes - off);
                 tensors[i].fill(off, s.size, s.data.get());
+                if (hasher) hasher->update(i, s.data.get(), s.size);
                 publish(s);
                 slot = (slot + 1) % sh.ring.size();
             }
@@ -144,7 +145,7 @@ void consumeAll(Shared& sh, const std::function<void(size_t, const uint8_t*, uin
 
 void streamChunks(const std::vector<torch::OutTensor>& tensors,
                   const std::function<void(size_t, const uint8_t*, uint64_t)>& consume,
-                  const io::CancelToken& cancel, uint64_t chunkSize, int ringSize)
+                  const io::CancelToken& cancel, io::TensorHasher* hasher, uint64_t chunkSize, int ringSize)
 {
     uint64_t largest = 1;
     for (const auto& t : tensors)
@@ -156,7 +157,7 @@ void streamChunks(const std::vector<torch::OutTensor>& tensors,
     // The producer reads for this job: its fetches of remote bytes answer to the job's watch.
     std::thread producer([&, watch = io::FetchWatch::current()] {
         const io::FetchWatch::Scope scope(watch);
-        produce(sh, tensors, chunkSize, cancel);
+        produce(sh, tensors, chunkSize, cancel, hasher);
     });
 
     std::exception_ptr consumerError;

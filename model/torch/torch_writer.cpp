@@ -408,11 +408,10 @@ std::vector<uint64_t> writeTorchZipRecords(io::AtomicFile& out, const std::strin
         storages,
         [&](size_t i, const uint8_t* data, uint64_t size) {
             beginThrough(i);
-            hasher.update(i, data, size);
             zip.data(data, size);
             if (onBytes) onBytes(size);
         },
-        cancel);
+        cancel, &hasher);
     if (!storages.empty()) {
         beginThrough(storages.size() - 1);
         zip.end();
