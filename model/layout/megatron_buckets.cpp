@@ -612,19 +612,15 @@ BucketOutcome attachBucketState(Tag& tag, const BucketRun& run)
     }
     if (!found) return outcome;
     outcome.unplaced.clear();
-    // The states in the order the saved tensors name them (as the per-parameter formats list them).
-    std::vector<std::string> names;
+    // Each state with its stored dtype, by name (the order the per-parameter formats' keys sort in).
+    std::map<std::string, torch::DType> states;
     for (const Saved& s : saved)
-        if (std::find(names.begin(), names.end(), s.key.state) == names.end()) names.push_back(s.key.state);
-    std::sort(names.begin(), names.end());
+        states[s.key.state] = tag.otherTensors[s.index].dtype;
     for (auto& [param, byName] : found->state)
-        for (const std::string& name : names) {
+        for (const auto& [name, dtype] : states) {
             std::vector<RankSlice>& slices = byName[name];
             std::sort(slices.begin(), slices.end(),
                       [](const RankSlice& a, const RankSlice& b) { return a.paramOffset < b.paramOffset; });
-            torch::DType dtype = torch::DType::Float32;
-            for (const Saved& s : saved)
-                if (s.key.state == name) dtype = tag.otherTensors[s.index].dtype;
             param->state.push_back(OptimizerState{name, param->shape, dtype, std::move(slices)});
         }
     std::set<size_t> consumed;

@@ -256,13 +256,11 @@ void placeBucketState(Tag& tag, const nlohmann::ordered_json& args, bool legacyS
 {
     BucketRun run = bucketRunOf(args, legacySpec);
     // A tool's config (NeMo 2, Megatron-Bridge) gives no world size: torch_dist's files do, one
-    // __R_I.distcp set per rank.
+    // __R_I.distcp set per rank (the DCP family's rank of each file).
     if (!run.dataParallel && run.tp > 0 && run.pp > 0) {
         std::set<int> ranks;
-        for (const RankFile& f : tag.files) {
-            int r = -1, i = -1;
-            if (std::sscanf(f.name.c_str(), "__%d_%d.distcp", &r, &i) == 2 && r >= 0) ranks.insert(r);
-        }
+        for (const RankFile& f : tag.files)
+            if (f.dpRank >= 0 && f.name.ends_with(".distcp")) ranks.insert(f.dpRank);
         if (const int64_t world = int64_t(ranks.size()); world > 0 && world % (run.tp * run.pp) == 0)
             run.dataParallel = world / (run.tp * run.pp);
     }
